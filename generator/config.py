@@ -1,0 +1,483 @@
+"""Read ``difgen.toml`` into frozen, validated values.
+
+Every mistake in the file is a :class:`~difgen.errors.ConfigError` naming the file,
+the line of the offending key and what was expected. ``tomllib`` reports no line
+numbers for values, so :class:`~difgen.toml_lines.Locator` recovers them from the
+raw text.
+
+>>> spec = load_config("examples/difgen.toml").modules[0]  # doctest: +SKIP
+>>> spec.name, spec.operators, spec.input.shape  # doctest: +SKIP
+('seed', ('pullback', 'derivative', ...), ())
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import keyword
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from difgen.errors import ConfigError
+from difgen.toml_lines import Key, Locator
+
+OPERATORS: tuple[str, ...] = (
+    "pushforward",
+    "value_and_pushforward",
+    "pullback",
+    "value_and_pullback",
+    "derivative",
+    "value_and_derivative",
+    "gradient",
+    "value_and_gradient",
+    "jacobian",
+    "value_and_jacobian",
+    "second_derivative",
+    "value_derivative_and_second_derivative",
+    "hvp",
+    "hessian",
+    "value_gradient_and_hessian",
+)
+"""DI's operator set in canonical order (``f`` is always emitted, so not listed)."""
+
+SCALAR_INPUT_OPERATORS = frozenset(
+    {
+        "derivative",
+        "value_and_derivative",
+        "second_derivative",
+        "value_derivative_and_second_derivative",
+    }
+)
+SCALAR_OUTPUT_OPERATORS = frozenset(
+    {"gradient", "value_and_gradient", "hvp", "hessian", "value_gradient_and_hessian"}
+)
+BACKENDS = ("sympy", "trace")
+MODES = ("auto", "forward", "reverse")
+EMITS = ("auto", "scalar", "vector")
+DTYPES = ("float64",)
+RESERVED_CONTEXT_NAMES = frozenset({"x", "dx", "dy", "v", "out", "np"})
+"""Argument names of the generated operators, and the NumPy import."""
+
+_TOP_KEYS = ("difgen", "module")
+_DIFGEN_KEYS = ("output_dir",)
+_MODULE_KEYS = (
+    "name",
+    "function",
+    "backend",
+    "mode",
+    "operators",
+    "input",
+    "contexts",
+    "batch",
+    "sparse",
+    "emit",
+)
+_ARRAY_KEYS = ("shape", "dtype")
+_CONTEXT_KEYS = ("name", "shape", "dtype")
+_FUNCTION_FORMS = '"package.module:attr" or "path/to/file.py:attr"'
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """Shape and dtype of the differentiated input ``x``."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float64"
+
+
+@dataclass(frozen=True)
+class ContextSpec:
+    """A non-differentiated argument passed after ``x``, in config order."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float64"
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """One ``[[module]]`` table: what to differentiate and which operators to emit.
+
+    ``line`` is the line of the ``[[module]]`` header and ``key_lines`` the line of
+    each key inside it (dotted for nested keys: ``"input.shape"``,
+    ``"contexts.0.name"``), so later stages can point at the config file too.
+    """
+
+    name: str
+    function: str
+    backend: str
+    mode: str
+    operators: tuple[str, ...]
+    input: ArraySpec
+    contexts: tuple[ContextSpec, ...] = ()
+    batch: int = 1
+    sparse: bool = False
+    emit: str = "auto"
+    config_path: Path = Path("difgen.toml")
+    line: int = 0
+    key_lines: tuple[tuple[str, int], ...] = ()
+
+    def line_of(self, key: str) -> int:
+        """Line of ``key`` in the config file, or of the ``[[module]]`` header.
+
+        >>> ModuleSpec("m", "f:f", "sympy", "auto", (), ArraySpec(()), line=4,
+        ...            key_lines=(("batch", 7),)).line_of("batch")
+        7
+        """
+        for name, line in self.key_lines:
+            if name == key:
+                return line
+        return self.line
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole config file: where to write and the modules to generate."""
+
+    path: Path
+    output_dir: Path
+    modules: tuple[ModuleSpec, ...]
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a difgen config file.
+
+    ``output_dir`` is resolved against the config file's directory; each module's
+    ``operators`` are deduplicated and put in :data:`OPERATORS` order.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(path, None, "config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"cannot read config file: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, _toml_error_line(exc, text), str(exc)) from None
+    return _Reader(path, Locator(text)).config(data)
+
+
+def check_output_fit(spec: ModuleSpec, output_shape: tuple[int, ...]) -> None:
+    """Reject operators that need a scalar output when ``f`` returns an array.
+
+    Called once tracing has found the output shape.
+
+    >>> spec = ModuleSpec("m", "f:f", "trace", "auto", ("gradient",), ArraySpec((3,)))
+    >>> check_output_fit(spec, ())
+    """
+    if output_shape == ():
+        return
+    bad = [op for op in spec.operators if op in SCALAR_OUTPUT_OPERATORS]
+    if bad:
+        names = ", ".join(repr(op) for op in bad)
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("operators"),
+            f"operator {names} needs a scalar output, but {spec.function} returns "
+            f"an array of shape {output_shape}; use 'jacobian' (or 'pullback') "
+            "for array outputs",
+        )
+
+
+def split_function_ref(ref: str) -> tuple[str, str] | None:
+    """Split ``"pkg.mod:attr"`` or ``"path/file.py:attr"``; None when malformed.
+
+    >>> split_function_ref("models/seed.py:f")
+    ('models/seed.py', 'f')
+    >>> split_function_ref("seed") is None
+    True
+    """
+    module, sep, attr = ref.rpartition(":")
+    if not sep or not module or not _is_dotted_name(attr):
+        return None
+    if module.endswith(".py") or _is_dotted_name(module):
+        return module, attr
+    return None
+
+
+def _is_dotted_name(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and not keyword.iskeyword(text)
+
+
+def _toml_error_line(exc: tomllib.TOMLDecodeError, text: str) -> int | None:
+    match = re.search(r"at line (\d+)", str(exc))
+    if match:
+        return int(match.group(1))
+    if "end of document" in str(exc):
+        return max(1, text.count("\n") + (not text.endswith("\n")))
+    return None
+
+
+def _show(value: Any) -> str:
+    """A value as it would be written in TOML, with its type."""
+    if isinstance(value, dict):
+        return "a table"
+    kinds = {bool: "boolean", int: "integer", float: "float", str: "string"}
+    kind = {**kinds, list: "array"}.get(type(value), type(value).__name__)
+    try:
+        shown = json.dumps(value)
+    except (TypeError, ValueError):
+        shown = str(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return f"{shown} ({kind})"
+
+
+def _suggest(word: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"did you mean '{close[0]}'? " if close else ""
+
+
+def _dotted(key: Key) -> str:
+    """``("contexts", 1, "name")`` -> ``"contexts[1].name"``."""
+    out = ""
+    for part in key:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out.lstrip(".")
+
+
+class _Reader:
+    """Validates the parsed document, locating each error with the locator."""
+
+    def __init__(self, path: Path, locator: Locator) -> None:
+        self.path = path
+        self.locator = locator
+
+    def error(self, key: Key, message: str) -> ConfigError:
+        return ConfigError(self.path, self.locator.line(key), message)
+
+    def check_keys(
+        self, table: dict[str, Any], key: Key, allowed: tuple[str, ...]
+    ) -> None:
+        where = {(): "at top level", ("difgen",): "in [difgen]"}.get(key)
+        if where is None:
+            where = "in [[module]]" if len(key) == 2 else f"in {_dotted(key[2:])}"
+        for name in table:
+            if name not in allowed:
+                raise self.error(
+                    key + (name,),
+                    f"unknown key '{name}' {where}; {_suggest(name, allowed)}"
+                    f"expected one of: {', '.join(sorted(allowed))}",
+                )
+
+    def get(self, table: dict, key: Key, kind: type, expected: str) -> Any:
+        value = table[key[-1]]
+        if type(value) is not kind:  # bool is an int subclass: compare exactly
+            raise self.error(
+                key, f"'{_dotted(key[2:])}' must be {expected}; got {_show(value)}"
+            )
+        return value
+
+    def choice(
+        self, table: dict, key: Key, choices: tuple[str, ...], default: str
+    ) -> str:
+        if key[-1] not in table:
+            return default
+        expected = " or ".join(f'"{c}"' for c in choices)
+        value = self.get(table, key, str, expected)
+        if value not in choices:
+            raise self.error(
+                key,
+                f"'{_dotted(key[2:])}' must be {expected}; got {_show(value)}"
+                + (f"; {_suggest(value, choices)}".rstrip() if value else ""),
+            )
+        return value
+
+    def config(self, data: dict[str, Any]) -> Config:
+        self.check_keys(data, (), _TOP_KEYS)
+        settings = data.get("difgen", {})
+        if not isinstance(settings, dict):
+            raise self.error(("difgen",), "'difgen' must be a table: [difgen]")
+        self.check_keys(settings, ("difgen",), _DIFGEN_KEYS)
+        output_dir = settings.get("output_dir", "generated")
+        if type(output_dir) is not str or not output_dir:
+            raise self.error(
+                ("difgen", "output_dir"),
+                f"'output_dir' must be a non-empty string (a directory relative "
+                f"to this file); got {_show(output_dir)}",
+            )
+        if "module" not in data:
+            raise ConfigError(self.path, None, "no [[module]] tables: nothing to build")
+        tables = data["module"]
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            raise self.error(
+                ("module",), "'module' must be an array of tables: [[module]]"
+            )
+        if not tables:
+            raise self.error(("module",), "'module' must not be empty")
+        modules: list[ModuleSpec] = []
+        for index, table in enumerate(tables):
+            spec = self.module(table, index)
+            for other in modules:
+                if other.name == spec.name:
+                    raise self.error(
+                        ("module", index, "name"),
+                        f"duplicate module name '{spec.name}' (first defined in "
+                        f"the [[module]] at line {other.line})",
+                    )
+            modules.append(spec)
+        output = Path(os.path.normpath(self.path.parent / output_dir))
+        return Config(path=self.path, output_dir=output, modules=tuple(modules))
+
+    def module(self, table: dict[str, Any], index: int) -> ModuleSpec:
+        at: Key = ("module", index)
+        self.check_keys(table, at, _MODULE_KEYS)
+        for required in ("name", "function", "operators", "input"):
+            if required not in table:
+                raise self.error(
+                    at, f"[[module]] is missing the required key '{required}'"
+                )
+        name = self.get(table, at + ("name",), str, "a string")
+        if not _is_name(name):
+            raise self.error(
+                at + ("name",),
+                f"'name' must be a Python identifier that is not a keyword (it "
+                f"names the generated module); got {_show(name)}",
+            )
+        function = self.get(table, at + ("function",), str, _FUNCTION_FORMS)
+        if split_function_ref(function) is None:
+            raise self.error(
+                at + ("function",),
+                f"'function' must be {_FUNCTION_FORMS}; got {_show(function)}",
+            )
+        array = self.array(table, at + ("input",))
+        operators = self.operators(table, at + ("operators",), array.shape)
+        batch = table.get("batch", 1)
+        if type(batch) is not int or batch < 1:
+            raise self.error(
+                at + ("batch",), f"'batch' must be an integer >= 1; got {_show(batch)}"
+            )
+        sparse = False
+        if "sparse" in table:
+            sparse = self.get(table, at + ("sparse",), bool, "true or false")
+            if sparse:
+                raise self.error(
+                    at + ("sparse",),
+                    "sparse outputs are not supported yet; expected sparse = false",
+                )
+        return ModuleSpec(
+            name=name,
+            function=function,
+            backend=self.choice(table, at + ("backend",), BACKENDS, "sympy"),
+            mode=self.choice(table, at + ("mode",), MODES, "auto"),
+            operators=operators,
+            input=array,
+            contexts=self.contexts(table, at + ("contexts",)),
+            batch=batch,
+            sparse=sparse,
+            emit=self.choice(table, at + ("emit",), EMITS, "auto"),
+            config_path=self.path,
+            line=self.locator.line(at) or 0,
+            key_lines=self.key_lines(table, at),
+        )
+
+    def operators(self, table: dict, key: Key, shape: tuple[int, ...]) -> tuple:
+        names = table[key[-1]]
+        if type(names) is not list or not names:
+            raise self.error(
+                key,
+                f"'operators' must be a non-empty array of operator names; "
+                f"got {_show(names)}",
+            )
+        for op in names:
+            if type(op) is not str:
+                raise self.error(
+                    key, f"'operators' must contain strings; got {_show(op)}"
+                )
+            if op != "f" and op not in OPERATORS:
+                raise self.error(
+                    key,
+                    f"unknown operator '{op}'; {_suggest(op, OPERATORS)}"
+                    f"expected one of: {', '.join(OPERATORS)}",
+                )
+            if op in SCALAR_INPUT_OPERATORS and shape != ():
+                raise self.error(
+                    key,
+                    f"operator '{op}' needs a scalar input (input.shape = []), but "
+                    f"input.shape is {list(shape)}; use 'jacobian' or "
+                    "'pushforward' for array inputs",
+                )
+        return tuple(op for op in OPERATORS if op in names)
+
+    def array(self, table: dict, key: Key) -> ArraySpec:
+        value = self.get(table, key, dict, "a table like { shape = [3] }")
+        shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS)
+        return ArraySpec(shape=shape, dtype=dtype)
+
+    def shape_and_dtype(
+        self, value: dict, key: Key, allowed: tuple[str, ...]
+    ) -> tuple[tuple[int, ...], str]:
+        """Check a table holding ``shape`` and ``dtype`` (and maybe ``name``)."""
+        label = _dotted(key[2:])
+        self.check_keys(value, key, allowed)
+        if "shape" not in value:
+            raise self.error(key, f"{label} is missing the required key 'shape'")
+        shape = value["shape"]
+        if type(shape) is not list or any(type(n) is not int or n < 0 for n in shape):
+            raise self.error(
+                key + ("shape",),
+                f"'{label}.shape' must be an array of non-negative integers "
+                f"([] for a scalar); got {_show(shape)}",
+            )
+        dtype = value.get("dtype", "float64")
+        if dtype not in DTYPES:
+            raise self.error(
+                key + ("dtype",),
+                f"'{label}.dtype' is {_show(dtype)}, but only float64 is supported "
+                "in this version",
+            )
+        return tuple(shape), dtype
+
+    def contexts(self, table: dict, key: Key) -> tuple[ContextSpec, ...]:
+        if key[-1] not in table:
+            return ()
+        tables = self.get(
+            table, key, list, 'an array of tables like [{ name = "data", shape = [3] }]'
+        )
+        specs: list[ContextSpec] = []
+        for index, context in enumerate(tables):
+            at = key + (index,)
+            if not isinstance(context, dict):
+                raise self.error(
+                    at, f"'{_dotted(at[2:])}' must be a table; got {_show(context)}"
+                )
+            if "name" not in context:
+                raise self.error(
+                    at, f"{_dotted(at[2:])} is missing the required key 'name'"
+                )
+            name = self.get(context, at + ("name",), str, "a string")
+            if not _is_name(name) or name in RESERVED_CONTEXT_NAMES:
+                reserved = ", ".join(sorted(RESERVED_CONTEXT_NAMES))
+                raise self.error(
+                    at + ("name",),
+                    f"'{_dotted(at[2:])}.name' must be a Python identifier, not a "
+                    f"keyword and not one of {reserved}; got {_show(name)}",
+                )
+            if any(other.name == name for other in specs):
+                raise self.error(at + ("name",), f"duplicate context name '{name}'")
+            shape, dtype = self.shape_and_dtype(context, at, _CONTEXT_KEYS)
+            specs.append(ContextSpec(name=name, shape=shape, dtype=dtype))
+        return tuple(specs)
+
+    def key_lines(self, table: dict[str, Any], at: Key) -> tuple[tuple[str, int], ...]:
+        keys: list[Key] = [(name,) for name in table]
+        keys += [("input", name) for name in table["input"]]
+        for index, context in enumerate(table.get("contexts", ())):
+            keys += [("contexts", index)]
+            keys += [("contexts", index, name) for name in context]
+        found = []
+        for key in keys:
+            line = self.locator.line(at + key)
+            if line is not None:
+                found.append((".".join(str(part) for part in key), line))
+        return tuple(found)
