@@ -1,0 +1,36 @@
+"""Errors that difgen reports to the user: each names the file and line at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DifgenError(Exception):
+    """Base class: the CLI prints these without a traceback and exits 1."""
+
+
+class ConfigError(DifgenError):
+    """A problem in difgen.toml, located by file and line.
+
+    >>> str(ConfigError("difgen.toml", 3, "unknown key 'foo'"))
+    'difgen.toml:3: unknown key \\'foo\\''
+    """
+
+    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class LoadError(DifgenError):
+    """The user's function could not be imported."""
+
+
+class TraceError(DifgenError):
+    """The user's code did something the tracer cannot follow (named by file:line)."""
+
+
+class WriteError(DifgenError):
+    """difgen refused to write a file (for example one it did not write itself)."""

@@ -1,0 +1,59 @@
+"""Static indices: any NumPy index with constant parts, frozen for the IR."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from difgen.errors import TraceError
+from difgen.ir import FrozenArray
+
+
+def freeze_index(index: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """Turn ``index`` into the frozen tuple form that ``getitem`` takes.
+
+    Boolean masks become integer positions (they are constants, so the positions are
+    known at build time); a traced value inside an index is an error.
+
+    >>> freeze_index((0, slice(1, None)), (3, 4))
+    (0, ('slice', 1, None, None))
+    """
+    from difgen.frontend.tracer import Tracer, user_location
+
+    items = index if isinstance(index, tuple) else (index,)
+    frozen: list[Any] = []
+    for item in items:
+        if isinstance(item, Tracer):
+            if not item.is_var:
+                item = item.atom.value
+            else:
+                raise TraceError(
+                    f"{user_location()}: indexing with a traced value; indices must "
+                    "be constants known at build time"
+                )
+        if item is None or item is Ellipsis:
+            frozen.append(item)
+        elif isinstance(item, slice):
+            for bound in (item.start, item.stop, item.step):
+                if bound is not None and not isinstance(bound, (int, np.integer)):
+                    raise TraceError(
+                        f"{user_location()}: slice bounds must be constant ints"
+                    )
+            frozen.append(("slice", *(None if b is None else int(b)
+                                      for b in (item.start, item.stop, item.step))))  # fmt: skip
+        elif isinstance(item, (bool, np.bool_)):
+            raise TraceError(f"{user_location()}: indexing with a Python bool")
+        elif isinstance(item, (int, np.integer)):
+            frozen.append(int(item))
+        else:
+            arr = np.asarray(item)
+            if arr.dtype == np.bool_:
+                frozen.extend(FrozenArray(p.astype(np.int64)) for p in np.nonzero(arr))
+            elif arr.dtype.kind in "iu":
+                frozen.append(FrozenArray(arr.astype(np.int64)))
+            else:
+                raise TraceError(
+                    f"{user_location()}: unsupported index of type {type(item).__name__}"
+                )
+    return tuple(frozen)

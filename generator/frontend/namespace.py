@@ -1,0 +1,157 @@
+"""Run user code with ``np`` bound to a tracing namespace.
+
+NumPy's array *creation* functions do not dispatch to tracers: ``np.array`` of traced
+scalars builds an object array, and ``np.zeros(3)[0] = t`` calls ``float(t)``. While
+tracing, the user's modules see a namespace in which these few functions build traced
+values; everything else is NumPy itself, which dispatches through the tracer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import types
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+
+def _builder() -> Any:
+    from difgen.frontend.tracer import current_builder
+
+    return current_builder()
+
+
+def _constant(value: np.ndarray) -> Any:
+    from difgen.frontend.tracer import Tracer
+    from difgen.ir import Lit
+
+    return Tracer(_builder(), Lit(value))
+
+
+def _check_dtype(dtype: Any) -> None:
+    if dtype is not None and np.dtype(dtype) not in (np.float64, np.int64, np.bool_):
+        from difgen.errors import TraceError
+        from difgen.frontend.tracer import user_location
+
+        raise TraceError(
+            f"{user_location()}: dtype {dtype} cannot be traced (float64 only)"
+        )
+
+
+def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """``np.array``: traced when any element is traced, a mutable constant otherwise."""
+    from difgen.frontend.numpy_api import contains_tracer, lift
+
+    _check_dtype(dtype)
+    if contains_tracer(obj):
+        return lift(obj, force=True)
+    value = np.array(obj, dtype=dtype, *args, **kwargs)
+    if value.dtype.kind not in "fiub":
+        return value
+    return _constant(value.astype(np.float64) if value.dtype.kind in "iu" else value)
+
+
+def asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """``np.asarray``: as :func:`array`."""
+    from difgen.frontend.tracer import Tracer
+
+    return obj if isinstance(obj, Tracer) else array(obj, dtype)
+
+
+def _filler(fill: float) -> Callable[..., Any]:
+    def create(shape: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        _check_dtype(dtype)
+        return _constant(np.full(shape, fill, dtype=np.float64))
+
+    create.__name__ = {0.0: "zeros", 1.0: "ones"}.get(fill, "empty")
+    return create
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> Any:
+    """``np.full`` with a constant or traced fill value."""
+    from difgen.frontend.tracer import Tracer
+
+    if isinstance(fill_value, Tracer):
+        return (
+            np.broadcast_to(fill_value, shape if isinstance(shape, tuple) else (shape,))
+            * 1.0
+        )
+    _check_dtype(dtype)
+    return _constant(np.full(shape, float(fill_value)))
+
+
+OVERRIDES: dict[str, Callable[..., Any]] = {
+    "array": array,
+    "asarray": asarray,
+    "asanyarray": asarray,
+    "zeros": _filler(0.0),
+    "ones": _filler(1.0),
+    "empty": _filler(0.0),  # zeros: deterministic, and the user overwrites it anyway
+    "full": full,
+}
+
+
+class TracingNumpy(types.ModuleType):
+    """``numpy`` with the creation functions replaced; all else is NumPy."""
+
+    def __init__(self) -> None:
+        super().__init__("numpy")
+        self.__dict__.update(OVERRIDES)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+
+TRACING_NUMPY = TracingNumpy()
+_REPLACEMENTS = {id(getattr(np, name)): fn for name, fn in OVERRIDES.items()}
+
+
+def _user_globals(fn: Callable[..., Any]) -> list[dict[str, Any]]:
+    """Globals of ``fn`` and of the user functions it can reach by name."""
+    seen: dict[int, dict[str, Any]] = {}
+    stack = [fn]
+    while stack:
+        f = inspect.unwrap(stack.pop())
+        g = getattr(f, "__globals__", None)
+        if (
+            g is None
+            or id(g) in seen
+            or g.get("__name__", "").startswith(("numpy", "difgen"))
+        ):
+            continue
+        seen[id(g)] = g
+        stack.extend(v for v in list(g.values()) if inspect.isfunction(v))
+        closure = getattr(f, "__closure__", None) or ()
+        stack.extend(c.cell_contents for c in closure if inspect.isfunction(_safe(c)))
+    return list(seen.values())
+
+
+def _safe(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+@contextlib.contextmanager
+def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
+    """Bind ``np`` (and ``from numpy import zeros``-style names) while tracing ``fn``."""
+    saved: list[tuple[dict[str, Any], str, Any]] = []
+    for g in _user_globals(fn):
+        for name, value in list(g.items()):
+            if value is np:
+                saved.append((g, name, value))
+                g[name] = TRACING_NUMPY
+            elif (
+                callable(value)
+                and id(value) in _REPLACEMENTS
+                and not name.startswith("__")
+            ):
+                saved.append((g, name, value))
+                g[name] = _REPLACEMENTS[id(value)]
+    try:
+        yield
+    finally:
+        for g, name, value in reversed(saved):
+            g[name] = value
