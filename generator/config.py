@@ -259,7 +259,8 @@ class _Reader:
     def check_keys(
         self, table: dict[str, Any], key: Key, allowed: tuple[str, ...]
     ) -> None:
-        where = {(): "at top level", ("difgen",): "in [difgen]"}.get(key)
+        places: dict[Key, str] = {(): "at top level", ("difgen",): "in [difgen]"}
+        where = places.get(key)
         if where is None:
             where = "in [[module]]" if len(key) == 2 else f"in {_dotted(key[2:])}"
         for name in table:
@@ -270,8 +271,8 @@ class _Reader:
                     f"expected one of: {', '.join(sorted(allowed))}",
                 )
 
-    def get(self, table: dict, key: Key, kind: type, expected: str) -> Any:
-        value = table[key[-1]]
+    def get(self, table: dict[str, Any], key: Key, kind: type, expected: str) -> Any:
+        value = table[str(key[-1])]
         if type(value) is not kind:  # bool is an int subclass: compare exactly
             raise self.error(
                 key, f"'{_dotted(key[2:])}' must be {expected}; got {_show(value)}"
@@ -279,17 +280,18 @@ class _Reader:
         return value
 
     def choice(
-        self, table: dict, key: Key, choices: tuple[str, ...], default: str
+        self, table: dict[str, Any], key: Key, choices: tuple[str, ...], default: str
     ) -> str:
         if key[-1] not in table:
             return default
         expected = " or ".join(f'"{c}"' for c in choices)
-        value = self.get(table, key, str, expected)
+        value: str = self.get(table, key, str, expected)
         if value not in choices:
+            hint = _suggest(value, choices).rstrip()
             raise self.error(
                 key,
                 f"'{_dotted(key[2:])}' must be {expected}; got {_show(value)}"
-                + (f"; {_suggest(value, choices)}".rstrip() if value else ""),
+                + (f"; {hint}" if hint else ""),
             )
         return value
 
@@ -381,8 +383,10 @@ class _Reader:
             key_lines=self.key_lines(table, at),
         )
 
-    def operators(self, table: dict, key: Key, shape: tuple[int, ...]) -> tuple:
-        names = table[key[-1]]
+    def operators(
+        self, table: dict[str, Any], key: Key, shape: tuple[int, ...]
+    ) -> tuple[str, ...]:
+        names = table[str(key[-1])]
         if type(names) is not list or not names:
             raise self.error(
                 key,
@@ -409,13 +413,13 @@ class _Reader:
                 )
         return tuple(op for op in OPERATORS if op in names)
 
-    def array(self, table: dict, key: Key) -> ArraySpec:
+    def array(self, table: dict[str, Any], key: Key) -> ArraySpec:
         value = self.get(table, key, dict, "a table like { shape = [3] }")
         shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS)
         return ArraySpec(shape=shape, dtype=dtype)
 
     def shape_and_dtype(
-        self, value: dict, key: Key, allowed: tuple[str, ...]
+        self, value: dict[str, Any], key: Key, allowed: tuple[str, ...]
     ) -> tuple[tuple[int, ...], str]:
         """Check a table holding ``shape`` and ``dtype`` (and maybe ``name``)."""
         label = _dotted(key[2:])
@@ -438,7 +442,7 @@ class _Reader:
             )
         return tuple(shape), dtype
 
-    def contexts(self, table: dict, key: Key) -> tuple[ContextSpec, ...]:
+    def contexts(self, table: dict[str, Any], key: Key) -> tuple[ContextSpec, ...]:
         if key[-1] not in table:
             return ()
         tables = self.get(

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from difgen.config import ModuleSpec, split_function_ref
 from difgen.errors import ConfigError
@@ -67,7 +67,7 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
         value = getattr(value, name)
     if not callable(value):
         raise fail(f"'{attr}' is not a function (it has type {type(value).__name__})")
-    return value
+    return cast("Callable[..., Any]", value)
 
 
 def function_source_files(fn: Callable[..., Any]) -> list[Path]:
@@ -106,13 +106,11 @@ def _exec_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
     try:
         with _on_sys_path(path.parent):
             loader_spec.loader.exec_module(module)
-    except BaseException as exc:
+    except (Exception, SystemExit) as exc:  # user code may raise anything
         if previous is None:
             sys.modules.pop(name, None)
         else:
             sys.modules[name] = previous
-        if isinstance(exc, KeyboardInterrupt):
-            raise
         raise fail(f"importing {path} raised {_describe(exc)}") from None
     return module
 
@@ -126,9 +124,7 @@ def _import(module_ref: str, base: Path, fail: Callable[[str], ConfigError]) -> 
             where = f"looked in {base} and on sys.path"
             raise fail(f"no module named '{exc.name}' ({where})") from None
         raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:
+    except (Exception, SystemExit) as exc:
         raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
 
 

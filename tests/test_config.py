@@ -73,8 +73,8 @@ BAD_CONFIGS = [
     ),
     (
         "context-key",
-        MODULE
-        + 'contexts = [\n  { name = "a", shape = [2] },\n  { name = "b", shap = [3] },\n]\n',
+        MODULE + 'contexts = [\n  { name = "a", shape = [2] },\n'
+        '  { name = "b", shap = [3] },\n]\n',
         8,
         "unknown key 'shap' in contexts[1]; did you mean 'shape'?",
     ),
@@ -222,8 +222,8 @@ BAD_CONFIGS = [
     ),
     (
         "duplicate-context",
-        MODULE
-        + 'contexts = [\n  { name = "c", shape = [] },\n  { name = "c", shape = [] }\n]\n',
+        MODULE + 'contexts = [\n  { name = "c", shape = [] },\n'
+        '  { name = "c", shape = [] }\n]\n',
         8,
         "duplicate context name 'c'",
     ),
@@ -288,7 +288,8 @@ BAD_CONFIGS = [
         "function-not-callable",
         with_line('"fn.py:f"', '"fn.py:value"'),
         3,
-        "cannot load function 'fn.py:value': 'value' is not a function (it has type int)",
+        "cannot load function 'fn.py:value': 'value' is not a function (it has "
+        "type int)",
     ),
     (
         "function-import-raises",
@@ -335,7 +336,7 @@ def test_import_error_names_the_user_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_function(spec)
     assert "raised ZeroDivisionError: division by zero" in str(info.value)
-    assert f"broken.py:2)" in str(info.value)
+    assert "broken.py:2)" in str(info.value)
 
 
 FULL = """\
