@@ -1,0 +1,1 @@
+"""Backends: SymPy (symbolic, scalar code) and trace (array-level AD on the IR)."""

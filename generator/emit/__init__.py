@@ -1,0 +1,1 @@
+"""Emission: Python source from backend output, through templates and black."""

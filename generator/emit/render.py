@@ -1,0 +1,114 @@
+"""Render a module from backend output through ``templates/module.py.j2`` and black.
+
+Backends produce :class:`Function` values (signature, body lines, return); this
+module adds the header, imports and constants the generated module contract asks for
+(DESIGN.md section 5) and formats with black, so the bytes are deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+import black
+import jinja2
+
+import difgen
+from difgen.config import Config, ModuleSpec
+
+
+@dataclass(frozen=True)
+class Function:
+    """One emitted operator."""
+
+    name: str
+    signature: str
+    returns: str
+    doc: str
+    body: tuple[str, ...]
+
+
+@dataclass
+class ModuleParts:
+    """Everything the template needs besides the spec."""
+
+    functions: list[Function]
+    output_shape: tuple[int, ...]
+    emission: str
+    constants: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _environment() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(
+        lambda name: resources.files("difgen.templates").joinpath(name).read_text("utf-8")
+    )
+    return jinja2.Environment(
+        loader=loader,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+
+
+def _imports(source: str) -> list[str]:
+    lines = []
+    if "math." in source:
+        lines.append("import math")
+    if "np." in source or "NDArray" in source:
+        lines.append("")
+        lines.append("import numpy as np")
+    if "NDArray" in source:
+        lines.append("from numpy.typing import NDArray")
+    if "sp." in source:
+        lines.append("import scipy.sparse as sp")
+    return lines
+
+
+def _shape_desc(shape: Sequence[int]) -> str:
+    return "scalar (float)" if not shape else f"array of shape {tuple(shape)}"
+
+
+def config_reference(spec: ModuleSpec, config: Config) -> str:
+    """The config path as seen from the output directory (no absolute paths)."""
+    rel = os.path.relpath(config.path.resolve(), config.output_dir.resolve())
+    return Path(rel).as_posix()
+
+
+def render_module(
+    spec: ModuleSpec, config: Config, parts: ModuleParts, source_hash: str
+) -> str:
+    """The complete, black-formatted text of a generated module."""
+    functions = parts.functions
+    body_text = "\n".join(
+        "\n".join((f.signature, f.returns, *f.body)) for f in functions
+    ) + "\n".join(v for _, v in parts.constants)
+    contexts = ", ".join(f"{c.name} {_shape_desc(c.shape)}" for c in spec.contexts)
+    text = (
+        _environment()
+        .get_template("module.py.j2")
+        .render(
+            version=difgen.__version__,
+            function=spec.function,
+            backend=spec.backend,
+            mode=spec.mode,
+            emission=parts.emission,
+            input_desc=_shape_desc(spec.input.shape),
+            output_desc=_shape_desc(parts.output_shape),
+            contexts=contexts,
+            config=config_reference(spec, config),
+            name=spec.name,
+            imports=_imports(body_text),
+            source_hash=source_hash,
+            input_shape=repr(tuple(spec.input.shape)),
+            output_shape=repr(tuple(parts.output_shape)),
+            constants=parts.constants,
+            all_names=repr(sorted(f.name for f in functions)),
+            functions=functions,
+        )
+    )
+    return black.format_str(text, mode=black.Mode(line_length=88))

@@ -1,0 +1,1 @@
+"""Jinja2 templates of emitted code (shipped inside the wheel)."""
