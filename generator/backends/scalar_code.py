@@ -58,7 +58,7 @@ class FloatPrinter(PythonCodePrinter):
         b = self.parenthesize(base, precedence(expr))
         if exp.is_Integer:
             n = int(exp)
-            if n == 2 and (base.is_Symbol or base.is_Function):
+            if n == 2 and base.is_Symbol:
                 return f"{b} * {b}"
             if n < 0:
                 pos = b if n == -1 else f"{b} ** {-n}"

@@ -77,7 +77,14 @@ getitem_p = register(
 )
 
 
+def _elements(value: Any) -> Any:
+    """A 0-d array as its element: object arrays would store the array itself."""
+    value = np.asarray(value)
+    return value[()] if value.ndim == 0 else value
+
+
 def _scatter_impl(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
+    value = _elements(value)
     out = np.zeros(shape, dtype=np.asarray(value).dtype)
     if positions_unique(shape, index):
         out[to_index(index)] = value
@@ -129,7 +136,9 @@ def scatter_add(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
 
 def _set_index_impl(x: Any, value: Any, index: Any) -> Any:
     out = np.array(x, copy=True)
-    out[to_index(index)] = value
+    if out.dtype != object and np.asarray(value).dtype == object:
+        out = out.astype(object)
+    out[to_index(index)] = _elements(value)
     return out
 
 
