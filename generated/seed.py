@@ -25,7 +25,7 @@ __all__ = [
 
 def f(x: float) -> float:
     """The function itself. Returns value ()."""
-    return 40.5 * x * x - 1255.5
+    return 40.5 * (x * x) - 1255.5
 
 
 def pushforward(x: float, dx: float) -> float:
@@ -45,7 +45,7 @@ def derivative(x: float) -> float:
 
 def value_and_derivative(x: float) -> tuple[float, float]:
     """f(x) and df/dx. Returns value (), derivative ()."""
-    return 40.5 * x * x - 1255.5, 81.0 * x
+    return 40.5 * (x * x) - 1255.5, 81.0 * x
 
 
 def second_derivative(x: float) -> float:

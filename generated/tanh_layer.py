@@ -62,9 +62,9 @@ def hessian(
     """Hessian, shaped x.shape + x.shape. Returns hessian (3, 4, 3, 4)."""
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x.ravel().tolist()
     a_0, a_1, a_2, a_3 = a.tolist()
-    t0 = 2.0 * a_0 * a_0
+    t0 = 2.0 * (a_0 * a_0)
     t1 = math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)
-    t2 = t1 * (1.0 - t1 * t1)
+    t2 = t1 * (1.0 - (t1 * t1))
     t3 = 2.0 * t2
     t4 = a_0 * t3
     t5 = -a_1 * t4
@@ -79,7 +79,7 @@ def hessian(
     t14 = -t13 * t3
     t15 = a_3 * a_3
     t16 = math.tanh(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7)
-    t17 = t16 * (1.0 - t16 * t16)
+    t17 = t16 * (1.0 - (t16 * t16))
     t18 = 2.0 * t17
     t19 = a_0 * t18
     t20 = -a_1 * t19
@@ -90,7 +90,7 @@ def hessian(
     t25 = -a_3 * t23
     t26 = -t13 * t18
     t27 = math.tanh(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11)
-    t28 = t27 * (1.0 - t27 * t27)
+    t28 = t27 * (1.0 - (t27 * t27))
     t29 = 2.0 * t28
     t30 = a_0 * t29
     t31 = -a_1 * t30

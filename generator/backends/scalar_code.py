@@ -59,7 +59,7 @@ class FloatPrinter(PythonCodePrinter):
         if exp.is_Integer:
             n = int(exp)
             if n == 2 and base.is_Symbol:
-                return f"{b} * {b}"
+                return f"({b} * {b})"  # parenthesized: Mul prints denominators bare
             if n < 0:
                 pos = b if n == -1 else f"{b} ** {-n}"
                 return f"1.0 / {pos}" if n == -1 else f"1.0 / ({pos})"

@@ -41,7 +41,11 @@ class Builder:
         key = (prim.name, tuple(atoms), frozen)
         if key in self.cache:
             return self.cache[key]
-        shape, dtype = prim.out_aval([(a.shape, a.dtype) for a in atoms], params)
+        try:
+            shape, dtype = prim.out_aval([(a.shape, a.dtype) for a in atoms], params)
+        except (ValueError, IndexError, TypeError) as exc:
+            shapes = ", ".join(str(a.shape) for a in atoms)
+            raise TraceError(f"{user_location()}: {prim.name} of shapes {shapes}: {exc}") from None
         out = Var(tuple(int(n) for n in shape), dtype)
         eqn = Eqn(prim, tuple(atoms), frozen, out)
         self.eqns.append(eqn)
@@ -185,7 +189,14 @@ class Tracer:
     __ge__ = _binop("ge")
     __eq__ = _binop("eq")  # type: ignore[assignment]
     __ne__ = _binop("ne")  # type: ignore[assignment]
+    __and__ = _binop("logical_and")
+    __rand__ = _binop("logical_and", reverse=True)
+    __or__ = _binop("logical_or")
+    __ror__ = _binop("logical_or", reverse=True)
     __hash__ = object.__hash__
+
+    def __invert__(self) -> Any:
+        return bind(PRIMITIVES["logical_not"], self)
 
     def __matmul__(self, other: Any) -> Any:
         return np.matmul(self, other)

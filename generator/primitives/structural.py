@@ -337,6 +337,12 @@ def _pack_transpose(ct: Any, *elements: Any, shape: Any) -> list[Any]:
     ]
 
 
+def _pack_objects(*xs: Any, shape: Any) -> Any:
+    out = np.empty(len(xs), dtype=object)
+    out[:] = [np.asarray(x, dtype=object)[()] for x in xs]
+    return out.reshape(shape)
+
+
 pack_p = register(
     Primitive(
         name="pack",
@@ -344,7 +350,7 @@ pack_p = register(
         emit=_pack_src,
         jvp=_pack_jvp,
         transpose=_pack_transpose,
-        sympy=lambda *xs, shape: np.array(xs, dtype=object).reshape(shape),
+        sympy=_pack_objects,
         shape_rule=lambda *xs, shape: (tuple(shape), "float64"),
         linear=True,
     )

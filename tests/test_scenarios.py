@@ -1,0 +1,168 @@
+"""The operator matrix: every operator x scenario x backend x mode against autograd.
+
+Scenarios (tests/scenarios.py): scalar->scalar, scalar->vector, scalar->matrix,
+vector->scalar, vector->vector, matrix->scalar, matrix->matrix, with contexts, and
+batched tangents. Each generated module is built once per session.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import oracle
+import scenarios
+from conftest import TESTS
+
+BACKENDS = [("sympy", "auto"), ("trace", "forward"), ("trace", "reverse")]
+
+ALWAYS = ["pushforward", "value_and_pushforward", "pullback", "value_and_pullback",
+          "jacobian", "value_and_jacobian"]  # fmt: skip
+SCALAR_IN = ["derivative", "value_and_derivative", "second_derivative",
+             "value_derivative_and_second_derivative"]  # fmt: skip
+SCALAR_OUT = ["gradient", "value_and_gradient", "hvp", "hessian",
+              "value_gradient_and_hessian"]  # fmt: skip
+
+
+def _output_shape(name: str) -> tuple[int, ...]:
+    x, ctx = _point(name, 0)
+    return np.shape(getattr(scenarios, name)(x, *ctx))
+
+
+def operators_for(name: str) -> list[str]:
+    xs, _ = scenarios.SCENARIOS[name]
+    ops = list(ALWAYS)
+    if xs == ():
+        ops += SCALAR_IN
+    if _output_shape(name) == ():
+        ops += SCALAR_OUT
+    return ops
+
+
+def _point(name: str, seed: int) -> tuple[Any, list[Any]]:
+    xs, ctx_shapes = scenarios.SCENARIOS[name]
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.0, xs)
+    x = float(x) if xs == () else x
+    ctx = [rng.uniform(-1.0, 1.0, s) for s in ctx_shapes]
+    return x, [float(c) if np.ndim(c) == 0 else c for c in ctx]
+
+
+CASES = [(name, backend, mode) for name in scenarios.SCENARIOS for backend, mode in BACKENDS]
+
+
+def _build(module_cache: Any, name: str, backend: str, mode: str, batch: int = 1) -> ModuleType:
+    xs, ctx_shapes = scenarios.SCENARIOS[name]
+    options: dict[str, Any] = {"backend": backend, "mode": mode}
+    if batch > 1:
+        options["batch"] = batch
+    module, _ = module_cache(TESTS / "scenarios.py", name, xs, operators_for(name),
+                             ctx_shapes, **options)  # fmt: skip
+    return module
+
+
+def _close(actual: Any, expected: Any) -> None:
+    np.testing.assert_allclose(np.asarray(actual, float), np.asarray(expected, float),
+                               rtol=1e-9, atol=1e-11)  # fmt: skip
+
+
+def _check_float(value: Any, shape: tuple[int, ...]) -> None:
+    """Scalars are Python floats; arrays have the promised shape."""
+    if shape == ():
+        assert isinstance(value, float), type(value)
+    else:
+        assert isinstance(value, np.ndarray) and value.shape == shape, np.shape(value)
+
+
+@pytest.mark.parametrize("name,backend,mode", CASES)
+def test_operators_match_oracle(module_cache: Any, name: str, backend: str, mode: str) -> None:
+    mod = _build(module_cache, name, backend, mode)
+    fn = getattr(scenarios, name)
+    x, ctx = _point(name, 1)
+    rng = np.random.default_rng(2)
+    y = np.asarray(fn(x, *ctx))
+    xs, ys = np.shape(x), y.shape
+    J = oracle.jacobian(fn, x, *ctx)
+    dx, dy = rng.normal(size=xs), rng.normal(size=ys)
+    dx = float(dx) if xs == () else dx
+    dy = float(dy) if ys == () else dy
+    ops = operators_for(name)
+
+    _check_float(mod.f(x, *ctx), ys)
+    _close(mod.f(x, *ctx), y)
+    expected = {
+        "pushforward": np.tensordot(J, dx, axes=len(xs)),
+        "pullback": np.tensordot(dy, J, axes=len(ys)),
+        "jacobian": J,
+    }
+    if xs == ():
+        expected["derivative"] = J
+        expected["second_derivative"] = oracle.hessian(fn, x, *ctx)
+    if ys == ():
+        H = oracle.hessian(fn, x, *ctx)
+        v = rng.normal(size=xs)
+        expected.update(gradient=J, hessian=H, hvp=np.tensordot(H, v, axes=len(xs)))
+
+    args = {"pushforward": (dx,), "pullback": (dy,), "hvp": (v,) if ys == () else ()}
+    for op in ops:
+        base = op.removeprefix("value_and_")
+        if op == "value_derivative_and_second_derivative":
+            value, d1, d2 = mod.value_derivative_and_second_derivative(x, *ctx)
+            _close(value, y), _close(d1, expected["derivative"])
+            _close(d2, expected["second_derivative"])
+            continue
+        if op == "value_gradient_and_hessian":
+            value, g, h = mod.value_gradient_and_hessian(x, *ctx)
+            _close(value, y), _close(g, expected["gradient"]), _close(h, expected["hessian"])
+            _check_float(value, ())
+            continue
+        result = getattr(mod, op)(x, *args.get(base, ()), *ctx)
+        if op.startswith("value_and_"):
+            value, result = result
+            _close(value, y)
+            _check_float(value, ys)
+        _check_float(result, np.shape(expected[base]))
+        _close(result, expected[base])
+
+
+@pytest.mark.parametrize("name,backend,mode", [c for c in CASES if c[0] != "scalar_scalar"])
+def test_out_argument(module_cache: Any, name: str, backend: str, mode: str) -> None:
+    """``out=`` writes into the given array and returns that same object."""
+    mod = _build(module_cache, name, backend, mode)
+    x, ctx = _point(name, 3)
+    for op in ("jacobian", "gradient", "hessian", "derivative", "second_derivative"):
+        if not hasattr(mod, op):
+            continue
+        fresh = getattr(mod, op)(x, *ctx)
+        if np.ndim(fresh) == 0:
+            continue
+        buffer = np.full(np.shape(fresh), np.nan)
+        assert getattr(mod, op)(x, *ctx, out=buffer) is buffer
+        _close(buffer, fresh)
+
+
+BATCHED = ["scalar_vector", "vector_scalar", "matrix_matrix", "vector_vector_ctx"]
+
+
+@pytest.mark.parametrize("name,backend,mode", [c for c in CASES if c[0] in BATCHED])
+def test_batched_tangents(module_cache: Any, name: str, backend: str, mode: str) -> None:
+    """With batch = k, dx is (k, *x.shape) and dy (k, *y.shape)."""
+    k = 3
+    mod = _build(module_cache, name, backend, mode, batch=k)
+    fn = getattr(scenarios, name)
+    x, ctx = _point(name, 4)
+    J = oracle.jacobian(fn, x, *ctx)
+    xs, ys = np.shape(x), np.shape(fn(x, *ctx))
+    rng = np.random.default_rng(5)
+    dx, dy = rng.normal(size=(k, *xs)), rng.normal(size=(k, *ys))
+    jvp = mod.pushforward(x, dx, *ctx)
+    vjp = mod.pullback(x, dy, *ctx)
+    assert jvp.shape == (k, *ys) and vjp.shape == (k, *xs)
+    for b in range(k):
+        _close(jvp[b], np.tensordot(J, dx[b], axes=len(xs)))
+        _close(vjp[b], np.tensordot(dy[b], J, axes=len(ys)))
+    value, jvp2 = mod.value_and_pushforward(x, dx, *ctx)
+    _close(jvp2, jvp)

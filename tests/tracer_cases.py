@@ -1,0 +1,106 @@
+"""Functions for the tracer tests: ordinary NumPy code, one per pattern users write."""
+
+import math
+
+import numpy as np
+
+
+def helper(a, b):
+    return a * np.sin(b)
+
+
+def uses_helper(x):
+    return helper(x, x[::-1]).sum()
+
+
+def array_of_scalars(x):
+    A = np.array([[x[0] + 1, x[1] * 2], [x[2], 3.0]])
+    return A.T @ A
+
+
+def zeros_then_assign(x):
+    out = np.zeros(4)
+    out[0] = x[0] * x[1]
+    out[1:3] = x[1:] ** 2
+    out[3] = 1.0
+    return out
+
+
+def loop_fixed_trip(x):
+    acc = x
+    for i in range(3):
+        acc = np.tanh(acc) + x * i
+    return acc
+
+
+def slicing_and_fancy(x):
+    return x[1:, ::2] * 2.0 + x[[0, 2], :][:, [1, 3]].sum() - x[x.shape[0] - 1, :2]
+
+
+def boolean_mask(x):
+    mask = np.array([True, False, True, True])
+    return np.sum(x[mask] ** 2)
+
+
+def structure(x):
+    y = np.stack([x, 2 * x], axis=1)
+    z = np.concatenate([y.ravel(), np.flip(x), np.roll(x, 1)])
+    w = np.vstack([x, x]).T.reshape(-1)
+    return np.hstack([z, w, np.tile(x[:2], 2), np.repeat(x[:2], 2)])
+
+
+def reductions(x):
+    return np.array([
+        np.mean(x, axis=0).sum(), np.var(x), np.std(x, axis=1).sum(),
+        np.max(x), np.min(x, axis=1, keepdims=True).sum(), np.prod(x[0]),
+        np.cumsum(x, axis=1)[:, -1].sum(), np.linalg.norm(x),
+    ])  # fmt: skip
+
+
+def linear_algebra(x):
+    M = x.reshape(3, 3)
+    v = x[:3]
+    return np.array([
+        np.dot(v, v), np.vdot(M, M), np.outer(v, v).sum(), np.inner(v, M[0]),
+        np.einsum("ij,jk->ik", M, M).sum(), np.trace(M), np.triu(M).sum(),
+        np.diag(M).sum(), np.diag(v).sum(), (M @ v).sum(),
+    ])  # fmt: skip
+
+
+def selection(x):
+    return np.where(x > 0.5, x**2, -x) + np.maximum(x, 0.3) + np.clip(x, 0.2, 0.8)
+
+
+def elementwise_surface(x):
+    return (np.log2(x) + np.log10(x) + np.square(x) + np.reciprocal(x)
+            + np.hypot(x, 1.0) + np.arctan2(x, 2.0) + np.cbrt(x) + np.expm1(x)
+            + np.log1p(x) + np.abs(x - 0.5) + np.arcsinh(x) + np.arccos(x * 0.5))  # fmt: skip
+
+
+def branch_on_value(x):
+    if x > 0:
+        return x
+    return -x
+
+
+def math_on_value(x):
+    return math.sin(x)
+
+
+def unsupported(x):
+    return np.sort(x)
+
+
+def more_elementwise(x):
+    return (np.cos(x) + np.tan(x) + np.arcsin(x) + np.arctan(x) + np.sinh(x)
+            + np.cosh(x) + np.arccosh(x + 1.5) + np.arctanh(x * 0.5) + np.exp(x)
+            + np.sign(x - 0.5) * x)  # fmt: skip
+
+
+def padding_and_products(x):
+    return np.pad(x, (1, 2)).sum() + np.cumprod(x)[-1] + np.pad(x, 1, mode="edge").sum()
+
+
+def comparisons(x):
+    keep = ((x < 0.5) & (x >= 0.2)) | ~(x == 0.3) & (x != 0.4) | (x <= 0.1)
+    return np.where(keep, x, 2.0 * x)
