@@ -22,8 +22,10 @@ __all__ = ["f", "jacobian", "pullback", "pushforward"]
 
 def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
     """The function itself. Returns value (3,)."""
-    x_0, x_1, x_2 = x.tolist()
-    p_0, p_1, p_2 = p.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2 = x_flat
+    p_flat: list[float] = p.tolist()
+    p_0, p_1, p_2 = p_flat
     t0 = -x_1
     return np.array([p_0 * (-t0 - x_0), t0 + x_0 * (p_1 - x_2), -p_2 * x_2 + x_0 * x_1])
 
@@ -32,9 +34,12 @@ def pushforward(
     x: NDArray[np.float64], dx: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pushforward (JVP): J(x) @ dx. Returns jvp (3,)."""
-    x_0, x_1, x_2 = x.tolist()
-    dx_0, dx_1, dx_2 = dx.tolist()
-    p_0, p_1, p_2 = p.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2 = x_flat
+    dx_flat: list[float] = dx.tolist()
+    dx_0, dx_1, dx_2 = dx_flat
+    p_flat: list[float] = p.tolist()
+    p_0, p_1, p_2 = p_flat
     return np.array(
         [
             -dx_0 * p_0 + dx_1 * p_0,
@@ -48,9 +53,12 @@ def pullback(
     x: NDArray[np.float64], dy: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pullback (VJP): dy @ J(x). Returns vjp (3,)."""
-    x_0, x_1, x_2 = x.tolist()
-    dy_0, dy_1, dy_2 = dy.tolist()
-    p_0, p_1, p_2 = p.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2 = x_flat
+    dy_flat: list[float] = dy.tolist()
+    dy_0, dy_1, dy_2 = dy_flat
+    p_flat: list[float] = p.tolist()
+    p_0, p_1, p_2 = p_flat
     t0 = dy_0 * p_0
     return np.array(
         [
@@ -67,8 +75,10 @@ def jacobian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (3, 3)."""
-    x_0, x_1, x_2 = x.tolist()
-    p_0, p_1, p_2 = p.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2 = x_flat
+    p_flat: list[float] = p.tolist()
+    p_0, p_1, p_2 = p_flat
     result = [[-p_0, p_0, 0.0], [p_1 - x_2, -1.0, -x_0], [x_1, x_0, -p_2]]
     if out is None:
         return np.array(result)

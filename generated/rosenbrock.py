@@ -21,7 +21,8 @@ __all__ = ["f", "gradient", "hessian", "hvp", "value_and_gradient"]
 
 def f(x: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     return (
         (1.0 - x_0) ** 2
         + (1.0 - x_1) ** 2
@@ -48,7 +49,8 @@ def gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (10,)."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
     t1 = x_1 * x_1
     t2 = x_2 * x_2
@@ -80,7 +82,8 @@ def value_and_gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (10,)."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
     t1 = -t0 + x_1
     t2 = x_1 * x_1
@@ -139,8 +142,10 @@ def value_and_gradient(
 
 def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (10,)."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x.tolist()
-    v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9 = v.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    v_flat: list[float] = v.tolist()
+    v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9 = v_flat
     t0 = 400.0 * x_0
     t1 = 400.0 * x_1
     t2 = 400.0 * x_2
@@ -170,7 +175,8 @@ def hessian(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (10, 10)."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x.tolist()
+    x_flat: list[float] = x.tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = -400.0 * x_1
     t1 = -400.0 * x_0
     t2 = -400.0 * x_2

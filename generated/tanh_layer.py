@@ -23,8 +23,10 @@ __all__ = ["f", "gradient", "hessian"]
 
 def f(x: NDArray[np.float64], a: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x.ravel().tolist()
-    a_0, a_1, a_2, a_3 = a.tolist()
+    x_flat: list[float] = x.ravel().tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
+    a_flat: list[float] = a.tolist()
+    a_0, a_1, a_2, a_3 = a_flat
     return (
         math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)
         + math.tanh(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7)
@@ -38,8 +40,10 @@ def gradient(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (3, 4)."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x.ravel().tolist()
-    a_0, a_1, a_2, a_3 = a.tolist()
+    x_flat: list[float] = x.ravel().tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
+    a_flat: list[float] = a.tolist()
+    a_0, a_1, a_2, a_3 = a_flat
     t0 = 1.0 - math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3) ** 2
     t1 = 1.0 - math.tanh(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7) ** 2
     t2 = 1.0 - math.tanh(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11) ** 2
@@ -60,8 +64,10 @@ def hessian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (3, 4, 3, 4)."""
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x.ravel().tolist()
-    a_0, a_1, a_2, a_3 = a.tolist()
+    x_flat: list[float] = x.ravel().tolist()
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
+    a_flat: list[float] = a.tolist()
+    a_0, a_1, a_2, a_3 = a_flat
     t0 = 2.0 * (a_0 * a_0)
     t1 = math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)
     t2 = t1 * (1.0 - (t1 * t1))

@@ -93,16 +93,16 @@ class ScalarCode:
     results: list[np.ndarray]
 
 
-def _unpack(name: str, symbols: np.ndarray, used: set[sp.Symbol]) -> str | None:
+def _unpack(name: str, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
     if symbols.shape == ():
-        return None  # a scalar argument is its own symbol
+        return []  # a scalar argument is its own symbol
     names = [str(s) if s in used else "_" for s in symbols.ravel()]
     if all(n == "_" for n in names):
-        return None
+        return []
     source = f"{name}.tolist()" if symbols.ndim == 1 else f"{name}.ravel().tolist()"
-    if len(names) == 1:
-        return f"({names[0]},) = {source}"
-    return f"{', '.join(names)} = {source}"
+    flat = naming.flat(name)  # annotated, so the unpacked elements are typed as floats
+    targets = f"({names[0]},)" if len(names) == 1 else ", ".join(names)
+    return [f"{flat}: list[float] = {source}", f"{targets} = {flat}"]
 
 
 def _literal(exprs: np.ndarray) -> str:
@@ -121,7 +121,7 @@ def emit_operator(op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: Sca
         used |= e.free_symbols
     for e in reduced:
         used |= sp.sympify(e).free_symbols
-    body = [line for n in code.order if (line := _unpack(n, code.arrays[n], used))]
+    body = [line for n in code.order for line in _unpack(n, code.arrays[n], used)]
     body += [f"{t} = {PRINTER.doprint(e)}" for t, e in temps]
     it = iter(reduced)
     results = []

@@ -26,6 +26,11 @@ def element(base: str, flat_index: int, batch: int | None = None) -> str:
     return f"{base}_{flat_index}" if batch is None else f"{base}_{batch}_{flat_index}"
 
 
+def flat(base: str) -> str:
+    """Name of an array argument's elements as a typed list of floats."""
+    return f"{base}_flat"
+
+
 def temp(i: int) -> str:
     """Name of the i-th temporary."""
     return f"{TEMP_PREFIX}{i}"
