@@ -46,6 +46,11 @@ def vector_vector_ctx(x, M, s):
     return np.sin(M @ x) * s + x[::-1]
 
 
+def vector_scalar_kinks(x):
+    return np.sum(np.where(x > 0.5, x**2, -x) + np.maximum(x, 0.3) + np.abs(x - 0.5)
+                  + np.clip(x, 0.2, 0.8)) + np.max(x) * np.min(x)  # fmt: skip
+
+
 SCENARIOS = {
     # name: (input shape, context shapes)
     "scalar_scalar": ((), ()),
@@ -57,4 +62,5 @@ SCENARIOS = {
     "matrix_matrix": ((3, 2), ()),
     "vector_scalar_ctx": ((3,), ((3,),)),
     "vector_vector_ctx": ((3,), ((3, 3), ())),
+    "vector_scalar_kinks": ((4,), ()),
 }

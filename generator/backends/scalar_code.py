@@ -74,6 +74,14 @@ class FloatPrinter(PythonCodePrinter):
         a = self._print(expr.args[0])
         return f"(0.0 if {a} == 0.0 else math.copysign(1.0, {a}))"
 
+    def _print_Heaviside(self, expr: Any) -> str:
+        """Step of a max/min/abs derivative; ties split evenly, as SymPy's H(0) = 1/2."""
+        z = self._print(expr.args[0])
+        return f"(1.0 if {z} > 0.0 else 0.0 if {z} < 0.0 else 0.5)"
+
+    def _print_DiracDelta(self, expr: Any) -> str:
+        return "0.0"  # derivative of a step: zero almost everywhere
+
     def _print_Max(self, expr: Any) -> str:
         return "max(" + ", ".join(self._print(a) for a in expr.args) + ")"
 
