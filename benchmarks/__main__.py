@@ -1,0 +1,77 @@
+"""``python -m benchmarks [--quick] [--only NAMES]``: run the suite, write the report.
+
+Run from the repository root. Progress goes to stderr; the Markdown report (also
+written to ``benchmarks/results/results.md``, with ``results.json`` and
+``results.png``) to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmarks import peers, report
+from benchmarks.cases import all_cases, select
+from benchmarks.timing import as_dense, check, measure
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="3 repeats: a smoke run")
+    parser.add_argument("--repeat", type=int, help="repeats per tool (default 7)")
+    parser.add_argument(
+        "--only", help="comma-separated parts of case names, e.g. seed,rosenbrock_n2"
+    )
+    parser.add_argument(
+        "--no-build", action="store_true", help="import benchmarks/generated as is"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="results folder")
+    args = parser.parse_args(argv)
+    repeats = args.repeat or (3 if args.quick else 7)
+
+    cases = select(all_cases(), args.only)
+    if not cases:
+        parser.error(f"no case matches --only {args.only!r}")
+    names = list(dict.fromkeys(name for c in cases for _, name in c.difgen))
+    print(f"building {len(names)} difgen modules", file=sys.stderr)
+    built = peers.build_difgen(names, build=not args.no_build)
+
+    results_cases = []
+    for i, case in enumerate(cases, 1):
+        print(f"[{i}/{len(cases)}] {case.name}", file=sys.stderr)
+        tools = peers.tools_for(case, built)
+        reference = as_dense(case.limit(*case.op_args))
+        for tool in tools:
+            check(tool, reference)
+        measure(tools, repeats)
+        results_cases.append(report.case_result(case, tools))
+
+    command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
+    results = {
+        "meta": {**report.machine(), "command": command.strip(), "repeats": repeats},
+        "peers": peers.peer_status(),
+        "difgen": {
+            name: {"built": b.module is not None, "build_s": b.build_s, "note": b.note}
+            for name, b in built.items()
+        },
+        "cases": results_cases,
+        "bars": report.bars(results_cases),
+    }
+    args.output.mkdir(parents=True, exist_ok=True)
+    text = report.markdown(results)
+    (args.output / "results.md").write_text(text, encoding="utf-8")
+    report.write_json(results, args.output / "results.json")
+    try:
+        report.plot(results, args.output / "results.png")
+    except ImportError as exc:
+        print(f"no plot: {exc}", file=sys.stderr)
+    print(text)
+    print(f"wrote {args.output}/results.{{md,json,png}}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""The benchmark table: which operator of which problem, at which point, against what.
+
+A :class:`Case` is one row group of the report. Its ``limit`` is the hand-written
+derivative (the correctness reference and the 1.0x of the ratios); ``extras`` are
+other NumPy/SciPy implementations timed beside it; ``difgen`` names the tool label
+and the ``[[module]]`` of ``difgen.toml`` that provides the operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchmarks import problems as P
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    title: str
+    operator: str  # derivative | gradient | jacobian | hessian | hvp
+    fn: Callable[..., Any]
+    limit: Callable[..., Any]
+    x: Any  # float or ndarray
+    contexts: tuple[np.ndarray, ...] = ()
+    v: np.ndarray | None = None  # hvp direction
+    difgen: tuple[tuple[str, str], ...] = ()  # (tool label, module name)
+    extras: tuple[tuple[str, Callable[..., Any]], ...] = ()
+    symbolic: bool = False  # small enough for SymPy lambdify
+    limit_name: str = "hand-written"
+
+    @property
+    def op_args(self) -> tuple[Any, ...]:
+        """Arguments of the operator: (x, *ctx), or (x, v, *ctx) for hvp."""
+        if self.operator == "hvp":
+            return (self.x, self.v, *self.contexts)
+        return (self.x, *self.contexts)
+
+    @property
+    def f_args(self) -> tuple[Any, ...]:
+        return (self.x, *self.contexts)
+
+
+def all_cases() -> list[Case]:
+    """Every case, with its fixed seeded data."""
+    try:
+        from scipy.optimize import rosen_der, rosen_hess, rosen_hess_prod
+
+        scipy_ok = True
+    except ImportError:  # SciPy is optional: its rows are left out
+        scipy_ok = False
+    x2, _ = P.make_rosenbrock(2)
+    x100, _ = P.make_rosenbrock(100)
+    x10k, v10k = P.make_rosenbrock(10_000)
+    w, Xl, yl = P.make_logistic()
+    p, Xm, tm = P.make_mlp()
+    u, params = P.make_lorenz()
+    return [
+        Case(
+            "seed",
+            "seed: derivative of sum(A.T @ (B * 1.5)), scalar x",
+            "derivative",
+            P.seed,
+            P.seed_derivative,
+            0.7,
+            difgen=(
+                ("difgen sympy", "seed_sympy"),
+                ("difgen trace forward", "seed_trace_forward"),
+                ("difgen trace reverse", "seed_trace_reverse"),
+            ),
+            symbolic=True,
+            limit_name="hand-written 81*x",
+        ),
+        Case(
+            "rosenbrock_n2_gradient",
+            "Rosenbrock gradient, n = 2",
+            "gradient",
+            P.rosenbrock,
+            P.rosenbrock2_gradient,
+            x2,
+            difgen=(("difgen sympy", "rosenbrock_n2_sympy"),),
+            extras=(("hand-written (vectorized)", P.rosenbrock_gradient),)
+            + ((("scipy rosen_der", rosen_der),) if scipy_ok else ()),
+            symbolic=True,
+            limit_name="hand-written (straight-line)",
+        ),
+        Case(
+            "rosenbrock_n100_gradient",
+            "Rosenbrock gradient, n = 100",
+            "gradient",
+            P.rosenbrock,
+            P.rosenbrock_gradient,
+            x100,
+            difgen=(("difgen trace", "rosenbrock_n100"),),
+            extras=(("scipy rosen_der", rosen_der),) if scipy_ok else (),
+        ),
+        Case(
+            "rosenbrock_n100_hessian",
+            "Rosenbrock hessian (dense), n = 100",
+            "hessian",
+            P.rosenbrock,
+            P.rosenbrock_hessian,
+            x100,
+            difgen=(("difgen trace", "rosenbrock_n100"),),
+            extras=(("scipy rosen_hess", rosen_hess),) if scipy_ok else (),
+        ),
+        Case(
+            "rosenbrock_n10000_gradient",
+            "Rosenbrock gradient, n = 10,000",
+            "gradient",
+            P.rosenbrock,
+            P.rosenbrock_gradient,
+            x10k,
+            difgen=(("difgen trace", "rosenbrock_n10000"),),
+            extras=(("scipy rosen_der", rosen_der),) if scipy_ok else (),
+        ),
+        Case(
+            "rosenbrock_n10000_hvp",
+            "Rosenbrock hessian-vector product, n = 10,000",
+            "hvp",
+            P.rosenbrock,
+            P.rosenbrock_hvp,
+            x10k,
+            v=v10k,
+            difgen=(("difgen trace", "rosenbrock_n10000"),),
+            extras=(("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else (),
+        ),
+        Case(
+            "logistic_gradient",
+            "logistic regression NLL gradient, 20 weights, X 1000x20",
+            "gradient",
+            P.logistic_nll,
+            P.logistic_nll_gradient,
+            w,
+            contexts=(Xl, yl),
+            difgen=(("difgen trace", "logistic"),),
+        ),
+        Case(
+            "mlp_gradient",
+            f"2-layer tanh MLP loss gradient, {P.N_PARAMS} parameters, batch 64",
+            "gradient",
+            P.mlp_loss,
+            P.mlp_loss_gradient,
+            p,
+            contexts=(Xm, tm),
+            difgen=(("difgen trace", "mlp"),),
+        ),
+        Case(
+            "lorenz_jacobian",
+            "Lorenz right-hand side jacobian (3x3), parameters as a context",
+            "jacobian",
+            P.lorenz,
+            P.lorenz_jacobian,
+            u,
+            contexts=(params,),
+            difgen=(("difgen sympy", "lorenz_sympy"),),
+            symbolic=True,
+            limit_name="hand-written (unpacked floats)",
+        ),
+        Case(
+            "brusselator_jacobian",
+            "Brusselator 2D 16x16 jacobian (512x512; hand-written is sparse CSR)",
+            "jacobian",
+            P.brusselator,
+            P.make_brusselator_jacobian(dense=not scipy_ok),
+            P.make_brusselator(),
+            difgen=(
+                ("difgen trace (dense)", "brusselator"),
+                ("difgen trace (sparse)", "brusselator_sparse"),
+            ),
+            extras=(
+                (("hand-written (dense)", P.make_brusselator_jacobian(dense=True)),)
+                if scipy_ok
+                else ()
+            ),
+            limit_name="hand-written (sparse CSR)" if scipy_ok else "hand-written",
+        ),
+        Case(
+            "logsumexp_gradient",
+            "logsumexp gradient, n = 1000",
+            "gradient",
+            P.logsumexp,
+            P.logsumexp_gradient,
+            P.make_logsumexp(),
+            difgen=(("difgen trace", "logsumexp"),),
+        ),
+    ]
+
+
+def select(cases: list[Case], only: str | None) -> list[Case]:
+    """Cases matching any comma-separated word of ``only``, by whole ``_`` parts.
+
+    >>> [c.name for c in select(all_cases(), "rosenbrock_n100")]
+    ['rosenbrock_n100_gradient', 'rosenbrock_n100_hessian']
+    """
+    if not only:
+        return cases
+    words = [w.strip().split("_") for w in only.split(",") if w.strip()]
+
+    def matches(name: str, word: list[str]) -> bool:
+        parts = name.split("_")
+        return any(
+            parts[i : i + len(word)] == word for i in range(len(parts) - len(word) + 1)
+        )
+
+    return [c for c in cases if any(matches(c.name, w) for w in words)]

@@ -1,0 +1,132 @@
+"""Check, then time: one :class:`Tool` per row of the report.
+
+A tool is checked against the hand-written derivative before it is timed (one that
+disagrees is WRONG and not timed). Each tool gets ``timeit.Timer.autorange`` to pick
+its loop count, then the repeats run round-robin over all tools of a case, so that
+a slow drift of the machine moves every tool of the case alike and leaves the
+ratios alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import timeit
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+
+RTOL, LOOSE_RTOL = 1e-6, 1e-3  # exact tools; finite differences
+NOTE_MAX = 160  # characters: a note is one line of a table cell
+
+
+@dataclass
+class Tool:
+    """One implementation of a case's operator (or ``f`` itself)."""
+
+    name: str
+    family: str  # hand | f | scipy | difgen | jax | torch | autograd | sympy | fd
+    call: Callable[..., Any] | None  # NumPy in, NumPy out (what a NumPy user pays)
+    args: tuple[Any, ...] = ()
+    native: Callable[..., Any] | None = None  # framework arrays in and out
+    native_args: tuple[Any, ...] = ()
+    role: str = ""  # "limit" (the hand-written reference) | "f" | ""
+    loose: bool = False  # finite differences: checked with a looser tolerance
+    build_s: float | None = None  # difgen build (a subprocess), seconds
+    status: str = "ok"  # ok | SKIPPED | WRONG | ERROR
+    note: str = ""
+    first_call_ms: float | None = None  # includes JAX tracing and compilation
+    times: list[float] = field(default_factory=list)  # seconds per call, per repeat
+    native_times: list[float] = field(default_factory=list)
+
+    @property
+    def median_us(self) -> float | None:
+        return statistics.median(self.times) * 1e6 if self.times else None
+
+    @property
+    def min_us(self) -> float | None:
+        return min(self.times) * 1e6 if self.times else None
+
+    @property
+    def native_median_us(self) -> float | None:
+        return statistics.median(self.native_times) * 1e6 if self.native_times else None
+
+    @property
+    def native_min_us(self) -> float | None:
+        return min(self.native_times) * 1e6 if self.native_times else None
+
+
+def first_line(exc: BaseException | str) -> str:
+    """``"TypeError: message"``, first line only: notes stay one line long."""
+    if isinstance(exc, BaseException):
+        text = f"{type(exc).__name__}: {exc}"
+    else:
+        text = exc
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    line = lines[0] if lines else "(no message)"
+    return line if len(line) <= NOTE_MAX else line[: NOTE_MAX - 1] + "…"
+
+
+def as_dense(value: Any) -> Any:
+    """SciPy sparse to ndarray; scalars to float; arrays stay."""
+    if hasattr(value, "toarray"):
+        return value.toarray()
+    if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
+        return float(value)
+    return np.asarray(value)
+
+
+def check(tool: Tool, reference: Any) -> None:
+    """Call the tool once (timing that first call) and compare with the reference."""
+    if tool.status != "ok" or tool.call is None:
+        return
+    try:
+        start = perf_counter()
+        got = tool.call(*tool.args)
+        tool.first_call_ms = (perf_counter() - start) * 1e3
+        if tool.native is not None:
+            tool.native(*tool.native_args)  # compile the framework-array variant too
+        if tool.role == "f":
+            return
+        got = as_dense(got)
+    except Exception as exc:  # noqa: BLE001  a tool that fails: a note, not a crash
+        tool.status, tool.note = "ERROR", first_line(exc)
+        return
+    if np.shape(got) != np.shape(reference):
+        tool.status = "WRONG"
+        tool.note = f"shape {np.shape(got)}, expected {np.shape(reference)}"
+        return
+    scale = max(1.0, float(np.max(np.abs(reference))))
+    rtol, atol = (LOOSE_RTOL, 1e-4 * scale) if tool.loose else (RTOL, 1e-9 * scale)
+    if not np.allclose(got, reference, rtol=rtol, atol=atol):
+        err = float(np.max(np.abs(np.asarray(got) - reference)))
+        tool.status, tool.note = "WRONG", f"max abs error {err:.3g} (rtol {rtol:g})"
+
+
+def _timer(fn: Callable[..., Any], args: tuple[Any, ...]) -> timeit.Timer:
+    """A timer whose statement is the bare call ``fn(a0, a1, ...)``."""
+    names = [f"a{i}" for i in range(len(args))]
+    space = dict(zip(names, args), fn=fn)
+    return timeit.Timer(f"fn({', '.join(names)})", globals=space)
+
+
+def measure(tools: list[Tool], repeats: int) -> None:
+    """Fill ``times`` (and ``native_times``) of every tool whose status is ok."""
+    plan: list[tuple[list[float], timeit.Timer, int]] = []
+    for tool in tools:
+        if tool.status != "ok" or tool.call is None:
+            continue
+        pairs = [(tool.times, tool.call, tool.args)]
+        if tool.native is not None:
+            pairs.append((tool.native_times, tool.native, tool.native_args))
+        for sink, fn, args in pairs:
+            timer = _timer(fn, args)
+            number, _ = timer.autorange()
+            plan.append((sink, timer, number))
+    for _ in range(repeats):
+        for sink, timer, number in plan:
+            sink.append(timer.timeit(number) / number)
+    print(f"    timed {len(plan)} variants x {repeats} repeats", file=sys.stderr)
