@@ -81,6 +81,12 @@ _CONTEXT_KEYS = ("name", "shape", "dtype")
 _FUNCTION_FORMS = '"package.module:attr" or "path/to/file.py:attr"'
 
 
+# Operators whose result is a SciPy sparse array when ``sparse = true``.
+SPARSE_OPERATORS = frozenset(
+    {"jacobian", "value_and_jacobian", "hessian", "value_gradient_and_hessian"}
+)
+
+
 @dataclass(frozen=True)
 class ArraySpec:
     """Shape and dtype of the differentiated input ``x``."""
@@ -362,10 +368,11 @@ class _Reader:
         sparse = False
         if "sparse" in table:
             sparse = self.get(table, at + ("sparse",), bool, "true or false")
-            if sparse:
+            if sparse and not set(operators) & SPARSE_OPERATORS:
                 raise self.error(
                     at + ("sparse",),
-                    "sparse outputs are not supported yet; expected sparse = false",
+                    "sparse = true applies to the jacobian and hessian operators; "
+                    f"expected one of {', '.join(sorted(SPARSE_OPERATORS))} in operators",
                 )
         return ModuleSpec(
             name=name,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 
@@ -81,6 +83,21 @@ def seed_shape(seed: str, xs: Shape, ys: Shape, batch: int) -> Shape:
     return {"dx": lead + xs, "dy": lead + ys, "v": xs}[seed]
 
 
+SPARSE_KINDS = ("jacobian", "hessian")
+SPARSE_TYPE = "sp.csr_array"
+
+
+def is_sparse(kind: str, spec: ModuleSpec) -> bool:
+    """Whether a result is emitted as a SciPy CSR array (``sparse = true``)."""
+    return spec.sparse and kind in SPARSE_KINDS
+
+
+def sparse_shape(kind: str, xs: Shape, ys: Shape) -> Shape:
+    """The 2-D shape of a sparse jacobian (y.size, x.size) or hessian (x.size, x.size)."""
+    size = lambda s: int(np.prod(s, dtype=np.int64))  # noqa: E731
+    return (size(ys), size(xs)) if kind == "jacobian" else (size(xs), size(xs))
+
+
 def annotation(shape: Shape) -> str:
     """Scalars are Python floats; arrays are float64 NumPy arrays."""
     return "float" if shape == () else "NDArray[np.float64]"
@@ -93,18 +110,29 @@ def signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
     params += [f"{s}: {annotation(seed_shape(s, xs, ys, batch))}" for s in op.seeds]
     params += [f"{c.name}: {annotation(c.shape)}" for c in spec.contexts]
     shapes = [result_shape(k, xs, ys, batch) for k in op.results]
-    if op.takes_out and shapes[-1] != ():
+    sparse = is_sparse(op.results[-1], spec)
+    if op.takes_out and shapes[-1] != () and not sparse:
         params.append(f"{naming.OUT}: NDArray[np.float64] | None = None")
-    annotations = [annotation(s) for s in shapes]
-    returns = annotations[0] if len(annotations) == 1 else f"tuple[{', '.join(annotations)}]"
+    annotations = [
+        SPARSE_TYPE if is_sparse(k, spec) else annotation(s)
+        for k, s in zip(op.results, shapes)
+    ]
+    returns = (
+        annotations[0] if len(annotations) == 1 else f"tuple[{', '.join(annotations)}]"
+    )
     return ", ".join(params), returns
+
+
+def _describe(kind: str, spec: ModuleSpec, ys: Shape) -> str:
+    xs = spec.input.shape
+    if is_sparse(kind, spec):
+        return f"{kind} {sparse_shape(kind, xs, ys)} as CSR"
+    return f"{kind} {result_shape(kind, xs, ys, spec.batch)}"
 
 
 def docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
     """One line on what it computes and the shapes involved."""
-    xs, batch = spec.input.shape, spec.batch
-    shapes = ", ".join(
-        f"{k} {result_shape(k, xs, ys, batch)}" for k in op.results
-    )
-    extra = f"; batch of {batch} seeds" if batch > 1 and op.seeds and op.seeds != ("v",) else ""
+    shapes = ", ".join(_describe(k, spec, ys) for k in op.results)
+    batched = spec.batch > 1 and any(s in ("dx", "dy") for s in op.seeds)
+    extra = f"; batch of {spec.batch} seeds" if batched else ""
     return f"{op.doc}. Returns {shapes}{extra}."

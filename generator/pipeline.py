@@ -49,6 +49,12 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         return sympy_backend.build(spec, graph)
     from difgen.backends import trace_backend
 
+    if spec.sparse and not getattr(trace_backend, "SUPPORTS_SPARSE", False):
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("sparse"),
+            'sparse = true needs backend = "sympy" in this version',
+        )
     return trace_backend.build(spec, graph)
 
 

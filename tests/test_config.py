@@ -163,10 +163,10 @@ BAD_CONFIGS = [
         "only float64 is supported in this version",
     ),
     (
-        "sparse",
+        "sparse-without-matrix-operator",
         MODULE + "sparse = true\n",
         6,
-        "sparse outputs are not supported yet",
+        "sparse = true applies to the jacobian and hessian operators",
     ),
     ("sparse-type", MODULE + 'sparse = "no"\n', 6, "'sparse' must be true or false"),
     (

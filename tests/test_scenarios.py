@@ -166,3 +166,29 @@ def test_batched_tangents(module_cache: Any, name: str, backend: str, mode: str)
         _close(vjp[b], np.tensordot(dy[b], J, axes=len(ys)))
     value, jvp2 = mod.value_and_pushforward(x, dx, *ctx)
     _close(jvp2, jvp)
+
+
+SPARSE = ["vector_scalar", "vector_vector", "matrix_matrix", "vector_vector_ctx"]
+
+
+@pytest.mark.parametrize("name", SPARSE)
+def test_sparse_jacobian_and_hessian(module_cache: Any, name: str) -> None:
+    """sparse = true: CSR arrays of shape (y.size, x.size) / (x.size, x.size)."""
+    import scipy.sparse
+
+    xs, ctx_shapes = scenarios.SCENARIOS[name]
+    scalar_out = _output_shape(name) == ()
+    ops = ["jacobian", "value_and_jacobian"] + (["hessian"] if scalar_out else [])
+    mod, _ = module_cache(TESTS / "scenarios.py", name, xs, ops, ctx_shapes,
+                          backend="sympy", sparse=True)  # fmt: skip
+    fn = getattr(scenarios, name)
+    x, ctx = _point(name, 6)
+    J = oracle.jacobian(fn, x, *ctx)
+    jac = mod.jacobian(x, *ctx)
+    assert scipy.sparse.issparse(jac) and jac.format == "csr"
+    _close(jac.toarray(), J.reshape(-1, np.size(x)))
+    value, jac2 = mod.value_and_jacobian(x, *ctx)
+    _close(value, fn(x, *ctx)), _close(jac2.toarray(), jac.toarray())
+    if scalar_out:
+        H = oracle.hessian(fn, x, *ctx).reshape(np.size(x), np.size(x))
+        _close(mod.hessian(x, *ctx).toarray(), H)

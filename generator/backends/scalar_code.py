@@ -17,7 +17,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from difgen.config import ModuleSpec
 from difgen.emit import naming
-from difgen.emit.render import Function
+from difgen.emit.render import Constants, Function
 from difgen.operators import Operator, docstring, signature
 
 
@@ -92,13 +92,43 @@ class FloatPrinter(PythonCodePrinter):
 PRINTER = FloatPrinter()
 
 
+@dataclass(frozen=True)
+class SparseResult:
+    """A CSR result: expressions of the structural nonzeros, pattern fixed at build."""
+
+    data: np.ndarray  # 1-D object array, row-major order of the nonzeros
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    @classmethod
+    def from_dense(cls, dense: np.ndarray, shape: tuple[int, int]) -> "SparseResult":
+        """Keep the entries that are not identically zero."""
+        matrix = dense.reshape(shape)
+        mask = np.array([[not (sp.sympify(e).is_zero is True) for e in row]
+                         for row in matrix], dtype=bool).reshape(matrix.shape)  # fmt: skip
+        rows, cols = np.nonzero(mask)
+        data = np.empty(len(rows), dtype=object)
+        data[:] = [matrix[i, j] for i, j in zip(rows, cols)]
+        indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])
+        return cls(data, cols.astype(np.int32), indptr.astype(np.int32), matrix.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self.data.size)
+
+    def ravel(self) -> np.ndarray:
+        return self.data
+
+
 @dataclass
 class ScalarCode:
     """Arguments (as object arrays of symbols) and result expressions of one operator."""
 
     arrays: dict[str, np.ndarray]
     order: list[str]
-    results: list[np.ndarray]
+    results: list[Any]  # object arrays, or SparseResult
+    constants: Constants
 
 
 def _unpack(name: str, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
@@ -120,10 +150,18 @@ def _literal(exprs: np.ndarray) -> str:
     return "[" + ", ".join(_literal(exprs[i, ...]) for i in range(len(exprs))) + "]"
 
 
-def emit_operator(op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: ScalarCode) -> Function:
+def _int_array(values: np.ndarray) -> str:
+    return f"np.array({values.tolist()!r}, dtype=np.int32)"
+
+
+def emit_operator(
+    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: ScalarCode
+) -> Function:
     """One operator as a :class:`Function` of straight-line scalar code."""
     flat = [e for r in code.results for e in r.ravel()]
-    temps, reduced = sp.cse(flat, symbols=sp.numbered_symbols(naming.TEMP_PREFIX), order="canonical")
+    temps, reduced = sp.cse(
+        flat, symbols=sp.numbered_symbols(naming.TEMP_PREFIX), order="canonical"
+    )
     used: set[sp.Symbol] = set()
     for _, e in temps:
         used |= e.free_symbols
@@ -132,13 +170,23 @@ def emit_operator(op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: Sca
     body = [line for n in code.order for line in _unpack(n, code.arrays[n], used)]
     body += [f"{t} = {PRINTER.doprint(e)}" for t, e in temps]
     it = iter(reduced)
-    results = []
-    for r in code.results:
+    results, sources = [], []
+    for kind, r in zip(op.results, code.results):
+        if isinstance(r, SparseResult):
+            data = ", ".join(PRINTER.doprint(next(it)) for _ in range(r.size))
+            indices = code.constants.add(
+                _int_array(r.indices), f"{kind.upper()}_INDICES"
+            )
+            indptr = code.constants.add(_int_array(r.indptr), f"{kind.upper()}_INDPTR")
+            sources.append(f"sp.csr_array((np.array([{data}]), {indices}, {indptr}), "
+                           f"shape={r.shape!r})")  # fmt: skip
+            results.append(r)
+            continue
         arr = np.empty(r.shape, dtype=object)
         arr.ravel()[:] = [next(it) for _ in range(r.size)] if r.size else []
         results.append(arr)
-    sources = [_literal(r) if r.ndim == 0 else f"np.array({_literal(r)})" for r in results]
-    if op.takes_out and results[-1].ndim > 0:
+        sources.append(_literal(arr) if arr.ndim == 0 else f"np.array({_literal(arr)})")
+    if op.takes_out and isinstance(results[-1], np.ndarray) and results[-1].ndim > 0:
         for kind, source in zip(op.results[:-1], sources[:-1]):
             body.append(f"{kind} = {source}")
         body.append(f"{naming.RESULT} = {_literal(results[-1])}")

@@ -16,12 +16,18 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from difgen.backends.scalar_code import ScalarCode, emit_operator
+from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
 from difgen.config import ModuleSpec
 from difgen.emit import naming
-from difgen.emit.render import Function, ModuleParts
+from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.ir import Graph, Lit, Var
-from difgen.operators import OPERATORS, result_shape, seed_shape
+from difgen.operators import (
+    OPERATORS,
+    is_sparse,
+    result_shape,
+    seed_shape,
+    sparse_shape,
+)
 
 EXPAND_LIMIT = 400  # try the expanded form only below this many operations
 
@@ -63,7 +69,9 @@ def lower(graph: Graph, args: list[np.ndarray]) -> list[np.ndarray]:
         return env[atom]
 
     for eqn in graph.eqns:
-        value = eqn.primitive.lower_sympy(*map(read, eqn.inputs), **eqn.params.as_dict())
+        value = eqn.primitive.lower_sympy(
+            *map(read, eqn.inputs), **eqn.params.as_dict()
+        )
         env[eqn.out] = _as_object(value, eqn.out.shape)
     return [read(out) for out in graph.outputs]
 
@@ -155,7 +163,9 @@ class SymbolicFunction:
         return flat.reshape(shape)
 
 
-def _seed_symbols(seed: str, xs: tuple[int, ...], ys: tuple[int, ...], batch: int) -> np.ndarray:
+def _seed_symbols(
+    seed: str, xs: tuple[int, ...], ys: tuple[int, ...], batch: int
+) -> np.ndarray:
     shape = seed_shape(seed, xs, ys, 1)
     if batch == 1 or seed == "v":
         return symbols(seed, shape)
@@ -167,16 +177,33 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     fn = SymbolicFunction(spec, graph)
     batch = spec.batch
     functions: list[Function] = []
+    constants = Constants()
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
         results = [fn.result(kind, seeds) for kind in op.results]
-        results = [np.vectorize(simplest, otypes=[object])(r) if r.size else r for r in results]
+        results = [
+            np.vectorize(simplest, otypes=[object])(r) if r.size else r for r in results
+        ]
+        results = [
+            (
+                SparseResult.from_dense(r, sparse_shape(kind, fn.xs, fn.ys))
+                if is_sparse(kind, spec)
+                else r
+            )
+            for kind, r in zip(op.results, results)
+        ]
         code = ScalarCode(
             arrays={naming.INPUT: fn.x, **dict(zip(op.seeds, seeds.values())),
                     **{c.name: s for c, s in zip(spec.contexts, fn.contexts)}},
             order=[naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)],
             results=results,
+            constants=constants,
         )  # fmt: skip
         functions.append(emit_operator(op, spec, fn.ys, code))
-    return ModuleParts(functions=functions, output_shape=fn.ys, emission="scalar")
+    return ModuleParts(
+        functions=functions,
+        output_shape=fn.ys,
+        emission="scalar",
+        constants=constants.items,
+    )

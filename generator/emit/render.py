@@ -31,6 +31,23 @@ class Function:
     body: tuple[str, ...]
 
 
+class Constants:
+    """Module-level constants, deduplicated by their source text."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+        self._names: dict[str, str] = {}
+
+    def add(self, source: str, hint: str) -> str:
+        """The name of a constant with this source, defined once."""
+        if source not in self._names:
+            taken = {name for name, _ in self.items}
+            name = hint if hint not in taken else f"{hint}_{len(self.items)}"
+            self._names[source] = name
+            self.items.append((name, source))
+        return self._names[source]
+
+
 @dataclass
 class ModuleParts:
     """Everything the template needs besides the spec."""
@@ -43,7 +60,9 @@ class ModuleParts:
 
 def _environment() -> jinja2.Environment:
     loader = jinja2.FunctionLoader(
-        lambda name: resources.files("difgen.templates").joinpath(name).read_text("utf-8")
+        lambda name: resources.files("difgen.templates")
+        .joinpath(name)
+        .read_text("utf-8")
     )
     return jinja2.Environment(
         loader=loader,
@@ -64,8 +83,8 @@ def _imports(source: str) -> list[str]:
         lines.append("import numpy as np")
     if "NDArray" in source:
         lines.append("from numpy.typing import NDArray")
-    if "sp." in source:
-        lines.append("import scipy.sparse as sp")
+    if "sp.csr_array" in source:
+        lines.append("import scipy.sparse as sp  # type: ignore[import-untyped]")
     return lines
 
 
