@@ -1,8 +1,21 @@
-"""Graph-to-graph clean-ups: dead-code elimination (folding and CSE happen in bind)."""
+"""Graph-to-graph clean-ups, run to a fixed point by :func:`optimize`.
+
+One round re-traces the graph: every equation is issued again through ``bind``, which
+folds constants (an equation whose inputs are all constants is evaluated: a seed of 1
+disappears into the arithmetic), applies the algebraic identities of
+:mod:`difgen.simplify` (``x*1``, ``x+0``, ``0*x``, double transpose, reshape of
+reshape...) and shares equal equations (common-subexpression elimination); then
+:func:`dce` drops what no output uses. Rounds repeat until the graph stops changing,
+because one simplification can enable another (Tangent's habit).
+"""
 
 from __future__ import annotations
 
-from difgen.ir import Eqn, Graph, Var
+from typing import Any, Hashable
+
+from difgen.ir import Eqn, Graph, Lit, Var
+
+MAX_ROUNDS = 20
 
 
 def dce(graph: Graph) -> Graph:
@@ -14,3 +27,43 @@ def dce(graph: Graph) -> Graph:
             kept.append(eqn)
             live.update(a for a in eqn.inputs if isinstance(a, Var))
     return Graph(graph.inputs, graph.outputs, tuple(reversed(kept)))
+
+
+def retrace(graph: Graph) -> Graph:
+    """One round: fold, simplify and CSE by re-issuing every equation, then DCE."""
+    from difgen.ad.interpret import build_graph, eval_graph
+
+    avals = [(v.shape, v.dtype) for v in graph.inputs]
+    return build_graph(lambda *args: tuple(eval_graph(graph, args)), avals)
+
+
+def fingerprint(graph: Graph) -> Hashable:
+    """A structural key: equal for graphs that differ only in Var identities."""
+    index: dict[Var, int] = {v: i for i, v in enumerate(graph.inputs)}
+
+    def key(atom: Any) -> Hashable:
+        return ("lit", atom) if isinstance(atom, Lit) else index[atom]
+
+    eqns = []
+    for eqn in graph.eqns:
+        eqns.append((eqn.primitive.name, tuple(map(key, eqn.inputs)), eqn.params))
+        index[eqn.out] = len(index)
+    return tuple(eqns), tuple(map(key, graph.outputs))
+
+
+def optimize(graph: Graph, max_rounds: int = MAX_ROUNDS) -> Graph:
+    """Fold, simplify, CSE and DCE until nothing changes.
+
+    >>> from difgen.frontend.tracer import trace
+    >>> g = trace(lambda x: (x * 1.0 + 0.0).T.T, [((2, 3), "float64")])
+    >>> optimize(g).eqns
+    ()
+    """
+    current = fingerprint(graph)
+    for _ in range(max_rounds):
+        new = retrace(graph)
+        key = fingerprint(new)
+        if key == current:
+            return new
+        graph, current = new, key
+    return graph

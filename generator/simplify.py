@@ -1,8 +1,16 @@
 """Algebraic identities applied as equations are recorded (and so after each transform).
 
 Each rule sees the input atoms of a would-be equation and returns an existing value
-instead (a Var or a constant array), or None to record the equation. Constant folding
+instead (a Var or a constant array), a simpler equation's result (recorded through
+``bind``, so rules compose), or None to record the equation as it is. Constant folding
 itself happens in ``bind``: an equation whose inputs are all constants is evaluated.
+
+The identities: ``x + 0``, ``x * 1``, ``x * 0``, ``x / 1``, ``x ** 1``, ``x ** 0``,
+``-(-x)``, ``0 - x``, ``x + (-y)``, ``c1 * (c2 * x)``, ``-(c * x)``, ``x + x``,
+reshape of reshape, transpose of transpose, broadcast of broadcast, sums over
+size-1 axes, ``where`` with equal branches or a constant condition, operands of
+elementwise primitives that are only broadcasts (or uniform constants) of something
+smaller, and commutative operands in either order (CSE modulo commutativity).
 """
 
 from __future__ import annotations
@@ -11,13 +19,27 @@ from typing import Any, Callable
 
 import numpy as np
 
-from difgen.ir import Atom, Lit, Var
+from difgen.ir import Atom, Lit, Params, Var
 
 Result = Var | np.ndarray | None
 
+COMMUTATIVE = frozenset(
+    {"add", "mul", "maximum", "minimum", "eq", "ne", "logical_and", "logical_or"}
+)
+
 
 def _is_const(atom: Atom, value: float) -> bool:
-    return isinstance(atom, Lit) and atom.dtype != "bool" and bool(np.all(atom.value == value))
+    return (
+        isinstance(atom, Lit)
+        and atom.dtype != "bool"
+        and bool(np.all(atom.value == value))
+    )
+
+
+def _scalar_lit(atom: Atom) -> float | None:
+    if isinstance(atom, Lit) and atom.dtype != "bool" and atom.value.ndim == 0:
+        return float(atom.value)
+    return None
 
 
 def _out_shape(atoms: list[Atom]) -> tuple[int, ...]:
@@ -35,21 +57,71 @@ def _zeros(atoms: list[Atom]) -> np.ndarray:
     return np.zeros(_out_shape(atoms))
 
 
-def _add(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+class Context:
+    """What a rule may look at: the producers of Vars, and a way to record."""
+
+    def __init__(self, builder: Any) -> None:
+        self.builder = builder
+
+    def producer(self, atom: Atom) -> Any:
+        return self.builder.producer.get(atom) if isinstance(atom, Var) else None
+
+    def made_by(self, atom: Atom, name: str) -> Any:
+        eqn = self.producer(atom)
+        return eqn if eqn is not None and eqn.primitive.name == name else None
+
+    def bind(self, name: str, *atoms: Atom | np.ndarray, **params: Any) -> Result:
+        """Record (or simplify, or fold) ``name(*atoms, **params)``."""
+        from difgen.frontend.tracer import Tracer, bind
+        from difgen.primitives import PRIMITIVES
+
+        args = [
+            (
+                Tracer(self.builder, a)
+                if isinstance(a, Var)
+                else np.asarray(a.value if isinstance(a, Lit) else a)
+            )
+            for a in atoms
+        ]
+        out = bind(PRIMITIVES[name], *args, **params)
+        if isinstance(out, Tracer):
+            return out.atom if isinstance(out.atom, Var) else np.asarray(out.atom.value)
+        return np.asarray(out)
+
+
+Rule = Callable[[list[Atom], dict[str, Any], Context], Result]
+
+
+# ------------------------------------------------------------------ arithmetic
+def _add(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
     if _is_const(b, 0.0):
         return _keep(a, atoms)
     if _is_const(a, 0.0):
         return _keep(b, atoms)
+    if (neg := cx.made_by(b, "neg")) is not None:
+        return cx.bind("sub", a, neg.inputs[0])
+    if (neg := cx.made_by(a, "neg")) is not None:
+        return cx.bind("sub", b, neg.inputs[0])
+    if a is b and isinstance(a, Var):
+        return cx.bind("mul", a, Lit(np.asarray(2.0)))
     return None
 
 
-def _sub(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _sub(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
-    return _keep(a, atoms) if _is_const(b, 0.0) else None
+    if _is_const(b, 0.0):
+        return _keep(a, atoms)
+    if _is_const(a, 0.0) and b.shape == _out_shape(atoms):
+        return cx.bind("neg", b)
+    if (neg := cx.made_by(b, "neg")) is not None:
+        return cx.bind("add", a, neg.inputs[0])
+    if a is b and isinstance(a, Var):
+        return _zeros(atoms)
+    return None
 
 
-def _mul(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
     if _is_const(a, 0.0) or _is_const(b, 0.0):
         return _zeros(atoms)
@@ -57,17 +129,32 @@ def _mul(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
         return _keep(a, atoms)
     if _is_const(a, 1.0):
         return _keep(b, atoms)
+    if isinstance(b, Lit) and not isinstance(a, Lit):
+        a, b = b, a  # the constant first
+    c = _scalar_lit(a)
+    if c is None:
+        return None
+    if c == -1.0 and b.shape == _out_shape(atoms):
+        return cx.bind("neg", b)
+    inner = cx.made_by(b, "mul")
+    if inner is not None:  # c1 * (c2 * x) = (c1 c2) * x
+        consts = [_scalar_lit(x) for x in inner.inputs]
+        for i, c2 in enumerate(consts):
+            if c2 is not None:
+                return cx.bind("mul", Lit(np.asarray(c * c2)), inner.inputs[1 - i])
+    if (neg := cx.made_by(b, "neg")) is not None:
+        return cx.bind("mul", Lit(np.asarray(-c)), neg.inputs[0])
     return None
 
 
-def _div(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _div(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
     if _is_const(a, 0.0):
         return _zeros(atoms)
     return _keep(a, atoms) if _is_const(b, 1.0) else None
 
 
-def _pow(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _pow(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
     if _is_const(b, 1.0):
         return _keep(a, atoms)
@@ -76,46 +163,94 @@ def _pow(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
     return None
 
 
-def _neg(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
-    eqn = producer.get(atoms[0])
-    if eqn is not None and eqn.primitive.name == "neg":
-        return eqn.inputs[0]
-    return None
-
-
-def _reshape(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _neg(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     (x,) = atoms
-    if x.shape == tuple(params["shape"]):
-        return x if isinstance(x, Var) else None
-    eqn = producer.get(x)
-    if eqn is not None and eqn.primitive.name == "reshape":  # reshape of reshape
-        from difgen.frontend.tracer import bind
-
-        inner = eqn.inputs[0]
-        if inner.shape == tuple(params["shape"]):
-            return inner if isinstance(inner, Var) else None
+    if (eqn := cx.made_by(x, "neg")) is not None:
+        return eqn.inputs[0]
+    if (eqn := cx.made_by(x, "mul")) is not None:
+        for i, atom in enumerate(eqn.inputs):
+            c = _scalar_lit(atom)
+            if c is not None:
+                return cx.bind("mul", Lit(np.asarray(-c)), eqn.inputs[1 - i])
+    if (eqn := cx.made_by(x, "sub")) is not None:
+        return cx.bind("sub", eqn.inputs[1], eqn.inputs[0])
     return None
 
 
-def _transpose(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _where(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    cond, a, b = atoms
+    if a is b or (isinstance(a, Lit) and a == b):
+        return _keep(a, atoms) if isinstance(a, Var) else None
+    if isinstance(cond, Lit) and cond.value.all():
+        return _keep(a, atoms)
+    if isinstance(cond, Lit) and not cond.value.any():
+        return _keep(b, atoms)
+    return None
+
+
+# ------------------------------------------------------------------- structure
+def _reshape(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    (x,) = atoms
+    shape = tuple(params["shape"])
+    if x.shape == shape:
+        return x if isinstance(x, Var) else None
+    eqn = cx.made_by(x, "reshape")
+    if eqn is not None:  # reshape of reshape
+        return cx.bind("reshape", eqn.inputs[0], shape=shape)
+    eqn = cx.producer(x)
+    if (
+        eqn is not None
+        and eqn.primitive.elementwise
+        and _strip_ones(shape) == _strip_ones(x.shape)
+        and any(a.ndim > 0 for a in eqn.inputs)
+        and all(
+            a.ndim == 0 or (a.shape == x.shape and cx.made_by(a, "reshape"))
+            for a in eqn.inputs
+        )
+    ):  # only size-1 axes change: reshape the operands instead (their reshapes fold)
+        ops = [
+            a if a.ndim == 0 else cx.bind("reshape", a, shape=shape) for a in eqn.inputs
+        ]
+        return cx.bind(eqn.primitive.name, *ops, **eqn.params.as_dict())
+    return None
+
+
+def _transpose(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     (x,) = atoms
     axes = tuple(params["axes"])
     if axes == tuple(range(len(axes))):
         return x if isinstance(x, Var) else None
-    eqn = producer.get(x)
-    if eqn is not None and eqn.primitive.name == "transpose":  # double transpose
-        inner_axes = eqn.params.as_dict()["axes"]
-        if tuple(inner_axes[i] for i in axes) == tuple(range(len(axes))):
-            return eqn.inputs[0] if isinstance(eqn.inputs[0], Var) else None
+    eqn = cx.made_by(x, "transpose")
+    if eqn is not None:  # transpose of transpose
+        inner = eqn.params.as_dict()["axes"]
+        return cx.bind("transpose", eqn.inputs[0], axes=tuple(inner[i] for i in axes))
+    if sum(n != 1 for n in x.shape) <= 1:  # moving size-1 axes only: a reshape
+        shape = tuple(x.shape[i] for i in axes)
+        return cx.bind("reshape", x, shape=shape)
     return None
 
 
-def _broadcast_to(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _broadcast_to(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     (x,) = atoms
-    return x if isinstance(x, Var) and x.shape == tuple(params["shape"]) else None
+    shape = tuple(params["shape"])
+    if isinstance(x, Var) and x.shape == shape:
+        return x
+    eqn = cx.made_by(x, "broadcast_to")
+    if eqn is not None:
+        return cx.bind("broadcast_to", eqn.inputs[0], shape=shape)
+    return None
 
 
-def _getitem(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result:
+def _reduce_sum(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    (x,) = atoms
+    axes = tuple(params["axes"])
+    if all(x.shape[a] == 1 for a in axes):
+        shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+        return cx.bind("reshape", x, shape=shape)
+    return None
+
+
+def _getitem(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     (x,) = atoms
     full = ("slice", None, None, None)
     if all(item == full for item in params["index"]) and isinstance(x, Var):
@@ -123,26 +258,109 @@ def _getitem(atoms: list[Atom], params: dict[str, Any], producer: Any) -> Result
     return None
 
 
-RULES: dict[str, Callable[[list[Atom], dict[str, Any], Any], Result]] = {
+def _matmul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """A contraction over a dimension of size 1 is a broadcast product."""
+    a, b = atoms
+    if a.shape[-1] != 1:
+        return None
+    if a.ndim >= 2 and b.ndim >= 2:
+        return cx.bind("mul", a, b)
+    if a.ndim == 1 and b.ndim == 1:
+        return cx.bind("reshape", cx.bind("mul", a, b), shape=())
+    if a.ndim == 1:
+        rest = cx.bind("reshape", b, shape=b.shape[:-2] + b.shape[-1:])
+        return cx.bind("mul", cx.bind("reshape", a, shape=()), rest)
+    rest = cx.bind("reshape", a, shape=a.shape[:-1])
+    return cx.bind("mul", rest, cx.bind("reshape", b, shape=()))
+
+
+def _concatenate(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    return atoms[0] if len(atoms) == 1 and isinstance(atoms[0], Var) else None
+
+
+RULES: dict[str, Rule] = {
     "add": _add,
     "sub": _sub,
     "mul": _mul,
     "div": _div,
     "pow": _pow,
     "neg": _neg,
+    "where": _where,
     "reshape": _reshape,
     "transpose": _transpose,
     "broadcast_to": _broadcast_to,
+    "reduce_sum": _reduce_sum,
     "getitem": _getitem,
+    "concatenate": _concatenate,
+    "matmul": _matmul,
 }
 
 
-def simplify(prim: Any, atoms: list[Atom], params: dict[str, Any], builder: Any) -> Result:
+# ----------------------------------------------------------------- elementwise
+def _smaller_source(atom: Atom, cx: Context) -> Atom | None:
+    """What ``atom`` broadcasts: the input of a broadcast_to (or of a reshape that
+    only adds or drops leading size-1 axes), or the scalar of a uniform constant."""
+    if isinstance(atom, Lit):
+        flat = atom.value.ravel()
+        if atom.value.ndim and flat.size and atom.dtype != "bool":
+            if np.all(flat == flat[0]):
+                return Lit(np.asarray(flat[0]))
+        return None
+    eqn = cx.producer(atom)
+    if eqn is None:
+        return None
+    name = eqn.primitive.name
+    if name == "broadcast_to":
+        return eqn.inputs[0]
+    if name == "reshape":
+        src = eqn.inputs[0]
+        if _strip_ones(src.shape) == _strip_ones(atom.shape):
+            return src
+    return None
+
+
+def _strip_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+def _narrow_operands(prim: Any, atoms: list[Atom], cx: Context) -> list[Atom] | None:
+    """Operands with broadcasts replaced by their sources, if the output is unchanged."""
+    out_shape = _out_shape(atoms)
+    changed = False
+    atoms = list(atoms)
+    for i, atom in enumerate(atoms):
+        src = _smaller_source(atom, cx)
+        while src is not None:
+            trial = atoms[:i] + [src] + atoms[i + 1 :]
+            if _out_shape(trial) != out_shape:
+                break
+            atoms[i], changed = src, True
+            src = _smaller_source(src, cx)
+    return atoms if changed else None
+
+
+def simplify(
+    prim: Any, atoms: list[Atom], params: dict[str, Any], builder: Any
+) -> Result:
     """An existing value equal to ``prim(*atoms, **params)``, if an identity gives one."""
+    cx = Context(builder)
+    if prim.elementwise:
+        narrowed = _narrow_operands(prim, atoms, cx)
+        if narrowed is not None and any(isinstance(a, Var) for a in narrowed):
+            return cx.bind(prim.name, *narrowed, **params)
+    if prim.name in COMMUTATIVE and all(isinstance(a, Var) for a in atoms):
+        swapped = builder.cache.get(
+            (prim.name, tuple(reversed(atoms)), Params.of(params))
+        )
+        if swapped is not None:
+            return swapped
     rule = RULES.get(prim.name)
     if rule is None:
         return None
-    result = rule(atoms, params, builder.producer)
+    result = rule(atoms, params, cx)
     if isinstance(result, Lit):
         return np.asarray(result.value)
     return result

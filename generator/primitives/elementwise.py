@@ -157,6 +157,8 @@ def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     num = _add_tangents(
         None if da is None else b * da, None if db is None else -(a * db)
     )
+    if num is None:
+        return None
     return _broadcast_to(num / (a * a + b * b), np.shape(out))
 
 
@@ -164,11 +166,15 @@ def _select_jvp(pick_first: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
         """The tangent of whichever argument was selected (the first on ties)."""
         (a, b), (da, db) = primals, tangents
-        zero = np.zeros(np.shape(out))
-        return np.where(
-            pick_first(a, b),
-            zero if da is None else da,
-            zero if db is None else db,
+        if da is None and db is None:
+            return None
+        return _broadcast_to(
+            np.where(
+                pick_first(a, b),
+                0.0 if da is None else da,
+                0.0 if db is None else db,
+            ),
+            np.shape(out),
         )
 
     return jvp
@@ -281,22 +287,17 @@ def _where_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     (cond, _, _), (_, da, db) = primals, tangents
     if da is None and db is None:
         return None
-    zero = np.zeros(np.shape(out))
-    return np.where(cond, zero if da is None else da, zero if db is None else db)
+    tangent = np.where(cond, 0.0 if da is None else da, 0.0 if db is None else db)
+    return _broadcast_to(tangent, np.shape(out))
 
 
 def _where_transpose(ct: Any, cond: Any, a: Any, b: Any) -> list[Any]:
     """Route the cotangent to the branch that was selected."""
-    zero = np.zeros(np.shape(ct))
     ca = (
-        unbroadcast(np.where(cond, ct, zero), a.shape)
-        if isinstance(a, Linear)
-        else None
+        unbroadcast(np.where(cond, ct, 0.0), a.shape) if isinstance(a, Linear) else None
     )
     cb = (
-        unbroadcast(np.where(cond, zero, ct), b.shape)
-        if isinstance(b, Linear)
-        else None
+        unbroadcast(np.where(cond, 0.0, ct), b.shape) if isinstance(b, Linear) else None
     )
     return [None, ca, cb]
 

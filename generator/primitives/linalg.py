@@ -1,23 +1,52 @@
-"""Linear algebra: ``matmul`` (NumPy semantics, batched and 1-D cases) and ``einsum``.
+"""Linear algebra: ``matmul`` (NumPy semantics, batched and 1-D cases), ``einsum``
+and the ``np.linalg`` rows ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky``.
 
 ``dot``, ``vdot``, ``inner``, ``outer`` and ``trace`` are written with these in the
-frontend. Both are bilinear: linear in whichever argument is the tangent.
+frontend. ``matmul`` and ``einsum`` are bilinear and ``solve`` is linear in its
+right-hand side: linear in whichever argument is the tangent. The other ``np.linalg``
+rows are nonlinear; their JVPs are written with ``solve``, ``inv`` and ``matmul``.
 """
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
-from difgen.primitives.core import Linear, Primitive, register, unbroadcast
+from difgen.primitives.core import (
+    PRIMITIVES,
+    Linear,
+    Primitive,
+    bind,
+    call,
+    lift_batched,
+    register,
+    unbroadcast,
+)
 
 
 def _mT(x: Any) -> Any:
     return np.swapaxes(x, -1, -2)
 
 
+def _stack_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(np.broadcast_shapes(*(s[:-2] for s in shapes)))
+
+
 # ---------------------------------------------------------------------- matmul
+def _matmul_shape(a: Any, b: Any) -> Any:
+    (sa, _), (sb, _) = a, b
+    if len(sa) == 1 and len(sb) == 1:
+        return (), "float64"
+    if len(sa) == 1:
+        return (*sb[:-2], sb[-1]), "float64"
+    if len(sb) == 1:
+        return sa[:-1], "float64"
+    return (*_stack_shape(sa, sb), sa[-2], sb[-1]), "float64"
+
+
 def _matmul_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     """Product rule."""
     (a, b), (da, db) = primals, tangents
@@ -32,26 +61,42 @@ def _matmul_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
     if isinstance(a, Linear):
         if a.ndim == 1 and np.ndim(b) == 1:
             return [ct * b, None]
-        if a.ndim == 1 and np.ndim(b) == 2:
-            return [b @ ct, None]
-        if a.ndim == 2 and np.ndim(b) == 1:
-            return [ct[:, None] * b, None]
-        if a.ndim >= 2 and np.ndim(b) >= 2:
-            return [unbroadcast(ct @ _mT(b), a.shape), None]
-    elif isinstance(b, Linear):
-        if b.ndim == 1 and np.ndim(a) == 1:
-            return [None, ct * a]
-        if b.ndim == 1 and np.ndim(a) == 2:
-            return [None, ct @ a]
-        if b.ndim == 2 and np.ndim(a) == 1:
-            return [None, a[:, None] * ct]
-        if b.ndim >= 2 and np.ndim(a) >= 2:
-            return [None, unbroadcast(_mT(a) @ ct, b.shape)]
-    raise NotImplementedError("matmul of a 1-D and a batched (3-D+) array")
+        if a.ndim == 1:  # y[..., p] = a[n] b[..., n, p]
+            value = b @ ct if np.ndim(b) == 2 else (b @ ct[..., None])[..., 0]
+            return [unbroadcast(value, a.shape), None]
+        if np.ndim(b) == 1:  # y[..., m] = a[..., m, n] b[n]
+            return [ct[..., None] * b, None]
+        return [unbroadcast(ct @ _mT(b), a.shape), None]
+    if not isinstance(b, Linear):
+        raise ValueError("matmul transpose needs a linear operand")
+    if b.ndim == 1 and np.ndim(a) == 1:
+        return [None, ct * a]
+    if b.ndim == 1:  # y[..., m] = a[..., m, n] b[n]
+        value = ct @ a if np.ndim(a) == 2 else (ct[..., None, :] @ a)[..., 0, :]
+        return [None, unbroadcast(value, b.shape)]
+    if np.ndim(a) == 1:  # y[..., p] = a[n] b[..., n, p]
+        return [None, a[:, None] * ct[..., None, :]]
+    return [None, unbroadcast(_mT(a) @ ct, b.shape)]
 
 
-def _sym_matmul(a: Any, b: Any) -> Any:
-    return np.asarray(np.matmul(a, b), dtype=object)
+def _matmul_batch(args: Any, batched: Any, k: int) -> Any:
+    """One matmul with the batch axis in front: single GEMMs where the shapes allow."""
+    (a, b), (ba, bb) = args, batched
+    na, nb = np.ndim(a) - ba, np.ndim(b) - bb
+    out_shape = (k, *_matmul_shape((np.shape(a)[ba:], ""), (np.shape(b)[bb:], ""))[0])
+    if ba and not bb and nb <= 2:
+        return a @ b  # (k, ..., m, n) @ (n, p): the batch is a stack dimension
+    if bb and not ba and nb == 1 and na <= 2:
+        return b @ (a.T if na == 2 else a)  # (k, n) @ (n, m): one GEMM
+    # General case: both operands as stacks of matrices of equal rank.
+    if na == 1:
+        a = np.expand_dims(a, -2)
+    if nb == 1:
+        b = np.expand_dims(b, -1)
+    rank = max(np.ndim(a) - ba, np.ndim(b) - bb)
+    a = lift_batched(a, rank) if ba else a
+    b = lift_batched(b, rank) if bb else b
+    return np.reshape(a @ b, out_shape)
 
 
 register(
@@ -61,7 +106,9 @@ register(
         emit=lambda args, params: f"{args[0]} @ {args[1]}",
         jvp=_matmul_jvp,
         transpose=_matmul_transpose,
-        sympy=_sym_matmul,
+        sympy=lambda a, b: np.asarray(np.matmul(a, b), dtype=object),
+        shape_rule=_matmul_shape,
+        batch=_matmul_batch,
         linear=True,
     )
 )
@@ -71,6 +118,12 @@ register(
 def _parse(spec: str) -> tuple[list[str], str]:
     ins, out = spec.split("->")
     return ins.split(","), out
+
+
+def _einsum_shape(*operands: Any, spec: str) -> Any:
+    ins, out = _parse(spec)
+    dims = {c: n for s, (shape, _) in zip(ins, operands) for c, n in zip(s, shape)}
+    return tuple(dims[c] for c in out), "float64"
 
 
 def _einsum_jvp(out: Any, primals: list[Any], tangents: list[Any], spec: str) -> Any:
@@ -94,22 +147,28 @@ def _einsum_transpose(ct: Any, *operands: Any, spec: str) -> list[Any]:
         if not isinstance(x, Linear):
             cts.append(None)
             continue
+        target = ins[i]
+        if len(set(target)) != len(target):
+            raise NotImplementedError("einsum with a repeated index in one operand")
         others = [(s, op) for j, (s, op) in enumerate(zip(ins, operands)) if j != i]
         available = set(out).union(*(set(s) for s, _ in others))
-        target = ins[i]
-        kept = "".join(c for c in dict.fromkeys(target) if c in available)
+        kept = "".join(c for c in target if c in available)
         sub = ",".join([out] + [s for s, _ in others]) + "->" + kept
         value = np.einsum(sub, ct, *[op for _, op in others])
         if kept != target:  # indices only x carried (summed away): broadcast back
-            shape = {c: n for c, n in zip(target, x.shape)}
-            full = "".join(dict.fromkeys(target))
-            value = np.einsum(f"{kept}->{kept}", value)
-            value = np.reshape(value, [shape[c] if c in kept else 1 for c in full])
-            value = np.broadcast_to(value, [shape[c] for c in full])
-        if len(set(target)) != len(target):
-            raise NotImplementedError("einsum with a repeated index in one operand")
+            sizes = dict(zip(target, x.shape))
+            value = np.reshape(value, [sizes[c] if c in kept else 1 for c in target])
+            value = np.broadcast_to(value, x.shape)
         cts.append(value)
     return cts
+
+
+def _einsum_batch(args: Any, batched: Any, k: int, spec: str) -> Any:
+    """A fresh index letter for the batch axis, in front of each batched operand."""
+    ins, out = _parse(spec)
+    letter = next(c for c in string.ascii_letters if c not in spec)
+    ins = [letter + s if b else s for s, b in zip(ins, batched)]
+    return np.einsum(",".join(ins) + "->" + letter + out, *args)
 
 
 register(
@@ -120,6 +179,167 @@ register(
         jvp=_einsum_jvp,
         transpose=_einsum_transpose,
         sympy=lambda *ops, spec: np.asarray(np.einsum(spec, *ops), dtype=object),
+        shape_rule=_einsum_shape,
+        batch=_einsum_batch,
         linear=True,
     )
 )
+
+
+# ----------------------------------------------------------------------- solve
+def _solve_shape(a: Any, b: Any) -> Any:
+    (sa, _), (sb, _) = a, b
+    if len(sb) == 1:
+        return sb, "float64"
+    return (*_stack_shape(sa, sb), *sb[-2:]), "float64"
+
+
+def _solve_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """dx = A^-1 (db - dA x)."""
+    (a, _), (da, db) = primals, tangents
+    rhs = db
+    if da is not None:
+        term = da @ out
+        rhs = -term if rhs is None else rhs - term
+    return None if rhs is None else solve(a, rhs)
+
+
+def _solve_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
+    """Linear in the right-hand side only: ct_b = A^-T ct."""
+    if isinstance(a, Linear) or not isinstance(b, Linear):
+        raise ValueError("solve is linear in its right-hand side only")
+    return [None, unbroadcast(solve(_mT(a), ct), b.shape)]
+
+
+def _solve_batch(args: Any, batched: Any, k: int) -> Any:
+    """With one matrix, all right-hand sides go to a single factorization."""
+    (a, b), (ba, bb) = args, batched
+    if not ba and np.ndim(a) == 2:
+        n = np.shape(a)[0]
+        if np.ndim(b) == 2:  # (k, n) vectors
+            return np.transpose(solve(a, np.transpose(b)))
+        m = np.shape(b)[-1]  # (k, n, m) matrices
+        columns = np.reshape(np.transpose(b, (1, 0, 2)), (n, k * m))
+        return np.transpose(np.reshape(solve(a, columns), (n, k, m)), (1, 0, 2))
+    vector = np.ndim(b) - bb == 1
+    if vector:
+        b = np.expand_dims(b, -1)
+    rank = max(np.ndim(a) - ba, np.ndim(b) - bb)
+    a = lift_batched(a, rank) if ba else np.broadcast_to(a, (k, *np.shape(a)))
+    b = lift_batched(b, rank) if bb else b
+    out = solve(a, b)
+    return out[..., 0] if vector else out
+
+
+def _sym_solve(a: Any, b: Any) -> Any:
+    if np.ndim(a) != 2:
+        raise NotImplementedError("symbolic solve of a stack of matrices")
+    x = sp.Matrix(a).LUsolve(sp.Matrix(b))
+    return np.array(x.tolist(), dtype=object).reshape(np.shape(b))
+
+
+solve_p = register(
+    Primitive(
+        name="solve",
+        impl=np.linalg.solve,
+        emit=call("np.linalg.solve({0}, {1})"),
+        jvp=_solve_jvp,
+        transpose=_solve_transpose,
+        sympy=_sym_solve,
+        shape_rule=_solve_shape,
+        batch=_solve_batch,
+        linear=True,
+    )
+)
+
+
+def solve(a: Any, b: Any) -> Any:
+    """``np.linalg.solve`` (``b`` 1-D only with a single matrix), traced or eager."""
+    return bind(solve_p, a, b)
+
+
+# ------------------------------------------------------ nonlinear matrix functions
+def _inv_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d inv(A) = -inv(A) dA inv(A)."""
+    return None if tangents[0] is None else -(out @ tangents[0] @ out)
+
+
+def _logabsdet_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d log|det A| = trace(A^-1 dA)."""
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return None
+    return np.sum(_mT(bind(inv_p, a)) * da, axis=(-2, -1))
+
+
+def _det_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d det A = det A trace(A^-1 dA)."""
+    d = _logabsdet_jvp(out, primals, tangents)
+    return None if d is None else out * d
+
+
+def _cholesky_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """dL = L phi(L^-1 dS L^-T), dS the symmetric matrix NumPy reads (lower half)."""
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return None
+    n = np.shape(a)[-1]
+    lower = np.tril(np.ones((n, n)))
+    strict = np.tril(np.ones((n, n)), -1)
+    sym = da * lower + _mT(da * strict)
+    inner = solve(out, _mT(solve(out, sym)))
+    return out @ (inner * (strict + 0.5 * np.eye(n)))
+
+
+def _matrix_batch(prim_name: str) -> Any:
+    def rule(args: Any, batched: Any, k: int) -> Any:
+        """NumPy's matrix functions take stacks: the batch is one more stack axis."""
+        return bind(PRIMITIVES[prim_name], args[0])
+
+    return rule
+
+
+def _sym_matrix(fn: Any, scalar: bool) -> Any:
+    def lower(a: Any) -> Any:
+        if np.ndim(a) != 2:
+            raise NotImplementedError("symbolic matrix function of a stack")
+        value = fn(sp.Matrix(a))
+        if scalar:
+            return np.asarray(value, dtype=object)
+        return np.array(value.tolist(), dtype=object)
+
+    return lower
+
+
+_SQUARE = lambda a: (a[0], "float64")  # noqa: E731
+_STACK = lambda a: (a[0][:-2], "float64")  # noqa: E731
+
+MATRIX_FUNCTIONS: list[tuple[str, Any, str, Any, Any, Any, bool]] = [
+    # name, NumPy, source form, JVP, SymPy lowering, shape rule, differentiable
+    ("inv", np.linalg.inv, "np.linalg.inv({0})", _inv_jvp,
+     _sym_matrix(lambda m: m.inv(), False), _SQUARE, True),
+    ("det", np.linalg.det, "np.linalg.det({0})", _det_jvp,
+     _sym_matrix(lambda m: m.det(), True), _STACK, True),
+    ("logabsdet", lambda a: np.linalg.slogdet(a)[1], "np.linalg.slogdet({0})[1]",
+     _logabsdet_jvp, _sym_matrix(lambda m: sp.log(sp.Abs(m.det())), True), _STACK, True),
+    ("detsign", lambda a: np.linalg.slogdet(a)[0], "np.linalg.slogdet({0})[0]", None,
+     _sym_matrix(lambda m: sp.sign(m.det()), True), _STACK, False),
+    ("cholesky", np.linalg.cholesky, "np.linalg.cholesky({0})", _cholesky_jvp,
+     _sym_matrix(lambda m: m.cholesky(hermitian=False), False), _SQUARE, True),
+]  # fmt: skip
+
+for _name, _np_fn, _src, _jvp, _sym, _shape, _diff in MATRIX_FUNCTIONS:
+    register(
+        Primitive(
+            name=_name,
+            impl=_np_fn,
+            emit=call(_src),
+            jvp=_jvp,
+            sympy=_sym,
+            shape_rule=_shape,
+            batch=_matrix_batch(_name),
+            differentiable=_diff,
+        )
+    )
+
+inv_p = PRIMITIVES["inv"]

@@ -24,6 +24,11 @@ def _expand(value: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
     return np.broadcast_to(np.reshape(value, _keepdims_shape(shape, axes)), shape)
 
 
+def _reduced_shape(x: Any, axes: Any) -> Any:
+    """Shape rule of a reduction: the reduced axes disappear."""
+    return tuple(n for i, n in enumerate(x[0]) if i not in axes), x[1]
+
+
 def _axes_src(axes: tuple[int, ...]) -> str:
     return str(axes[0]) if len(axes) == 1 else repr(tuple(axes))
 
@@ -54,6 +59,7 @@ reduce_sum_p = register(
         emit=_sum_emit,
         jvp=_sum_jvp,
         transpose=_sum_transpose,
+        shape_rule=_reduced_shape,
         linear=True,
     )
 )
@@ -112,6 +118,7 @@ for _name, _np_fn, _jvp, _sym in REDUCTIONS:
             ),
             jvp=_jvp,
             sympy=_object_reduce(_sym),
+            shape_rule=_reduced_shape,
         )
     )
 
@@ -148,6 +155,7 @@ register(
         jvp=_cumsum_jvp,
         transpose=_cumsum_transpose,
         sympy=_object_accumulate(lambda a, b: a + b),
+        shape_rule=lambda x, axis: x,
         linear=True,
     )
 )
@@ -158,5 +166,6 @@ register(
         emit=lambda args, params: f"np.cumprod({args[0]}, axis={params['axis']})",
         jvp=_cumprod_jvp,
         sympy=_object_accumulate(lambda a, b: a * b),
+        shape_rule=lambda x, axis: x,
     )
 )

@@ -13,7 +13,16 @@ from typing import Any
 import numpy as np
 
 from difgen.ir import FrozenArray
-from difgen.primitives.core import Linear, Primitive, register, unbroadcast
+from difgen.primitives.core import (
+    Linear,
+    Primitive,
+    _dummy,
+    batched_to,
+    bind,
+    lift_batched,
+    register,
+    unbroadcast,
+)
 
 
 # ----------------------------------------------------------------------- index
@@ -49,10 +58,87 @@ def index_source(frozen: tuple[Any, ...]) -> str:
 
 
 def positions_unique(shape: tuple[int, ...], frozen: tuple[Any, ...]) -> bool:
-    """Whether ``x[index]`` reads each position of ``x`` at most once."""
-    flat = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
-    taken = np.asarray(flat[to_index(frozen)]).ravel()
-    return len(np.unique(taken)) == taken.size
+    """Whether ``x[index]`` reads each position of ``x`` at most once.
+
+    Basic indices (ints, slices, new axes) never repeat a position; with integer
+    arrays, the positions repeat exactly when two broadcast index tuples coincide, so
+    only the (small) index arrays are looked at, never an array of ``shape``.
+    """
+    if not any(isinstance(item, FrozenArray) for item in frozen):
+        return True
+    dims = _dims_of(shape, frozen)
+    arrays = [
+        (np.asarray(item.value) % n) if isinstance(item, FrozenArray) else item % n
+        for item, n in zip(frozen, dims)
+        if isinstance(item, (FrozenArray, int)) and n is not None
+    ]
+    flat = np.ravel_multi_index(
+        [np.ravel(a) for a in np.broadcast_arrays(*arrays)],
+        [n for item, n in zip(frozen, dims) if isinstance(item, (FrozenArray, int))],
+    )
+    return len(np.unique(flat)) == flat.size
+
+
+def _dims_of(shape: tuple[int, ...], frozen: tuple[Any, ...]) -> list[int | None]:
+    """The dimension of ``shape`` each index item applies to (None for new axes)."""
+    consumed = sum(1 for item in frozen if item is not None and item is not Ellipsis)
+    dims: list[int | None] = []
+    axis = 0
+    for item in frozen:
+        if item is None:
+            dims.append(None)
+        elif item is Ellipsis:
+            dims.append(None)
+            axis += len(shape) - consumed
+        else:
+            dims.append(shape[axis])
+            axis += 1
+    return dims
+
+
+def advanced_first(frozen: tuple[Any, ...]) -> bool:
+    """Whether NumPy puts the broadcast dims of the array indices first.
+
+    That happens when integer-array indices (and ints, which then count as arrays)
+    are separated by a slice, an Ellipsis or a new axis.
+    """
+    if not any(isinstance(item, FrozenArray) for item in frozen):
+        return False
+    where = [i for i, item in enumerate(frozen) if isinstance(item, (FrozenArray, int))]
+    return where != list(range(where[0], where[-1] + 1))
+
+
+def _array_index_ndim(frozen: tuple[Any, ...]) -> int:
+    arrays = [np.asarray(i.value) for i in frozen if isinstance(i, FrozenArray)]
+    return len(np.broadcast_shapes(*(a.shape for a in arrays))) if arrays else 0
+
+
+_FULL = ("slice", None, None, None)
+
+
+def _batched_index(frozen: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (_FULL, *frozen)
+
+
+def _batch_axis_front(value: Any, frozen: tuple[Any, ...]) -> Any:
+    """After indexing with a leading full slice, move the batch axis back in front."""
+    if not advanced_first(frozen):
+        return value
+    pos = _array_index_ndim(frozen)
+    ndim = np.ndim(value)
+    order = [pos] + [i for i in range(ndim) if i != pos]
+    return np.transpose(value, order)
+
+
+def _batch_axis_to_region(value: Any, frozen: tuple[Any, ...], ndim: int) -> Any:
+    """A value ``(k, *v)`` laid out like ``out[(:, *index)] = value`` expects it."""
+    value = lift_batched(value, ndim)
+    if not advanced_first(frozen):
+        return value
+    pos = _array_index_ndim(frozen)
+    order = list(range(1, np.ndim(value)))
+    order.insert(pos, 0)
+    return np.transpose(value, order)
 
 
 def _getitem_jvp(out: Any, primals: list[Any], tangents: list[Any], index: Any) -> Any:
@@ -65,6 +151,16 @@ def _getitem_transpose(ct: Any, x: Any, index: Any) -> list[Any]:
     return [scatter_add(ct, index, x.shape)]
 
 
+def _getitem_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
+    """Index behind a leading full slice."""
+    out = bind(getitem_p, args[0], index=_batched_index(index))
+    return _batch_axis_front(out, index)
+
+
+def _getitem_shape(x: Any, index: Any) -> Any:
+    return tuple(_dummy(*x)[to_index(index)].shape), x[1]
+
+
 getitem_p = register(
     Primitive(
         name="getitem",
@@ -72,6 +168,8 @@ getitem_p = register(
         emit=lambda args, params: f"{args[0]}[{index_source(params['index'])}]",
         jvp=_getitem_jvp,
         transpose=_getitem_transpose,
+        shape_rule=_getitem_shape,
+        batch=_getitem_batch,
         linear=True,
     )
 )
@@ -98,7 +196,7 @@ def _scatter_emit(args: list[str], params: dict[str, Any]) -> list[str]:
     if positions_unique(params["shape"], params["index"]):
         store = f"OUT[{idx}] = {args[0]}"
     else:
-        store = f"np.add.at(OUT, ({idx}), {args[0]})"
+        store = f"np.add.at(OUT, np.s_[{idx}], {args[0]})"
     return [f"OUT = np.zeros({params['shape']!r})", store]
 
 
@@ -114,6 +212,13 @@ def _scatter_transpose(ct: Any, value: Any, index: Any, shape: Any) -> list[Any]
     return [unbroadcast(ct[to_index(index)], value.shape)]
 
 
+def _scatter_batch(args: Any, batched: Any, k: int, index: Any, shape: Any) -> Any:
+    """Scatter behind a leading full slice into ``(k, *shape)``."""
+    region = _dummy(tuple(shape), "float64")[to_index(index)].ndim
+    value = _batch_axis_to_region(args[0], index, region)
+    return scatter_add(value, _batched_index(index), (k, *shape))
+
+
 scatter_add_p = register(
     Primitive(
         name="scatter_add",
@@ -122,6 +227,7 @@ scatter_add_p = register(
         jvp=_scatter_jvp,
         transpose=_scatter_transpose,
         shape_rule=lambda value, index, shape: (tuple(shape), value[1]),
+        batch=_scatter_batch,
         linear=True,
     )
 )
@@ -129,8 +235,6 @@ scatter_add_p = register(
 
 def scatter_add(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
     """``out = zeros(shape); out[index] += value``, traced or eager."""
-    from difgen.frontend.tracer import bind
-
     return bind(scatter_add_p, value, index=index, shape=tuple(shape))
 
 
@@ -156,20 +260,35 @@ def _set_index_jvp(
     dx, dv = tangents
     if dx is None and dv is None:
         return None
-    dx = np.zeros(np.shape(out)) if dx is None else dx
-    dv = np.zeros(np.shape(primals[1])) if dv is None else dv
-    return set_index(dx, dv, index)
+    shape = tuple(np.shape(out))
+    if dx is None and positions_unique(shape, index):
+        return scatter_add(dv, index, shape)  # zeros, then one assignment
+    dx = np.zeros(shape) if dx is None else dx
+    return set_index(dx, 0.0 if dv is None else dv, index)
 
 
 def _set_index_transpose(ct: Any, x: Any, value: Any, index: Any) -> list[Any]:
     """The overwritten positions get no cotangent; the stored value gets theirs."""
-    cx = set_index(ct, np.zeros(()), index) if isinstance(x, Linear) else None
+    if isinstance(value, Linear) and not positions_unique(tuple(np.shape(ct)), index):
+        raise NotImplementedError("reverse mode through an assignment that repeats "
+                                  "a position (the last write wins)")  # fmt: skip
+    cx = set_index(ct, 0.0, index) if isinstance(x, Linear) else None
     cv = (
         unbroadcast(ct[to_index(index)], value.shape)
         if isinstance(value, Linear)
         else None
     )
     return [cx, cv]
+
+
+def _set_index_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
+    """Assign behind a leading full slice into the batched array."""
+    x = batched_to(args[0], batched[0], k)
+    value = args[1]
+    if batched[1]:
+        region = _dummy(tuple(np.shape(x))[1:], "float64")[to_index(index)].ndim
+        value = _batch_axis_to_region(value, index, region)
+    return set_index(x, value, _batched_index(index))
 
 
 set_index_p = register(
@@ -180,6 +299,7 @@ set_index_p = register(
         jvp=_set_index_jvp,
         transpose=_set_index_transpose,
         shape_rule=lambda x, value, index: x,
+        batch=_set_index_batch,
         linear=True,
     )
 )
@@ -187,8 +307,6 @@ set_index_p = register(
 
 def set_index(x: Any, value: Any, index: Any) -> Any:
     """``out = x.copy(); out[index] = value``, traced or eager."""
-    from difgen.frontend.tracer import bind
-
     return bind(set_index_p, x, value, index=index)
 
 
@@ -217,6 +335,25 @@ def _transpose_src(args: list[str], params: dict[str, Any]) -> str:
     return f"np.transpose({args[0]}, {axes!r})"
 
 
+def _reshape_batch(args: Any, batched: Any, k: int, shape: Any) -> Any:
+    """Keep the batch axis, reshape the rest."""
+    return np.reshape(args[0], (k, *shape))
+
+
+def _transpose_batch(args: Any, batched: Any, k: int, axes: Any) -> Any:
+    """The batch axis stays first."""
+    return np.transpose(args[0], (0, *(int(a) + 1 for a in axes)))
+
+
+def _broadcast_batch(args: Any, batched: Any, k: int, shape: Any) -> Any:
+    """Lift the batch axis in front, then broadcast the rest."""
+    return np.broadcast_to(lift_batched(args[0], len(shape)), (k, *shape))
+
+
+def _transpose_shape(x: Any, axes: Any) -> Any:
+    return tuple(x[0][int(a)] for a in axes), x[1]
+
+
 register(
     Primitive(
         name="reshape",
@@ -225,6 +362,7 @@ register(
         jvp=_reshape_jvp,
         transpose=lambda ct, x, shape: [np.reshape(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
+        batch=_reshape_batch,
         linear=True,
     )
 )
@@ -235,6 +373,8 @@ register(
         emit=_transpose_src,
         jvp=_transpose_jvp,
         transpose=lambda ct, x, axes: [np.transpose(ct, tuple(np.argsort(axes)))],
+        shape_rule=_transpose_shape,
+        batch=_transpose_batch,
         linear=True,
     )
 )
@@ -246,6 +386,7 @@ register(
         jvp=_broadcast_jvp,
         transpose=lambda ct, x, shape: [unbroadcast(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
+        batch=_broadcast_batch,
         linear=True,
     )
 )
@@ -279,6 +420,18 @@ def _concat_transpose(ct: Any, *inputs: Any, axis: int) -> list[Any]:
     return cts
 
 
+def _concat_batch(args: Any, batched: Any, k: int, axis: int) -> Any:
+    """Unbatched pieces are broadcast; the axis moves up by one."""
+    parts = [batched_to(a, b, k) for a, b in zip(args, batched)]
+    return np.concatenate(parts, axis=axis + 1)
+
+
+def _concat_shape(*xs: Any, axis: int) -> Any:
+    shape = list(xs[0][0])
+    shape[axis] = sum(x[0][axis] for x in xs)
+    return tuple(shape), xs[0][1]
+
+
 register(
     Primitive(
         name="concatenate",
@@ -286,6 +439,8 @@ register(
         emit=lambda args, params: f"np.concatenate(({', '.join(args)},), axis={params['axis']})",
         jvp=_concat_jvp,
         transpose=_concat_transpose,
+        shape_rule=_concat_shape,
+        batch=_concat_batch,
         linear=True,
     )
 )
@@ -306,6 +461,11 @@ register(
             None if tangents[0] is None else np.pad(tangents[0], widths)
         ),
         transpose=_pad_transpose,
+        shape_rule=lambda x, widths: (
+            tuple(n + lo + hi for n, (lo, hi) in zip(x[0], widths)),
+            x[1],
+        ),
+        batch=lambda args, batched, k, widths: np.pad(args[0], ((0, 0), *widths)),
         linear=True,
     )
 )
@@ -326,15 +486,20 @@ def _pack_jvp(out: Any, primals: list[Any], tangents: list[Any], shape: Any) -> 
 
 def _pack_transpose(ct: Any, *elements: Any, shape: Any) -> list[Any]:
     """Each packed scalar gets its element of the cotangent."""
-    positions = np.arange(len(elements)).reshape(shape)
     return [
         (
-            ct[tuple(int(i) for i in np.argwhere(positions == k)[0])]
+            ct[tuple(int(i) for i in np.unravel_index(k, shape))]
             if isinstance(e, Linear)
             else None
         )
         for k, e in enumerate(elements)
     ]
+
+
+def _pack_batch(args: Any, batched: Any, k: int, shape: Any) -> Any:
+    """Batched scalars side by side: one concatenate of ``(k, 1)`` columns."""
+    columns = [np.reshape(batched_to(a, b, k), (k, 1)) for a, b in zip(args, batched)]
+    return np.reshape(np.concatenate(columns, axis=1), (k, *shape))
 
 
 def _pack_objects(*xs: Any, shape: Any) -> Any:
@@ -352,6 +517,7 @@ pack_p = register(
         transpose=_pack_transpose,
         sympy=_pack_objects,
         shape_rule=lambda *xs, shape: (tuple(shape), "float64"),
+        batch=_pack_batch,
         linear=True,
     )
 )
@@ -359,6 +525,42 @@ pack_p = register(
 
 def pack(elements: list[Any], shape: tuple[int, ...]) -> Any:
     """``np.array`` of scalars (traced or not) laid out in ``shape``."""
-    from difgen.frontend.tracer import bind
-
     return bind(pack_p, *elements, shape=tuple(shape))
+
+
+# ----------------------------------------------------------------------- basis
+def _basis_impl(shape: Any) -> np.ndarray:
+    n = int(np.prod(shape, dtype=np.int64))
+    return np.eye(n).reshape((n, *shape))
+
+
+def _basis_emit(args: list[str], params: dict[str, Any]) -> str:
+    shape = tuple(params["shape"])
+    n = int(np.prod(shape, dtype=np.int64))
+    return (
+        f"np.eye({n})" if len(shape) == 1 else f"np.eye({n}).reshape({(n, *shape)!r})"
+    )
+
+
+def _basis_sympy(shape: Any) -> np.ndarray:
+    import sympy as sp
+
+    value = _basis_impl(shape)
+    out = np.empty(value.shape, dtype=object)
+    out.ravel()[:] = [sp.Integer(int(v)) for v in value.ravel()]
+    return out
+
+
+basis_p = Primitive(
+    name="basis",
+    impl=_basis_impl,
+    emit=_basis_emit,
+    sympy=_basis_sympy,
+    shape_rule=lambda shape: ((int(np.prod(shape, dtype=np.int64)), *shape), "float64"),
+)
+"""The standard basis of an array of ``shape``, stacked: ``(size, *shape)``.
+
+The seed of a jacobian or hessian over the input basis. It has no inputs and is not
+registered with the tracer: the AD layer records it as a runtime constant (``np.eye``
+in the emitted code), so an ``n x n`` identity is never folded into a literal.
+"""

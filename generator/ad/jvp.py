@@ -1,0 +1,84 @@
+"""Forward mode: the JVP transform, one rule per primitive (``Primitive.jvp``).
+
+The graph is re-evaluated in a new trace. Each primal value is a tracer (or a
+constant), each tangent a tracer or ``None``, the symbolic zero: an equation whose
+inputs all have zero tangents gets none either, so a zero seed prunes its whole
+subgraph, and a seed of 1 disappears because the rules' arithmetic folds through the
+tracer.
+
+>>> from difgen.frontend.tracer import trace
+>>> g = jvp(trace(lambda x: np.sin(x) * 3.0, [((), "float64")]))
+>>> print(g)
+{ lambda a:f64[] b:f64[] .
+  let c:f64[] = sin a
+      d:f64[] = mul c 3.0
+      e:f64[] = cos a
+      f:f64[] = mul e b
+      g:f64[] = mul f 3.0
+  in (d, g) }
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
+from difgen.errors import DifgenError
+from difgen.ir import Graph, Var
+
+
+def jvp_eval(
+    graph: Graph, primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[list[Any], list[Any]]:
+    """Outputs and output tangents of ``graph``, in the current trace.
+
+    ``tangents`` holds one tangent per input (``None``: zero); the returned tangents
+    are ``None`` where an output does not depend on any input with a tangent.
+    """
+    env: Env = dict(zip(graph.inputs, primals))
+    tenv: Env = {v: t for v, t in zip(graph.inputs, tangents) if t is not None}
+    for eqn in graph.eqns:
+        args = [read(env, a) for a in eqn.inputs]
+        out = apply(eqn, args)
+        env[eqn.out] = out
+        dargs = [tenv.get(a) if isinstance(a, Var) else None for a in eqn.inputs]
+        prim = eqn.primitive
+        if all(d is None for d in dargs) or not prim.differentiable:
+            continue
+        if eqn.out.dtype != "float64":
+            continue
+        if prim.jvp is None:
+            raise DifgenError(f"primitive {prim.name!r} has no JVP rule")
+        tangent = prim.jvp(out, args, dargs, **eqn.params.as_dict())
+        if tangent is not None and not is_zero(tangent):
+            if tuple(np.shape(tangent)) != eqn.out.shape:
+                tangent = np.broadcast_to(tangent, eqn.out.shape)
+            tenv[eqn.out] = tangent
+    outs = [read(env, o) for o in graph.outputs]
+    touts = [tenv.get(o) if isinstance(o, Var) else None for o in graph.outputs]
+    return outs, touts
+
+
+def jvp(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
+    """The JVP graph: ``(*inputs, *tangents) -> (*outputs, *output_tangents)``.
+
+    ``wrt`` says which inputs get a tangent input (default: the first only; the
+    others are contexts). Zero output tangents become zero constants.
+    """
+    n = len(graph.inputs)
+    wrt = tuple(wrt) if wrt is not None else (True,) + (False,) * (n - 1)
+    avals = [(v.shape, v.dtype) for v in graph.inputs]
+    avals += [(v.shape, v.dtype) for v, w in zip(graph.inputs, wrt) if w]
+
+    def fn(*args: Any) -> tuple[Any, ...]:
+        seeds = iter(args[n:])
+        tangents = [next(seeds) if w else None for w in wrt]
+        outs, touts = jvp_eval(graph, args[:n], tangents)
+        return (
+            *outs,
+            *(zeros_of(o) if t is None else t for o, t in zip(graph.outputs, touts)),
+        )
+
+    return build_graph(fn, avals)

@@ -1,0 +1,110 @@
+"""Reverse mode: JVP, then partial evaluation, then transposition.
+
+The JVP graph is split into the equations that do not depend on the tangent inputs
+(the primal pass, re-evaluated as they are) and those that do, which are linear in
+the tangents. The linear equations are walked backwards: each primitive's
+``transpose`` rule maps the cotangent of its output to cotangents of its linear inputs
+(marked :class:`~difgen.primitives.Linear`), which accumulate. So only linear
+primitives need a transpose rule, and no derivative is written twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
+from difgen.ad.jvp import jvp
+from difgen.errors import DifgenError
+from difgen.ir import Eqn, Graph, Var
+from difgen.primitives import Linear
+
+
+def vjp_eval(
+    graph: Graph,
+    primals: Sequence[Any],
+    cotangents: Sequence[Any],
+    wrt: Sequence[bool] | None = None,
+) -> tuple[list[Any], list[Any]]:
+    """Outputs of ``graph`` and the cotangents of its inputs, in the current trace.
+
+    ``cotangents`` holds one cotangent per output (``None``: zero). The result holds
+    one cotangent per input, ``None`` for inputs outside ``wrt`` or with a zero one.
+    """
+    n, m = len(graph.inputs), len(graph.outputs)
+    wrt = tuple(wrt) if wrt is not None else (True,) + (False,) * (n - 1)
+    lin = jvp(graph, wrt)
+    linear: set[Var] = set(lin.inputs[n:])
+    env: Env = dict(zip(lin.inputs[:n], primals))
+    linear_eqns: list[Eqn] = []
+    for eqn in lin.eqns:  # partial evaluation: the primal pass runs now
+        if any(isinstance(a, Var) and a in linear for a in eqn.inputs):
+            linear.add(eqn.out)
+            linear_eqns.append(eqn)
+        else:
+            env[eqn.out] = apply(eqn, [read(env, a) for a in eqn.inputs])
+    outs = [read(env, o) for o in lin.outputs[:m]]
+
+    cts: Env = {}
+    for atom, ct in zip(lin.outputs[m:], cotangents):
+        if isinstance(atom, Var) and atom in linear and ct is not None:
+            _accumulate(cts, atom, ct)
+    for eqn in reversed(linear_eqns):
+        ct = cts.pop(eqn.out, None)
+        if ct is None:
+            continue
+        prim = eqn.primitive
+        if prim.transpose is None:
+            raise DifgenError(f"primitive {prim.name!r} has no transpose rule")
+        args = [
+            Linear(a.shape, a.dtype) if a in linear else read(env, a)  # type: ignore
+            for a in eqn.inputs
+        ]
+        for atom, c in zip(
+            eqn.inputs, prim.transpose(ct, *args, **eqn.params.as_dict())
+        ):
+            if c is not None and isinstance(atom, Var) and atom in linear:
+                if tuple(np.shape(c)) != atom.shape:
+                    raise DifgenError(
+                        f"transpose rule of {prim.name!r} gave a cotangent of shape "
+                        f"{np.shape(c)} for an input of shape {atom.shape}"
+                    )
+                _accumulate(cts, atom, c)
+    seeds = iter(lin.inputs[n:])
+    return outs, [cts.get(next(seeds)) if w else None for w in wrt]
+
+
+def _accumulate(cts: Env, var: Var, ct: Any) -> None:
+    if is_zero(ct):
+        return
+    cts[var] = ct if var not in cts else cts[var] + ct
+
+
+def vjp(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
+    """The VJP graph: ``(*inputs, *output_cotangents) -> (*outputs, *input_cts)``.
+
+    Input cotangents are returned for the inputs in ``wrt`` (default: the first).
+
+    >>> from difgen.frontend.tracer import trace
+    >>> print(vjp(trace(lambda x: np.sum(x * x), [((3,), "float64")])))
+    { lambda a:f64[3] b:f64[] .
+      let c:f64[3] = mul a a
+          d:f64[] = reduce_sum[axes=(0,)] c
+          e:f64[3] = broadcast_to[shape=(3,)] b
+          f:f64[3] = mul e a
+          g:f64[3] = mul a e
+          h:f64[3] = add f g
+      in (d, h) }
+    """
+    n = len(graph.inputs)
+    wrt = tuple(wrt) if wrt is not None else (True,) + (False,) * (n - 1)
+    avals = [(v.shape, v.dtype) for v in graph.inputs]
+    avals += [(o.shape, "float64") for o in graph.outputs]
+
+    def fn(*args: Any) -> tuple[Any, ...]:
+        outs, cts = vjp_eval(graph, args[:n], args[n:], wrt)
+        chosen = [(v, c) for v, c, w in zip(graph.inputs, cts, wrt) if w]
+        return (*outs, *(zeros_of(v) if c is None else c for v, c in chosen))
+
+    return build_graph(fn, avals)
