@@ -502,3 +502,47 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
         return handler(inputs[0], axis=axis)
     suffix = "" if method == "__call__" else f".{method}"
     raise TraceError(f"{_where()}: np.{ufunc.__name__}{suffix} is not supported by difgen's tracer")
+
+
+# ------------------------------------------------------------------ np.linalg
+class SlogdetResult(tuple):  # type: ignore[type-arg]
+    """``(sign, logabsdet)``, with NumPy's field names."""
+
+    @property
+    def sign(self) -> Any:
+        return self[0]
+
+    @property
+    def logabsdet(self) -> Any:
+        return self[1]
+
+
+def solve(a: Any, b: Any) -> Any:
+    """``np.linalg.solve``: ``b`` is a vector exactly when it is 1-D (NumPy 2)."""
+    if np.ndim(a) < 2 or np.shape(a)[-1] != np.shape(a)[-2]:
+        raise TraceError(f"{_where()}: np.linalg.solve needs square matrices")
+    if np.ndim(b) == 1 and np.ndim(a) > 2:
+        return _bind("solve", a, expand_dims(b, 1))[..., 0]
+    return _bind("solve", a, b)
+
+
+def _matrix_function(name: str) -> Callable[..., Any]:
+    def apply(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if np.ndim(a) < 2 or np.shape(a)[-1] != np.shape(a)[-2]:
+            raise TraceError(f"{_where()}: np.linalg.{name} needs square matrices")
+        if args or kwargs.get("upper", False):
+            raise TraceError(f"{_where()}: np.linalg.{name} options are not supported")
+        return _bind(name, a)
+
+    return apply
+
+
+def slogdet(a: Any) -> Any:
+    return SlogdetResult((_matrix_function("detsign")(a), _matrix_function("logabsdet")(a)))
+
+
+FUNCTIONS.update({
+    np.linalg.solve: solve, np.linalg.inv: _matrix_function("inv"),
+    np.linalg.det: _matrix_function("det"), np.linalg.slogdet: slogdet,
+    np.linalg.cholesky: _matrix_function("cholesky"),
+})  # fmt: skip
