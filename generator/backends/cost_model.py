@@ -1,0 +1,78 @@
+"""Which emission an operator gets: straight-line scalar code or vectorized NumPy.
+
+DESIGN.md section 6. Both forms compute the same graph; what differs is the price
+of each operation on this machine class (CPython 3.11+, NumPy 2):
+
+- **vector**: every equation is one NumPy call, ``CALL_NS`` of fixed overhead
+  (dispatch, allocation) plus ``ELEMENT_NS`` per element of work;
+- **scalar**: every arithmetic operation that survives SymPy's folding and CSE is one
+  Python float operation, ``SCALAR_OP_NS``, plus ``ELEMENT_NS_SCALAR`` for each
+  element unpacked from an argument (``.tolist()``) or packed into a result.
+
+An operator is emitted as scalar code when its measured scalar cost (after lowering
+the graph to SymPy expressions and CSE, without symbolic differentiation) is at
+most its vector cost. Graphs whose element count exceeds ``SCALAR_LIMIT`` are
+vector without trying: scalarizing them would make the build slow and the file
+large, and they are never cheaper as scalars. ``emit = "scalar" | "vector"`` in the
+config overrides the choice.
+
+Calibration (``python scripts/trace_scale.py --calibrate`` prints the figures):
+a NumPy ufunc call on a small array costs ~0.5-1 us, a Python float operation
+~30-50 ns, so scalar code wins roughly below a few dozen operations per equation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from difgen.ir import Graph
+
+CALL_NS = 700.0
+ELEMENT_NS = 1.5
+SCALAR_OP_NS = 40.0
+ELEMENT_NS_SCALAR = 25.0
+SCALAR_LIMIT = 1500
+
+
+def work(graph: Graph) -> int:
+    """Elements produced by the graph's equations (products for contractions)."""
+    total = 0
+    for eqn in graph.eqns:
+        name = eqn.primitive.name
+        if name == "matmul":
+            a, b = eqn.inputs
+            inner = a.shape[-1] if a.shape else 1
+            total += max(eqn.out.size, 1) * inner
+        elif name == "einsum":
+            total += max(eqn.out.size, 1) * _contracted(eqn)
+        elif name in ("solve", "inv", "det", "logabsdet", "detsign", "cholesky"):
+            n = eqn.inputs[0].shape[-1]
+            total += int(np.prod(eqn.inputs[0].shape[:-2], dtype=np.int64)) * n**3
+        else:
+            total += max(eqn.out.size, max((a.size for a in eqn.inputs), default=1))
+    return total
+
+
+def _contracted(eqn: object) -> int:
+    spec = eqn.params.as_dict()["spec"]  # type: ignore[attr-defined]
+    ins, out = spec.split("->")
+    sizes: dict[str, int] = {}
+    for sub, atom in zip(ins.split(","), eqn.inputs):  # type: ignore[attr-defined]
+        sizes.update(zip(sub, atom.shape))
+    return int(np.prod([n for c, n in sizes.items() if c not in out], dtype=np.int64))
+
+
+def vector_cost(graph: Graph) -> float:
+    """Estimated run time (ns) of the graph as vectorized NumPy."""
+    calls = sum(1 for e in graph.eqns if e.inputs)
+    return calls * CALL_NS + work(graph) * ELEMENT_NS
+
+
+def scalar_cost(operations: int, elements_in: int, elements_out: int) -> float:
+    """Estimated run time (ns) of straight-line float code with that many operations."""
+    return operations * SCALAR_OP_NS + (elements_in + elements_out) * ELEMENT_NS_SCALAR
+
+
+def worth_trying_scalar(graph: Graph) -> bool:
+    """Whether scalarizing is at all plausible (and cheap enough to attempt)."""
+    return work(graph) <= SCALAR_LIMIT

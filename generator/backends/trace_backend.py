@@ -1,0 +1,334 @@
+"""The trace backend: DI's operators as graphs built from the JVP and VJP transforms.
+
+Every operator of DESIGN.md section 3 is one graph ``(x, *seeds, *contexts) ->
+results``, traced from the derivative graphs of the user's function:
+
+- derivative: a pushforward with seed 1 (forward), gradient: a pullback with seed 1
+  (reverse);
+- jacobian: one pushforward batched over the basis of ``x``, or one pullback batched
+  over the basis of ``y``, whichever batch is smaller (or as ``mode`` forces);
+- hvp: the pushforward of the gradient graph (forward-over-reverse), hessian: that
+  pushforward batched over the basis of ``x``; second_derivative: the derivative of
+  the derivative graph;
+- pushforward / pullback in the other mode: the jacobian from the forced mode,
+  contracted with the seed (shapes are static, so ``f`` never runs to learn them).
+
+Results of one operator share one trace, so ``value_and_*`` share the primal pass
+(equal equations are one). Each graph is optimized to a fixed point
+(:func:`difgen.passes.optimize`) and emitted as scalar or vector code by the cost
+model (:mod:`difgen.backends.cost_model`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import sympy as sp
+
+from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
+from difgen.backends import cost_model, vector_code
+from difgen.config import ModuleSpec
+from difgen.emit import naming
+from difgen.emit.render import Constants, Function, ModuleParts
+from difgen.errors import ConfigError
+from difgen.frontend.tracer import Tracer, current_builder
+from difgen.ir import Graph
+from difgen.operators import OPERATORS, Operator, result_shape, seed_shape
+from difgen.passes import optimize
+from difgen.primitives.core import batched_to
+from difgen.primitives.structural import basis_p
+
+Shape = tuple[int, ...]
+
+
+def _size(shape: Shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _basis(shape: Shape) -> Tracer:
+    """The stacked standard basis of ``shape``, as a runtime constant (``np.eye``)."""
+    builder = current_builder()
+    return Tracer(builder, builder.add(basis_p, [], {"shape": tuple(shape)}))
+
+
+def _or_zeros(value: Any, shape: Shape) -> Any:
+    return np.zeros(shape) if value is None else value
+
+
+class Derivatives:
+    """The traced function, its derivative graphs (cached), and DI's results."""
+
+    def __init__(self, spec: ModuleSpec, graph: Graph) -> None:
+        self.spec = spec
+        self.f = graph
+        self.xs: Shape = tuple(spec.input.shape)
+        self.ys: Shape = tuple(graph.outputs[0].shape)
+        self._graphs: dict[tuple[str, int], Graph] = {}
+
+    # ---------------------------------------------------------------- modes
+    def mode(self, natural: str) -> str:
+        """The configured mode, or ``natural`` when it is ``auto``."""
+        return natural if self.spec.mode == "auto" else self.spec.mode
+
+    def jacobian_mode(self, xs: Shape, zs: Shape) -> str:
+        """Forward when the basis of x is no larger than the basis of the output."""
+        return self.mode("forward" if _size(xs) <= _size(zs) else "reverse")
+
+    # --------------------------------------------------------------- graphs
+    def _cached(self, kind: str, graph: Graph) -> Graph:
+        key = (kind, id(graph))
+        if key not in self._graphs:
+            ctx = (False,) * (len(graph.inputs) - 1)
+            transform = jvp if kind == "jvp" else vjp
+            self._graphs[key] = optimize(transform(graph, (True, *ctx)))
+        return self._graphs[key]
+
+    def _graph_of(self, kind: str, fn: Any) -> Graph:
+        key = (kind, 0)
+        if key not in self._graphs:
+            avals = [(v.shape, v.dtype) for v in self.f.inputs]
+            self._graphs[key] = optimize(
+                build_graph(lambda *a: (fn(a[0], a[1:]),), avals)
+            )
+        return self._graphs[key]
+
+    def gradient_graph(self) -> Graph:
+        """``(x, *ctx) -> gradient``: the inner function of hvp and hessian."""
+        mode = self.mode("reverse")
+        return self._graph_of(
+            "gradient",
+            lambda x, ctx: np.reshape(self.jacobian(self.f, x, ctx, mode), self.xs),
+        )
+
+    def derivative_graph(self) -> Graph:
+        """``(x, *ctx) -> dy/dx`` for scalar x: the inner function of d2y/dx2."""
+        mode = self.mode("forward")
+        return self._graph_of(
+            "derivative",
+            lambda x, ctx: np.reshape(self.jacobian(self.f, x, ctx, mode), self.ys),
+        )
+
+    # ----------------------------------------------------------- evaluators
+    def jacobian(self, g: Graph, x: Any, ctx: Sequence[Any], mode: str) -> Any:
+        """d out / d x of a one-output graph ``(x, *ctx)``, shaped ``zs + xs``."""
+        xs, zs = g.inputs[0].shape, g.outputs[0].shape
+        n, m = _size(xs), _size(zs)
+        args = [x, *ctx]
+        rest = [None] * len(ctx)
+        if mode == "forward":
+            if n == 1:  # derivative: one pushforward with seed 1
+                _, (dz,) = jvp_eval(g, args, [np.ones(xs), *rest])
+                return np.reshape(_or_zeros(dz, zs), zs + xs)
+            flags = [False] * len(args) + [True]
+            (_, dz), (_, b) = vmap_eval(
+                self._cached("jvp", g), [*args, _basis(xs)], flags, n
+            )
+            columns = np.reshape(batched_to(dz, b, n), (n, m))
+            return np.reshape(np.transpose(columns), zs + xs)
+        if m == 1:  # gradient: one pullback with seed 1
+            _, (gx, *_) = vjp_eval(g, args, [np.ones(zs)])
+            return np.reshape(_or_zeros(gx, xs), zs + xs)
+        flags = [False] * len(args) + [True]
+        (_, gx), (_, b) = vmap_eval(
+            self._cached("vjp", g), [*args, _basis(zs)], flags, m
+        )
+        return np.reshape(batched_to(gx, b, m), zs + xs)
+
+    def pushforward(self, x: Any, ctx: Sequence[Any], dx: Any) -> Any:
+        """J dx (batched: each row of dx)."""
+        k, n, m = self.spec.batch, _size(self.xs), _size(self.ys)
+        args = [x, *ctx]
+        if self.mode("forward") == "forward":
+            if k == 1:
+                _, (dy,) = jvp_eval(self.f, args, [dx, *[None] * len(ctx)])
+                return _or_zeros(dy, self.ys)
+            flags = [False] * len(args) + [True]
+            (_, dy), (_, b) = vmap_eval(
+                self._cached("jvp", self.f), [*args, dx], flags, k
+            )
+            return batched_to(dy, b, k)
+        J = np.reshape(self.jacobian(self.f, x, ctx, "reverse"), (m, n))
+        if k == 1:
+            return np.reshape(J @ np.reshape(dx, (n,)), self.ys)
+        return np.reshape(np.reshape(dx, (k, n)) @ np.transpose(J), (k, *self.ys))
+
+    def pullback(self, x: Any, ctx: Sequence[Any], dy: Any) -> Any:
+        """dy J (batched: each row of dy)."""
+        k, n, m = self.spec.batch, _size(self.xs), _size(self.ys)
+        args = [x, *ctx]
+        if self.mode("reverse") == "reverse":
+            if k == 1:
+                _, (dx, *_) = vjp_eval(self.f, args, [dy])
+                return _or_zeros(dx, self.xs)
+            flags = [False] * len(args) + [True]
+            (_, dx), (_, b) = vmap_eval(
+                self._cached("vjp", self.f), [*args, dy], flags, k
+            )
+            return batched_to(dx, b, k)
+        J = np.reshape(self.jacobian(self.f, x, ctx, "forward"), (m, n))
+        if k == 1:
+            return np.reshape(np.reshape(dy, (m,)) @ J, self.xs)
+        return np.reshape(np.reshape(dy, (k, m)) @ J, (k, *self.xs))
+
+    def hvp(self, x: Any, ctx: Sequence[Any], v: Any) -> Any:
+        """H v: forward-over-reverse (reverse-over-reverse when mode is reverse)."""
+        grad = self.gradient_graph()
+        args = [x, *ctx]
+        if self.spec.mode == "reverse":  # H is symmetric: H^T v = H v
+            _, (hv, *_) = vjp_eval(grad, args, [v])
+        else:
+            _, (hv,) = jvp_eval(grad, args, [v, *[None] * len(ctx)])
+        return _or_zeros(hv, self.xs)
+
+    def result(
+        self, kind: str, x: Any, ctx: Sequence[Any], seeds: dict[str, Any]
+    ) -> Any:
+        """One result kind of the operator table."""
+        if kind == "value":
+            return eval_graph(self.f, [x, *ctx])[0]
+        if kind == "jvp":
+            return self.pushforward(x, ctx, seeds["dx"])
+        if kind == "vjp":
+            return self.pullback(x, ctx, seeds["dy"])
+        if kind == "derivative":
+            return self.jacobian(self.f, x, ctx, self.mode("forward"))
+        if kind == "gradient":
+            return self.jacobian(self.f, x, ctx, self.mode("reverse"))
+        if kind == "jacobian":
+            return self.jacobian(self.f, x, ctx, self.jacobian_mode(self.xs, self.ys))
+        if kind == "second_derivative":
+            return self.jacobian(self.derivative_graph(), x, ctx, self.mode("forward"))
+        if kind == "hvp":
+            return self.hvp(x, ctx, seeds["v"])
+        if kind == "hessian":
+            outer = "reverse" if self.spec.mode == "reverse" else "forward"
+            return self.jacobian(self.gradient_graph(), x, ctx, outer)
+        raise ValueError(f"unknown result kind {kind!r}")
+
+    def operator_graph(self, op: Operator, passes: bool = True) -> Graph:
+        """``(x, *seeds, *contexts) -> results`` of one operator."""
+        spec, k = self.spec, self.spec.batch
+        avals = [(self.xs, "float64")]
+        avals += [(seed_shape(s, self.xs, self.ys, k), "float64") for s in op.seeds]
+        avals += [(tuple(c.shape), "float64") for c in spec.contexts]
+        nseeds = len(op.seeds)
+
+        def fn(x: Any, *rest: Any) -> tuple[Any, ...]:
+            seeds, ctx = dict(zip(op.seeds, rest[:nseeds])), rest[nseeds:]
+            return tuple(
+                np.reshape(
+                    self.result(kind, x, ctx, seeds),
+                    result_shape(kind, self.xs, self.ys, k),
+                )
+                for kind in op.results
+            )
+
+        graph = build_graph(fn, avals)
+        return optimize(graph) if passes else graph
+
+
+# -------------------------------------------------------------------- emission
+def _scalar_function(
+    op: Operator, spec: ModuleSpec, ys: Shape, graph: Graph, pool: Constants
+) -> tuple[Function, float]:
+    """Straight-line float code: the graph lowered to SymPy (no diff), then cse."""
+    from difgen.backends.scalar_code import ScalarCode, emit_operator
+    from difgen.backends.sympy_backend import lower, simplest, symbols
+
+    names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
+    arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
+    results = lower(graph, [arrays[n] for n in names])
+    results = [
+        np.vectorize(simplest, otypes=[object])(r) if r.size else r for r in results
+    ]
+    flat = [e for r in results for e in r.ravel()]
+    temps, reduced = sp.cse(flat, order="canonical")
+    ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
+    used = set().union(*(sp.sympify(e).free_symbols for _, e in temps), *(
+        sp.sympify(e).free_symbols for e in reduced))  # fmt: skip
+    elements = sum(1 for a in arrays.values() for s in a.ravel() if s in used)
+    cost = cost_model.scalar_cost(int(ops), elements, len(flat))
+    code = ScalarCode(arrays=arrays, order=names, results=results, constants=pool)
+    return emit_operator(op, spec, ys, code), cost
+
+
+def _emit(
+    op: Operator, spec: ModuleSpec, ys: Shape, graph: Graph, pool: Constants
+) -> tuple[Function, str]:
+    """The operator in the configured emission, or the cheaper by the cost model."""
+    if spec.emit == "scalar" or (
+        spec.emit == "auto" and cost_model.worth_trying_scalar(graph)
+    ):
+        try:
+            function, cost = _scalar_function(op, spec, ys, graph, pool)
+        except NotImplementedError:
+            if spec.emit == "scalar":
+                raise
+        else:
+            if spec.emit == "scalar" or cost <= cost_model.vector_cost(graph):
+                return function, "scalar"
+    return vector_code.emit_operator(op, spec, ys, graph, pool), "vector"
+
+
+def _label(kinds: dict[str, str]) -> str:
+    if len(set(kinds.values())) == 1:
+        return next(iter(kinds.values()))
+    parts = []
+    for emission in ("scalar", "vector"):
+        names = ", ".join(n for n, e in kinds.items() if e == emission)
+        parts.append(f"{emission} ({names})")
+    return " and ".join(parts)
+
+
+def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
+    """Emit ``f`` and every requested operator."""
+    derivs = Derivatives(spec, graph)
+    pool = Constants()
+    functions: list[Function] = []
+    kinds: dict[str, str] = {}
+    for name in ("f", *spec.operators):
+        op = OPERATORS[name]
+        function, kinds[name] = _emit(
+            op, spec, derivs.ys, derivs.operator_graph(op), pool
+        )
+        functions.append(function)
+    return ModuleParts(
+        functions=functions,
+        output_shape=derivs.ys,
+        emission=_label(kinds),
+        constants=pool.items,
+    )
+
+
+STAGES = ("jvp", "vjp", "<operator>", "<operator>:unoptimized", "all")
+
+
+def ir_stage(spec: ModuleSpec, graph: Graph, stage: str) -> str:
+    """The IR at one stage: ``jvp`` or ``vjp`` of the traced function, an operator's
+    graph after the passes (``gradient``) or before them (``gradient:unoptimized``),
+    or ``all`` of these for the module's operators."""
+    derivs = Derivatives(spec, graph)
+    ctx = (False,) * (len(graph.inputs) - 1)
+    if stage == "jvp":
+        return str(jvp(graph, (True, *ctx)))
+    if stage == "vjp":
+        return str(vjp(graph, (True, *ctx)))
+    if stage == "all":
+        sections = [f"# traced\n{graph}"]
+        for name in ("jvp", "vjp"):
+            sections.append(f"# {name}\n{ir_stage(spec, graph, name)}")
+        for name in ("f", *spec.operators):
+            for suffix in (":unoptimized", ""):
+                text = ir_stage(spec, graph, name + suffix)
+                sections.append(f"# {name}{suffix}\n{text}")
+        return "\n\n".join(sections)
+    name, _, suffix = stage.partition(":")
+    if name in OPERATORS and suffix in ("", "unoptimized"):
+        return str(derivs.operator_graph(OPERATORS[name], passes=not suffix))
+    raise ConfigError(
+        spec.config_path,
+        None,
+        f"unknown IR stage {stage!r}; expected traced, {', '.join(STAGES)} "
+        f"(an operator is one of: f, {', '.join(spec.operators)})",
+    )

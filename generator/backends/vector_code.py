@@ -1,0 +1,346 @@
+"""Vectorized NumPy statements from a Graph: one statement per equation.
+
+Each equation is printed with its primitive's ``emit`` form. A value used once is
+inlined into its consumer when it is short (parenthesized unless it is an atom: a
+name, a call, a subscript), so the code reads like hand-written NumPy. Constants
+are printed compactly and never grow with the number of elements when they have
+structure: uniform arrays as ``np.full``/``np.zeros``, integer runs (index arrays,
+``np.arange``-like data) as ``np.arange`` pieces; larger ones become module constants
+``C0, C1...`` shared by all functions of the module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from difgen.config import ModuleSpec
+from difgen.emit import naming
+from difgen.emit.render import Constants, Function
+from difgen.ir import FrozenArray, Graph, Lit, Var
+from difgen.operators import Operator, docstring, signature
+
+INLINE_SIZE = 8  # arrays up to this many elements are written in place
+INLINE_LENGTH = 72  # a single-use expression longer than this gets its own line
+MAX_RUNS = 4  # integer arrays made of at most this many arange runs print as such
+
+
+def _constant(pool: Constants, source: str) -> str:
+    """A module constant ``C<n>`` with this source (shared when equal)."""
+    return pool.add(source, naming.const(len(pool.items)))
+
+
+# ------------------------------------------------------------------ constants
+def number(value: Any) -> str:
+    """A float or bool as Python source (``np.inf`` for infinities)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if value else "False"
+    value = float(value)
+    if np.isnan(value):
+        return "np.nan"
+    if np.isinf(value):
+        return "np.inf" if value > 0 else "-np.inf"
+    return repr(value)
+
+
+def _nested(value: np.ndarray, item: Any) -> str:
+    if value.ndim == 0:
+        return item(value[()])
+    return "[" + ", ".join(_nested(v, item) for v in value) + "]"
+
+
+def _runs(flat: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """``flat`` as at most MAX_RUNS (start, step, length) integer progressions."""
+    if flat.size == 0 or not np.all(flat == np.round(flat)):
+        return None
+    values = flat.astype(np.int64)
+    runs: list[tuple[int, int, int]] = []
+    i, n = 0, len(values)
+    while i < n:
+        if i + 1 == n:
+            runs.append((int(values[i]), 1, 1))
+            break
+        step = int(values[i + 1] - values[i])
+        if step == 0:
+            return None
+        j = i + 2
+        while j < n and values[j] - values[j - 1] == step:
+            j += 1
+        runs.append((int(values[i]), step, j - i))
+        if len(runs) > MAX_RUNS:
+            return None
+        i = j
+    return runs
+
+
+def _arange(runs: list[tuple[int, int, int]], as_float: bool) -> str:
+    dtype = ", dtype=np.float64" if as_float else ""
+    parts = []
+    for start, step, length in runs:
+        stop = start + step * length
+        if step == 1:
+            args = f"{start}, {stop}" if start else f"{stop}"
+        else:
+            args = f"{start}, {stop}, {step}"
+        parts.append(f"np.arange({args}{dtype})")
+    return parts[0] if len(parts) == 1 else f"np.concatenate(({', '.join(parts)}))"
+
+
+def array_source(value: np.ndarray) -> str:
+    """Compact source text for a constant array (its size does not show)."""
+    shape = tuple(value.shape)
+    is_bool = value.dtype == np.bool_
+    is_int = value.dtype.kind in "iu"
+    flat = value.ravel()
+    if flat.size and np.all(flat == flat[0]):
+        v = flat[0]
+        if is_bool:
+            return f"np.full({shape!r}, {number(v)})"
+        if is_int:
+            return f"np.full({shape!r}, {int(v)})"
+        if v == 0 and not np.signbit(v):
+            return f"np.zeros({shape!r})"
+        return (
+            "np.ones({!r})".format(shape)
+            if v == 1
+            else f"np.full({shape!r}, {number(v)})"
+        )
+    if not is_bool and flat.size > INLINE_SIZE and (runs := _runs(flat)) is not None:
+        source = _arange(runs, as_float=not is_int)
+        return source if value.ndim == 1 else f"{source}.reshape({shape!r})"
+    item = (lambda v: str(int(v))) if is_int else number
+    return f"np.array({_nested(value, item)})"
+
+
+class _Named(FrozenArray):
+    """A constant index array that prints as its source (inline or a constant name)."""
+
+    def __init__(self, frozen: FrozenArray, source: str) -> None:
+        object.__setattr__(self, "value", frozen.value)
+        object.__setattr__(self, "_key", frozen._key)
+        object.__setattr__(self, "source", source)
+
+    def __repr__(self) -> str:
+        return str(self.source)
+
+
+def _index_param(value: Any, pool: Constants) -> Any:
+    if isinstance(value, FrozenArray):
+        if value.value.size <= INLINE_SIZE:
+            return _Named(value, _nested(value.value, lambda v: str(int(v))))
+        return _Named(value, _constant(pool, array_source(value.value)))
+    if isinstance(value, tuple):
+        return tuple(_index_param(v, pool) for v in value)
+    return value
+
+
+def lit_source(lit: Lit, pool: Constants) -> str:
+    """A literal: numbers in place, small arrays in place, the rest as constants."""
+    if lit.value.ndim == 0:
+        return number(lit.value[()])
+    source = array_source(lit.value)
+    if lit.value.size <= INLINE_SIZE or len(source) <= 40:
+        return source
+    return _constant(pool, source)
+
+
+# ---------------------------------------------------------------- expressions
+# Python's operator precedence, lowest first; an atom (name, call, subscript) binds
+# tightest. Binary operators are emitted with spaces around them.
+_CMP, _ADD, _MUL, _UNARY, _POW, _ATOM = 1, 2, 3, 4, 5, 9
+_BINARY = {
+    "<": _CMP, "<=": _CMP, ">": _CMP, ">=": _CMP, "==": _CMP, "!=": _CMP,
+    "+": _ADD, "-": _ADD, "*": _MUL, "/": _MUL, "@": _MUL, "%": _MUL, "**": _POW,
+}  # fmt: skip
+_TOKEN = re.compile(r" (<=|>=|==|!=|\*\*|[-+*/@%<>]) ")
+
+
+def precedence(expr: str) -> int:
+    """Precedence of the loosest top-level operator of ``expr`` (atoms: highest)."""
+    depth, level = 0, _ATOM
+    masked = []
+    for ch in expr:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        masked.append(ch if depth == 0 or ch in ")]}" else "x")
+    flat = "".join(masked)
+    for match in _TOKEN.finditer(flat):
+        level = min(level, _BINARY[match.group(1)])
+    if flat.startswith("-") and level > _UNARY:
+        level = _UNARY
+    return level
+
+
+def is_atom(expr: str) -> bool:
+    """Whether ``expr`` needs no parentheses anywhere (a name, call or subscript)."""
+    return precedence(expr) == _ATOM
+
+
+def _operator_before(text: str) -> tuple[int, bool] | None:
+    """(precedence, is_unary) of the operator just left of a position, if any."""
+    before = text.rstrip()
+    if not before or before[-1] in "([,:=":
+        return None
+    for token, level in sorted(_BINARY.items(), key=lambda t: -len(t[0])):
+        if before.endswith(token):
+            rest = before[: -len(token)].rstrip()
+            unary = token == "-" and (not rest or rest[-1] in "([,:=")
+            return (_UNARY, True) if unary else (level, False)
+    return (_ATOM, False)  # an attribute or call follows: needs an atom
+
+
+def _operator_after(text: str) -> int | None:
+    after = text.lstrip()
+    if not after or after[0] in ")],:":
+        return None
+    for token, level in sorted(_BINARY.items(), key=lambda t: -len(t[0])):
+        if after.startswith(token):
+            return level
+    return _ATOM  # ".T", "[...]", "(...)": only an atom may stand there
+
+
+def _needs_parens(expr: str, before: str, after: str) -> bool:
+    """Parenthesize unless Python would group ``expr`` the same way without them.
+
+    A left operand keeps equal-precedence grouping (``a - b + c``); a right operand
+    does not (``a - (b - c)``), nor does a left operand of ``**``, which groups to
+    the right; a unary minus takes atoms only, for readability.
+    """
+    level = precedence(expr)
+    if level == _ATOM:
+        return False
+    left = _operator_before(before)
+    right = _operator_after(after)
+    if left is not None:
+        left_level, unary = left
+        if unary or level <= left_level:
+            return True
+    if right is not None and (level < right or (level == right == _POW)):
+        return True
+    return False
+
+
+def _placeholder(i: int) -> str:
+    return f"__arg{i}__"
+
+
+def _fill(template: str, exprs: Sequence[str]) -> str:
+    """Put ``exprs`` into a template, parenthesized where Python's grouping needs it."""
+    out = template
+    for i, expr in enumerate(exprs):
+        token = _placeholder(i)
+        while token in out:
+            start = out.index(token)
+            end = start + len(token)
+            wrap = _needs_parens(expr, out[:start], out[end:])
+            out = out[:start] + (f"({expr})" if wrap else expr) + out[end:]
+    return out
+
+
+@dataclass
+class GraphCode:
+    """Statements computing a graph, and the expressions of its outputs."""
+
+    lines: list[str]
+    outputs: list[str]
+
+
+def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
+    """Statements for ``graph`` with its inputs bound to ``arg_names``."""
+    names: dict[Var, str] = dict(zip(graph.inputs, arg_names))
+    pending: dict[Var, str] = {}  # single-use values not yet written out
+    uses: dict[Var, int] = {}
+    for eqn in graph.eqns:
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                uses[a] = uses.get(a, 0) + 1
+    for o in graph.outputs:
+        if isinstance(o, Var):
+            uses[o] = uses.get(o, 0) + 1
+    lines: list[str] = []
+    counter = 0
+
+    def source(atom: Any) -> str:
+        if isinstance(atom, Lit):
+            return lit_source(atom, pool)
+        if atom in pending:
+            return pending.pop(atom)
+        return names[atom]
+
+    for eqn in graph.eqns:
+        params = {k: _index_param(v, pool) for k, v in eqn.params.as_dict().items()}
+        placeholders = [_placeholder(i) for i in range(len(eqn.inputs))]
+        emitted = eqn.primitive.emit(placeholders, params)
+        args = [source(a) for a in eqn.inputs]
+        if isinstance(emitted, list):  # statements that build OUT
+            name = naming.temp(counter)
+            counter += 1
+            lines += [re.sub(r"\bOUT\b", name, _fill(s, args)) for s in emitted]
+            names[eqn.out] = name
+            continue
+        expr = _fill(emitted, args)
+        if uses.get(eqn.out, 0) == 1 and len(expr) <= INLINE_LENGTH:
+            pending[eqn.out] = expr
+            continue
+        name = naming.temp(counter)
+        counter += 1
+        lines.append(f"{name} = {expr}")
+        names[eqn.out] = name
+    outputs = [source(o) for o in graph.outputs]
+    return GraphCode(lines, outputs)
+
+
+def emit_operator(
+    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], graph: Graph, pool: Constants
+) -> Function:
+    """One operator as a :class:`Function` of vectorized NumPy code.
+
+    Scalar results are Python floats; array results are fresh arrays (a constant or
+    an argument is copied), written into ``out`` when it is given.
+    """
+    arg_names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
+    code = emit_graph(graph, arg_names, pool)
+    body = list(code.lines)
+    results = []
+    for atom, expr in zip(graph.outputs, code.outputs):
+        if isinstance(atom, Lit) and atom.shape == ():
+            results.append(number(atom.value[()]))
+        elif atom.shape == ():
+            results.append(f"float({expr})")
+        elif isinstance(atom, Lit) or atom in graph.inputs or _is_view(graph, atom):
+            results.append(f"np.array({expr})")
+        else:
+            results.append(expr)
+    if op.takes_out and graph.outputs[-1].shape != ():
+        head = [f"{kind}, " for kind in op.results[:-1]]
+        for kind, expr in zip(op.results[:-1], results[:-1]):
+            body.append(f"{kind} = {expr}")
+        body.append(f"{naming.RESULT}: NDArray[np.float64] = {results[-1]}")
+        body.append(f"if {naming.OUT} is None:")
+        body.append(f"    return {''.join(head)}{naming.RESULT}")
+        body.append(f"{naming.OUT}[...] = {naming.RESULT}")
+        body.append(f"return {''.join(head)}{naming.OUT}")
+    elif len(results) == 1 and graph.outputs[0].shape != ():
+        body.append(f"{naming.RESULT}: NDArray[np.float64] = {results[0]}")
+        body.append(f"return {naming.RESULT}")
+    else:
+        body.append("return " + ", ".join(results))
+    params, returns = signature(op, spec, ys)
+    return Function(op.name, params, returns, docstring(op, spec, ys), tuple(body))
+
+
+_VIEWS = frozenset({"reshape", "transpose", "broadcast_to", "getitem"})
+
+
+def _is_view(graph: Graph, atom: Any) -> bool:
+    """Whether ``atom`` may share memory with an argument or a module constant."""
+    producer = {e.out: e for e in graph.eqns}
+    while isinstance(atom, Var) and atom in producer:
+        eqn = producer[atom]
+        if eqn.primitive.name not in _VIEWS:
+            return False
+        atom = eqn.inputs[0]
+    return True
