@@ -12,7 +12,7 @@ of each operation on this machine class (CPython 3.11+, NumPy 2):
 An operator is emitted as scalar code when its measured scalar cost (after lowering
 the graph to SymPy expressions and CSE, without symbolic differentiation) is at
 most its vector cost. Graphs whose element count exceeds ``SCALAR_LIMIT`` are
-vector without trying: scalarizing them would make the build slow and the file
+vector without trying, as are graphs with matrix factorizations: scalarizing them would make the build slow and the file
 large, and they are never cheaper as scalars. ``emit = "scalar" | "vector"`` in the
 config overrides the choice.
 
@@ -73,6 +73,17 @@ def scalar_cost(operations: int, elements_in: int, elements_out: int) -> float:
     return operations * SCALAR_OP_NS + (elements_in + elements_out) * ELEMENT_NS_SCALAR
 
 
+MATRIX_FUNCTIONS = frozenset(
+    {"solve", "inv", "det", "logabsdet", "detsign", "cholesky"}
+)
+
+
 def worth_trying_scalar(graph: Graph) -> bool:
-    """Whether scalarizing is at all plausible (and cheap enough to attempt)."""
+    """Whether scalarizing is at all plausible (and cheap enough to attempt).
+
+    Matrix factorizations are never scalarized: their closed forms (cofactors,
+    nested square roots) grow much faster than LAPACK's cost.
+    """
+    if any(e.primitive.name in MATRIX_FUNCTIONS for e in graph.eqns):
+        return False
     return work(graph) <= SCALAR_LIMIT

@@ -258,13 +258,22 @@ COMPARISONS: list[tuple[str, Any, str, Any]] = [
     ("logical_or", np.logical_or, "np.logical_or({0}, {1})", sp.Or),
 ]
 
+
+def _unevaluated(relation: Any) -> Any:
+    """A relation kept as written: SymPy would rewrite ``x/5 == m`` as ``x == 5 m``,
+    which is exact on rationals but not on the floats the emitted code computes."""
+    if relation in (sp.And, sp.Or):
+        return relation
+    return lambda a, b: relation(a, b, evaluate=False)
+
+
 for _name, _np_fn, _src, _sym in COMPARISONS:
     register(
         Primitive(
             name=_name,
             impl=_np_fn,
             emit=call(_src),
-            sympy=_objectwise(_sym, 2),
+            sympy=_objectwise(_unevaluated(_sym), 2),
             differentiable=False,
             elementwise=True,
         )
@@ -308,7 +317,7 @@ def _sym_where(cond: Any, a: Any, b: Any) -> Any:
             return x
         if c in (False, sp.false):
             return y
-        return sp.Piecewise((x, c), (y, True))
+        return sp.Piecewise((x, c), (y, True), evaluate=False)  # keep c as written
 
     return _objectwise(pick, 3)(cond, a, b)
 

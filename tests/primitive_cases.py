@@ -1,0 +1,306 @@
+"""One function per registered primitive, with its domain limits built in.
+
+Each takes ``x`` drawn uniformly from [0.2, 0.8] (shape in ``ROWS``) and maps it
+into the primitive's domain, away from kinks and ties, so central differences are a
+valid oracle. Written as plain NumPy: the tests trace them, and the pipeline builds
+them into generated modules.
+"""
+
+import numpy as np
+
+M = np.array([[0.3, -1.2, 0.7, 0.1], [1.1, 0.4, -0.5, 0.9], [0.2, 0.6, 1.3, -0.8]])
+MASK = np.array([True, False, True, True, False, True])
+
+
+def r_sin(x):
+    return np.sin(x)
+
+
+def r_cos(x):
+    return np.cos(x)
+
+
+def r_tan(x):
+    return np.tan(x)
+
+
+def r_arcsin(x):
+    return np.arcsin(x)
+
+
+def r_arccos(x):
+    return np.arccos(x)
+
+
+def r_arctan(x):
+    return np.arctan(x)
+
+
+def r_sinh(x):
+    return np.sinh(x)
+
+
+def r_cosh(x):
+    return np.cosh(x)
+
+
+def r_tanh(x):
+    return np.tanh(x)
+
+
+def r_arcsinh(x):
+    return np.arcsinh(x)
+
+
+def r_arccosh(x):
+    return np.arccosh(x + 1.5)
+
+
+def r_arctanh(x):
+    return np.arctanh(x)
+
+
+def r_exp(x):
+    return np.exp(x)
+
+
+def r_expm1(x):
+    return np.expm1(x)
+
+
+def r_log(x):
+    return np.log(x) + np.log2(x) + np.log10(x)
+
+
+def r_log1p(x):
+    return np.log1p(x)
+
+
+def r_sqrt(x):
+    return np.sqrt(x) + np.hypot(x, 0.5)
+
+
+def r_cbrt(x):
+    return np.cbrt(x - 1.0)
+
+
+def r_abs(x):
+    return np.abs(x - 1.0) * x
+
+
+def r_sign(x):
+    return np.sign(x - 1.0) * x**2
+
+
+def r_neg(x):
+    return -x * x
+
+
+def r_add(x):
+    return x + x[::-1] ** 2
+
+
+def r_sub(x):
+    return x - x[::-1] ** 2
+
+
+def r_mul(x):
+    return x * x[::-1] + np.square(x)
+
+
+def r_div(x):
+    return x / (x[::-1] + 1.0) + np.reciprocal(x)
+
+
+def r_pow(x):
+    return x ** x[::-1] + x**3.0 + 2.0**x
+
+
+def r_arctan2(x):
+    return np.arctan2(x, x[::-1] + 0.5)
+
+
+def r_maximum(x):
+    return np.maximum(x, 0.5 * x[::-1] + 0.35) + np.clip(x, 0.0, 0.7)
+
+
+def r_minimum(x):
+    return np.minimum(x**2, 0.5 * x[::-1] + 0.1)
+
+
+def r_where(x):
+    return np.where(x > 0.5, x**2, np.sin(x))
+
+
+def r_lt(x):
+    return np.where(x < 0.5, x, 2.0 * x)
+
+
+def r_le(x):
+    return np.where(x <= 0.5, x**2, x)
+
+
+def r_gt(x):
+    return np.where(x > 0.4, x**3, x)
+
+
+def r_ge(x):
+    return np.where(x >= 0.6, np.exp(x), x)
+
+
+def r_eq(x):
+    return np.where(x == 0.25, 0.0, x * x)
+
+
+def r_ne(x):
+    return np.where(x != 0.25, x * x, 0.0)
+
+
+def r_logical_and(x):
+    return np.where((x > 0.3) & (x < 0.7), x**2, x)
+
+
+def r_logical_or(x):
+    return np.where((x < 0.3) | (x > 0.7), x**2, x)
+
+
+def r_logical_not(x):
+    return np.where(~(x > 0.5), x**2, x)
+
+
+def r_reduce_sum(x):
+    return np.sum(x**2, axis=0) + np.mean(x, axis=1, keepdims=True).ravel()[:1]
+
+
+def r_reduce_max(x):
+    return np.max(x * M[:, :3], axis=1) + np.linalg.norm(x, ord=np.inf, axis=0)
+
+
+def r_reduce_min(x):
+    return np.min(x * M[:, :3], axis=0)
+
+
+def r_reduce_prod(x):
+    return np.prod(x + 0.5, axis=1)
+
+
+def r_cumsum(x):
+    return np.cumsum(x**2, axis=1)
+
+
+def r_cumprod(x):
+    return np.cumprod(x + 0.5, axis=0)
+
+
+def r_getitem(x):
+    return x[1:, ::2] * x[[0, 2], :][:, [1, 0]] ** 2 + x[MASK[:3]][:, 0:1]
+
+
+def r_scatter_add(x):
+    return np.diag(x) @ x + np.diag(x[:2], 1).sum(axis=0)
+
+
+def r_set_index(x):
+    out = np.zeros(5)
+    out[0] = x[0] * x[1]
+    out[1:3] = x[1:3] ** 2
+    out[[3, 4]] = np.sin(x[:2])
+    return out
+
+
+def r_reshape(x):
+    return x.reshape(3, 2) ** 2 @ x[:2]
+
+
+def r_transpose(x):
+    return (x.T @ x) * np.swapaxes(x, 0, 1)[:, :1]
+
+
+def r_broadcast_to(x):
+    wide = np.broadcast_to(np.sin(x[:, :1]), (3, 2)).sum(axis=0)
+    return wide * x + np.tile(x[0], 3).reshape(3, 2)
+
+
+def r_concatenate(x):
+    return np.concatenate([x, x**2, np.stack([x, np.sin(x)]).ravel()])
+
+
+def r_pad(x):
+    return np.pad(x**2, (1, 1)) + np.roll(np.pad(x, 1, mode="edge"), 1) * 2.0
+
+
+def r_pack(x):
+    a, b = x[0], x[1]
+    return np.array([[a * b, a + 1.0], [np.sin(b), 3.0]])
+
+
+def r_matmul(x):
+    A = x.reshape(3, 3)
+    return A @ A.T @ x[:3] + x[:3] @ A + np.dot(A, x[3:6]) + np.outer(x[:3], x[6:]).sum()
+
+
+def r_einsum(x):
+    A = x.reshape(3, 3)
+    return np.einsum("ij,jk->ik", A, A) + np.einsum("i,j->ij", x[:3], x[3:6]) + np.trace(A)
+
+
+def r_solve(x):
+    A = x.reshape(3, 3) + 3.0 * np.eye(3)
+    return np.linalg.solve(A, x[:3] ** 2) + np.linalg.solve(A, A.T).sum(axis=0)
+
+
+def r_inv(x):
+    A = x.reshape(3, 3) + 3.0 * np.eye(3)
+    return np.linalg.inv(A) @ x[:3]
+
+
+def r_det(x):
+    A = x.reshape(3, 3) + 3.0 * np.eye(3)
+    return np.linalg.det(A) * x[:3]
+
+
+def r_logabsdet(x):
+    A = x.reshape(3, 3) - 3.0 * np.eye(3)
+    sign, logdet = np.linalg.slogdet(A)
+    return logdet * x[:3]
+
+
+def r_detsign(x):
+    A = x.reshape(3, 3) - 3.0 * np.eye(3)
+    sign, logdet = np.linalg.slogdet(A)
+    return sign * logdet * x[:3]
+
+
+def r_cholesky(x):
+    A = x.reshape(3, 3)
+    return np.linalg.cholesky(A @ A.T + np.eye(3))
+
+
+# primitive name: (function, input shape)
+ROWS = {
+    "sin": (r_sin, (4,)), "cos": (r_cos, (4,)), "tan": (r_tan, (4,)),
+    "arcsin": (r_arcsin, (4,)), "arccos": (r_arccos, (4,)), "arctan": (r_arctan, (4,)),
+    "sinh": (r_sinh, (4,)), "cosh": (r_cosh, (4,)), "tanh": (r_tanh, (4,)),
+    "arcsinh": (r_arcsinh, (4,)), "arccosh": (r_arccosh, (4,)),
+    "arctanh": (r_arctanh, (4,)), "exp": (r_exp, (4,)), "expm1": (r_expm1, (4,)),
+    "log": (r_log, (4,)), "log1p": (r_log1p, (4,)), "sqrt": (r_sqrt, (4,)),
+    "cbrt": (r_cbrt, (4,)), "abs": (r_abs, (4,)), "sign": (r_sign, (4,)),
+    "neg": (r_neg, (4,)), "add": (r_add, (4,)), "sub": (r_sub, (4,)),
+    "mul": (r_mul, (4,)), "div": (r_div, (4,)), "pow": (r_pow, (4,)),
+    "arctan2": (r_arctan2, (4,)), "maximum": (r_maximum, (4,)),
+    "minimum": (r_minimum, (4,)), "where": (r_where, (4,)),
+    "lt": (r_lt, (4,)), "le": (r_le, (4,)), "gt": (r_gt, (4,)), "ge": (r_ge, (4,)),
+    "eq": (r_eq, (4,)), "ne": (r_ne, (4,)), "logical_and": (r_logical_and, (4,)),
+    "logical_or": (r_logical_or, (4,)), "logical_not": (r_logical_not, (4,)),
+    "reduce_sum": (r_reduce_sum, (3, 3)), "reduce_max": (r_reduce_max, (3, 3)),
+    "reduce_min": (r_reduce_min, (3, 3)), "reduce_prod": (r_reduce_prod, (3, 3)),
+    "cumsum": (r_cumsum, (3, 3)), "cumprod": (r_cumprod, (3, 3)),
+    "getitem": (r_getitem, (3, 4)), "scatter_add": (r_scatter_add, (3,)),
+    "set_index": (r_set_index, (3,)), "reshape": (r_reshape, (6,)),
+    "transpose": (r_transpose, (3, 2)), "broadcast_to": (r_broadcast_to, (3, 2)),
+    "concatenate": (r_concatenate, (3,)), "pad": (r_pad, (4,)),
+    "pack": (r_pack, (2,)), "matmul": (r_matmul, (9,)), "einsum": (r_einsum, (9,)),
+    "solve": (r_solve, (9,)), "inv": (r_inv, (9,)), "det": (r_det, (9,)),
+    "logabsdet": (r_logabsdet, (9,)), "detsign": (r_detsign, (9,)),
+    "cholesky": (r_cholesky, (9,)),
+}  # fmt: skip
