@@ -105,7 +105,43 @@ def _add(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
         return cx.bind("sub", b, neg.inputs[0])
     if a is b and isinstance(a, Var):
         return cx.bind("mul", a, Lit(np.asarray(2.0)))
+    if (scatters := _scatters(a, b, cx)) is not None:
+        return scatters
+    for x, y in ((a, b), (b, a)):
+        if (neg := _negative_multiple(y, cx)) is not None:
+            return cx.bind("sub", x, neg)
     return None
+
+
+def _negative_multiple(atom: Atom, cx: Context) -> Result:
+    """``c * x`` with a negative constant c, as ``(-c) * x``; else None."""
+    eqn = cx.made_by(atom, "mul")
+    if eqn is None:
+        return None
+    for i, x in enumerate(eqn.inputs):
+        c = _scalar_lit(x)
+        if c is not None and c < 0:
+            return cx.bind("mul", Lit(np.asarray(-c)), eqn.inputs[1 - i])
+    return None
+
+
+def _scatters(a: Atom, b: Atom, cx: Context) -> Result:
+    """Two scatters into zeros of the same shape, added: one scatter_sum."""
+    parts = []
+    for atom in (a, b):
+        eqn = cx.producer(atom)
+        if eqn is None or eqn.out.shape != _out_shape([a, b]):
+            return None
+        params = eqn.params.as_dict()
+        if eqn.primitive.name == "scatter_add":
+            parts.append(([eqn.inputs[0]], [params["index"]]))
+        elif eqn.primitive.name == "scatter_sum":
+            parts.append((list(eqn.inputs), list(params["indices"])))
+        else:
+            return None
+    values = parts[0][0] + parts[1][0]
+    indices = tuple(parts[0][1] + parts[1][1])
+    return cx.bind("scatter_sum", *values, indices=indices, shape=a.shape)
 
 
 def _sub(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
@@ -259,8 +295,15 @@ def _getitem(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
 
 
 def _matmul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
-    """A contraction over a dimension of size 1 is a broadcast product."""
+    """A product with the identity (a basis seed) is the other factor; a contraction
+    over a dimension of size 1 is a broadcast product."""
     a, b = atoms
+    out_shape = _matmul_shape(a.shape, b.shape)
+    for eye, other in ((a, b), (b, a)):
+        eqn = cx.made_by(eye, "basis")
+        if eqn is not None and len(eqn.params.as_dict()["shape"]) == 1:
+            if other.shape == out_shape and isinstance(other, Var):
+                return other
     if a.shape[-1] != 1:
         return None
     if a.ndim >= 2 and b.ndim >= 2:
@@ -272,6 +315,12 @@ def _matmul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
         return cx.bind("mul", cx.bind("reshape", a, shape=()), rest)
     rest = cx.bind("reshape", a, shape=a.shape[:-1])
     return cx.bind("mul", rest, cx.bind("reshape", b, shape=()))
+
+
+def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    from difgen.primitives.linalg import _matmul_shape as rule
+
+    return tuple(rule((a, "float64"), (b, "float64"))[0])
 
 
 def _concatenate(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:

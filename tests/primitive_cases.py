@@ -200,6 +200,10 @@ def r_scatter_add(x):
     return np.diag(x) @ x + np.diag(x[:2], 1).sum(axis=0)
 
 
+def r_scatter_sum(x):
+    return (np.diag(x) + np.diag(x[:2] ** 2, -1)) @ np.sin(x)
+
+
 def r_set_index(x):
     out = np.zeros(5)
     out[0] = x[0] * x[1]
@@ -296,7 +300,7 @@ ROWS = {
     "reduce_min": (r_reduce_min, (3, 3)), "reduce_prod": (r_reduce_prod, (3, 3)),
     "cumsum": (r_cumsum, (3, 3)), "cumprod": (r_cumprod, (3, 3)),
     "getitem": (r_getitem, (3, 4)), "scatter_add": (r_scatter_add, (3,)),
-    "set_index": (r_set_index, (3,)), "reshape": (r_reshape, (6,)),
+    "scatter_sum": (r_scatter_sum, (3,)), "set_index": (r_set_index, (3,)), "reshape": (r_reshape, (6,)),
     "transpose": (r_transpose, (3, 2)), "broadcast_to": (r_broadcast_to, (3, 2)),
     "concatenate": (r_concatenate, (3,)), "pad": (r_pad, (4,)),
     "pack": (r_pack, (2,)), "matmul": (r_matmul, (9,)), "einsum": (r_einsum, (9,)),

@@ -53,27 +53,36 @@ def _nested(value: np.ndarray, item: Any) -> str:
 
 
 def _runs(flat: np.ndarray) -> list[tuple[int, int, int]] | None:
-    """``flat`` as at most MAX_RUNS (start, step, length) integer progressions."""
+    """``flat`` as at most MAX_RUNS (start, step, length) integer progressions.
+
+    A run has three elements or more, or two consecutive integers.
+    """
     if flat.size == 0 or not np.all(flat == np.round(flat)):
         return None
     values = flat.astype(np.int64)
     runs: list[tuple[int, int, int]] = []
     i, n = 0, len(values)
     while i < n:
-        if i + 1 == n:
-            runs.append((int(values[i]), 1, 1))
-            break
-        step = int(values[i + 1] - values[i])
-        if step == 0:
-            return None
-        j = i + 2
-        while j < n and values[j] - values[j - 1] == step:
+        step = int(values[i + 1] - values[i]) if i + 1 < n else 1
+        j = i + 1
+        while step != 0 and j < n and values[j] - values[j - 1] == step:
             j += 1
-        runs.append((int(values[i]), step, j - i))
+        if j - i == 2 and abs(step) != 1:
+            j = i + 1
+        runs.append((int(values[i]), step if j - i > 1 else 1, j - i))
         if len(runs) > MAX_RUNS:
             return None
         i = j
     return runs
+
+
+def _roll_of_arange(flat: np.ndarray) -> int | None:
+    """The shift s if ``flat`` is ``np.roll(np.arange(len(flat)), s)``."""
+    n = len(flat)
+    if n < 2 or flat.dtype.kind not in "iu" or sorted(flat.tolist()) != list(range(n)):
+        return None
+    shift = (n - int(flat[0])) % n
+    return shift if np.array_equal(flat, np.roll(np.arange(n), shift)) else None
 
 
 def _arange(runs: list[tuple[int, int, int]], as_float: bool) -> str:
@@ -103,16 +112,29 @@ def array_source(value: np.ndarray) -> str:
             return f"np.full({shape!r}, {int(v)})"
         if v == 0 and not np.signbit(v):
             return f"np.zeros({shape!r})"
-        return (
-            "np.ones({!r})".format(shape)
-            if v == 1
-            else f"np.full({shape!r}, {number(v)})"
-        )
+        return f"np.ones({shape!r})" if v == 1 else f"np.full({shape!r}, {number(v)})"
+    reshape = "" if value.ndim == 1 else f".reshape({shape!r})"
+    if is_int and value.ndim == 1 and (shift := _roll_of_arange(flat)) is not None:
+        return f"np.roll(np.arange({flat.size}), {shift})"
     if not is_bool and flat.size > INLINE_SIZE and (runs := _runs(flat)) is not None:
-        source = _arange(runs, as_float=not is_int)
-        return source if value.ndim == 1 else f"{source}.reshape({shape!r})"
+        return _arange(runs, as_float=not is_int) + reshape
     item = (lambda v: str(int(v))) if is_int else number
-    return f"np.array({_nested(value, item)})"
+    if flat.size <= INLINE_SIZE:
+        return f"np.array({_nested(value, item)})"
+    return _wrapped([item(v) for v in flat], reshape)
+
+
+def _wrapped(items: list[str], suffix: str) -> str:
+    """A long flat literal, a few numbers per line, kept so by black (fmt: skip)."""
+    lines, line = [], ""
+    for item in items:
+        if line and len(line) + len(item) + 2 > 84:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {item}" if line else item
+    lines.append(line + ",")
+    body = "\n".join(f"    {text}" for text in lines)
+    return f"np.array([\n{body}\n]){suffix}  # fmt: skip"
 
 
 class _Named(FrozenArray):
@@ -131,6 +153,9 @@ def _index_param(value: Any, pool: Constants) -> Any:
     if isinstance(value, FrozenArray):
         if value.value.size <= INLINE_SIZE:
             return _Named(value, _nested(value.value, lambda v: str(int(v))))
+        source = array_source(value.value)
+        if len(source) <= 40 and "\n" not in source:
+            return _Named(value, source)
         return _Named(value, _constant(pool, array_source(value.value)))
     if isinstance(value, tuple):
         return tuple(_index_param(v, pool) for v in value)
@@ -142,7 +167,7 @@ def lit_source(lit: Lit, pool: Constants) -> str:
     if lit.value.ndim == 0:
         return number(lit.value[()])
     source = array_source(lit.value)
-    if lit.value.size <= INLINE_SIZE or len(source) <= 40:
+    if lit.value.size <= INLINE_SIZE or (len(source) <= 40 and "\n" not in source):
         return source
     return _constant(pool, source)
 
@@ -240,6 +265,52 @@ def _fill(template: str, exprs: Sequence[str]) -> str:
     return out
 
 
+def _rolled_axis(
+    index: tuple[Any, ...], shape: tuple[int, ...]
+) -> tuple[int, int] | None:
+    """(axis, shift) if ``index`` is ``roll(arange(n), shift)`` on one whole axis."""
+    full = ("slice", None, None, None)
+    arrays = [i for i, item in enumerate(index) if isinstance(item, FrozenArray)]
+    if len(arrays) != 1 or any(
+        item != full for i, item in enumerate(index) if i != arrays[0]
+    ):
+        return None
+    axis = arrays[0]
+    values = index[axis].value
+    if values.ndim != 1 or axis >= len(shape) or len(values) != shape[axis]:
+        return None
+    shift = _roll_of_arange(values)
+    if shift is None:
+        return None
+    return axis, shift - len(values) if shift > len(values) // 2 else shift
+
+
+def _roll_source(shift: int, axis: int, ndim: int) -> str:
+    where = "" if ndim == 1 else f", axis={axis}"
+    return f"np.roll({_placeholder(0)}, {shift}{where})"
+
+
+def _roll_getitem(eqn: Any) -> str | None:
+    """``x[..., roll(arange(n), s), ...]`` over one whole axis is ``np.roll(x, s)``."""
+    shape = eqn.inputs[0].shape
+    rolled = _rolled_axis(eqn.params.as_dict()["index"], shape)
+    return None if rolled is None else _roll_source(rolled[1], rolled[0], len(shape))
+
+
+def _roll_scatter(eqn: Any) -> str | None:
+    """Its transpose, a scatter through such an index, is ``np.roll(v, -s)``."""
+    params = eqn.params.as_dict()
+    shape = tuple(params["shape"])
+    if eqn.inputs[0].shape != shape:
+        return None
+    rolled = _rolled_axis(params["index"], shape)
+    return None if rolled is None else _roll_source(-rolled[1], rolled[0], len(shape))
+
+
+PEEPHOLES = {"getitem": _roll_getitem, "scatter_add": _roll_scatter}
+"""Source forms that need the input shapes (which ``Primitive.emit`` does not see)."""
+
+
 @dataclass
 class GraphCode:
     """Statements computing a graph, and the expressions of its outputs."""
@@ -271,9 +342,12 @@ def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> Graph
         return names[atom]
 
     for eqn in graph.eqns:
-        params = {k: _index_param(v, pool) for k, v in eqn.params.as_dict().items()}
-        placeholders = [_placeholder(i) for i in range(len(eqn.inputs))]
-        emitted = eqn.primitive.emit(placeholders, params)
+        peephole = PEEPHOLES.get(eqn.primitive.name)
+        emitted = peephole(eqn) if peephole is not None else None
+        if emitted is None:
+            params = {k: _index_param(v, pool) for k, v in eqn.params.as_dict().items()}
+            placeholders = [_placeholder(i) for i in range(len(eqn.inputs))]
+            emitted = eqn.primitive.emit(placeholders, params)
         args = [source(a) for a in eqn.inputs]
         if isinstance(emitted, list):  # statements that build OUT
             name = naming.temp(counter)

@@ -238,6 +238,96 @@ def scatter_add(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
     return bind(scatter_add_p, value, index=index, shape=tuple(shape))
 
 
+# ---------------------------------------------------------------- scatter_sum
+def _scatter_sum_impl(*values: Any, indices: Any, shape: Any) -> Any:
+    dtype = object if any(np.asarray(v).dtype == object for v in values) else float
+    out = np.zeros(shape, dtype=dtype)
+    for value, index in zip(values, indices):
+        if positions_unique(tuple(shape), index):
+            out[to_index(index)] += _elements(value)
+        else:
+            np.add.at(out, to_index(index), _elements(value))
+    return out
+
+
+_COVER_LIMIT = 1 << 22  # track which positions are written up to this many elements
+
+
+def _scatter_sum_emit(args: list[str], params: dict[str, Any]) -> list[str]:
+    """One zero buffer: the first writes of each position assign, later ones add."""
+    shape = tuple(params["shape"])
+    lines = [f"OUT = np.zeros({shape!r})"]
+    size = int(np.prod(shape, dtype=np.int64))
+    covered = np.zeros(shape, dtype=bool) if size <= _COVER_LIMIT else None
+    for arg, index in zip(args, params["indices"]):
+        src = index_source(index)
+        if not positions_unique(shape, index):
+            lines.append(f"np.add.at(OUT, np.s_[{src}], {arg})")
+            covered = None
+            continue
+        fresh = covered is not None and not covered[to_index(index)].any()
+        lines.append(f"OUT[{src}] {'=' if fresh else '+='} {arg}")
+        if covered is not None:
+            covered[to_index(index)] = True
+    return lines
+
+
+def _scatter_sum_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], indices: Any, shape: Any
+) -> Any:
+    """Linear: the scatter of the tangents that are not zero."""
+    kept = [(t, i) for t, i in zip(tangents, indices) if t is not None]
+    if not kept:
+        return None
+    return scatter_sum([t for t, _ in kept], [i for _, i in kept], shape)
+
+
+def _scatter_sum_transpose(
+    ct: Any, *values: Any, indices: Any, shape: Any
+) -> list[Any]:
+    """Each value reads back its positions."""
+    return [
+        unbroadcast(ct[to_index(i)], v.shape) if isinstance(v, Linear) else None
+        for v, i in zip(values, indices)
+    ]
+
+
+def _scatter_sum_batch(
+    args: Any, batched: Any, k: int, indices: Any, shape: Any
+) -> Any:
+    """Every index behind a leading full slice, into ``(k, *shape)``."""
+    values = []
+    for value, b, index in zip(args, batched, indices):
+        region = _dummy(tuple(shape), "float64")[to_index(index)].ndim
+        values.append(_batch_axis_to_region(batched_to(value, b, k), index, region))
+    return scatter_sum(values, [_batched_index(i) for i in indices], (k, *shape))
+
+
+scatter_sum_p = register(
+    Primitive(
+        name="scatter_sum",
+        impl=_scatter_sum_impl,
+        emit=_scatter_sum_emit,
+        jvp=_scatter_sum_jvp,
+        transpose=_scatter_sum_transpose,
+        shape_rule=lambda *values, indices, shape: (tuple(shape), "float64"),
+        batch=_scatter_sum_batch,
+        linear=True,
+    )
+)
+
+
+def scatter_sum(values: list[Any], indices: list[Any], shape: tuple[int, ...]) -> Any:
+    """``out = zeros(shape); out[index_i] += value_i`` for each i, traced or eager.
+
+    The fusion of added scatters (reverse mode accumulates a cotangent from every
+    slice that read it): one buffer instead of one per slice.
+    """
+    if len(values) == 1:
+        return scatter_add(values[0], indices[0], shape)
+    return bind(scatter_sum_p, *values, indices=tuple(indices), shape=tuple(shape))
+
+
 def _set_index_impl(x: Any, value: Any, index: Any) -> Any:
     out = np.array(x, copy=True)
     if out.dtype != object and np.asarray(value).dtype == object:
@@ -420,6 +510,11 @@ def _concat_transpose(ct: Any, *inputs: Any, axis: int) -> list[Any]:
     return cts
 
 
+def _concat_src(args: list[str], params: dict[str, Any]) -> str:
+    items = ", ".join(args) + ("," if len(args) == 1 else "")
+    return f"np.concatenate(({items}), axis={params['axis']})"
+
+
 def _concat_batch(args: Any, batched: Any, k: int, axis: int) -> Any:
     """Unbatched pieces are broadcast; the axis moves up by one."""
     parts = [batched_to(a, b, k) for a, b in zip(args, batched)]
@@ -436,7 +531,7 @@ register(
     Primitive(
         name="concatenate",
         impl=lambda *xs, axis: np.concatenate(xs, axis=axis),
-        emit=lambda args, params: f"np.concatenate(({', '.join(args)},), axis={params['axis']})",
+        emit=_concat_src,
         jvp=_concat_jvp,
         transpose=_concat_transpose,
         shape_rule=_concat_shape,
