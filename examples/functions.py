@@ -28,3 +28,52 @@ def lorenz(u, p):
 def tanh_layer(W, a):
     """A matrix input: sum(tanh(W @ a)) with W 3x4 and a a context."""
     return np.sum(np.tanh(W @ a))
+
+
+def logistic_nll(w, X, t):
+    """Negative log-likelihood of logistic regression: weights w, data X, labels t."""
+    z = X @ w
+    # log(1 + exp(-s z)) for labels s = 2 t - 1, without overflow for large |z|
+    s = 2.0 * t - 1.0
+    m = -s * z
+    return np.sum(np.maximum(m, 0.0) + np.log1p(np.exp(-np.abs(m))))
+
+
+MLP_IN, MLP_HIDDEN = 4, 8
+
+
+def mlp_loss(theta, X, y):
+    """Mean squared error of a 2-layer tanh MLP; all parameters in one flat vector."""
+    d, h = MLP_IN, MLP_HIDDEN
+    W1 = theta[: h * d].reshape(h, d)
+    b1 = theta[h * d : h * d + h]
+    w2 = theta[h * d + h : h * d + 2 * h]
+    b2 = theta[h * d + 2 * h]
+    hidden = np.tanh(X @ W1.T + b1)
+    residual = hidden @ w2 + b2 - y
+    return np.mean(residual**2)
+
+
+BRUSSELATOR_N = 16
+
+
+def brusselator_2d(u):
+    """Right-hand side of the 2-D Brusselator on a periodic 16x16 grid at t = 1.5.
+
+    u has shape (2, N, N): the two species. As in SciML's brusselator_2d_loop, with
+    A = 3.4, B = 1, alpha = 10 and the forcing disc switched on (t >= 1.1).
+    """
+    n = BRUSSELATOR_N
+    A, B, alpha = 3.4, 1.0, 10.0
+    step = 1.0 / (n - 1)
+    xy = np.linspace(0.0, 1.0, n)
+    forcing = 5.0 * (((xy[:, None] - 0.3) ** 2 + (xy[None, :] - 0.6) ** 2) <= 0.01)
+    a, b = u[0], u[1]
+
+    def laplacian(v):
+        rolled = np.roll(v, 1, 0) + np.roll(v, -1, 0) + np.roll(v, 1, 1)
+        return (rolled + np.roll(v, -1, 1) - 4.0 * v) * (alpha / step**2)
+
+    da = laplacian(a) + B + a**2 * b - (A + 1.0) * a + forcing
+    db = laplacian(b) + A * a - a**2 * b
+    return np.stack([da, db])

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "9e218b4617de3641"
+SOURCE_HASH = "f401a031d99e8256"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 

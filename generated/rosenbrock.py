@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "4e39c25949b49f14"
+SOURCE_HASH = "d323e844ee61da63"
 INPUT_SHAPE: tuple[int, ...] = (10,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -9,7 +9,7 @@ this file's directory). DO NOT EDIT: the next build overwrites this file.
 from __future__ import annotations
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "3842b45ddd687687"
+SOURCE_HASH = "cac59197f9f47b8f"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "b37db7ed974b8199"
+SOURCE_HASH = "4ef1259435285555"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
