@@ -7,18 +7,19 @@ of each operation on this machine class (CPython 3.11+, NumPy 2):
   (dispatch, allocation) plus ``ELEMENT_NS`` per element of work;
 - **scalar**: every arithmetic operation that survives SymPy's folding and CSE is one
   Python float operation, ``SCALAR_OP_NS``, plus ``ELEMENT_NS_SCALAR`` for each
-  element unpacked from an argument (``.tolist()``) or packed into a result.
+  element unpacked from an argument (``.tolist()``) or packed into an array result,
+  plus one ``CALL_NS`` per array unpacked or packed.
 
 An operator is emitted as scalar code when its measured scalar cost (after lowering
 the graph to SymPy expressions and CSE, without symbolic differentiation) is at
-most its vector cost. Graphs whose element count exceeds ``SCALAR_LIMIT`` are
+most its vector cost (ties, such as a constant result, go to scalar code). Graphs whose element count exceeds ``SCALAR_LIMIT`` are
 vector without trying, as are graphs with matrix factorizations: scalarizing them would make the build slow and the file
 large, and they are never cheaper as scalars. ``emit = "scalar" | "vector"`` in the
 config overrides the choice.
 
-Calibration (``python scripts/trace_scale.py --calibrate`` prints the figures):
-a NumPy ufunc call on a small array costs ~0.5-1 us, a Python float operation
-~30-50 ns, so scalar code wins roughly below a few dozen operations per equation.
+Calibration (CPython 3.11, NumPy 2.4, this project's 2-core machine): a NumPy ufunc
+call on a small array costs ~0.5-1 us, a Python float operation ~30-50 ns, so
+scalar code wins roughly below a dozen or two element operations per equation.
 """
 
 from __future__ import annotations
@@ -68,9 +69,19 @@ def vector_cost(graph: Graph) -> float:
     return calls * CALL_NS + work(graph) * ELEMENT_NS
 
 
-def scalar_cost(operations: int, elements_in: int, elements_out: int) -> float:
-    """Estimated run time (ns) of straight-line float code with that many operations."""
-    return operations * SCALAR_OP_NS + (elements_in + elements_out) * ELEMENT_NS_SCALAR
+def scalar_cost(
+    operations: int,
+    elements_in: int,
+    arrays_in: int,
+    result_shapes: list[tuple[int, ...]],
+) -> float:
+    """Estimated run time (ns) of straight-line float code: its operations, the
+    ``.tolist()`` unpacking of the arguments it reads and the ``np.array`` packing of
+    its array results (float results cost nothing extra)."""
+    packed = [int(np.prod(s, dtype=np.int64)) for s in result_shapes if s != ()]
+    elements = elements_in + sum(packed)
+    calls = arrays_in + len(packed)
+    return operations * SCALAR_OP_NS + elements * ELEMENT_NS_SCALAR + calls * CALL_NS
 
 
 MATRIX_FUNCTIONS = frozenset(

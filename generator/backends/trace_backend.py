@@ -247,8 +247,11 @@ def _scalar_function(
     ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
     used = set().union(*(sp.sympify(e).free_symbols for _, e in temps), *(
         sp.sympify(e).free_symbols for e in reduced))  # fmt: skip
-    elements = sum(1 for a in arrays.values() for s in a.ravel() if s in used)
-    cost = cost_model.scalar_cost(int(ops), elements, len(flat))
+    read = [a for a in arrays.values() if a.ndim and any(s in used for s in a.ravel())]
+    elements = sum(a.size for a in read)
+    cost = cost_model.scalar_cost(
+        int(ops), elements, len(read), [r.shape for r in results]
+    )
     code = ScalarCode(arrays=arrays, order=names, results=results, constants=pool)
     return emit_operator(op, spec, ys, code), cost
 

@@ -1,0 +1,111 @@
+"""The passes: constant folding, algebraic identities, CSE and DCE, to a fixed point."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from difgen.ad import build_graph, jvp, jvp_eval, vjp
+from difgen.frontend.tracer import trace
+from difgen.ir import Graph, Lit
+from difgen.passes import dce, fingerprint, optimize, retrace
+
+
+def names(graph: Graph) -> list[str]:
+    return [e.primitive.name for e in graph.eqns]
+
+
+def scalar(shape: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], str]]:
+    return [(shape, "float64")]
+
+
+@pytest.mark.parametrize(
+    "fn,expected",
+    [
+        (lambda x: x * 1.0, []),
+        (lambda x: 1.0 * x + 0.0, []),
+        (lambda x: x - 0.0, []),
+        (lambda x: x / 1.0, []),
+        (lambda x: x**1.0, []),
+        (lambda x: -(-x), []),
+        (lambda x: x.T.T, []),
+        (lambda x: np.transpose(np.transpose(x, (1, 0, 2)), (1, 0, 2)), []),
+        (lambda x: x.reshape(6, 4).reshape(2, 3, 4), []),
+        (lambda x: x.reshape(24).reshape(4, 6), ["reshape"]),
+        (lambda x: np.broadcast_to(np.broadcast_to(x, (5, 2, 3, 4)), (6, 5, 2, 3, 4)),
+         ["broadcast_to"]),
+        (lambda x: np.where(x > 0.5, x, x), []),
+        (lambda x: 2.0 * (3.0 * x), ["mul"]),
+        (lambda x: -(2.0 * x), ["mul"]),
+        (lambda x: 0.0 - x, ["neg"]),
+        (lambda x: x + (-np.sin(x)), ["sin", "sub"]),
+        (lambda x: x + x, ["mul"]),
+        (lambda x: np.sum(x[:, :1, :], axis=1), ["getitem", "reshape"]),
+    ],
+)  # fmt: skip
+def test_identities(fn, expected: list[str]) -> None:
+    """Each identity leaves the listed equations (none: the input itself)."""
+    graph = optimize(trace(fn, scalar((2, 3, 4))))
+    assert names(graph) == expected
+    x = np.random.default_rng(0).uniform(size=(2, 3, 4))
+    np.testing.assert_allclose(graph.evaluate(x)[0], fn(x), rtol=1e-15)
+
+
+def test_zero_times_anything_folds_to_a_constant() -> None:
+    graph = optimize(trace(lambda x: 0.0 * np.sin(x) + 1.0, scalar((3,))))
+    assert graph.eqns == () and isinstance(graph.outputs[0], Lit)
+    np.testing.assert_array_equal(graph.outputs[0].value, np.ones(3))
+
+
+def test_constants_fold() -> None:
+    graph = optimize(trace(lambda x: x * (np.exp(1.0) * 2.0 - np.sqrt(4.0)), scalar()))
+    ((lit,),) = [e.inputs[1:] for e in graph.eqns]
+    assert names(graph) == ["mul"] and lit.value == pytest.approx(np.e * 2 - 2)
+
+
+def test_a_seed_of_one_disappears() -> None:
+    """derivative = JVP with seed 1: no multiplication by the seed remains."""
+    f = trace(lambda x: np.sin(x) * x, scalar())
+    graph = optimize(build_graph(lambda x: (jvp_eval(f, [x], [1.0])[1][0],), scalar()))
+    assert not any(
+        isinstance(a, Lit) and a.value == 1.0 for e in graph.eqns for a in e.inputs
+    )
+    assert names(graph) == ["sin", "cos", "mul", "add"]  # sin x + x cos x
+
+
+def test_a_zero_tangent_prunes_its_subgraph() -> None:
+    """A context has no tangent: nothing computed only from it reaches the JVP."""
+    f = trace(lambda x, c: np.sin(x) * np.exp(np.cos(c)), [((3,), "float64")] * 2)
+    graph = optimize(jvp(f))
+    tangent = graph.outputs[1]
+    used = {e.primitive.name for e in graph.eqns}
+    assert "cos" in used  # the primal needs cos(c); the tangent must not re-derive it
+    assert sum(e.primitive.name in ("exp", "cos") for e in graph.eqns) == 3  # cos x too
+    assert tangent.shape == (3,)
+
+
+def test_cse_shares_equal_equations_also_across_operand_order() -> None:
+    graph = optimize(
+        trace(lambda x: np.sin(x) * np.cos(x) + np.cos(x) * np.sin(x), scalar())
+    )
+    assert names(graph) == ["sin", "cos", "mul", "mul"]  # x*y + y*x = 2 (x*y)
+
+
+def test_dce_drops_unused_equations() -> None:
+    traced = trace(lambda x: (np.sin(x), np.cos(x)), scalar())
+    kept = dce(Graph(traced.inputs, traced.outputs[:1], traced.eqns))
+    assert names(kept) == ["sin"]
+
+
+def test_added_scatters_share_one_buffer() -> None:
+    graph = optimize(vjp(trace(lambda x: np.sum(x[1:] * x[:-1]), scalar((5,)))))
+    assert names(graph).count("scatter_sum") == 1 and "scatter_add" not in names(graph)
+
+
+def test_optimize_reaches_a_fixed_point() -> None:
+    f = trace(lambda x: np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2), scalar((6,)))
+    once = optimize(vjp(f))
+    assert fingerprint(retrace(once)) == fingerprint(once)
+    x, ct = np.linspace(0.1, 0.9, 6), 1.3
+    for a, b in zip(once.evaluate(x, ct), vjp(f).evaluate(x, ct)):
+        np.testing.assert_allclose(a, b, rtol=1e-14)

@@ -1,0 +1,331 @@
+"""The trace backend: examples against autograd (and JAX when installed), the IR
+against the emitted code, the shared primal pass, scale, emission choice, ``difgen ir``.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import oracle
+from conftest import import_file, write_config, build_and_import
+from difgen.backends.trace_backend import Derivatives
+from difgen.config import load_config
+from difgen.errors import ConfigError, TraceError
+from difgen.frontend.tracer import trace
+from difgen.load import load_function
+from difgen.operators import OPERATORS
+from difgen.pipeline import ir_text, trace_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = load_config(ROOT / "examples" / "difgen.toml")
+TRACE = [s for s in EXAMPLES.modules if s.backend == "trace"]
+SPECS = {s.name: s for s in TRACE}
+
+
+def generated(name: str) -> types.ModuleType:
+    return import_file(EXAMPLES.output_dir / f"{name}.py")
+
+
+def arguments(name: str, seed: int = 0) -> tuple[Any, list[Any]]:
+    """A point in each example's domain, and its contexts."""
+    spec = SPECS[name]
+    rng = np.random.default_rng(seed)
+    xs = tuple(spec.input.shape)
+    x = rng.uniform(0.2, 0.9, xs) if xs else float(rng.uniform(0.2, 0.9))
+    if name == "brusselator":
+        x = rng.uniform(0.0, 4.0, xs)
+    ctx = [rng.normal(size=c.shape) for c in spec.contexts]
+    if name == "logistic":
+        ctx[1] = (rng.uniform(size=1000) < 0.5).astype(float)
+    return x, ctx
+
+
+def _autograd_engine() -> dict[str, Any]:
+    import autograd
+
+    return {"grad": autograd.grad, "jacobian": autograd.jacobian}
+
+
+def _jax_engine() -> dict[str, Any]:
+    import jax
+
+    return {"grad": jax.grad, "jacobian": jax.jacfwd}
+
+
+def reference(engine: dict[str, Any], fn: Any, name: str, x: Any, ctx: list[Any],
+              seeds: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """What each requested result kind should be, computed only as far as needed."""
+    g = lambda z: fn(z, *ctx)  # noqa: E731
+    kinds = {k for op in SPECS[name].operators for k in OPERATORS[op].results}
+    xs = np.shape(x)
+    out: dict[str, Any] = {"value": np.asarray(g(x))}
+    if kinds & {"jvp", "vjp", "jacobian", "derivative"}:
+        J = np.asarray(engine["jacobian"](g)(x))
+        ys = out["value"].shape
+        out.update(jacobian=J, derivative=J,
+                   jvp=np.tensordot(J, seeds["dx"], axes=len(xs)),
+                   vjp=np.tensordot(seeds["dy"], J, axes=len(ys)))  # fmt: skip
+    if "second_derivative" in kinds:
+        out["second_derivative"] = np.asarray(
+            engine["jacobian"](engine["jacobian"](g))(x)
+        )
+    if kinds & {"gradient", "hvp", "hessian"}:
+        grad = engine["grad"](g)
+        out["gradient"] = np.asarray(grad(x))
+        v = seeds["v"]
+        hvp = engine["grad"](lambda z: (grad(z) * v).sum())
+        out["hvp"] = np.asarray(hvp(x))
+        if "hessian" in kinds:
+            out["hessian"] = np.asarray(engine["jacobian"](grad)(x))
+    return out
+
+
+def check_operators(name: str, engine: dict[str, Any], fn: Any, seed: int) -> None:
+    """Every operator of the generated example against the reference engine."""
+    mod = generated(name)
+    x, ctx = arguments(name, seed)
+    rng = np.random.default_rng(seed + 7)
+    xs, ys = np.shape(x), np.shape(mod.f(x, *ctx))
+    seeds = {
+        "dx": rng.normal(size=xs),
+        "dy": rng.normal(size=ys),
+        "v": rng.normal(size=xs),
+    }
+    seeds = {k: float(v) if np.ndim(v) == 0 else v for k, v in seeds.items()}
+    want = reference(engine, fn, name, x, ctx, seeds)
+    for op_name in SPECS[name].operators:
+        op = OPERATORS[op_name]
+        got = getattr(mod, op_name)(x, *(seeds[s] for s in op.seeds), *ctx)
+        got = got if isinstance(got, tuple) else (got,)
+        for kind, value in zip(op.results, got):
+            scale = max(1.0, float(np.max(np.abs(want[kind]))))
+            np.testing.assert_allclose(value, want[kind], rtol=1e-8, atol=1e-10 * scale,
+                                       err_msg=f"{name}.{op_name}: {kind}")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_examples_agree_with_autograd(name: str) -> None:
+    fn = oracle.under_autograd(load_function(SPECS[name]))
+    check_operators(name, _autograd_engine(), fn, seed=0)
+
+
+def _under_jax(fn: Callable[..., Any]) -> Callable[..., Any]:
+    import jax.numpy as jnp
+
+    globals_ = dict(fn.__globals__)
+    globals_["np"] = jnp
+    return types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_examples_agree_with_jax(name: str) -> None:
+    """JAX is not a test dependency: this runs where it is installed (the bench extra)."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    check_operators(name, _jax_engine(), _under_jax(load_function(SPECS[name])), seed=1)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_interpreted_ir_and_emitted_module_agree(name: str) -> None:
+    """Each operator's optimized graph, run by the reference interpreter, is the code."""
+    spec = SPECS[name]
+    derivs = Derivatives(spec, trace_spec(spec, load_function(spec)))
+    mod = generated(name)
+    x, ctx = arguments(name, seed=2)
+    rng = np.random.default_rng(3)
+    for op_name in ("f", *spec.operators):
+        op = OPERATORS[op_name]
+        graph = derivs.operator_graph(op)
+        seeds = [rng.normal(size=v.shape) for v in graph.inputs[1 : 1 + len(op.seeds)]]
+        seeds = [float(s) if s.ndim == 0 else s for s in seeds]
+        got = getattr(mod, op_name)(x, *seeds, *ctx)
+        got = got if isinstance(got, tuple) else (got,)
+        for a, b in zip(got, graph.evaluate(x, *seeds, *ctx)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=op_name)
+
+
+# -------------------------------------------------------------- the seed function
+def _body(path: Path, function: str) -> str:
+    text = path.read_text()
+    return text.split(f"\ndef {function}(")[1].split("\ndef ")[0]
+
+
+def test_seed_builds_the_same_code_in_forward_and_reverse_mode() -> None:
+    """Reverse-mode derivative folds to the forward one: same code, same speed."""
+    fwd, rev = (EXAMPLES.output_dir / f"seed_{m}.py" for m in ("forward", "reverse"))
+    for function in ("derivative", "second_derivative", "pushforward", "pullback"):
+        assert _body(fwd, function) == _body(rev, function)
+    assert _body(fwd, "derivative").strip().endswith("return 81.0 * x")
+    assert _body(fwd, "second_derivative").strip().endswith("return 81.0")
+
+
+def _signature(graph: Any) -> list[Any]:
+    return [(e.primitive.name, e.inputs, e.params) for e in graph.eqns]
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_value_and_operators_share_one_primal_pass(name: str) -> None:
+    """value_and_<op> is <op> plus what only the value needs: f's equations once."""
+    spec = SPECS[name]
+    derivs = Derivatives(spec, trace_spec(spec, load_function(spec)))
+    f = derivs.operator_graph(OPERATORS["f"])
+    for op_name in spec.operators:
+        if op_name.startswith("value_and_") or op_name.startswith("value_"):
+            both = derivs.operator_graph(OPERATORS[op_name])
+            sig = _signature(both)
+            assert len(set(sig)) == len(sig)  # no equation twice
+            alone = derivs.operator_graph(OPERATORS[op_name.split("_and_")[-1]])
+            assert len(both.eqns) < len(alone.eqns) + len(f.eqns)
+
+
+# ---------------------------------------------------------------------- scale
+ROSENBROCK = """\
+import numpy as np
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def chain(x):
+    return np.sin(x[:-1]) * x[1:] + x[0]
+"""
+
+
+def _build(
+    tmp_path: Path, function: str, n: int, ops: list[str], **kw: Any
+) -> tuple[Any, str]:
+    source = tmp_path / "src" / "scale_functions.py"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text(ROSENBROCK)
+    cfg = write_config(tmp_path / f"{function}_{n}", source, function, (n,), ops,
+                       backend="trace", **kw)  # fmt: skip
+    return build_and_import(cfg)
+
+
+def test_a_100000_element_gradient_builds_fast_and_small(tmp_path: Path) -> None:
+    ops = ["gradient", "value_and_gradient", "hvp"]
+    start = time.perf_counter()
+    mod, text = _build(tmp_path, "rosenbrock", 100_000, ops)
+    elapsed = time.perf_counter() - start
+    _, small = _build(tmp_path, "rosenbrock", 1_000, ops)
+    assert elapsed < 10.0 and len(text) < 20_000
+    assert abs(len(text) - len(small)) < 100  # only the digits of n differ
+    x = np.linspace(-1.0, 1.0, 100_000)
+    g = np.zeros_like(x)
+    g[:-1] = -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
+    g[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
+    np.testing.assert_allclose(mod.gradient(x), g, rtol=1e-12, atol=1e-9)
+
+
+def test_dense_hessian_and_jacobian_at_1000_without_loops(tmp_path: Path) -> None:
+    hess, text = _build(tmp_path, "rosenbrock", 1_000, ["hvp", "hessian"])
+    jac, jtext = _build(tmp_path, "chain", 1_000, ["jacobian", "pushforward"])
+    for source in (text, jtext):
+        assert len(source) < 5_000
+        assert not any(
+            line.lstrip().startswith(("for ", "while ")) for line in source.splitlines()
+        )
+    x = np.linspace(-1.0, 1.0, 1_000)
+    v = np.cos(np.arange(1_000.0))
+    H = hess.hessian(x)
+    np.testing.assert_allclose(H @ v, hess.hvp(x, v), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(H, H.T, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        jac.jacobian(x) @ v, jac.pushforward(x, v), rtol=1e-12, atol=1e-12
+    )
+
+
+# ------------------------------------------------------------------- emission
+SMALL = """\
+import numpy as np
+
+
+def small(x, c):
+    return np.sin(x * c) @ x[::-1] + np.sum(np.exp(x) * np.cumsum(x))
+"""
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_scalar_and_vector_emission_compute_the_same(tmp_path: Path, mode: str) -> None:
+    source = tmp_path / "small.py"
+    source.write_text(SMALL)
+    ops = [
+        "gradient",
+        "value_and_gradient",
+        "hvp",
+        "hessian",
+        "pushforward",
+        "pullback",
+    ]
+    mods = {}
+    for emit in ("scalar", "vector", "auto"):
+        cfg = write_config(tmp_path / f"{mode}_{emit}", source, "small", (3,), ops, [(3,)],
+                           backend="trace", mode=mode, emit=emit)  # fmt: skip
+        mods[emit], text = build_and_import(cfg)
+        if emit != "auto":
+            assert f"emission {emit}." in text
+    x, c = np.array([0.3, 0.7, 0.2]), np.array([1.5, -0.5, 2.0])
+    v = np.array([0.1, -0.2, 0.3])
+    for op, args in [("gradient", ()), ("hessian", ()), ("hvp", (v,)),
+                     ("pushforward", (v,)), ("pullback", (0.7,))]:  # fmt: skip
+        ref = getattr(mods["vector"], op)(x, *args, c)
+        for emit in ("scalar", "auto"):
+            np.testing.assert_allclose(getattr(mods[emit], op)(x, *args, c), ref,
+                                       rtol=1e-12, atol=1e-13)  # fmt: skip
+
+
+def test_the_cost_model_picks_scalar_code_for_small_and_vector_for_large() -> None:
+    assert "emission scalar." in (EXAMPLES.output_dir / "seed_reverse.py").read_text()
+    text = (EXAMPLES.output_dir / "rosenbrock_10000.py").read_text()
+    assert "emission vector." in text and "x_0" not in text
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_batched_seeds_in_vector_code(tmp_path: Path, mode: str) -> None:
+    source = tmp_path / "small.py"
+    source.write_text(SMALL.replace("@ x[::-1] +", "* x[::-1] +"))
+    cfg = write_config(tmp_path / mode, source, "small", (3,),
+                       ["pushforward", "pullback", "jacobian"], [(3,)],
+                       backend="trace", mode=mode, emit="vector", batch=4)  # fmt: skip
+    mod, text = build_and_import(cfg)
+    assert "for " not in text
+    x, c = np.array([0.3, 0.7, 0.2]), np.array([1.5, -0.5, 2.0])
+    rng = np.random.default_rng(0)
+    dx, dy = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    J = mod.jacobian(x, c)
+    np.testing.assert_allclose(mod.pushforward(x, dx, c), dx @ J.T, rtol=1e-12)
+    np.testing.assert_allclose(mod.pullback(x, dy, c), dy @ J, rtol=1e-12)
+
+
+# ------------------------------------------------------------- ir and errors
+def test_ir_stages() -> None:
+    spec = SPECS["mlp"]
+    fn = load_function(spec)
+    assert "scatter_sum" in ir_text(spec, fn, "gradient")
+    assert "reduce_sum" in ir_text(spec, fn, "vjp")
+    raw = ir_text(spec, fn, "gradient:unoptimized")
+    assert raw.startswith("{ lambda") and raw.count("\n") >= ir_text(
+        spec, fn, "gradient"
+    ).count("\n")
+    text = ir_text(spec, fn, "all")
+    assert "# traced" in text and "# value_and_gradient:unoptimized" in text
+    with pytest.raises(ConfigError, match="unknown IR stage"):
+        ir_text(spec, fn, "nonsense")
+
+
+def _eig(x):
+    return np.sum(np.linalg.eigvals(x.reshape(2, 2)))  # line named by the error
+
+
+def test_unsupported_functions_name_the_function_and_line() -> None:
+    with pytest.raises(
+        TraceError, match=r"test_trace_backend.py:\d+: np.linalg.eigvals"
+    ):
+        trace(_eig, [((4,), "float64")])
