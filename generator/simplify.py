@@ -397,6 +397,10 @@ def simplify(
     """An existing value equal to ``prim(*atoms, **params)``, if an identity gives one."""
     cx = Context(builder)
     if prim.elementwise:
+        try:
+            np.broadcast_shapes(*(a.shape for a in atoms))
+        except ValueError:
+            return None  # the shape rule reports it, at the user's line
         narrowed = _narrow_operands(prim, atoms, cx)
         if narrowed is not None and any(isinstance(a, Var) for a in narrowed):
             return cx.bind(prim.name, *narrowed, **params)

@@ -240,12 +240,16 @@ def r_pack(x):
 
 def r_matmul(x):
     A = x.reshape(3, 3)
-    return A @ A.T @ x[:3] + x[:3] @ A + np.dot(A, x[3:6]) + np.outer(x[:3], x[6:]).sum()
+    return (
+        A @ A.T @ x[:3] + x[:3] @ A + np.dot(A, x[3:6]) + np.outer(x[:3], x[6:]).sum()
+    )
 
 
 def r_einsum(x):
     A = x.reshape(3, 3)
-    return np.einsum("ij,jk->ik", A, A) + np.einsum("i,j->ij", x[:3], x[3:6]) + np.trace(A)
+    return (
+        np.einsum("ij,jk->ik", A, A) + np.einsum("i,j->ij", x[:3], x[3:6]) + np.trace(A)
+    )
 
 
 def r_solve(x):
@@ -307,4 +311,202 @@ ROWS = {
     "solve": (r_solve, (9,)), "inv": (r_inv, (9,)), "det": (r_det, (9,)),
     "logabsdet": (r_logabsdet, (9,)), "detsign": (r_detsign, (9,)),
     "cholesky": (r_cholesky, (9,)),
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------- NumPy surface
+# One line per NumPy function of the supported surface (issue 3), each built from
+# the primitives above; input drawn from [0.2, 0.8] with the shape given.
+def s_sum(x):
+    return np.sum(x**2, axis=1, keepdims=True) * np.sum(x)
+
+
+def s_mean(x):
+    return np.mean(x**2, axis=0) + np.mean(x, keepdims=True).ravel()
+
+
+def s_prod(x):
+    return np.prod(x, axis=0, keepdims=True)
+
+
+def s_max(x):
+    return np.max(x * M[:, :3], axis=1, keepdims=True) + np.amax(x)
+
+
+def s_min(x):
+    return np.min(x * M[:, :3], axis=0) + np.amin(x)
+
+
+def s_var(x):
+    return np.var(x, axis=1) + np.var(x, ddof=1)
+
+
+def s_std(x):
+    return np.std(x, axis=0, keepdims=True) + x.std()
+
+
+def s_norm(x):
+    return np.array([np.linalg.norm(x), np.linalg.norm(x, 1), np.linalg.norm(x, 3),
+                     np.linalg.norm(x, np.inf)])  # fmt: skip
+
+
+def s_dot(x):
+    A = x.reshape(3, 3)
+    return np.dot(A, x[:3]) + np.dot(x[:3], x[3:6]) + A.dot(x[6:])
+
+
+def s_vdot(x):
+    return np.vdot(x.reshape(3, 3), x.reshape(3, 3).T) * x[:2]
+
+
+def s_outer(x):
+    return np.outer(x[:3], x[3:])
+
+
+def s_inner(x):
+    return np.inner(x[:3], x[3:6]) + np.inner(x.reshape(3, 3), x[:3])
+
+
+def s_trace(x):
+    return np.trace(x.reshape(3, 3)) * x[:2] + np.trace(x.reshape(3, 3), 1)
+
+
+def s_slicing(x):
+    return x[1:, ::2] - x[-1, :2] + x[:0:-1, 1][:, None] * x[:2, 1:3].sum()
+
+
+def s_fancy(x):
+    return x[[0, 2], :][:, [3, 1, 1]] + x[[[0], [1]], [1, 2, 3]]
+
+
+def s_mask(x):
+    return x[MASK] ** 2 + x[x.shape[0] // 2 :][MASK[:3]].sum()
+
+
+def s_zeros_assign(x):
+    out = np.zeros(4)
+    out[0] = x[0] * x[1]
+    out[1:3] = x[1:] ** 2
+    out[3] = 1.0
+    return out
+
+
+def s_empty_assign(x):
+    out = np.empty((2, 3))
+    out[0] = np.sin(x)
+    out[1, :] = x * x[0]
+    return out
+
+
+def s_zeros_like_assign(x):
+    out = np.zeros_like(x)
+    out[::2] = x[::2] ** 2
+    out[1] = x[2]
+    return out
+
+
+def s_array_of_scalars(x):
+    return np.array([[x[0] + 1, x[1] * 2], [x[2], 3.0]]) @ x[:2]
+
+
+def s_structure(x):
+    A = x.reshape(2, 3)
+    parts = [np.ravel(A.T), np.swapaxes(A, 0, 1).ravel(), np.moveaxis(A[None], 0, 2).ravel(),
+             np.expand_dims(x, 1)[:, 0], np.squeeze(A[:1]), np.broadcast_to(x[0], (2,))]  # fmt: skip
+    return np.concatenate(parts) * np.concatenate([x, x, x, x, x[:3], x[:2]])
+
+
+def s_joining(x):
+    a, b = x[:3], x[3:] ** 2
+    return np.concatenate([np.stack([a, b], axis=1).ravel(), np.hstack([a, b]),
+                           np.vstack([a, b]).ravel()])  # fmt: skip
+
+
+def s_tile_repeat(x):
+    return np.tile(x[:2] ** 2, 3) + np.repeat(x[:3], 2) + np.tile(x[:3], (2, 1)).ravel()
+
+
+def s_flip_roll(x):
+    return (
+        np.flip(x**2)
+        + np.roll(x, 2)
+        + np.flip(np.roll(x.reshape(2, 3), -1, axis=1)).ravel()
+    )
+
+
+def s_pad(x):
+    return np.pad(x**2, (2, 1)) + np.pad(x, ((1, 2),), mode="wrap")
+
+
+def s_diag(x):
+    A = x.reshape(3, 3)
+    return np.diag(A) + np.diagonal(A, 1).sum() + np.diag(x[:3] ** 2).sum(axis=1)
+
+
+def s_triangles(x):
+    A = x.reshape(3, 3)
+    return np.triu(A) @ x[:3] + np.tril(A**2, -1).sum(axis=0)
+
+
+def s_comparisons(x):
+    keep = ((x < 0.5) & (x >= 0.25)) | ~(x == 0.3) & (x != 0.4) | (x <= 0.22)
+    return np.where(keep, x**2, 2.0 * x) + (x > 0.6) * x
+
+
+def s_clip(x):
+    return np.clip(x, 0.3, 0.7) * x + np.clip(x**2, None, 0.5)
+
+
+def s_power(x):
+    return np.power(x, 3.0) + np.power(2.0, x) + np.power(x, x) + np.float_power(x, 0.5)
+
+
+def s_hypot(x):
+    return np.hypot(x, x[::-1]) + np.square(x) + np.reciprocal(x)
+
+
+def s_logs(x):
+    return np.log2(x) + np.log10(x) + np.log(x) + np.log1p(x) + np.expm1(x)
+
+
+def s_solve(x):
+    A = x.reshape(3, 3) + 3.0 * np.eye(3)
+    return np.linalg.solve(A, x[:3]) + np.linalg.solve(A, A @ A)[0]
+
+
+def s_slogdet(x):
+    sign, logabsdet = np.linalg.slogdet(x.reshape(3, 3) - 2.0 * np.eye(3))
+    return (
+        sign * logabsdet
+        + np.linalg.det(x.reshape(3, 3))
+        + np.linalg.inv(x.reshape(3, 3)).sum()
+    )
+
+
+def s_cholesky(x):
+    A = x.reshape(3, 3)
+    return np.linalg.cholesky(A.T @ A + 0.5 * np.eye(3)) @ x[:3]
+
+
+SURFACE = {
+    "sum": (s_sum, (3, 4)), "mean": (s_mean, (3, 4)), "prod": (s_prod, (3, 4)),
+    "max": (s_max, (3, 3)), "min": (s_min, (3, 3)), "var": (s_var, (3, 4)),
+    "std": (s_std, (3, 4)), "linalg.norm": (s_norm, (5,)), "dot": (s_dot, (9,)),
+    "vdot": (s_vdot, (9,)), "outer": (s_outer, (5,)), "inner": (s_inner, (9,)),
+    "trace": (s_trace, (9,)), "slicing": (s_slicing, (3, 4)),
+    "fancy indexing": (s_fancy, (3, 4)), "boolean mask": (s_mask, (6,)),
+    "zeros + assignment": (s_zeros_assign, (3,)),
+    "empty + assignment": (s_empty_assign, (3,)),
+    "zeros_like + assignment": (s_zeros_like_assign, (5,)),
+    "array of traced scalars": (s_array_of_scalars, (3,)),
+    "reshape ravel transpose swapaxes moveaxis expand_dims squeeze broadcast_to":
+        (s_structure, (6,)),
+    "stack concatenate hstack vstack": (s_joining, (6,)),
+    "tile repeat": (s_tile_repeat, (4,)), "flip roll": (s_flip_roll, (6,)),
+    "pad": (s_pad, (4,)), "diag diagonal": (s_diag, (9,)),
+    "triu tril": (s_triangles, (9,)), "comparisons where": (s_comparisons, (7,)),
+    "clip maximum minimum": (s_clip, (6,)), "power": (s_power, (4,)),
+    "hypot square reciprocal": (s_hypot, (4,)),
+    "log log2 log10 log1p expm1": (s_logs, (4,)), "linalg.solve": (s_solve, (9,)),
+    "linalg.slogdet det inv": (s_slogdet, (9,)), "linalg.cholesky": (s_cholesky, (9,)),
 }  # fmt: skip

@@ -155,3 +155,42 @@ def test_emitted_module_agrees_with_the_graph(
     assert J.shape == g.outputs[0].shape + shape
     flat = J.reshape(-1, x.size)
     close(flat @ dx.ravel(), np.ravel(jvp(g).evaluate(x, dx)[1]), rtol=1e-9, atol=1e-11)
+
+
+# -------------------------------------------------------------- NumPy surface
+SURFACE = sorted(cases.SURFACE)
+
+
+@pytest.mark.parametrize("entry", SURFACE)
+def test_numpy_surface_differentiates_in_both_modes(entry: str) -> None:
+    """Each supported NumPy function: JVP vs differences, VJP by the inner product,
+    and second order forward-over-forward, like the primitive rows."""
+    fn, shape = cases.SURFACE[entry]
+    g = trace(fn, [(shape, "float64")])
+    x, v, w = point_of(shape, 20), normal(shape, 21), normal(shape, 22)
+    u = normal(g.outputs[0].shape, 23)
+    y, jv = jvp(g).evaluate(x, v)
+    close(y, fn(x), rtol=1e-12, atol=1e-12)
+    close(jv, central(fn, x, v))
+    assert inner(u, jv) == pytest.approx(
+        inner(vjp(g).evaluate(x, u)[1], v), rel=1e-10, abs=1e-12
+    )
+    first = jvp(g)
+    d2 = jvp(first, (True, False)).evaluate(x, v, w)[-1]
+    close(d2, central(lambda z: first.evaluate(z, v)[1], x, w), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("entry", SURFACE)
+def test_numpy_surface_emits_a_batched_jacobian(module_cache: Any, entry: str) -> None:
+    fn, shape = cases.SURFACE[entry]
+    mod, text = module_cache(TESTS / "primitive_cases.py", fn.__name__, shape,
+                             ["jacobian", "pullback"], backend="trace", emit="vector")  # fmt: skip
+    x, v = point_of(shape, 24), normal(shape, 25)
+    g = trace(fn, [(shape, "float64")])
+    J = mod.jacobian(x).reshape(-1, x.size)
+    close(J @ v.ravel(), np.ravel(jvp(g).evaluate(x, v)[1]), rtol=1e-9, atol=1e-11)
+    assert "for " not in text
+
+
+def point_of(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(0.2, 0.8, shape)

@@ -68,7 +68,17 @@ class Primitive:
         if self.shape_rule is not None:
             return self.shape_rule(*avals, **params)
         if self.elementwise:
-            shape = tuple(np.broadcast_shapes(*(s for s, _ in avals)))
+            try:
+                shape = tuple(np.broadcast_shapes(*(s for s, _ in avals)))
+            except ValueError:
+                from difgen.errors import TraceError
+                from difgen.frontend.tracer import user_location
+
+                shapes = " ".join(str(tuple(s)) for s, _ in avals)
+                raise TraceError(
+                    f"{user_location()}: operands could not be broadcast together "
+                    f"with shapes {shapes} (in {self.name})"
+                ) from None
             dtype = "float64" if self.differentiable else "bool"
             return shape, dtype
         dummies = [_dummy(shape, dtype) for shape, dtype in avals]
