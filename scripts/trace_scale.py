@@ -7,6 +7,10 @@ jacobian at n = 1,000. Each build runs in a fresh process, timed from config to
 written file, like ``difgen build``. Also runs each generated gradient once and
 checks it against the closed form.
 
+Then times ``derivative`` of the checked-in seed modules built in forward and in
+reverse mode (generated/seed_forward.py, generated/seed_reverse.py): the issue asks
+for a ratio within 10%.
+
     python scripts/trace_scale.py            # the table
     python scripts/trace_scale.py --quick    # n = 100,000 gradient only
 """
@@ -130,6 +134,34 @@ def run_case(root: Path, name: str, function: str, n: int, ops: list[str]) -> di
     }
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+SEED_TIMING = """
+import importlib.util, json, sys, timeit
+out = {}
+for mode in ("forward", "reverse"):
+    spec = importlib.util.spec_from_file_location(mode, sys.argv[1] + f"/seed_{mode}.py")
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    timer = timeit.Timer("d(0.37)", globals={"d": m.derivative})
+    number = 200_000
+    out[mode] = min(timer.repeat(repeat=7, number=number)) / number * 1e9
+print(json.dumps(out))
+"""
+
+
+def seed_ratio() -> dict[str, float]:
+    """ns per call of the seed derivative, forward and reverse mode modules."""
+    run = subprocess.run(
+        [sys.executable, "-c", SEED_TIMING, str(ROOT / "generated")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    times = json.loads(run.stdout)
+    times["ratio"] = times["reverse"] / times["forward"]
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -141,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run_case(Path(tmp), *case) for case in cases]
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps({"builds": rows, "seed": seed_ratio()}, indent=1))
         return 0
     print(textwrap.dedent(f"""\
         trace backend scale (python {sys.version.split()[0]}); build = `difgen build`
@@ -158,7 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         f"\nn = 100,000 gradient: {big['build_s']} s, {big['file_bytes']} bytes: "
         f"{'within' if ok else 'OUTSIDE'} the 10 s / 20 KB target"
     )
-    return 0 if ok else 1
+    seed = seed_ratio()
+    same = abs(seed["ratio"] - 1.0) <= 0.10
+    print(
+        f"seed derivative: forward {seed['forward']:.1f} ns, reverse "
+        f"{seed['reverse']:.1f} ns per call, ratio {seed['ratio']:.3f}: "
+        f"{'within' if same else 'OUTSIDE'} 10%"
+    )
+    return 0 if ok and same else 1
 
 
 if __name__ == "__main__":
