@@ -11,11 +11,11 @@ tracer.
 >>> print(g)
 { lambda a:f64[] b:f64[] .
   let c:f64[] = sin a
-      d:f64[] = mul c 3.0
-      e:f64[] = cos a
-      f:f64[] = mul e b
-      g:f64[] = mul f 3.0
-  in (d, g) }
+      d:f64[] = cos a
+      e:f64[] = mul d b
+      f:f64[] = mul c 3.0
+      g:f64[] = mul e 3.0
+  in (f, g) }
 """
 
 from __future__ import annotations

@@ -91,10 +91,10 @@ def vjp(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
     { lambda a:f64[3] b:f64[] .
       let c:f64[3] = mul a a
           d:f64[] = reduce_sum[axes=(0,)] c
-          e:f64[3] = broadcast_to[shape=(3,)] b
-          f:f64[3] = mul e a
-          g:f64[3] = mul a e
-          h:f64[3] = add f g
+          e:f64[1] = reshape[shape=(1,)] b
+          f:f64[3] = broadcast_to[shape=(3,)] e
+          g:f64[3] = mul f 2.0
+          h:f64[3] = mul g a
       in (d, h) }
     """
     n = len(graph.inputs)
