@@ -11,7 +11,8 @@ because one simplification can enable another (Tangent's habit).
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from difgen.ir import Eqn, Graph, Lit, Var
 

@@ -15,10 +15,10 @@ smaller, and commutative operands in either order (CSE modulo commutativity).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-
 from difgen.ir import Atom, Lit, Params, Var
 
 Result = Var | np.ndarray | None
@@ -301,9 +301,13 @@ def _matmul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     out_shape = _matmul_shape(a.shape, b.shape)
     for eye, other in ((a, b), (b, a)):
         eqn = cx.made_by(eye, "basis")
-        if eqn is not None and len(eqn.params.as_dict()["shape"]) == 1:
-            if other.shape == out_shape and isinstance(other, Var):
-                return other
+        if (
+            eqn is not None
+            and len(eqn.params.as_dict()["shape"]) == 1
+            and other.shape == out_shape
+            and isinstance(other, Var)
+        ):
+            return other
     if a.shape[-1] != 1:
         return None
     if a.ndim >= 2 and b.ndim >= 2:
@@ -351,9 +355,9 @@ def _smaller_source(atom: Atom, cx: Context) -> Atom | None:
     only adds or drops leading size-1 axes), or the scalar of a uniform constant."""
     if isinstance(atom, Lit):
         flat = atom.value.ravel()
-        if atom.value.ndim and flat.size and atom.dtype != "bool":
-            if np.all(flat == flat[0]):
-                return Lit(np.asarray(flat[0]))
+        uniform = atom.value.ndim and flat.size and atom.dtype != "bool"
+        if uniform and np.all(flat == flat[0]):
+            return Lit(np.asarray(flat[0]))
         return None
     eqn = cx.producer(atom)
     if eqn is None:

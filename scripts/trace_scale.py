@@ -105,14 +105,20 @@ def run_case(root: Path, name: str, function: str, n: int, ops: list[str]) -> di
         CONFIG.format(name=name, function=function, n=n, operators=json.dumps(ops))
     )
     run = subprocess.run(
-        [sys.executable, "-c", BUILD, str(config)], capture_output=True, text=True
+        [sys.executable, "-c", BUILD, str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if run.returncode != 0:
         raise SystemExit(run.stderr)
     timing = json.loads(run.stdout.strip().splitlines()[-1])
     path = work / "out" / f"{name}.py"
     check = subprocess.run(
-        [sys.executable, "-c", CHECK, str(path)], capture_output=True, text=True
+        [sys.executable, "-c", CHECK, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if check.returncode != 0:
         raise SystemExit(check.stderr)

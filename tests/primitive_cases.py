@@ -269,8 +269,7 @@ def r_det(x):
 
 def r_logabsdet(x):
     A = x.reshape(3, 3) - 3.0 * np.eye(3)
-    sign, logdet = np.linalg.slogdet(A)
-    return logdet * x[:3]
+    return np.linalg.slogdet(A).logabsdet * x[:3]
 
 
 def r_detsign(x):

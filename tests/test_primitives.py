@@ -12,9 +12,8 @@ import functools
 from typing import Any
 
 import numpy as np
-import pytest
-
 import primitive_cases as cases
+import pytest
 from conftest import TESTS
 from difgen.ad import jvp, vjp, vmap
 from difgen.frontend.tracer import trace

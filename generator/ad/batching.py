@@ -10,10 +10,10 @@ array axis, never a Python loop over seeds.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-
 from difgen.ad.interpret import Env, apply, build_graph, read
 from difgen.errors import DifgenError
 from difgen.ir import Graph, Var

@@ -7,12 +7,18 @@ inherits the tracer's constant folding, algebraic identities and CSE for free.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
-
-from difgen.frontend.tracer import BUILDERS, Builder, Tracer, bind, current_builder
-from difgen.frontend.tracer import finish
+from difgen.frontend.tracer import (
+    BUILDERS,
+    Builder,
+    Tracer,
+    bind,
+    current_builder,
+    finish,
+)
 from difgen.ir import Atom, Eqn, Graph, Lit, Var
 
 Aval = tuple[tuple[int, ...], str]

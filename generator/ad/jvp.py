@@ -20,10 +20,10 @@ tracer.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.errors import DifgenError
 from difgen.ir import Graph, Var

@@ -10,10 +10,10 @@ primitives need a transpose rule, and no derivative is written twice.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp
 from difgen.errors import DifgenError

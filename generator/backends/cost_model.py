@@ -25,7 +25,6 @@ scalar code wins roughly below a dozen or two element operations per equation.
 from __future__ import annotations
 
 import numpy as np
-
 from difgen.ir import Graph
 
 CALL_NS = 700.0
@@ -41,7 +40,7 @@ def work(graph: Graph) -> int:
     for eqn in graph.eqns:
         name = eqn.primitive.name
         if name == "matmul":
-            a, b = eqn.inputs
+            a = eqn.inputs[0]
             inner = a.shape[-1] if a.shape else 1
             total += max(eqn.out.size, 1) * inner
         elif name == "einsum":

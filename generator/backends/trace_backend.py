@@ -21,11 +21,11 @@ model (:mod:`difgen.backends.cost_model`).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import sympy as sp
-
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
 from difgen.backends import cost_model, vector_code
 from difgen.config import ModuleSpec

@@ -12,11 +12,11 @@ structure: uniform arrays as ``np.full``/``np.zeros``, integer runs (index array
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
@@ -243,9 +243,7 @@ def _needs_parens(expr: str, before: str, after: str) -> bool:
         left_level, unary = left
         if unary or level <= left_level:
             return True
-    if right is not None and (level < right or (level == right == _POW)):
-        return True
-    return False
+    return right is not None and (level < right or level == right == _POW)
 
 
 def _placeholder(i: int) -> str:

@@ -7,11 +7,11 @@ binary rows carry their JVP. Compound NumPy functions (``log2``, ``square``,
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
-
 from difgen.primitives.core import Linear, Primitive, call, register, unbroadcast
 
 
@@ -136,7 +136,7 @@ def _mul_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
 
 def _div_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     """Quotient rule written as (da - y db) / b."""
-    (a, b), (da, db) = primals, tangents
+    (_, b), (da, db) = primals, tangents
     num = _add_tangents(da, None if db is None else -(out * db))
     return None if num is None else _broadcast_to(num / b, np.shape(out))
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-
 from difgen.primitives.core import (
     PRIMITIVES,
     Linear,
@@ -68,7 +67,7 @@ def _matmul_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
             return [ct[..., None] * b, None]
         return [unbroadcast(ct @ _mT(b), a.shape), None]
     if not isinstance(b, Linear):
-        raise ValueError("matmul transpose needs a linear operand")
+        raise TypeError("matmul transpose needs a linear operand")
     if b.ndim == 1 and np.ndim(a) == 1:
         return [None, ct * a]
     if b.ndim == 1:  # y[..., m] = a[..., m, n] b[n]
@@ -207,7 +206,7 @@ def _solve_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
 def _solve_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
     """Linear in the right-hand side only: ct_b = A^-T ct."""
     if isinstance(a, Linear) or not isinstance(b, Linear):
-        raise ValueError("solve is linear in its right-hand side only")
+        raise TypeError("solve is linear in its right-hand side only")
     return [None, unbroadcast(solve(_mT(a), ct), b.shape)]
 
 
@@ -311,8 +310,8 @@ def _sym_matrix(fn: Any, scalar: bool) -> Any:
     return lower
 
 
-_SQUARE = lambda a: (a[0], "float64")  # noqa: E731
-_STACK = lambda a: (a[0][:-2], "float64")  # noqa: E731
+_SQUARE = lambda a: (a[0], "float64")
+_STACK = lambda a: (a[0][:-2], "float64")
 
 MATRIX_FUNCTIONS: list[tuple[str, Any, str, Any, Any, Any, bool]] = [
     # name, NumPy, source form, JVP, SymPy lowering, shape rule, differentiable

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-
-from difgen.primitives.core import Primitive, call, register
+from difgen.primitives.core import Primitive, register
 
 
 def _keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:

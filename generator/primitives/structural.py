@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from difgen.ir import FrozenArray
 from difgen.primitives.core import (
     Linear,
