@@ -110,7 +110,7 @@ def jacobian(
     t2 = t0[:, 0]
     t3 = t0[:, 1]
     t4 = np.roll(t2, 1, axis=1) + np.roll(t2, -1, axis=1) + np.roll(t2, 1, axis=2)
-    t5 = 2.0 * t1 * t2 * x[1] + t1**2.0 * t3
+    t5 = 2.0 * t1 * x[1] * t2 + t1**2.0 * t3
     t6 = np.roll(t3, 1, axis=1) + np.roll(t3, -1, axis=1) + np.roll(t3, 1, axis=2)
     t7 = np.reshape(
         (t4 + np.roll(t2, -1, axis=2) - 4.0 * t2) * 2250.0 + t5 - 4.4 * t2,

@@ -93,11 +93,11 @@ def hessian(
     """Hessian, shaped x.shape + x.shape. Returns hessian (20, 20)."""
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
-    t2 = np.sign(t1)
+    t2 = t0 * np.sign(t1)
     t3 = np.exp(-np.absolute(t1))
     t4 = 1.0 + t3
-    t5 = 1.0 / t4 * (t3 * -(t2 * (t0 * X.T)))
-    result: NDArray[np.float64] = (t0 * (t2 * -(t5 + t3 * (-t5 / t4))) @ X).T
+    t5 = t3 * (1.0 / t4) * -(t2 * X.T)
+    result: NDArray[np.float64] = (t2 * -(t5 + t3 * (-t5 / t4)) @ X).T
     if out is None:
         return result
     out[...] = result

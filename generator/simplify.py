@@ -7,6 +7,7 @@ itself happens in ``bind``: an equation whose inputs are all constants is evalua
 
 The identities: ``x + 0``, ``x * 1``, ``x * 0``, ``x / 1``, ``x ** 1``, ``x ** 0``,
 ``-(-x)``, ``0 - x``, ``x + (-y)``, ``c1 * (c2 * x)``, ``-(c * x)``, ``x + x``,
+``sum(-x)``, ``(p * T) * u`` with small p and u (reassociated to ``(p * u) * T``),
 reshape of reshape, transpose of transpose, broadcast of broadcast, sums over
 size-1 axes, ``where`` with equal branches or a constant condition, operands of
 elementwise primitives that are only broadcasts (or uniform constants) of something
@@ -165,6 +166,8 @@ def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
         return _keep(a, atoms)
     if _is_const(a, 1.0):
         return _keep(b, atoms)
+    if (small_first := _small_factors_first(a, b, cx)) is not None:
+        return small_first
     if isinstance(b, Lit) and not isinstance(a, Lit):
         a, b = b, a  # the constant first
     c = _scalar_lit(a)
@@ -180,6 +183,23 @@ def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
                 return cx.bind("mul", Lit(np.asarray(c * c2)), inner.inputs[1 - i])
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("mul", Lit(np.asarray(-c)), neg.inputs[0])
+    return None
+
+
+def _small_factors_first(a: Atom, b: Atom, cx: Context) -> Result:
+    """``(p * T) * u`` with p and u smaller than T (say a batch of tangents) is
+    ``(p * u) * T``: one product over the large array instead of two."""
+    out = _out_shape([a, b])
+    size = int(np.prod(out, dtype=np.int64))
+    for x, u in ((a, b), (b, a)):
+        eqn = cx.made_by(x, "mul")
+        if eqn is None or u.size >= size:
+            continue
+        for p, big in (eqn.inputs, eqn.inputs[::-1]):
+            if p.size < size and big.shape == out and isinstance(big, Var):
+                small = _out_shape([p, u])
+                if int(np.prod(small, dtype=np.int64)) < size:
+                    return cx.bind("mul", cx.bind("mul", p, u), big)
     return None
 
 
@@ -283,6 +303,8 @@ def _reduce_sum(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Resul
     if all(x.shape[a] == 1 for a in axes):
         shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
         return cx.bind("reshape", x, shape=shape)
+    if (neg := cx.made_by(x, "neg")) is not None:  # sum(-x) = -sum(x), exactly
+        return cx.bind("neg", cx.bind("reduce_sum", neg.inputs[0], axes=axes))
     return None
 
 
