@@ -65,6 +65,7 @@ class Derivatives:
         self.xs: Shape = tuple(spec.input.shape)
         self.ys: Shape = tuple(graph.outputs[0].shape)
         self._graphs: dict[tuple[str, int], Graph] = {}
+        self._sources: list[Graph] = []  # keeps the ids used as cache keys alive
 
     # ---------------------------------------------------------------- modes
     def mode(self, natural: str) -> str:
@@ -82,6 +83,7 @@ class Derivatives:
             ctx = (False,) * (len(graph.inputs) - 1)
             transform = jvp if kind == "jvp" else vjp
             self._graphs[key] = optimize(transform(graph, (True, *ctx)))
+            self._sources.append(graph)
         return self._graphs[key]
 
     def _graph_of(self, kind: str, fn: Any) -> Graph:
