@@ -78,24 +78,24 @@ def pullback(x: NDArray[np.float64], dy: NDArray[np.float64]) -> NDArray[np.floa
     t1 = np.reshape(dy[1:2], (16, 16))
     t2 = np.reshape(dy[0:1], (16, 16))
     t3 = t1 * 2250.0
-    t4 = (
+    t4 = t2 - t1
+    t5 = t2 * 2250.0
+    t6 = (
         np.roll(t3, 1, axis=1)
         - 9000.0 * t1
         + np.roll(t3, -1, axis=1)
         + np.roll(t3, 1, axis=0)
     )
-    t5 = t2 - t1
-    t6 = t2 * 2250.0
     t7 = (
         3.4 * t1
         - 4.4 * t2
-        + 2.0 * t0 * (t5 * x[1])
+        + 2.0 * t0 * (t4 * x[1])
         - 9000.0 * t2
-        + np.roll(t6, 1, axis=1)
+        + np.roll(t5, 1, axis=1)
     )
-    t8 = t7 + np.roll(t6, -1, axis=1) + np.roll(t6, 1, axis=0) + np.roll(t6, -1, axis=0)
+    t8 = t7 + np.roll(t5, -1, axis=1) + np.roll(t5, 1, axis=0) + np.roll(t5, -1, axis=0)
     t9 = np.zeros((2, 16, 16))
-    t9[1] = t4 + np.roll(t3, -1, axis=0) + t0**2.0 * t5
+    t9[1] = t6 + np.roll(t3, -1, axis=0) + t0**2.0 * t4
     t9[0] = t8
     result: NDArray[np.float64] = t9
     return result

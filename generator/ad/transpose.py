@@ -17,6 +17,7 @@ import numpy as np
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp
 from difgen.errors import DifgenError
+from difgen.frontend.tracer import Tracer, current_builder
 from difgen.ir import Eqn, Graph, Var
 from difgen.primitives import Linear
 
@@ -46,12 +47,12 @@ def vjp_eval(
             env[eqn.out] = apply(eqn, [read(env, a) for a in eqn.inputs])
     outs = [read(env, o) for o in lin.outputs[:m]]
 
-    cts: Env = {}
+    cts: dict[Var, list[Any]] = {}
     for atom, ct in zip(lin.outputs[m:], cotangents):
         if isinstance(atom, Var) and atom in linear and ct is not None:
             _accumulate(cts, atom, ct)
     for eqn in reversed(linear_eqns):
-        ct = cts.pop(eqn.out, None)
+        ct = _total(cts.pop(eqn.out, []))
         if ct is None:
             continue
         prim = eqn.primitive
@@ -72,13 +73,60 @@ def vjp_eval(
                     )
                 _accumulate(cts, atom, c)
     seeds = iter(lin.inputs[n:])
-    return outs, [cts.get(next(seeds)) if w else None for w in wrt]
+    return outs, [_total(cts.get(next(seeds), [])) if w else None for w in wrt]
 
 
-def _accumulate(cts: Env, var: Var, ct: Any) -> None:
-    if is_zero(ct):
-        return
-    cts[var] = ct if var not in cts else cts[var] + ct
+def _accumulate(cts: dict[Var, list[Any]], var: Var, ct: Any) -> None:
+    if not is_zero(ct):
+        cts.setdefault(var, []).append(ct)
+
+
+def _total(parts: list[Any]) -> Any:
+    """The sum of a value's cotangent contributions (None: zero).
+
+    Scalar reads of one array (the transpose of ``np.array`` of traced scalars gives
+    one per element) are summed by one gather and one reduction, or by a reduction
+    alone when they read every element once.
+    """
+    if not parts:
+        return None
+    groups: dict[Var, list[tuple[int, ...]]] = {}
+    rest: list[Any] = []
+    for part in parts:
+        source = _scalar_read(part)
+        if source is None:
+            rest.append(part)
+        else:
+            groups.setdefault(source[0], []).append(source[1])
+    for array, positions in groups.items():
+        tracer = Tracer(current_builder(), array)
+        if len(positions) < 3:
+            rest += [tracer[p] for p in positions]
+        elif sorted(positions) == list(np.ndindex(*array.shape)):
+            rest.append(np.sum(tracer))
+        else:
+            index = tuple(np.array(axis) for axis in zip(*positions))
+            rest.append(np.sum(tracer[index]))
+    total = rest[0]
+    for part in rest[1:]:
+        total = total + part
+    return total
+
+
+def _scalar_read(value: Any) -> tuple[Var, tuple[int, ...]] | None:
+    """(array, position) when ``value`` is ``array[i, j, ...]`` with integer indices."""
+    if not isinstance(value, Tracer) or not value.is_var:
+        return None
+    eqn = value.builder.producer.get(value.atom)
+    if eqn is None or eqn.primitive.name != "getitem" or eqn.out.shape != ():
+        return None
+    index = eqn.params.as_dict()["index"]
+    array = eqn.inputs[0]
+    if not isinstance(array, Var) or len(index) != array.ndim:
+        return None
+    if not all(isinstance(i, int) for i in index):
+        return None
+    return array, tuple(i % n for i, n in zip(index, array.shape))
 
 
 def vjp(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
