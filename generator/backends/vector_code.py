@@ -305,7 +305,22 @@ def _roll_scatter(eqn: Any) -> str | None:
     return None if rolled is None else _roll_source(-rolled[1], rolled[0], len(shape))
 
 
-PEEPHOLES = {"getitem": _roll_getitem, "scatter_add": _roll_scatter}
+def _full_reduction(eqn: Any) -> str | None:
+    """A reduction over every axis needs no ``axis=``."""
+    if len(eqn.params.as_dict()["axes"]) != eqn.inputs[0].ndim:
+        return None
+    name = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
+    return f"np.{name.get(eqn.primitive.name, 'prod')}({_placeholder(0)})"
+
+
+PEEPHOLES = {
+    "getitem": _roll_getitem,
+    "scatter_add": _roll_scatter,
+    "reduce_sum": _full_reduction,
+    "reduce_max": _full_reduction,
+    "reduce_min": _full_reduction,
+    "reduce_prod": _full_reduction,
+}
 """Source forms that need the input shapes (which ``Primitive.emit`` does not see)."""
 
 
