@@ -267,9 +267,13 @@ def _emit(
     ):
         try:
             function, cost = _scalar_function(op, spec, ys, graph, pool)
-        except NotImplementedError:
+        except NotImplementedError as exc:
             if spec.emit == "scalar":
-                raise
+                raise ConfigError(
+                    spec.config_path,
+                    spec.line_of("emit"),
+                    f'emit = "scalar" cannot scalarize {op.name}: {exc}; use "auto"',
+                ) from None
         else:
             if spec.emit == "scalar" or cost <= cost_model.vector_cost(graph):
                 return function, "scalar"
