@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from difgen.primitives import elementwise, linalg, reductions, structural  # noqa: F401
+from difgen.primitives import (  # noqa: F401
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    structural,
+)
 from difgen.primitives.core import PRIMITIVES, Linear, Primitive
 
 __all__ = ["PRIMITIVES", "Linear", "Primitive"]

@@ -1,0 +1,400 @@
+"""Indexing primitives: read (``getitem``), place into zeros (``scatter_add``,
+``scatter_sum``) and overwrite (``set_index``) through static indices.
+
+All are linear. An index is a tuple whose items are ints, ``("slice", start, stop,
+step)``, ``None`` (new axis), ``Ellipsis`` or a constant integer array
+(:class:`~difgen.ir.FrozenArray`), so ``x[index]`` is decided at build time,
+including whether a scatter may assign (unique positions) or must accumulate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from difgen.ir import FrozenArray
+from difgen.primitives.core import (
+    Linear,
+    Primitive,
+    _dummy,
+    batched_to,
+    bind,
+    lift_batched,
+    register,
+    unbroadcast,
+)
+
+
+# ----------------------------------------------------------------------- index
+def to_index(frozen: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Rebuild a NumPy index from its frozen form."""
+    items: list[Any] = []
+    for item in frozen:
+        if isinstance(item, tuple) and len(item) == 4 and item[0] == "slice":
+            items.append(slice(*item[1:]))
+        elif isinstance(item, FrozenArray):
+            items.append(item.value)
+        else:
+            items.append(item)
+    return tuple(items)
+
+
+def index_source(frozen: tuple[Any, ...]) -> str:
+    """Source text of a frozen index (arrays print as their constant's name)."""
+    parts: list[str] = []
+    for item in frozen:
+        if isinstance(item, tuple) and len(item) == 4 and item[0] == "slice":
+            start, stop, step = ("" if v is None else str(v) for v in item[1:])
+            parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+        elif item is None:
+            parts.append("None")
+        elif item is Ellipsis:
+            parts.append("...")
+        else:
+            parts.append(repr(item))
+    if len(parts) == 1:
+        return parts[0] if parts[0] else ":"
+    return ", ".join(p or ":" for p in parts)
+
+
+def positions_unique(shape: tuple[int, ...], frozen: tuple[Any, ...]) -> bool:
+    """Whether ``x[index]`` reads each position of ``x`` at most once.
+
+    Basic indices (ints, slices, new axes) never repeat a position; with integer
+    arrays, the positions repeat exactly when two broadcast index tuples coincide, so
+    only the (small) index arrays are looked at, never an array of ``shape``.
+    """
+    if not any(isinstance(item, FrozenArray) for item in frozen):
+        return True
+    dims = _dims_of(shape, frozen)
+    arrays = [
+        (np.asarray(item.value) % n) if isinstance(item, FrozenArray) else item % n
+        for item, n in zip(frozen, dims)
+        if isinstance(item, (FrozenArray, int)) and n is not None
+    ]
+    flat = np.ravel_multi_index(
+        [np.ravel(a) for a in np.broadcast_arrays(*arrays)],
+        [n for item, n in zip(frozen, dims) if isinstance(item, (FrozenArray, int))],
+    )
+    return len(np.unique(flat)) == flat.size
+
+
+def _dims_of(shape: tuple[int, ...], frozen: tuple[Any, ...]) -> list[int | None]:
+    """The dimension of ``shape`` each index item applies to (None for new axes)."""
+    consumed = sum(1 for item in frozen if item is not None and item is not Ellipsis)
+    dims: list[int | None] = []
+    axis = 0
+    for item in frozen:
+        if item is None:
+            dims.append(None)
+        elif item is Ellipsis:
+            dims.append(None)
+            axis += len(shape) - consumed
+        else:
+            dims.append(shape[axis])
+            axis += 1
+    return dims
+
+
+def advanced_first(frozen: tuple[Any, ...]) -> bool:
+    """Whether NumPy puts the broadcast dims of the array indices first.
+
+    That happens when integer-array indices (and ints, which then count as arrays)
+    are separated by a slice, an Ellipsis or a new axis.
+    """
+    if not any(isinstance(item, FrozenArray) for item in frozen):
+        return False
+    where = [i for i, item in enumerate(frozen) if isinstance(item, (FrozenArray, int))]
+    return where != list(range(where[0], where[-1] + 1))
+
+
+def _array_index_ndim(frozen: tuple[Any, ...]) -> int:
+    arrays = [np.asarray(i.value) for i in frozen if isinstance(i, FrozenArray)]
+    return len(np.broadcast_shapes(*(a.shape for a in arrays))) if arrays else 0
+
+
+_FULL = ("slice", None, None, None)
+
+
+def _batched_index(frozen: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (_FULL, *frozen)
+
+
+def _batch_axis_front(value: Any, frozen: tuple[Any, ...]) -> Any:
+    """After indexing with a leading full slice, move the batch axis back in front."""
+    if not advanced_first(frozen):
+        return value
+    pos = _array_index_ndim(frozen)
+    ndim = np.ndim(value)
+    order = [pos] + [i for i in range(ndim) if i != pos]
+    return np.transpose(value, order)
+
+
+def _batch_axis_to_region(value: Any, frozen: tuple[Any, ...], ndim: int) -> Any:
+    """A value ``(k, *v)`` laid out like ``out[(:, *index)] = value`` expects it."""
+    value = lift_batched(value, ndim)
+    if not advanced_first(frozen):
+        return value
+    pos = _array_index_ndim(frozen)
+    order = list(range(1, np.ndim(value)))
+    order.insert(pos, 0)
+    return np.transpose(value, order)
+
+
+def _getitem_jvp(out: Any, primals: list[Any], tangents: list[Any], index: Any) -> Any:
+    """Linear."""
+    return None if tangents[0] is None else tangents[0][to_index(index)]
+
+
+def _getitem_transpose(ct: Any, x: Any, index: Any) -> list[Any]:
+    """Scatter the cotangent back to the positions that were read."""
+    return [scatter_add(ct, index, x.shape)]
+
+
+def _getitem_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
+    """Index behind a leading full slice."""
+    out = bind(getitem_p, args[0], index=_batched_index(index))
+    return _batch_axis_front(out, index)
+
+
+def _getitem_shape(x: Any, index: Any) -> Any:
+    return tuple(_dummy(*x)[to_index(index)].shape), x[1]
+
+
+getitem_p = register(
+    Primitive(
+        name="getitem",
+        impl=lambda x, index: np.asarray(x[to_index(index)]),
+        emit=lambda args, params: f"{args[0]}[{index_source(params['index'])}]",
+        jvp=_getitem_jvp,
+        transpose=_getitem_transpose,
+        shape_rule=_getitem_shape,
+        batch=_getitem_batch,
+        linear=True,
+    )
+)
+
+
+def _elements(value: Any) -> Any:
+    """A 0-d array as its element: object arrays would store the array itself."""
+    value = np.asarray(value)
+    return value[()] if value.ndim == 0 else value
+
+
+def _scatter_impl(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
+    value = _elements(value)
+    out = np.zeros(shape, dtype=np.asarray(value).dtype)
+    if positions_unique(shape, index):
+        out[to_index(index)] = value
+    else:
+        np.add.at(out, to_index(index), value)
+    return out
+
+
+def _scatter_emit(args: list[str], params: dict[str, Any]) -> list[str]:
+    idx = index_source(params["index"])
+    if positions_unique(params["shape"], params["index"]):
+        store = f"OUT[{idx}] = {args[0]}"
+    else:
+        store = f"np.add.at(OUT, np.s_[{idx}], {args[0]})"
+    return [f"OUT = np.zeros({params['shape']!r})", store]
+
+
+def _scatter_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], **params: Any
+) -> Any:
+    """Linear."""
+    return None if tangents[0] is None else scatter_add(tangents[0], **params)
+
+
+def _scatter_transpose(ct: Any, value: Any, index: Any, shape: Any) -> list[Any]:
+    """Read back the scattered positions."""
+    return [unbroadcast(ct[to_index(index)], value.shape)]
+
+
+def _scatter_batch(args: Any, batched: Any, k: int, index: Any, shape: Any) -> Any:
+    """Scatter behind a leading full slice into ``(k, *shape)``."""
+    region = _dummy(tuple(shape), "float64")[to_index(index)].ndim
+    value = _batch_axis_to_region(args[0], index, region)
+    return scatter_add(value, _batched_index(index), (k, *shape))
+
+
+scatter_add_p = register(
+    Primitive(
+        name="scatter_add",
+        impl=_scatter_impl,
+        emit=_scatter_emit,
+        jvp=_scatter_jvp,
+        transpose=_scatter_transpose,
+        shape_rule=lambda value, index, shape: (tuple(shape), value[1]),
+        batch=_scatter_batch,
+        linear=True,
+    )
+)
+
+
+def scatter_add(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
+    """``out = zeros(shape); out[index] += value``, traced or eager."""
+    return bind(scatter_add_p, value, index=index, shape=tuple(shape))
+
+
+# ---------------------------------------------------------------- scatter_sum
+def _scatter_sum_impl(*values: Any, indices: Any, shape: Any) -> Any:
+    dtype = object if any(np.asarray(v).dtype == object for v in values) else float
+    out = np.zeros(shape, dtype=dtype)
+    for value, index in zip(values, indices):
+        if positions_unique(tuple(shape), index):
+            out[to_index(index)] += _elements(value)
+        else:
+            np.add.at(out, to_index(index), _elements(value))
+    return out
+
+
+_COVER_LIMIT = 1 << 22  # track which positions are written up to this many elements
+
+
+def _scatter_sum_emit(args: list[str], params: dict[str, Any]) -> list[str]:
+    """One zero buffer: the first writes of each position assign, later ones add."""
+    shape = tuple(params["shape"])
+    lines = [f"OUT = np.zeros({shape!r})"]
+    size = int(np.prod(shape, dtype=np.int64))
+    covered = np.zeros(shape, dtype=bool) if size <= _COVER_LIMIT else None
+    for arg, index in zip(args, params["indices"]):
+        src = index_source(index)
+        if not positions_unique(shape, index):
+            lines.append(f"np.add.at(OUT, np.s_[{src}], {arg})")
+            covered = None
+            continue
+        fresh = covered is not None and not covered[to_index(index)].any()
+        lines.append(f"OUT[{src}] {'=' if fresh else '+='} {arg}")
+        if covered is not None:
+            covered[to_index(index)] = True
+    return lines
+
+
+def _scatter_sum_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], indices: Any, shape: Any
+) -> Any:
+    """Linear: the scatter of the tangents that are not zero."""
+    kept = [(t, i) for t, i in zip(tangents, indices) if t is not None]
+    if not kept:
+        return None
+    return scatter_sum([t for t, _ in kept], [i for _, i in kept], shape)
+
+
+def _scatter_sum_transpose(
+    ct: Any, *values: Any, indices: Any, shape: Any
+) -> list[Any]:
+    """Each value reads back its positions."""
+    return [
+        unbroadcast(ct[to_index(i)], v.shape) if isinstance(v, Linear) else None
+        for v, i in zip(values, indices)
+    ]
+
+
+def _scatter_sum_batch(
+    args: Any, batched: Any, k: int, indices: Any, shape: Any
+) -> Any:
+    """Every index behind a leading full slice, into ``(k, *shape)``."""
+    values = []
+    for value, b, index in zip(args, batched, indices):
+        region = _dummy(tuple(shape), "float64")[to_index(index)].ndim
+        values.append(_batch_axis_to_region(batched_to(value, b, k), index, region))
+    return scatter_sum(values, [_batched_index(i) for i in indices], (k, *shape))
+
+
+scatter_sum_p = register(
+    Primitive(
+        name="scatter_sum",
+        impl=_scatter_sum_impl,
+        emit=_scatter_sum_emit,
+        jvp=_scatter_sum_jvp,
+        transpose=_scatter_sum_transpose,
+        shape_rule=lambda *values, indices, shape: (tuple(shape), "float64"),
+        batch=_scatter_sum_batch,
+        linear=True,
+    )
+)
+
+
+def scatter_sum(values: list[Any], indices: list[Any], shape: tuple[int, ...]) -> Any:
+    """``out = zeros(shape); out[index_i] += value_i`` for each i, traced or eager.
+
+    The fusion of added scatters (reverse mode accumulates a cotangent from every
+    slice that read it): one buffer instead of one per slice.
+    """
+    if len(values) == 1:
+        return scatter_add(values[0], indices[0], shape)
+    return bind(scatter_sum_p, *values, indices=tuple(indices), shape=tuple(shape))
+
+
+def _set_index_impl(x: Any, value: Any, index: Any) -> Any:
+    out = np.array(x, copy=True)
+    if out.dtype != object and np.asarray(value).dtype == object:
+        out = out.astype(object)
+    out[to_index(index)] = _elements(value)
+    return out
+
+
+def _set_index_emit(args: list[str], params: dict[str, Any]) -> list[str]:
+    return [
+        f"OUT = {args[0]}.copy()",
+        f"OUT[{index_source(params['index'])}] = {args[1]}",
+    ]
+
+
+def _set_index_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], index: Any
+) -> Any:
+    """Linear in the array and the stored value jointly."""
+    dx, dv = tangents
+    if dx is None and dv is None:
+        return None
+    shape = tuple(np.shape(out))
+    if dx is None and positions_unique(shape, index):
+        return scatter_add(dv, index, shape)  # zeros, then one assignment
+    dx = np.zeros(shape) if dx is None else dx
+    return set_index(dx, 0.0 if dv is None else dv, index)
+
+
+def _set_index_transpose(ct: Any, x: Any, value: Any, index: Any) -> list[Any]:
+    """The overwritten positions get no cotangent; the stored value gets theirs."""
+    if isinstance(value, Linear) and not positions_unique(tuple(np.shape(ct)), index):
+        raise NotImplementedError("reverse mode through an assignment that repeats "
+                                  "a position (the last write wins)")  # fmt: skip
+    cx = set_index(ct, 0.0, index) if isinstance(x, Linear) else None
+    cv = (
+        unbroadcast(ct[to_index(index)], value.shape)
+        if isinstance(value, Linear)
+        else None
+    )
+    return [cx, cv]
+
+
+def _set_index_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
+    """Assign behind a leading full slice into the batched array."""
+    x = batched_to(args[0], batched[0], k)
+    value = args[1]
+    if batched[1]:
+        region = _dummy(tuple(np.shape(x))[1:], "float64")[to_index(index)].ndim
+        value = _batch_axis_to_region(value, index, region)
+    return set_index(x, value, _batched_index(index))
+
+
+set_index_p = register(
+    Primitive(
+        name="set_index",
+        impl=_set_index_impl,
+        emit=_set_index_emit,
+        jvp=_set_index_jvp,
+        transpose=_set_index_transpose,
+        shape_rule=lambda x, value, index: x,
+        batch=_set_index_batch,
+        linear=True,
+    )
+)
+
+
+def set_index(x: Any, value: Any, index: Any) -> Any:
+    """``out = x.copy(); out[index] = value``, traced or eager."""
+    return bind(set_index_p, x, value, index=index)
