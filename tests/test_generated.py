@@ -67,22 +67,23 @@ import importlib.util, json, sys
 sys.modules["difgen"] = None  # any import of difgen now fails
 import numpy as np
 results = {}
-for path in sys.argv[1:]:
+for path, context_shapes in json.loads(sys.argv[1]).items():
     spec = importlib.util.spec_from_file_location("m", path)
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     x = np.linspace(0.1, 0.9, int(np.prod(m.INPUT_SHAPE))).reshape(m.INPUT_SHAPE)
     x = float(x) if m.INPUT_SHAPE == () else x
-    results[path] = np.asarray(m.f(x, *([np.ones(3)] if "p" in m.f.__code__.co_varnames
-                                        else [np.ones(4)] if "a" in m.f.__code__.co_varnames
-                                        else []))).tolist()
+    ctx = [float(0.5) if s == [] else np.full(s, 0.5) for s in context_shapes]
+    results[path] = np.asarray(m.f(x, *ctx)).tolist()
 print(json.dumps(results))
 """
 
 
 def test_generated_modules_run_where_difgen_cannot_be_imported() -> None:
     paths = [str(_generated(n)) for n in NAMES]
-    run = subprocess.run([sys.executable, "-c", _STANDALONE, *paths],
+    contexts = {str(_generated(s.name)): [list(c.shape) for c in s.contexts]
+                for s in EXAMPLES.modules}  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", _STANDALONE, json.dumps(contexts)],
                          capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert set(json.loads(run.stdout)) == set(paths)

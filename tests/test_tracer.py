@@ -28,6 +28,8 @@ PATTERNS = [
     (cases.more_elementwise, (5,)),
     (cases.padding_and_products, (4,)),
     (cases.comparisons, (6,)),
+    (cases.matrix_functions, (9,)),
+    (cases.integer_index_array, (3,)),
 ]
 
 

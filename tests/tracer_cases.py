@@ -104,3 +104,16 @@ def padding_and_products(x):
 def comparisons(x):
     keep = ((x < 0.5) & (x >= 0.2)) | ~(x == 0.3) & (x != 0.4) | (x <= 0.1)
     return np.where(keep, x, 2.0 * x)
+
+
+def matrix_functions(x):
+    A = x.reshape(3, 3) + 3.0 * np.eye(3)
+    sign, logdet = np.linalg.slogdet(A)
+    return (np.linalg.solve(A, x[:3]).sum() + np.linalg.inv(A).sum() + np.linalg.det(A)
+            + sign * logdet + np.linalg.cholesky(A @ A.T).sum()
+            + (np.diag(x[:3]) + np.diag(x[:2], 1)).sum())  # fmt: skip
+
+
+def integer_index_array(x):
+    idx = np.array([0, 2])
+    return x[idx] * 2.0

@@ -47,6 +47,8 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
     if contains_tracer(obj):
         return lift(obj, force=True)
     value = np.array(obj, dtype=dtype, *args, **kwargs)
+    if value.dtype.kind in "iu" and dtype is None:
+        return value  # integer arrays are indices: keep them plain NumPy constants
     if value.dtype.kind not in "fiub":
         return value
     return _constant(value.astype(np.float64) if value.dtype.kind in "iu" else value)
