@@ -18,6 +18,7 @@ The pattern is structural: it holds for every input, whatever branch ``where`` t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -94,6 +95,12 @@ def _structural(eqn: Eqn, patterns: list[Pattern], n: int) -> Pattern:
         index = to_index(_expand_ellipsis(params["index"], ndim))
         out[index] = np.broadcast_to(args[1], out[index].shape)
         return out
+    if name == "scatter_sum":
+        out = np.zeros((*params["shape"], n), dtype=bool)
+        for value, frozen in zip(args, params["indices"]):
+            index = to_index(_expand_ellipsis(frozen, len(params["shape"])))
+            np.logical_or.at(out, index, value)
+        return out
     if name == "scatter_add":
         out = np.zeros((*params["shape"], n), dtype=bool)
         index = to_index(_expand_ellipsis(params["index"], len(params["shape"])))
@@ -146,7 +153,7 @@ def _elementwise(eqn: Eqn, patterns: list[Pattern], n: int) -> Pattern:
 
 
 _STRUCTURAL = {"reshape", "transpose", "broadcast_to", "getitem", "concatenate", "pad",
-               "pack", "set_index", "scatter_add"}  # fmt: skip
+               "pack", "set_index", "scatter_add", "scatter_sum"}  # fmt: skip
 _REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "cumsum",
                "cumprod"}  # fmt: skip
 
@@ -218,3 +225,54 @@ def color_columns(pattern: np.ndarray) -> np.ndarray:
         for i in rows_of[j]:
             used_in_row[i].add(color)
     return colors
+
+
+@dataclass(frozen=True, eq=False)
+class Coloring:
+    """A jacobian's pattern with a coloring of its columns (or rows) for compression."""
+
+    pattern: np.ndarray  # (m, n) bool
+    colors: np.ndarray  # a color per column, or per row when by_rows
+    by_rows: bool
+
+    @property
+    def ncolors(self) -> int:
+        return int(self.colors.max()) + 1 if self.colors.size else 1
+
+    @property
+    def nnz(self) -> int:
+        return int(self.pattern.sum())
+
+    def nonzeros(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, columns) of the nonzeros in CSR (row-major) order."""
+        rows, cols = np.nonzero(self.pattern)
+        return rows.astype(np.int64), cols.astype(np.int64)
+
+    def flat_positions(self, n: int) -> np.ndarray:
+        """Positions of the nonzeros in the flattened (m, n) matrix."""
+        rows, cols = self.nonzeros()
+        return rows * n + cols
+
+    def compressed_positions(self, size: int) -> np.ndarray:
+        """Positions of the nonzeros in the flattened (colors, size) compressed matrix.
+
+        By columns, entry (i, j) is in row ``colors[j]`` at ``i``; by rows, in row
+        ``colors[i]`` at ``j``.
+        """
+        rows, cols = self.nonzeros()
+        if self.by_rows:
+            return self.colors[rows] * size + cols
+        return self.colors[cols] * size + rows
+
+    def csr_indices(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, indptr) of the CSR layout."""
+        _, cols = self.nonzeros()
+        indptr = np.concatenate([[0], np.cumsum(self.pattern.sum(axis=1))])
+        return cols, indptr.astype(np.int64)
+
+
+def coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
+    """Detect the jacobian pattern of ``graph`` and color its columns (or rows)."""
+    pattern = jacobian_pattern(graph)
+    colors = color_columns(pattern.T if by_rows else pattern)
+    return Coloring(pattern, colors, by_rows)

@@ -51,10 +51,14 @@ def _point(name: str, seed: int) -> tuple[Any, list[Any]]:
     return x, [float(c) if np.ndim(c) == 0 else c for c in ctx]
 
 
-CASES = [(name, backend, mode) for name in scenarios.SCENARIOS for backend, mode in BACKENDS]
+CASES = [
+    (name, backend, mode) for name in scenarios.SCENARIOS for backend, mode in BACKENDS
+]
 
 
-def _build(module_cache: Any, name: str, backend: str, mode: str, batch: int = 1) -> ModuleType:
+def _build(
+    module_cache: Any, name: str, backend: str, mode: str, batch: int = 1
+) -> ModuleType:
     xs, ctx_shapes = scenarios.SCENARIOS[name]
     options: dict[str, Any] = {"backend": backend, "mode": mode}
     if batch > 1:
@@ -78,7 +82,9 @@ def _check_float(value: Any, shape: tuple[int, ...]) -> None:
 
 
 @pytest.mark.parametrize("name,backend,mode", CASES)
-def test_operators_match_oracle(module_cache: Any, name: str, backend: str, mode: str) -> None:
+def test_operators_match_oracle(
+    module_cache: Any, name: str, backend: str, mode: str
+) -> None:
     mod = _build(module_cache, name, backend, mode)
     fn = getattr(scenarios, name)
     x, ctx = _point(name, 1)
@@ -116,7 +122,9 @@ def test_operators_match_oracle(module_cache: Any, name: str, backend: str, mode
             continue
         if op == "value_gradient_and_hessian":
             value, g, h = mod.value_gradient_and_hessian(x, *ctx)
-            _close(value, y), _close(g, expected["gradient"]), _close(h, expected["hessian"])
+            _close(value, y), _close(g, expected["gradient"]), _close(
+                h, expected["hessian"]
+            )
             _check_float(value, ())
             continue
         result = getattr(mod, op)(x, *args.get(base, ()), *ctx)
@@ -128,7 +136,9 @@ def test_operators_match_oracle(module_cache: Any, name: str, backend: str, mode
         _close(result, expected[base])
 
 
-@pytest.mark.parametrize("name,backend,mode", [c for c in CASES if c[0] != "scalar_scalar"])
+@pytest.mark.parametrize(
+    "name,backend,mode", [c for c in CASES if c[0] != "scalar_scalar"]
+)
 def test_out_argument(module_cache: Any, name: str, backend: str, mode: str) -> None:
     """``out=`` writes into the given array and returns that same object."""
     mod = _build(module_cache, name, backend, mode)
@@ -148,7 +158,9 @@ BATCHED = ["scalar_vector", "vector_scalar", "matrix_matrix", "vector_vector_ctx
 
 
 @pytest.mark.parametrize("name,backend,mode", [c for c in CASES if c[0] in BATCHED])
-def test_batched_tangents(module_cache: Any, name: str, backend: str, mode: str) -> None:
+def test_batched_tangents(
+    module_cache: Any, name: str, backend: str, mode: str
+) -> None:
     """With batch = k, dx is (k, *x.shape) and dy (k, *y.shape)."""
     k = 3
     mod = _build(module_cache, name, backend, mode, batch=k)
@@ -171,16 +183,19 @@ def test_batched_tangents(module_cache: Any, name: str, backend: str, mode: str)
 SPARSE = ["vector_scalar", "vector_vector", "matrix_matrix", "vector_vector_ctx"]
 
 
-@pytest.mark.parametrize("name", SPARSE)
-def test_sparse_jacobian_and_hessian(module_cache: Any, name: str) -> None:
+@pytest.mark.parametrize("name,backend,mode", [c for c in CASES if c[0] in SPARSE])
+def test_sparse_jacobian_and_hessian(
+    module_cache: Any, name: str, backend: str, mode: str
+) -> None:
     """sparse = true: CSR arrays of shape (y.size, x.size) / (x.size, x.size)."""
     import scipy.sparse
 
     xs, ctx_shapes = scenarios.SCENARIOS[name]
     scalar_out = _output_shape(name) == ()
-    ops = ["jacobian", "value_and_jacobian"] + (["hessian"] if scalar_out else [])
+    ops = ["jacobian", "value_and_jacobian"]
+    ops += ["hessian", "value_gradient_and_hessian"] if scalar_out else []
     mod, _ = module_cache(TESTS / "scenarios.py", name, xs, ops, ctx_shapes,
-                          backend="sympy", sparse=True)  # fmt: skip
+                          backend=backend, mode=mode, sparse=True)  # fmt: skip
     fn = getattr(scenarios, name)
     x, ctx = _point(name, 6)
     J = oracle.jacobian(fn, x, *ctx)
@@ -192,3 +207,6 @@ def test_sparse_jacobian_and_hessian(module_cache: Any, name: str) -> None:
     if scalar_out:
         H = oracle.hessian(fn, x, *ctx).reshape(np.size(x), np.size(x))
         _close(mod.hessian(x, *ctx).toarray(), H)
+        _, _, hess = mod.value_gradient_and_hessian(x, *ctx)
+        assert scipy.sparse.issparse(hess)
+        _close(hess.toarray(), H)

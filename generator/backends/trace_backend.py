@@ -33,11 +33,22 @@ from difgen.emit import naming
 from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.errors import ConfigError
 from difgen.frontend.tracer import Tracer, current_builder
-from difgen.ir import Graph
-from difgen.operators import OPERATORS, Operator, result_shape, seed_shape
+from difgen.ir import FrozenArray, Graph
+from difgen.operators import (
+    OPERATORS,
+    Operator,
+    is_sparse,
+    result_shape,
+    seed_shape,
+    sparse_shape,
+)
 from difgen.passes import optimize
 from difgen.primitives.core import batched_to
+from difgen.primitives.indexing import scatter_add
 from difgen.primitives.structural import basis_p
+from difgen.sparsity import Coloring, PatternTooLarge, coloring_of
+
+COLORING_GAIN = 2  # a dense jacobian is compressed when colors <= batch / 2
 
 Shape = tuple[int, ...]
 
@@ -66,6 +77,7 @@ class Derivatives:
         self.ys: Shape = tuple(graph.outputs[0].shape)
         self._graphs: dict[tuple[str, int], Graph] = {}
         self._sources: list[Graph] = []  # keeps the ids used as cache keys alive
+        self._colorings: dict[tuple[str, int], Coloring | None] = {}
 
     # ---------------------------------------------------------------- modes
     def mode(self, natural: str) -> str:
@@ -112,12 +124,53 @@ class Derivatives:
         )
 
     # ----------------------------------------------------------- evaluators
-    def jacobian(self, g: Graph, x: Any, ctx: Sequence[Any], mode: str) -> Any:
-        """d out / d x of a one-output graph ``(x, *ctx)``, shaped ``zs + xs``."""
+    def coloring(self, g: Graph, mode: str) -> Coloring | None:
+        """Pattern and coloring of ``g``'s jacobian (None when too large to detect)."""
+        key = (f"coloring-{mode}", id(g))
+        if key not in self._colorings:
+            try:
+                self._colorings[key] = coloring_of(g, by_rows=mode == "reverse")
+            except PatternTooLarge:
+                self._colorings[key] = None
+            self._sources.append(g)
+        return self._colorings[key]
+
+    def jacobian(
+        self, g: Graph, x: Any, ctx: Sequence[Any], mode: str, sparse: bool = False
+    ) -> Any:
+        """d out / d x of a one-output graph ``(x, *ctx)``, shaped ``zs + xs``.
+
+        With ``sparse``, the structural nonzeros in CSR order instead. A jacobian
+        whose pattern needs few colors is computed compressed: one batched
+        pushforward (pullback) per color of columns (rows), not per column (row).
+        """
         xs, zs = g.inputs[0].shape, g.outputs[0].shape
         n, m = _size(xs), _size(zs)
         args = [x, *ctx]
         rest = [None] * len(ctx)
+        if sparse or (n > 1 and m > 1):
+            coloring = self.coloring(g, mode)
+            if coloring is None and sparse:
+                raise ConfigError(
+                    self.spec.config_path,
+                    self.spec.line_of("sparse"),
+                    f"the sparsity pattern of a {m} x {n} jacobian is too large to "
+                    "detect; use sparse = false",
+                )
+            batch = n if mode == "forward" else m
+            if coloring is not None and (
+                sparse or coloring.ncolors * COLORING_GAIN <= batch
+            ):
+                if coloring.ncolors * COLORING_GAIN <= batch:
+                    data = self._compressed(g, args, coloring, mode)
+                else:
+                    dense = self.jacobian(g, x, ctx, mode)
+                    data = np.reshape(dense, (m * n,))[coloring.flat_positions(n)]
+                if sparse:
+                    return data
+                positions = FrozenArray(coloring.flat_positions(n))
+                flat = scatter_add(data, (positions,), (m * n,))
+                return np.reshape(flat, zs + xs)
         if mode == "forward":
             if n == 1:  # derivative: one pushforward with seed 1
                 _, (dz,) = jvp_eval(g, args, [np.ones(xs), *rest])
@@ -136,6 +189,28 @@ class Derivatives:
             self._cached("vjp", g), [*args, _basis(zs)], flags, m
         )
         return np.reshape(batched_to(gx, b, m), zs + xs)
+
+    def _compressed(
+        self, g: Graph, args: list[Any], coloring: Coloring, mode: str
+    ) -> Any:
+        """The nonzeros of the jacobian from one batched JVP (VJP) per color."""
+        xs, zs = g.inputs[0].shape, g.outputs[0].shape
+        n, m = _size(xs), _size(zs)
+        c = coloring.ncolors
+        flags = [False] * len(args) + [True]
+        # seed row k: the sum of the basis vectors of color k
+        seed = np.transpose(_basis((c,))[coloring.colors])
+        if mode == "forward":
+            (_, dz), (_, b) = vmap_eval(
+                self._cached("jvp", g), [*args, np.reshape(seed, (c, *xs))], flags, c
+            )
+            compressed = np.reshape(batched_to(_or_zeros(dz, zs), b, c), (c * m,))
+            return compressed[coloring.compressed_positions(m)]
+        (_, gx), (_, b) = vmap_eval(
+            self._cached("vjp", g), [*args, np.reshape(seed, (c, *zs))], flags, c
+        )
+        compressed = np.reshape(batched_to(_or_zeros(gx, xs), b, c), (c * n,))
+        return compressed[coloring.compressed_positions(n)]
 
     def pushforward(self, x: Any, ctx: Sequence[Any], dx: Any) -> Any:
         """J dx (batched: each row of dx)."""
@@ -197,16 +272,38 @@ class Derivatives:
             return self.jacobian(self.f, x, ctx, self.mode("forward"))
         if kind == "gradient":
             return self.jacobian(self.f, x, ctx, self.mode("reverse"))
+        sparse = is_sparse(kind, self.spec)
         if kind == "jacobian":
-            return self.jacobian(self.f, x, ctx, self.jacobian_mode(self.xs, self.ys))
+            mode = self.jacobian_mode(self.xs, self.ys)
+            return self.jacobian(self.f, x, ctx, mode, sparse)
         if kind == "second_derivative":
             return self.jacobian(self.derivative_graph(), x, ctx, self.mode("forward"))
         if kind == "hvp":
             return self.hvp(x, ctx, seeds["v"])
         if kind == "hessian":
             outer = "reverse" if self.spec.mode == "reverse" else "forward"
-            return self.jacobian(self.gradient_graph(), x, ctx, outer)
+            return self.jacobian(self.gradient_graph(), x, ctx, outer, sparse)
         raise ValueError(f"unknown result kind {kind!r}")
+
+    def sparse_layout(self, kind: str) -> tuple[Coloring, tuple[int, int]] | None:
+        """The CSR pattern of a sparse result kind (None for dense results)."""
+        if not is_sparse(kind, self.spec):
+            return None
+        if kind == "jacobian":
+            g, mode = self.f, self.jacobian_mode(self.xs, self.ys)
+        else:
+            g = self.gradient_graph()
+            mode = "reverse" if self.spec.mode == "reverse" else "forward"
+        coloring = self.coloring(g, mode)
+        assert coloring is not None  # jacobian() raised a ConfigError otherwise
+        return coloring, sparse_shape(kind, self.xs, self.ys)
+
+    def shape_of(self, kind: str) -> Shape:
+        """A result's shape in the operator graph: (nnz,) for sparse results."""
+        layout = self.sparse_layout(kind)
+        if layout is not None:
+            return (layout[0].nnz,)
+        return result_shape(kind, self.xs, self.ys, self.spec.batch)
 
     def operator_graph(self, op: Operator, passes: bool = True) -> Graph:
         """``(x, *seeds, *contexts) -> results`` of one operator."""
@@ -219,10 +316,7 @@ class Derivatives:
         def fn(x: Any, *rest: Any) -> tuple[Any, ...]:
             seeds, ctx = dict(zip(op.seeds, rest[:nseeds])), rest[nseeds:]
             return tuple(
-                np.reshape(
-                    self.result(kind, x, ctx, seeds),
-                    result_shape(kind, self.xs, self.ys, k),
-                )
+                np.reshape(self.result(kind, x, ctx, seeds), self.shape_of(kind))
                 for kind in op.results
             )
 
@@ -231,11 +325,31 @@ class Derivatives:
 
 
 # -------------------------------------------------------------------- emission
+Layouts = dict[int, tuple[Coloring, tuple[int, int]]]
+
+
+def _csr_wrappers(op: Operator, layouts: Layouts, pool: Constants) -> dict[int, str]:
+    """Formats that wrap a sparse result's data into a CSR array."""
+    wrap = {}
+    for i, (coloring, shape) in layouts.items():
+        indices, indptr = coloring.csr_indices()
+        kind = op.results[i].upper()
+        name_i = pool.add(vector_code.array_source(indices), f"{kind}_INDICES")
+        name_p = pool.add(vector_code.array_source(indptr), f"{kind}_INDPTR")
+        wrap[i] = f"sp.csr_array(({{}}, {name_i}, {name_p}), shape={shape!r})"
+    return wrap
+
+
 def _scalar_function(
-    op: Operator, spec: ModuleSpec, ys: Shape, graph: Graph, pool: Constants
+    op: Operator,
+    spec: ModuleSpec,
+    ys: Shape,
+    graph: Graph,
+    pool: Constants,
+    layouts: Layouts,
 ) -> tuple[Function, float]:
     """Straight-line float code: the graph lowered to SymPy (no diff), then cse."""
-    from difgen.backends.scalar_code import ScalarCode, emit_operator
+    from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
     from difgen.backends.sympy_backend import lower, simplest, symbols
 
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
@@ -254,19 +368,27 @@ def _scalar_function(
     cost = cost_model.scalar_cost(
         int(ops), elements, len(read), [r.shape for r in results]
     )
+    for i, (coloring, shape) in layouts.items():
+        indices, indptr = coloring.csr_indices()
+        results[i] = SparseResult(results[i].ravel(), indices, indptr, shape)
     code = ScalarCode(arrays=arrays, order=names, results=results, constants=pool)
     return emit_operator(op, spec, ys, code), cost
 
 
 def _emit(
-    op: Operator, spec: ModuleSpec, ys: Shape, graph: Graph, pool: Constants
+    op: Operator,
+    spec: ModuleSpec,
+    ys: Shape,
+    graph: Graph,
+    pool: Constants,
+    layouts: Layouts,
 ) -> tuple[Function, str]:
     """The operator in the configured emission, or the cheaper by the cost model."""
     if spec.emit == "scalar" or (
         spec.emit == "auto" and cost_model.worth_trying_scalar(graph)
     ):
         try:
-            function, cost = _scalar_function(op, spec, ys, graph, pool)
+            function, cost = _scalar_function(op, spec, ys, graph, pool, layouts)
         except NotImplementedError as exc:
             if spec.emit == "scalar":
                 raise ConfigError(
@@ -277,7 +399,8 @@ def _emit(
         else:
             if spec.emit == "scalar" or cost <= cost_model.vector_cost(graph):
                 return function, "scalar"
-    return vector_code.emit_operator(op, spec, ys, graph, pool), "vector"
+    wrap = _csr_wrappers(op, layouts, pool)
+    return vector_code.emit_operator(op, spec, ys, graph, pool, wrap), "vector"
 
 
 def _label(kinds: dict[str, str]) -> str:
@@ -298,9 +421,13 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     kinds: dict[str, str] = {}
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
-        function, kinds[name] = _emit(
-            op, spec, derivs.ys, derivs.operator_graph(op), pool
-        )
+        graph_of_op = derivs.operator_graph(op)
+        layouts = {
+            i: layout
+            for i, kind in enumerate(op.results)
+            if (layout := derivs.sparse_layout(kind)) is not None
+        }
+        function, kinds[name] = _emit(op, spec, derivs.ys, graph_of_op, pool, layouts)
         functions.append(function)
     return ModuleParts(
         functions=functions,
@@ -309,6 +436,8 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         constants=pool.items,
     )
 
+
+SUPPORTS_SPARSE = True
 
 STAGES = ("jvp", "vjp", "<operator>", "<operator>:unoptimized", "all")
 

@@ -121,7 +121,63 @@ def array_source(value: np.ndarray) -> str:
     item = (lambda v: str(int(v))) if is_int else number
     if flat.size <= INLINE_SIZE:
         return f"np.array({_nested(value, item)})"
+    if is_int and (periodic := _periodic(flat)) is not None:
+        return periodic + reshape
     return _wrapped([item(v) for v in flat], reshape)
+
+
+MAX_PERIOD = 512  # longest period tried by _periodic
+MAX_LITERAL = 48  # longest stretch between periodic runs written out
+MIN_RUN = 32  # shortest stretch worth writing as a periodic run
+MAX_WORK = 50_000_000  # periods x length tried, bounding build time
+
+
+def _periodic(flat: np.ndarray) -> str | None:
+    """Integers made of runs that repeat a block with a constant shift
+    (``v[i + p] = v[i] + s``), joined by short literals: the index arrays of banded
+    and stencil patterns, whose size then does not show in the source.
+
+    >>> print(_periodic(np.array([9, 0, 1, 1, 2, 2, 3, 3, 4] * 1)))
+    None
+    >>> print(_periodic(np.arange(40) // 2 * 3))
+    (np.array([0, 0]) + 3 * np.arange(20)[:, None]).ravel()[:40]
+    """
+    parts = _periodic_parts(flat.astype(np.int64), depth=0)
+    if parts is None or not any(p.startswith("(") for p in parts):
+        return None
+    return parts[0] if len(parts) == 1 else f"np.concatenate(({', '.join(parts)}))"
+
+
+def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
+    n = len(values)
+    if n == 0:
+        return []
+    best: tuple[int, int, int, int] | None = None  # covered, period, start, stop
+    if n >= MIN_RUN and depth < 16:
+        for p in range(1, min(MAX_PERIOD, n // 2, MAX_WORK // n) + 1):
+            steps = values[p:] - values[:-p]
+            bounds = np.concatenate(([0], np.flatnonzero(np.diff(steps)) + 1,
+                                     [len(steps)]))  # fmt: skip
+            k = int(np.argmax(np.diff(bounds)))
+            start, stop = int(bounds[k]), int(bounds[k + 1])
+            covered = stop - start + p
+            if stop - start >= p and covered >= MIN_RUN:
+                if best is None or covered > best[0]:
+                    best = (covered, p, start, stop)
+    if best is None:
+        if n > MAX_LITERAL:
+            return None
+        return [f"np.array({values.tolist()!r})"]
+    covered, p, start, stop = best
+    left = _periodic_parts(values[:start], depth + 1)
+    right = _periodic_parts(values[start + covered :], depth + 1)
+    if left is None or right is None:
+        return None
+    shift, block = int(values[start + p] - values[start]), values[start : start + p]
+    reps = -(-covered // p)
+    run = (f"(np.array({block.tolist()!r}) + {shift} * np.arange({reps})[:, None])"
+           f".ravel()[:{covered}]")  # fmt: skip
+    return [*left, run, *right]
 
 
 def _wrapped(items: list[str], suffix: str) -> str:
@@ -381,13 +437,20 @@ def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> Graph
 
 
 def emit_operator(
-    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], graph: Graph, pool: Constants
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    graph: Graph,
+    pool: Constants,
+    wrap: dict[int, str] | None = None,
 ) -> Function:
     """One operator as a :class:`Function` of vectorized NumPy code.
 
     Scalar results are Python floats; array results are fresh arrays (a constant or
-    an argument is copied), written into ``out`` when it is given.
+    an argument is copied), written into ``out`` when it is given. ``wrap`` maps a
+    result's position to a format that wraps it (a sparse result's data into CSR).
     """
+    wrap = wrap or {}
     arg_names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
     code = emit_graph(graph, arg_names, pool)
     body = list(code.lines)
@@ -401,7 +464,8 @@ def emit_operator(
             results.append(f"np.array({expr})")
         else:
             results.append(expr)
-    if op.takes_out and graph.outputs[-1].shape != ():
+    results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
+    if op.takes_out and graph.outputs[-1].shape != () and len(results) - 1 not in wrap:
         head = [f"{kind}, " for kind in op.results[:-1]]
         for kind, expr in zip(op.results[:-1], results[:-1]):
             body.append(f"{kind} = {expr}")
@@ -410,7 +474,7 @@ def emit_operator(
         body.append(f"    return {''.join(head)}{naming.RESULT}")
         body.append(f"{naming.OUT}[...] = {naming.RESULT}")
         body.append(f"return {''.join(head)}{naming.OUT}")
-    elif len(results) == 1 and graph.outputs[0].shape != ():
+    elif len(results) == 1 and graph.outputs[0].shape != () and 0 not in wrap:
         body.append(f"{naming.RESULT}: NDArray[np.float64] = {results[0]}")
         body.append(f"return {naming.RESULT}")
     else:
