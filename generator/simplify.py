@@ -166,6 +166,8 @@ def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
         return _keep(a, atoms)
     if _is_const(a, 1.0):
         return _keep(b, atoms)
+    if (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
+        return cancelled
     if (small_first := _small_factors_first(a, b, cx)) is not None:
         return small_first
     if isinstance(b, Lit) and not isinstance(a, Lit):
@@ -183,6 +185,17 @@ def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
                 return cx.bind("mul", Lit(np.asarray(c * c2)), inner.inputs[1 - i])
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("mul", Lit(np.asarray(-c)), neg.inputs[0])
+    return None
+
+
+def _cancel_reciprocal(a: Atom, b: Atom, cx: Context) -> Result:
+    """``x * (c / x)`` is ``c``. Like x / x = 1, this assumes x != 0: where x is 0
+    the product is NaN anyway (softmax's ``sum * (1 / sum)`` is the case in point)."""
+    out = _out_shape([a, b])
+    for x, y in ((a, b), (b, a)):
+        div = cx.made_by(y, "div")
+        if div is not None and div.inputs[1] is x and isinstance(div.inputs[0], Lit):
+            return np.broadcast_to(div.inputs[0].value, out).copy()
     return None
 
 
@@ -207,6 +220,8 @@ def _div(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
     if _is_const(a, 0.0):
         return _zeros(atoms)
+    if a is b and isinstance(a, Var):  # x / x = 1, assuming x != 0 as _cancel does
+        return np.ones(a.shape)
     return _keep(a, atoms) if _is_const(b, 1.0) else None
 
 
@@ -305,6 +320,10 @@ def _reduce_sum(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Resul
         return cx.bind("reshape", x, shape=shape)
     if (neg := cx.made_by(x, "neg")) is not None:  # sum(-x) = -sum(x), exactly
         return cx.bind("neg", cx.bind("reduce_sum", neg.inputs[0], axes=axes))
+    if (mul := cx.made_by(x, "mul")) is not None:  # sum(s * y) = s * sum(y), s 0-d
+        for s, y in (mul.inputs, mul.inputs[::-1]):  # traced s: lets s cancel later
+            if isinstance(s, Var) and s.shape == () and y.shape == x.shape:
+                return cx.bind("mul", cx.bind("reduce_sum", y, axes=axes), s)
     return None
 
 
