@@ -94,7 +94,7 @@ def hessian(
     t2 = t0 * np.sign(t1)
     t3 = np.exp(-np.absolute(t1))
     t4 = 1.0 + t3
-    t5 = t3 * (1.0 / t4) * -(t2 * X.T)
+    t5 = t3 * -(t2 * X.T) / t4
     result: NDArray[np.float64] = (t2 * -(t5 + t3 * (-t5 / t4)) @ X).T
     if out is None:
         return result

@@ -40,7 +40,7 @@ def gradient(
     t4 = np.zeros((49,))
     t4[48] = np.sum(t2)
     t4[40:48] = t2 @ t1
-    t4[32:40] = np.sum(t3, axis=0)
+    t4[32:40] = np.add.reduce(t3, axis=0)
     t4[:32] = np.reshape((X.T @ t3).T, (32,))
     result: NDArray[np.float64] = t4
     if out is None:
@@ -64,7 +64,7 @@ def value_and_gradient(
     t5 = np.zeros((49,))
     t5[48] = np.sum(t3)
     t5[40:48] = t3 @ t1
-    t5[32:40] = np.sum(t4, axis=0)
+    t5[32:40] = np.add.reduce(t4, axis=0)
     t5[:32] = np.reshape((X.T @ t4).T, (32,))
     value = float(np.sum(t2**2.0) / 64.0)
     result: NDArray[np.float64] = t5
@@ -93,7 +93,7 @@ def hvp(
     t9 = np.zeros((49,))
     t9[48] = np.sum(t6)
     t9[40:48] = t6 @ t2 + t5 @ t4
-    t9[32:40] = np.sum(t8, axis=0)
+    t9[32:40] = np.add.reduce(t8, axis=0)
     t9[:32] = np.reshape((X.T @ t8).T, (32,))
     result: NDArray[np.float64] = t9
     return result

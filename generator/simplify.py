@@ -168,6 +168,8 @@ def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
         return _keep(b, atoms)
     if (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
         return cancelled
+    if (quotient := _divide_instead(a, b, cx)) is not None:
+        return quotient
     if (small_first := _small_factors_first(a, b, cx)) is not None:
         return small_first
     if isinstance(b, Lit) and not isinstance(a, Lit):
@@ -185,6 +187,16 @@ def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
                 return cx.bind("mul", Lit(np.asarray(c * c2)), inner.inputs[1 - i])
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("mul", Lit(np.asarray(-c)), neg.inputs[0])
+    return None
+
+
+def _divide_instead(a: Atom, b: Atom, cx: Context) -> Result:
+    """``y * (1 / s)`` is ``y / s``: one operation over y instead of two."""
+    for y, r in ((a, b), (b, a)):
+        div = cx.made_by(r, "div")
+        if div is not None and _is_const(div.inputs[0], 1.0) and r.size < y.size:
+            if div.inputs[0].shape == () and y.shape == _out_shape([a, b]):
+                return cx.bind("div", y, div.inputs[1])
     return None
 
 
@@ -324,6 +336,10 @@ def _reduce_sum(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Resul
         for s, y in (mul.inputs, mul.inputs[::-1]):  # traced s: lets s cancel later
             if isinstance(s, Var) and s.shape == () and y.shape == x.shape:
                 return cx.bind("mul", cx.bind("reduce_sum", y, axes=axes), s)
+    if (div := cx.made_by(x, "div")) is not None:  # sum(y / s) = sum(y) / s, s 0-d
+        y, s = div.inputs
+        if isinstance(s, Var) and s.shape == () and y.shape == x.shape:
+            return cx.bind("div", cx.bind("reduce_sum", y, axes=axes), s)
     return None
 
 

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -47,8 +46,17 @@ def _sum_impl(x: Any, axes: Any) -> Any:
     return np.asarray(np.sum(x, axis=axes))
 
 
-def _sum_emit(args: list[str], params: dict[str, Any]) -> str:
-    return f"np.sum({args[0]}, axis={_axes_src(params['axes'])})"
+def _reduce_emit(ufunc: str) -> Any:
+    """``np.add.reduce(x, axis=...)``: the ufunc method, without the Python wrapper of
+    ``np.sum`` (about 1 us per call on small arrays)."""
+
+    def emit(args: list[str], params: dict[str, Any]) -> str:
+        return f"np.{ufunc}.reduce({args[0]}, axis={_axes_src(params['axes'])})"
+
+    return emit
+
+
+_sum_emit = _reduce_emit("add")
 
 
 reduce_sum_p = register(
@@ -94,10 +102,10 @@ def _object_reduce(fn: Any) -> Any:
 
 
 REDUCTIONS = [
-    # name, NumPy, JVP, SymPy binary operation
-    ("reduce_max", np.max, _extremum_jvp, sp.Max),
-    ("reduce_min", np.min, _extremum_jvp, sp.Min),
-    ("reduce_prod", np.prod, _prod_jvp, lambda a, b: a * b),
+    # name, NumPy, emitted ufunc, JVP, SymPy binary operation
+    ("reduce_max", np.max, "maximum", _extremum_jvp, sp.Max),
+    ("reduce_min", np.min, "minimum", _extremum_jvp, sp.Min),
+    ("reduce_prod", np.prod, "multiply", _prod_jvp, lambda a, b: a * b),
 ]
 
 
@@ -105,16 +113,12 @@ def _reduction_impl(fn: Any) -> Any:
     return lambda x, axes: np.asarray(fn(x, axis=axes))
 
 
-for _name, _np_fn, _jvp, _sym in REDUCTIONS:
+for _name, _np_fn, _ufunc, _jvp, _sym in REDUCTIONS:
     register(
         Primitive(
             name=_name,
             impl=_reduction_impl(_np_fn),
-            emit=functools.partial(
-                lambda fn, args, params: f"np.{fn}({args[0]}, axis="
-                f"{_axes_src(params['axes'])})",
-                _np_fn.__name__,
-            ),
+            emit=_reduce_emit(_ufunc),
             jvp=_jvp,
             sympy=_object_reduce(_sym),
             shape_rule=_reduced_shape,
