@@ -25,7 +25,9 @@ def f(
 ) -> float:
     """The function itself. Returns value ()."""
     t0 = (1.0 - 2.0 * labels) * (X @ x)
-    return float(np.sum(np.maximum(t0, 0.0) + np.log1p(np.exp(-np.absolute(t0)))))
+    return float(
+        np.add.reduce(np.maximum(t0, 0.0) + np.log1p(np.exp(-np.absolute(t0))))
+    )
 
 
 def gradient(
@@ -57,7 +59,7 @@ def value_and_gradient(
     t1 = t0 * (X @ x)
     t2 = np.exp(-np.absolute(t1))
     t3 = t0 * (np.sign(t1) * -(t2 * (1.0 / (1.0 + t2))) + np.where(t1 >= 0.0, 1.0, 0.0))
-    value = float(np.sum(np.maximum(t1, 0.0) + np.log1p(t2)))
+    value = float(np.add.reduce(np.maximum(t1, 0.0) + np.log1p(t2)))
     result: NDArray[np.float64] = t3 @ X
     if out is None:
         return value, result

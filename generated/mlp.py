@@ -23,7 +23,7 @@ __all__ = ["f", "gradient", "hvp", "value_and_gradient"]
 def f(x: NDArray[np.float64], X: NDArray[np.float64], y: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
     t0 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40]) @ x[40:48] + x[48] - y
-    return float(np.sum(t0**2.0) / 64.0)
+    return float(np.add.reduce(t0**2.0) / 64.0)
 
 
 def gradient(
@@ -38,7 +38,7 @@ def gradient(
     t2 = 0.03125 * (t1 @ t0 + x[48] - y)
     t3 = (1.0 - t1 * t1) * (t2[..., None] * t0)
     t4 = np.zeros((49,))
-    t4[48] = np.sum(t2)
+    t4[48] = np.add.reduce(t2)
     t4[40:48] = t2 @ t1
     t4[32:40] = np.add.reduce(t3, axis=0)
     t4[:32] = np.reshape((X.T @ t3).T, (32,))
@@ -62,11 +62,11 @@ def value_and_gradient(
     t3 = 0.03125 * t2
     t4 = (1.0 - t1 * t1) * (t3[..., None] * t0)
     t5 = np.zeros((49,))
-    t5[48] = np.sum(t3)
+    t5[48] = np.add.reduce(t3)
     t5[40:48] = t3 @ t1
     t5[32:40] = np.add.reduce(t4, axis=0)
     t5[:32] = np.reshape((X.T @ t4).T, (32,))
-    value = float(np.sum(t2**2.0) / 64.0)
+    value = float(np.add.reduce(t2**2.0) / 64.0)
     result: NDArray[np.float64] = t5
     if out is None:
         return value, result
@@ -91,7 +91,7 @@ def hvp(
     t7 = t5[..., None]
     t8 = -2.0 * (t4 * t2) * (t7 * t0) + t3 * (t6[..., None] * t0 + t7 * t1)
     t9 = np.zeros((49,))
-    t9[48] = np.sum(t6)
+    t9[48] = np.add.reduce(t6)
     t9[40:48] = t6 @ t2 + t5 @ t4
     t9[32:40] = np.add.reduce(t8, axis=0)
     t9[:32] = np.reshape((X.T @ t8).T, (32,))

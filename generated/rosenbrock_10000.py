@@ -22,7 +22,7 @@ __all__ = ["f", "gradient", "hvp", "value_and_gradient"]
 def f(x: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
     t0 = x[:-1]
-    return float(np.sum(100.0 * (x[1:] - t0**2.0) ** 2.0 + (1.0 - t0) ** 2.0))
+    return float(np.add.reduce(100.0 * (x[1:] - t0**2.0) ** 2.0 + (1.0 - t0) ** 2.0))
 
 
 def gradient(
@@ -51,7 +51,7 @@ def value_and_gradient(
     t3 = np.zeros((10000,))
     t3[:-1] = 2.0 * t0 * (-200.0 * t1) - 2.0 * t2
     t3[1:] += 200.0 * t1
-    value = float(np.sum(100.0 * t1**2.0 + t2**2.0))
+    value = float(np.add.reduce(100.0 * t1**2.0 + t2**2.0))
     result: NDArray[np.float64] = t3
     if out is None:
         return value, result

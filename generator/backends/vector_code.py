@@ -362,11 +362,13 @@ def _roll_scatter(eqn: Any) -> str | None:
 
 
 def _full_reduction(eqn: Any) -> str | None:
-    """A reduction over every axis needs no ``axis=``."""
+    """A reduction over every axis: the ufunc's reduce, without np.sum's wrapper."""
     if len(eqn.params.as_dict()["axes"]) != eqn.inputs[0].ndim:
         return None
-    name = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
-    return f"np.{name.get(eqn.primitive.name, 'prod')}({_placeholder(0)})"
+    ufunc = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum"}
+    name = ufunc.get(eqn.primitive.name, "multiply")
+    axis = "" if eqn.inputs[0].ndim == 1 else ", axis=None"  # 1-D: the default axis
+    return f"np.{name}.reduce({_placeholder(0)}{axis})"
 
 
 PEEPHOLES = {
