@@ -70,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no plot: {exc}", file=sys.stderr)
     print(text)
     print(f"wrote {args.output}/results.{{md,json,png}}", file=sys.stderr)
+    if args.output == RESULTS and not args.only and not args.quick:
+        readme = RESULTS.parent.parent / "README.md"
+        if report.update_readme(readme, results):
+            print(f"updated the benchmark section of {readme}", file=sys.stderr)
     return 0
 
 

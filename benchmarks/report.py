@@ -327,3 +327,59 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+# --- README summary ------------------------------------------------------------------
+
+README_START = "<!-- benchmarks:start (python -m benchmarks rewrites this part) -->"
+README_END = "<!-- benchmarks:end -->"
+
+
+def summary(results: dict[str, Any]) -> str:
+    """A compact table for the README: each difgen row against the hand-written
+    derivative, ``f`` and the fastest JAX row, then the bars."""
+    m = results["meta"]
+    lines = [
+        f"Measured {m['date'][:10]} on {m['cpu']} ({m['cpu_count']} CPUs), "
+        f"Python {m['python']}, NumPy {m['numpy']}, by `{m['command']}`. "
+        "Median µs per call; every derivative checked against the hand-written one "
+        "first. Full tables: `benchmarks/results/results.md`.",
+        "",
+        "| problem | difgen variant | difgen µs | hand-written µs | ×hand | ×f "
+        "| jax.jit µs | jax / difgen |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for case in results["cases"]:
+        rows = [r for r in case["rows"] if r["status"] == "ok"]
+        hand = next((r for r in rows if r["role"] == "limit"), None)
+        jax = min((r["median_us"] for r in rows if r["family"] == "jax"), default=None)
+        for r in rows:
+            if r["family"] != "difgen":
+                continue
+            speedup = None if jax is None else jax / r["median_us"]
+            lines.append(
+                f"| {case['name']} ({case['operator']}) | {r['tool'].removeprefix('difgen ')} "
+                f"| {_us(r['median_us'])} | {_us(hand and hand['median_us'])} "
+                f"| {_x(r['x_limit'])} | {_x(r['x_f'])} | {_us(jax)} | {_x(speedup)} |"
+            )
+    passed = sum(b["result"] == "PASS" for b in results["bars"])
+    failed = [b for b in results["bars"] if b["result"] == "FAIL"]
+    lines += ["", f"Bars of the issue: {passed} pass, {len(failed)} fail."]
+    lines += [f"- FAIL: {b['bar']} (ratio {b['ratio']:.3g})" for b in failed]
+    lines += ["", "![benchmarks](benchmarks/results/results.png)"]
+    return "\n".join(lines)
+
+
+def update_readme(path: Path, results: dict[str, Any]) -> bool:
+    """Replace the README's benchmark section (between the markers) with the summary."""
+    if not path.exists():
+        return False
+    text = path.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        return False
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    path.write_text(
+        f"{head}{README_START}\n{summary(results)}\n{README_END}{tail}", encoding="utf-8"
+    )
+    return True
