@@ -214,39 +214,37 @@ class Derivatives:
 
     def pushforward(self, x: Any, ctx: Sequence[Any], dx: Any) -> Any:
         """J dx (batched: each row of dx)."""
-        k, n, m = self.spec.batch, _size(self.xs), _size(self.ys)
-        args = [x, *ctx]
-        if self.mode("forward") == "forward":
-            if k == 1:
-                _, (dy,) = jvp_eval(self.f, args, [dx, *[None] * len(ctx)])
-                return _or_zeros(dy, self.ys)
-            flags = [False] * len(args) + [True]
-            (_, dy), (_, b) = vmap_eval(
-                self._cached("jvp", self.f), [*args, dx], flags, k
-            )
-            return batched_to(dy, b, k)
-        J = np.reshape(self.jacobian(self.f, x, ctx, "reverse"), (m, n))
-        if k == 1:
-            return np.reshape(J @ np.reshape(dx, (n,)), self.ys)
-        return np.reshape(np.reshape(dx, (k, n)) @ np.transpose(J), (k, *self.ys))
+        return self._seeded(x, ctx, dx, forward=True)
 
     def pullback(self, x: Any, ctx: Sequence[Any], dy: Any) -> Any:
         """dy J (batched: each row of dy)."""
+        return self._seeded(x, ctx, dy, forward=False)
+
+    def _seeded(self, x: Any, ctx: Sequence[Any], seed: Any, forward: bool) -> Any:
+        """J seed (forward) or seed J (reverse). In its own mode, one JVP (VJP),
+        batched over the seeds' leading axis; in the other mode, the jacobian from
+        the mode forced, contracted with the seed (the shapes are static)."""
         k, n, m = self.spec.batch, _size(self.xs), _size(self.ys)
+        natural, other = ("forward", "reverse") if forward else ("reverse", "forward")
+        size_in, out_shape = (n, self.ys) if forward else (m, self.xs)
         args = [x, *ctx]
-        if self.mode("reverse") == "reverse":
+        if self.mode(natural) == natural:
+            if k == 1 and forward:
+                _, (d,) = jvp_eval(self.f, args, [seed, *[None] * len(ctx)])
+                return _or_zeros(d, out_shape)
             if k == 1:
-                _, (dx, *_) = vjp_eval(self.f, args, [dy])
-                return _or_zeros(dx, self.xs)
+                _, (d, *_) = vjp_eval(self.f, args, [seed])
+                return _or_zeros(d, out_shape)
             flags = [False] * len(args) + [True]
-            (_, dx), (_, b) = vmap_eval(
-                self._cached("vjp", self.f), [*args, dy], flags, k
-            )
-            return batched_to(dx, b, k)
-        J = np.reshape(self.jacobian(self.f, x, ctx, "forward"), (m, n))
+            transformed = self._cached("jvp" if forward else "vjp", self.f)
+            (_, d), (_, b) = vmap_eval(transformed, [*args, seed], flags, k)
+            return batched_to(d, b, k)
+        J = np.reshape(self.jacobian(self.f, x, ctx, other), (m, n))
+        linear = J if forward else np.transpose(J)  # maps the seed to the result
         if k == 1:
-            return np.reshape(np.reshape(dy, (m,)) @ J, self.xs)
-        return np.reshape(np.reshape(dy, (k, m)) @ J, (k, *self.xs))
+            return np.reshape(linear @ np.reshape(seed, (size_in,)), out_shape)
+        seeds = np.reshape(seed, (k, size_in))
+        return np.reshape(seeds @ np.transpose(linear), (k, *out_shape))
 
     def hvp(self, x: Any, ctx: Sequence[Any], v: Any) -> Any:
         """H v: forward-over-reverse (reverse-over-reverse when mode is reverse)."""
