@@ -497,6 +497,37 @@ C3 = np.concatenate(
     )
 )
 
+# Input-independent parts of the operators, computed once at import.
+K0 = np.eye(11)
+K1 = K0[C1]
+K2 = K1.T
+K3 = np.reshape(K2, (11, 2, 16, 16))
+K4 = K3[:, 0]
+K5 = K3[:, 1]
+K6 = np.roll(K4, 1, axis=1)
+K7 = np.roll(K4, -1, axis=1)
+K8 = K6 + K7
+K9 = np.roll(K4, 1, axis=2)
+K10 = K8 + K9
+K11 = np.roll(K4, -1, axis=2)
+K12 = K10 + K11
+K13 = 4.0 * K4
+K14 = K12 - K13
+K15 = K14 * 2250.0
+K16 = 4.4 * K4
+K17 = np.roll(K5, 1, axis=1)
+K18 = np.roll(K5, -1, axis=1)
+K19 = K17 + K18
+K20 = np.roll(K5, 1, axis=2)
+K21 = K19 + K20
+K22 = np.roll(K5, -1, axis=2)
+K23 = K21 + K22
+K24 = 4.0 * K5
+K25 = K23 - K24
+K26 = K25 * 2250.0
+K27 = 3.4 * K4
+K28 = K26 + K27
+
 __all__ = ["f", "jacobian", "pullback", "pushforward"]
 
 
@@ -568,24 +599,18 @@ def jacobian(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (2, 16, 16, 2, 16, 16)."""
-    t0 = np.reshape(np.eye(11)[C1].T, (11, 2, 16, 16))
-    t1 = x[0]
-    t2 = t0[:, 0]
-    t3 = t0[:, 1]
-    t4 = np.roll(t2, 1, axis=1) + np.roll(t2, -1, axis=1) + np.roll(t2, 1, axis=2)
-    t5 = 2.0 * t1 * x[1] * t2 + t1**2.0 * t3
-    t6 = np.roll(t3, 1, axis=1) + np.roll(t3, -1, axis=1) + np.roll(t3, 1, axis=2)
-    t7 = np.reshape(
-        (t4 + np.roll(t2, -1, axis=2) - 4.0 * t2) * 2250.0 + t5 - 4.4 * t2,
-        (11, 1, 16, 16),
+    t0 = x[0]
+    t1 = 2.0 * t0 * x[1] * K4 + t0**2.0 * K5
+    t2 = np.concatenate(
+        (
+            np.reshape(K15 + t1 - K16, (11, 1, 16, 16)),
+            np.reshape(K28 - t1, (11, 1, 16, 16)),
+        ),
+        axis=1,
     )
-    t8 = np.reshape(
-        (t6 + np.roll(t3, -1, axis=2) - 4.0 * t3) * 2250.0 + 3.4 * t2 - t5,
-        (11, 1, 16, 16),
-    )
-    t9 = np.zeros((262144,))
-    t9[C3] = np.reshape(np.concatenate((t7, t8), axis=1), (5632,))[C2]
-    result: NDArray[np.float64] = np.reshape(t9, (2, 16, 16, 2, 16, 16))
+    t3 = np.zeros((262144,))
+    t3[C3] = np.reshape(t2, (5632,))[C2]
+    result: NDArray[np.float64] = np.reshape(t3, (2, 16, 16, 2, 16, 16))
     if out is None:
         return result
     out[...] = result

@@ -329,3 +329,25 @@ def test_unsupported_functions_name_the_function_and_line() -> None:
         TraceError, match=r"test_trace_backend.py:\d+: np.linalg.eigvals"
     ):
         trace(_eig, [((4,), "float64")])
+
+
+def test_input_independent_work_is_hoisted_and_results_are_fresh(
+    tmp_path: Path,
+) -> None:
+    """A constant jacobian is computed once at import; each call returns a copy."""
+    source = tmp_path / "linear.py"
+    source.write_text(
+        "import numpy as np\n\nA = np.arange(12.0).reshape(3, 4)\n\n\n"
+        "def linear(x):\n    return np.roll(A @ x, 1) * 2.0 + np.sin(x[:3])\n"
+    )
+    cfg = write_config(tmp_path / "build", source, "linear", (4,), ["jacobian"],
+                       backend="trace", emit="vector")  # fmt: skip
+    mod, text = build_and_import(cfg)
+    assert "computed once at import" in text
+    A = np.arange(12.0).reshape(3, 4)
+    x = np.linspace(0.1, 0.4, 4)
+    expected = 2.0 * np.roll(A, 1, axis=0) + np.eye(3, 4) * np.cos(x[:3])[:, None]
+    first = mod.jacobian(x)
+    np.testing.assert_allclose(first, expected, rtol=1e-13)
+    first[...] = 0.0  # the caller owns the result: no module constant changes
+    np.testing.assert_allclose(mod.jacobian(x), expected, rtol=1e-13)

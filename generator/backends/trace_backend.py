@@ -432,6 +432,7 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         output_shape=derivs.ys,
         emission=_label(kinds),
         constants=pool.items,
+        setup=pool.setup,
     )
 
 

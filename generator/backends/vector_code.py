@@ -388,6 +388,7 @@ class GraphCode:
 
     lines: list[str]
     outputs: list[str]
+    hoisted: set[Var]
 
 
 def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
@@ -404,6 +405,7 @@ def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> Graph
             uses[o] = uses.get(o, 0) + 1
     lines: list[str] = []
     counter = 0
+    hoisted: set[Var] = set()
 
     def source(atom: Any) -> str:
         if isinstance(atom, Lit):
@@ -419,6 +421,12 @@ def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> Graph
             params = {k: _index_param(v, pool) for k, v in eqn.params.as_dict().items()}
             placeholders = [_placeholder(i) for i in range(len(eqn.inputs))]
             emitted = eqn.primitive.emit(placeholders, params)
+        if _hoistable(eqn, hoisted):  # depends on no argument: computed at import
+            args = [source(a) for a in eqn.inputs]
+            block = emitted if isinstance(emitted, list) else [f"OUT = {emitted}"]
+            names[eqn.out] = pool.hoist([_fill(line, args) for line in block])
+            hoisted.add(eqn.out)
+            continue
         args = [source(a) for a in eqn.inputs]
         if isinstance(emitted, list):  # statements that build OUT
             name = naming.temp(counter)
@@ -435,7 +443,17 @@ def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> Graph
         lines.append(f"{name} = {expr}")
         names[eqn.out] = name
     outputs = [source(o) for o in graph.outputs]
-    return GraphCode(lines, outputs)
+    return GraphCode(lines, outputs, hoisted)
+
+
+HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
+
+
+def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
+    """An equation whose inputs are constants or hoisted values, of bounded size."""
+    return eqn.out.size <= HOIST_LIMIT and all(
+        isinstance(a, Lit) or a in hoisted for a in eqn.inputs
+    )
 
 
 def emit_operator(
@@ -462,7 +480,12 @@ def emit_operator(
             results.append(number(atom.value[()]))
         elif atom.shape == ():
             results.append(f"float({expr})")
-        elif isinstance(atom, Lit) or atom in graph.inputs or _is_view(graph, atom):
+        elif (
+            isinstance(atom, Lit)
+            or atom in graph.inputs
+            or atom in code.hoisted
+            or _is_view(graph, atom, code.hoisted)
+        ):
             results.append(f"np.array({expr})")
         else:
             results.append(expr)
@@ -488,10 +511,10 @@ def emit_operator(
 _VIEWS = frozenset({"reshape", "transpose", "broadcast_to", "getitem"})
 
 
-def _is_view(graph: Graph, atom: Any) -> bool:
+def _is_view(graph: Graph, atom: Any, hoisted: set[Var] = frozenset()) -> bool:
     """Whether ``atom`` may share memory with an argument or a module constant."""
     producer = {e.out: e for e in graph.eqns}
-    while isinstance(atom, Var) and atom in producer:
+    while isinstance(atom, Var) and atom in producer and atom not in hoisted:
         eqn = producer[atom]
         if eqn.primitive.name not in _VIEWS:
             return False

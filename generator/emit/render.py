@@ -8,6 +8,7 @@ module adds the header, imports and constants the generated module contract asks
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -37,6 +38,18 @@ class Constants:
     def __init__(self) -> None:
         self.items: list[tuple[str, str]] = []
         self._names: dict[str, str] = {}
+        self.setup: list[str] = []
+        self._hoisted: dict[str, str] = {}
+
+    def hoist(self, lines: list[str]) -> str:
+        """A module-level value computed once at import by ``lines`` (which assign
+        ``OUT``): input-independent work hoisted out of the operators."""
+        key = "\n".join(lines)
+        if key not in self._hoisted:
+            name = f"K{len(self._hoisted)}"
+            self._hoisted[key] = name
+            self.setup += [re.sub(r"\bOUT\b", name, line) for line in lines]
+        return self._hoisted[key]
 
     def add(self, source: str, hint: str) -> str:
         """The name of a constant with this source, defined once."""
@@ -56,6 +69,7 @@ class ModuleParts:
     output_shape: tuple[int, ...]
     emission: str
     constants: list[tuple[str, str]] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
 
 
 def _environment() -> jinja2.Environment:
@@ -105,7 +119,7 @@ def render_module(
     functions = parts.functions
     body_text = "\n".join(
         "\n".join((f.signature, f.returns, *f.body)) for f in functions
-    ) + "\n".join(v for _, v in parts.constants)
+    ) + "\n".join([v for _, v in parts.constants] + parts.setup)
     contexts = ", ".join(f"{c.name} {_shape_desc(c.shape)}" for c in spec.contexts)
     text = (
         _environment()
@@ -126,6 +140,7 @@ def render_module(
             input_shape=repr(tuple(spec.input.shape)),
             output_shape=repr(tuple(parts.output_shape)),
             constants=parts.constants,
+            setup=parts.setup,
             all_names=repr(sorted(f.name for f in functions)),
             functions=functions,
         )
