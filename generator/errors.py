@@ -12,8 +12,8 @@ class DifgenError(Exception):
 class ConfigError(DifgenError):
     """A problem in difgen.toml, located by file and line.
 
-    >>> str(ConfigError("difgen.toml", 3, "unknown key 'foo'"))
-    'difgen.toml:3: unknown key \\'foo\\''
+    >>> print(ConfigError("difgen.toml", 3, "unknown key 'foo'"))
+    difgen.toml:3: unknown key 'foo'
     """
 
     def __init__(self, path: str | Path, line: int | None, message: str) -> None:

@@ -137,7 +137,7 @@ def _periodic(flat: np.ndarray) -> str | None:
     (``v[i + p] = v[i] + s``), joined by short literals: the index arrays of banded
     and stencil patterns, whose size then does not show in the source.
 
-    >>> print(_periodic(np.array([9, 0, 1, 1, 2, 2, 3, 3, 4] * 1)))
+    >>> print(_periodic(np.array([9, 0, 1, 1, 2, 2, 3, 3, 4])))
     None
     >>> print(_periodic(np.arange(40) // 2 * 3))
     (np.array([0, 0]) + 3 * np.arange(20)[:, None]).ravel()[:40]
