@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.emit.render import ModuleParts, render_module
@@ -49,12 +50,6 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         return sympy_backend.build(spec, graph)
     from difgen.backends import trace_backend
 
-    if spec.sparse and not getattr(trace_backend, "SUPPORTS_SPARSE", False):
-        raise ConfigError(
-            spec.config_path,
-            spec.line_of("sparse"),
-            'sparse = true needs backend = "sympy" in this version',
-        )
     return trace_backend.build(spec, graph)
 
 

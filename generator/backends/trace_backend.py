@@ -146,31 +146,34 @@ class Derivatives:
         """
         xs, zs = g.inputs[0].shape, g.outputs[0].shape
         n, m = _size(xs), _size(zs)
+        coloring = self.coloring(g, mode) if sparse or (n > 1 and m > 1) else None
+        if sparse and coloring is None:
+            raise ConfigError(
+                self.spec.config_path,
+                self.spec.line_of("sparse"),
+                f"the sparsity pattern of a {m} x {n} jacobian is too large to "
+                "detect; use sparse = false",
+            )
+        batch = n if mode == "forward" else m
+        if coloring is not None and coloring.ncolors * COLORING_GAIN <= batch:
+            data = self._compressed(g, [x, *ctx], coloring, mode)
+        elif sparse:
+            assert coloring is not None
+            dense = self._uncompressed(g, x, ctx, mode)
+            data = np.reshape(dense, (m * n,))[coloring.flat_positions(n)]
+        else:
+            return self._uncompressed(g, x, ctx, mode)
+        if sparse:
+            return data
+        positions = FrozenArray(coloring.flat_positions(n))
+        return np.reshape(scatter_add(data, (positions,), (m * n,)), zs + xs)
+
+    def _uncompressed(self, g: Graph, x: Any, ctx: Sequence[Any], mode: str) -> Any:
+        """The jacobian from one pushforward (pullback) per basis vector, batched."""
+        xs, zs = g.inputs[0].shape, g.outputs[0].shape
+        n, m = _size(xs), _size(zs)
         args = [x, *ctx]
         rest = [None] * len(ctx)
-        if sparse or (n > 1 and m > 1):
-            coloring = self.coloring(g, mode)
-            if coloring is None and sparse:
-                raise ConfigError(
-                    self.spec.config_path,
-                    self.spec.line_of("sparse"),
-                    f"the sparsity pattern of a {m} x {n} jacobian is too large to "
-                    "detect; use sparse = false",
-                )
-            batch = n if mode == "forward" else m
-            if coloring is not None and (
-                sparse or coloring.ncolors * COLORING_GAIN <= batch
-            ):
-                if coloring.ncolors * COLORING_GAIN <= batch:
-                    data = self._compressed(g, args, coloring, mode)
-                else:
-                    dense = self.jacobian(g, x, ctx, mode)
-                    data = np.reshape(dense, (m * n,))[coloring.flat_positions(n)]
-                if sparse:
-                    return data
-                positions = FrozenArray(coloring.flat_positions(n))
-                flat = scatter_add(data, (positions,), (m * n,))
-                return np.reshape(flat, zs + xs)
         if mode == "forward":
             if n == 1:  # derivative: one pushforward with seed 1
                 _, (dz,) = jvp_eval(g, args, [np.ones(xs), *rest])
@@ -195,22 +198,16 @@ class Derivatives:
     ) -> Any:
         """The nonzeros of the jacobian from one batched JVP (VJP) per color."""
         xs, zs = g.inputs[0].shape, g.outputs[0].shape
-        n, m = _size(xs), _size(zs)
-        c = coloring.ncolors
-        flags = [False] * len(args) + [True]
+        forward = mode == "forward"
+        seeds_of, results_of = (xs, zs) if forward else (zs, xs)
+        c, size = coloring.ncolors, _size(results_of)
         # seed row k: the sum of the basis vectors of color k
-        seed = np.transpose(_basis((c,))[coloring.colors])
-        if mode == "forward":
-            (_, dz), (_, b) = vmap_eval(
-                self._cached("jvp", g), [*args, np.reshape(seed, (c, *xs))], flags, c
-            )
-            compressed = np.reshape(batched_to(_or_zeros(dz, zs), b, c), (c * m,))
-            return compressed[coloring.compressed_positions(m)]
-        (_, gx), (_, b) = vmap_eval(
-            self._cached("vjp", g), [*args, np.reshape(seed, (c, *zs))], flags, c
-        )
-        compressed = np.reshape(batched_to(_or_zeros(gx, xs), b, c), (c * n,))
-        return compressed[coloring.compressed_positions(n)]
+        seed = np.reshape(np.transpose(_basis((c,))[coloring.colors]), (c, *seeds_of))
+        transformed = self._cached("jvp" if forward else "vjp", g)
+        flags = [False] * len(args) + [True]
+        (_, d), (_, b) = vmap_eval(transformed, [*args, seed], flags, c)
+        compressed = batched_to(_or_zeros(d, results_of), b, c)
+        return np.reshape(compressed, (c * size,))[coloring.compressed_positions(size)]
 
     def pushforward(self, x: Any, ctx: Sequence[Any], dx: Any) -> Any:
         """J dx (batched: each row of dx)."""
@@ -435,8 +432,6 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         setup=pool.setup,
     )
 
-
-SUPPORTS_SPARSE = True
 
 STAGES = ("jvp", "vjp", "<operator>", "<operator>:unoptimized", "all")
 
