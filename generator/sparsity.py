@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-
 from difgen.ir import Eqn, Graph, Lit, Var
 from difgen.primitives.structural import to_index
 
@@ -266,9 +265,18 @@ class Coloring:
 
     def csr_indices(self) -> tuple[np.ndarray, np.ndarray]:
         """(indices, indptr) of the CSR layout."""
-        _, cols = self.nonzeros()
-        indptr = np.concatenate([[0], np.cumsum(self.pattern.sum(axis=1))])
-        return cols, indptr.astype(np.int64)
+        return csr_layout(self.pattern)
+
+
+def csr_layout(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, indptr) of a CSR array with the nonzeros of a 2-D boolean ``mask``.
+
+    >>> [a.tolist() for a in csr_layout(np.array([[1, 0, 1], [0, 1, 0]], dtype=bool))]
+    [[0, 2, 1], [0, 2, 3]]
+    """
+    _, cols = np.nonzero(mask)
+    indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])
+    return cols.astype(np.int64), indptr.astype(np.int64)
 
 
 def coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:

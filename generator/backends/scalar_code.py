@@ -12,13 +12,14 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-from sympy.printing.precedence import precedence
-from sympy.printing.pycode import PythonCodePrinter
-
+from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
 from difgen.operators import Operator, docstring, signature
+from difgen.sparsity import csr_layout
+from sympy.printing.precedence import precedence
+from sympy.printing.pycode import PythonCodePrinter
 
 
 class FloatPrinter(PythonCodePrinter):
@@ -107,11 +108,10 @@ class SparseResult:
         matrix = dense.reshape(shape)
         mask = np.array([[not (sp.sympify(e).is_zero is True) for e in row]
                          for row in matrix], dtype=bool).reshape(matrix.shape)  # fmt: skip
-        rows, cols = np.nonzero(mask)
-        data = np.empty(len(rows), dtype=object)
-        data[:] = [matrix[i, j] for i, j in zip(rows, cols)]
-        indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])
-        return cls(data, cols.astype(np.int32), indptr.astype(np.int32), matrix.shape)
+        data = np.empty(int(mask.sum()), dtype=object)
+        data[:] = list(matrix[mask])  # row-major: the CSR order
+        indices, indptr = csr_layout(mask)
+        return cls(data, indices, indptr, matrix.shape)
 
     @property
     def size(self) -> int:
@@ -150,10 +150,6 @@ def _literal(exprs: np.ndarray) -> str:
     return "[" + ", ".join(_literal(exprs[i, ...]) for i in range(len(exprs))) + "]"
 
 
-def _int_array(values: np.ndarray) -> str:
-    return f"np.array({values.tolist()!r}, dtype=np.int32)"
-
-
 def emit_operator(
     op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: ScalarCode
 ) -> Function:
@@ -174,12 +170,8 @@ def emit_operator(
     for kind, r in zip(op.results, code.results):
         if isinstance(r, SparseResult):
             data = ", ".join(PRINTER.doprint(next(it)) for _ in range(r.size))
-            indices = code.constants.add(
-                _int_array(r.indices), f"{kind.upper()}_INDICES"
-            )
-            indptr = code.constants.add(_int_array(r.indptr), f"{kind.upper()}_INDPTR")
-            sources.append(f"sp.csr_array((np.array([{data}]), {indices}, {indptr}), "
-                           f"shape={r.shape!r})")  # fmt: skip
+            wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
+            sources.append(wrap.format(f"np.array([{data}])"))
             results.append(r)
             continue
         arr = np.empty(r.shape, dtype=object)

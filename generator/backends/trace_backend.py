@@ -325,14 +325,10 @@ Layouts = dict[int, tuple[Coloring, tuple[int, int]]]
 
 def _csr_wrappers(op: Operator, layouts: Layouts, pool: Constants) -> dict[int, str]:
     """Formats that wrap a sparse result's data into a CSR array."""
-    wrap = {}
-    for i, (coloring, shape) in layouts.items():
-        indices, indptr = coloring.csr_indices()
-        kind = op.results[i].upper()
-        name_i = pool.add(vector_code.array_source(indices), f"{kind}_INDICES")
-        name_p = pool.add(vector_code.array_source(indptr), f"{kind}_INDPTR")
-        wrap[i] = f"sp.csr_array(({{}}, {name_i}, {name_p}), shape={shape!r})"
-    return wrap
+    return {
+        i: vector_code.csr_format(op.results[i], *coloring.csr_indices(), shape, pool)
+        for i, (coloring, shape) in layouts.items()
+    }
 
 
 def _scalar_function(

@@ -193,6 +193,20 @@ def _wrapped(items: list[str], suffix: str) -> str:
     return f"np.array([\n{body}\n]){suffix}  # fmt: skip"
 
 
+def csr_format(
+    kind: str,
+    indices: np.ndarray,
+    indptr: np.ndarray,
+    shape: tuple[int, int],
+    pool: Constants,
+) -> str:
+    """A format wrapping a result's nonzeros (``{}``) into a CSR array whose layout
+    is a pair of module constants, ``<KIND>_INDICES`` and ``<KIND>_INDPTR``."""
+    name_i = pool.add(array_source(indices), f"{kind.upper()}_INDICES")
+    name_p = pool.add(array_source(indptr), f"{kind.upper()}_INDPTR")
+    return f"sp.csr_array(({{}}, {name_i}, {name_p}), shape={shape!r})"
+
+
 class _Named(FrozenArray):
     """A constant index array that prints as its source (inline or a constant name)."""
 
