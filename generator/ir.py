@@ -52,10 +52,7 @@ class Lit:
         value = np.array(self.value)
         if value.dtype.kind == "f" or value.dtype.kind == "i" and value.ndim == 0:
             value = value.astype(np.float64)
-        value.setflags(write=False)
-        object.__setattr__(self, "value", value)
-        key = value.dtype.str.encode() + repr(value.shape).encode() + value.tobytes()
-        object.__setattr__(self, "_key", key)
+        _freeze_into(self, value)
 
     @property
     def shape(self) -> Shape:
@@ -83,6 +80,14 @@ class Lit:
 Atom = Var | Lit
 
 
+def _freeze_into(holder: Any, value: np.ndarray) -> None:
+    """Store a read-only ``value`` and the bytes that hash and compare it."""
+    value.setflags(write=False)
+    object.__setattr__(holder, "value", value)
+    key = value.dtype.str.encode() + repr(value.shape).encode() + value.tobytes()
+    object.__setattr__(holder, "_key", key)
+
+
 class Params(tuple):
     """Static parameters of an equation: a sorted, hashable tuple of (name, value)."""
 
@@ -103,10 +108,7 @@ class FrozenArray:
 
     def __post_init__(self) -> None:
         value = np.array(self.value)
-        value.setflags(write=False)
-        object.__setattr__(self, "value", value)
-        key = value.dtype.str.encode() + repr(value.shape).encode() + value.tobytes()
-        object.__setattr__(self, "_key", key)
+        _freeze_into(self, value)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FrozenArray) and self._key == other._key

@@ -99,6 +99,11 @@ def simplest(expr: sp.Expr) -> sp.Expr:
     return best
 
 
+def simplest_all(exprs: np.ndarray) -> np.ndarray:
+    """:func:`simplest` of each element of an object array."""
+    return np.vectorize(simplest, otypes=[object])(exprs) if exprs.size else exprs
+
+
 class SymbolicFunction:
     """The traced function as expressions, with derivatives computed on demand."""
 
@@ -108,7 +113,7 @@ class SymbolicFunction:
         self.x = symbols(naming.INPUT, self.xs)
         self.contexts = [symbols(c.name, tuple(c.shape)) for c in spec.contexts]
         (y,) = lower(graph, [self.x, *self.contexts])
-        self.y = np.vectorize(simplest, otypes=[object])(y) if y.size else y
+        self.y = simplest_all(y)
         self.ys = tuple(graph.outputs[0].shape)
         self._jac: np.ndarray | None = None
 
@@ -182,9 +187,7 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
         results = [fn.result(kind, seeds) for kind in op.results]
-        results = [
-            np.vectorize(simplest, otypes=[object])(r) if r.size else r for r in results
-        ]
+        results = [simplest_all(r) for r in results]
         results = [
             (
                 SparseResult.from_dense(r, sparse_shape(kind, fn.xs, fn.ys))

@@ -341,14 +341,12 @@ def _scalar_function(
 ) -> tuple[Function, float]:
     """Straight-line float code: the graph lowered to SymPy (no diff), then cse."""
     from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
-    from difgen.backends.sympy_backend import lower, simplest, symbols
+    from difgen.backends.sympy_backend import lower, simplest_all, symbols
 
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
     arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
     results = lower(graph, [arrays[n] for n in names])
-    results = [
-        np.vectorize(simplest, otypes=[object])(r) if r.size else r for r in results
-    ]
+    results = [simplest_all(r) for r in results]
     flat = [e for r in results for e in r.ravel()]
     temps, reduced = sp.cse(flat, order="canonical")
     ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
