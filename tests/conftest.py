@@ -11,7 +11,6 @@ from types import ModuleType
 from typing import Any, Sequence
 
 import pytest
-
 from difgen.config import load_config
 from difgen.load import load_function
 from difgen.pipeline import generate_module

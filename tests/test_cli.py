@@ -9,9 +9,8 @@ import types
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import difgen
+import pytest
 from difgen.cli import main
 from difgen.config import Config, ModuleSpec
 from difgen.errors import TraceError

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from difgen.config import (
     OPERATORS,
     ArraySpec,

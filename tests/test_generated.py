@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import oracle
 import pytest
 import scipy.optimize
-
-import oracle
 from conftest import import_file
 from difgen.config import load_config
 from difgen.load import load_function

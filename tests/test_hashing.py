@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
-
 import difgen
+import pytest
 from difgen.config import ModuleSpec, load_config
 from difgen.hashing import source_hash, spec_fingerprint
 from difgen.load import load_function

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from difgen.ad import build_graph, jvp, jvp_eval, vjp, vjp_eval
-from difgen.frontend.tracer import trace
-from difgen.ir import Graph, Lit
-from difgen.passes import dce, fingerprint, optimize, retrace
+from difgen.core.ir import Graph, Lit, dce
+from difgen.frontend import trace
+from difgen.passes import fingerprint, optimize, retrace
 
 
 def names(graph: Graph) -> list[str]:

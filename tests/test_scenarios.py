@@ -11,9 +11,8 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-import pytest
-
 import oracle
+import pytest
 import scenarios
 from conftest import TESTS
 

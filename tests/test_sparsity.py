@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
-
 import oracle
+import pytest
 import scenarios
 import tracer_cases as cases
-from difgen.frontend.tracer import trace
+from difgen.frontend import trace
 from difgen.sparsity import color_columns, jacobian_pattern
 
 

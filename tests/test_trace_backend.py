@@ -17,7 +17,7 @@ from conftest import build_and_import, import_file, write_config
 from difgen.backends.trace_backend import Derivatives
 from difgen.config import load_config
 from difgen.errors import ConfigError, TraceError
-from difgen.frontend.tracer import trace
+from difgen.frontend import trace
 from difgen.load import load_function
 from difgen.operators import OPERATORS
 from difgen.pipeline import ir_text, trace_spec

@@ -6,10 +6,9 @@ import inspect
 
 import numpy as np
 import pytest
-
 import tracer_cases as cases
 from difgen.errors import TraceError
-from difgen.frontend.tracer import trace
+from difgen.frontend import trace
 from difgen.primitives import PRIMITIVES
 
 # function, input shape

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from difgen import write
 from difgen.errors import WriteError
 from difgen.write import (

@@ -3,9 +3,9 @@
 One round re-traces the graph: every equation is issued again through ``bind``, which
 folds constants (an equation whose inputs are all constants is evaluated: a seed of 1
 disappears into the arithmetic), applies the algebraic identities of
-:mod:`difgen.simplify` (``x*1``, ``x+0``, ``0*x``, double transpose, reshape of
+:mod:`difgen.core.simplify` (``x*1``, ``x+0``, ``0*x``, double transpose, reshape of
 reshape...) and shares equal equations (common-subexpression elimination); then
-:func:`dce` drops what no output uses. Rounds repeat until the graph stops changing,
+:func:`difgen.core.ir.dce` drops what no output uses. Rounds repeat until the graph stops changing,
 because one simplification can enable another (Tangent's habit).
 """
 
@@ -14,26 +14,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from difgen.ir import Eqn, Graph, Lit, Var
+from difgen.ad.interpret import build_graph, eval_graph
+from difgen.core.ir import Graph, Lit, Var
 
 MAX_ROUNDS = 20
 
 
-def dce(graph: Graph) -> Graph:
-    """Drop equations whose outputs nothing uses (one backward sweep)."""
-    live: set[Var] = {v for v in graph.outputs if isinstance(v, Var)}
-    kept: list[Eqn] = []
-    for eqn in reversed(graph.eqns):
-        if eqn.out in live:
-            kept.append(eqn)
-            live.update(a for a in eqn.inputs if isinstance(a, Var))
-    return Graph(graph.inputs, graph.outputs, tuple(reversed(kept)))
-
-
 def retrace(graph: Graph) -> Graph:
     """One round: fold, simplify and CSE by re-issuing every equation, then DCE."""
-    from difgen.ad.interpret import build_graph, eval_graph
-
     avals = [(v.shape, v.dtype) for v in graph.inputs]
     return build_graph(lambda *args: tuple(eval_graph(graph, args)), avals)
 
@@ -55,7 +43,7 @@ def fingerprint(graph: Graph) -> Hashable:
 def optimize(graph: Graph, max_rounds: int = MAX_ROUNDS) -> Graph:
     """Fold, simplify, CSE and DCE until nothing changes.
 
-    >>> from difgen.frontend.tracer import trace
+    >>> from difgen.frontend import trace
     >>> g = trace(lambda x: (x * 1.0 + 0.0).T.T, [((2, 3), "float64")])
     >>> optimize(g).eqns
     ()

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from difgen.backends import sympy_backend, trace_backend
 from difgen.config import Config, ModuleSpec, check_output_fit
+from difgen.core.ir import Graph
 from difgen.emit.render import ModuleParts, render_module
 from difgen.errors import ConfigError, TraceError
-from difgen.frontend.tracer import trace
+from difgen.frontend import trace
 from difgen.hashing import source_hash
-from difgen.ir import Graph
 
 STAGES = ("traced",)
 
@@ -45,11 +46,7 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """Run the configured backend on a traced graph."""
     if spec.backend == "sympy":
-        from difgen.backends import sympy_backend
-
         return sympy_backend.build(spec, graph)
-    from difgen.backends import trace_backend
-
     return trace_backend.build(spec, graph)
 
 
@@ -65,6 +62,4 @@ def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> 
     graph = trace_spec(spec, fn)
     if stage == "traced":
         return str(graph)
-    from difgen.backends import trace_backend
-
     return trace_backend.ir_stage(spec, graph, stage)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from difgen.ir import Eqn, Graph, Lit, Var
+
+from difgen.core.ir import Eqn, Graph, Lit, Var
 from difgen.primitives.structural import to_index
 
 Pattern = np.ndarray | None
@@ -176,7 +177,7 @@ def _rule(eqn: Eqn) -> Callable[[Eqn, list[Pattern], int], Pattern]:
 def jacobian_pattern(graph: Graph, output: int = 0) -> np.ndarray:
     """Boolean ``(y.size, x.size)``: which outputs depend on which elements of input 0.
 
-    >>> from difgen.frontend.tracer import trace
+    >>> from difgen.frontend import trace
     >>> g = trace(lambda x: x[1:] * x[:-1], [((3,), "float64")])
     >>> jacobian_pattern(g).astype(int).tolist()
     [[1, 1, 0], [0, 1, 1]]

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from difgen.ad.interpret import Env, apply, build_graph, read
+from difgen.core.batching import batched_to, default_batch_rule
+from difgen.core.ir import Graph, Var
 from difgen.errors import DifgenError
-from difgen.ir import Graph, Var
-from difgen.primitives.core import batched_to
 
 
 def vmap_eval(
@@ -36,7 +37,7 @@ def vmap_eval(
             env[eqn.out], flags[eqn.out] = apply(eqn, ins), False
             continue
         prim = eqn.primitive
-        rule = prim.batch_rule()
+        rule = prim.batch or default_batch_rule(prim)
         if rule is None:
             raise DifgenError(f"primitive {prim.name!r} has no batching rule")
         out = rule(ins, bs, k, **eqn.params.as_dict())
@@ -53,7 +54,7 @@ def vmap_eval(
 def vmap(graph: Graph, batched: Sequence[bool], k: int) -> Graph:
     """``graph`` with a leading axis ``k`` on the ``batched`` inputs and on every output.
 
-    >>> from difgen.frontend.tracer import trace
+    >>> from difgen.frontend import trace
     >>> g = vmap(trace(lambda x: x[1:] * 2.0, [((3,), "float64")]), [True], 4)
     >>> g.outputs[0].shape
     (4, 2)

@@ -3,6 +3,9 @@
 A transform is an interpreter: it walks a graph's equations and calls ``bind`` (or a
 rule written with NumPy on tracers) for each, inside a new trace. So every transform
 inherits the tracer's constant folding, algebraic identities and CSE for free.
+
+The rules are NumPy code on tracers, so the transforms need the NumPy frontend
+(:mod:`difgen.frontend`) and the primitive tables loaded: this package imports both.
 """
 
 from __future__ import annotations
@@ -11,15 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from difgen.frontend.tracer import (
-    BUILDERS,
-    Builder,
-    Tracer,
-    bind,
-    current_builder,
-    finish,
-)
-from difgen.ir import Atom, Eqn, Graph, Lit, Var
+
+import difgen.frontend  # noqa: F401  (rules call np.* on tracers: NumPy dispatch)
+import difgen.primitives  # noqa: F401  (rules and identities bind rows by name)
+from difgen.core.ir import Atom, Eqn, Graph, Lit, Var
+from difgen.core.tracer import Tracer, bind, current_builder, finish, tracing
 
 Aval = tuple[tuple[int, ...], str]
 Env = dict[Var, Any]
@@ -32,13 +31,8 @@ def build_graph(fn: Callable[..., tuple[Any, ...]], avals: Sequence[Aval]) -> Gr
     >>> [e.primitive.name for e in g.eqns]
     ['mul']
     """
-    builder = Builder()
-    inputs = tuple(Var(tuple(shape), dtype) for shape, dtype in avals)
-    BUILDERS.append(builder)
-    try:
+    with tracing(avals) as (builder, inputs):
         result = fn(*(Tracer(builder, v) for v in inputs))
-    finally:
-        BUILDERS.pop()
     return finish(builder, inputs, tuple(result))
 
 

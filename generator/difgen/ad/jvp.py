@@ -6,7 +6,7 @@ inputs all have zero tangents gets none either, so a zero seed prunes its whole
 subgraph, and a seed of 1 disappears because the rules' arithmetic folds through the
 tracer.
 
->>> from difgen.frontend.tracer import trace
+>>> from difgen.frontend import trace
 >>> g = jvp(trace(lambda x: np.sin(x) * 3.0, [((), "float64")]))
 >>> print(g)
 { lambda a:f64[] b:f64[] .
@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
+from difgen.core.ir import Graph, Var
 from difgen.errors import DifgenError
-from difgen.ir import Graph, Var
 
 
 def jvp_eval(

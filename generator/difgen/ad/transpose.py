@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp
+from difgen.core.ir import Eqn, Graph, Var
+from difgen.core.tracer import Tracer, current_builder
 from difgen.errors import DifgenError
-from difgen.frontend.tracer import Tracer, current_builder
-from difgen.ir import Eqn, Graph, Var
 from difgen.primitives import Linear
 
 
@@ -134,7 +135,7 @@ def vjp(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
 
     Input cotangents are returned for the inputs in ``wrt`` (default: the first).
 
-    >>> from difgen.frontend.tracer import trace
+    >>> from difgen.frontend import trace
     >>> print(vjp(trace(lambda x: np.sum(x * x), [((3,), "float64")])))
     { lambda a:f64[3] b:f64[] .
       let c:f64[3] = mul a a

@@ -25,7 +25,8 @@ scalar code wins roughly below a dozen or two element operations per equation.
 from __future__ import annotations
 
 import numpy as np
-from difgen.ir import Graph
+
+from difgen.core.ir import Graph
 
 CALL_NS = 700.0
 ELEMENT_NS = 1.5

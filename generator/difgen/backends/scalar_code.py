@@ -12,14 +12,15 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.printing.precedence import precedence
+from sympy.printing.pycode import PythonCodePrinter
+
 from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
 from difgen.operators import Operator, docstring, signature
 from difgen.sparsity import csr_layout
-from sympy.printing.precedence import precedence
-from sympy.printing.pycode import PythonCodePrinter
 
 
 class FloatPrinter(PythonCodePrinter):

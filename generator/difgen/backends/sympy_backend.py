@@ -18,9 +18,9 @@ import sympy as sp
 
 from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
 from difgen.config import ModuleSpec
+from difgen.core.ir import Graph, Lit, Var
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function, ModuleParts
-from difgen.ir import Graph, Lit, Var
 from difgen.operators import (
     OPERATORS,
     is_sparse,

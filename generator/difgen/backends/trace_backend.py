@@ -26,14 +26,18 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
 from difgen.backends import cost_model, vector_code
+from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
+from difgen.backends.sympy_backend import lower, simplest_all, symbols
 from difgen.config import ModuleSpec
+from difgen.core.batching import batched_to
+from difgen.core.ir import FrozenArray, Graph
+from difgen.core.tracer import Tracer, current_builder
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.errors import ConfigError
-from difgen.frontend.tracer import Tracer, current_builder
-from difgen.ir import FrozenArray, Graph
 from difgen.operators import (
     OPERATORS,
     Operator,
@@ -43,7 +47,6 @@ from difgen.operators import (
     sparse_shape,
 )
 from difgen.passes import optimize
-from difgen.primitives.core import batched_to
 from difgen.primitives.indexing import scatter_add
 from difgen.primitives.structural import basis_p
 from difgen.sparsity import Coloring, PatternTooLarge, coloring_of
@@ -340,9 +343,6 @@ def _scalar_function(
     layouts: Layouts,
 ) -> tuple[Function, float]:
     """Straight-line float code: the graph lowered to SymPy (no diff), then cse."""
-    from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
-    from difgen.backends.sympy_backend import lower, simplest_all, symbols
-
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
     arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
     results = lower(graph, [arrays[n] for n in names])

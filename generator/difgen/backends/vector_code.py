@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from difgen.config import ModuleSpec
+from difgen.core.ir import FrozenArray, Graph, Lit, Var
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
-from difgen.ir import FrozenArray, Graph, Lit, Var
 from difgen.operators import Operator, docstring, signature
 
 INLINE_SIZE = 8  # arrays up to this many elements are written in place

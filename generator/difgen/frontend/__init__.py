@@ -1,7 +1,13 @@
-"""The frontend: trace unmodified NumPy code into the IR."""
+"""The frontend: NumPy's API on tracers, and tracing of unmodified user code.
+
+Importing it routes NumPy's dispatch on tracers (``__array_ufunc__``,
+``__array_function__``) to :mod:`difgen.frontend.numpy_api`; it sits on top of the
+graph-building core (:mod:`difgen.core`) and the primitive tables.
+"""
 
 from __future__ import annotations
 
-from difgen.frontend.tracer import Tracer, bind, trace
+from difgen.frontend import numpy_api
+from difgen.frontend.tracing import trace
 
-__all__ = ["Tracer", "bind", "trace"]
+__all__ = ["numpy_api", "trace"]

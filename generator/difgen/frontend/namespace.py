@@ -15,25 +15,13 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-
-def _builder() -> Any:
-    from difgen.frontend.tracer import current_builder
-
-    return current_builder()
-
-
-def _constant(value: np.ndarray) -> Any:
-    from difgen.frontend.tracer import Tracer
-    from difgen.ir import Lit
-
-    return Tracer(_builder(), Lit(value))
+from difgen.core.location import user_location
+from difgen.core.tracer import Tracer, constant, contains_tracer, lift
+from difgen.errors import TraceError
 
 
 def _check_dtype(dtype: Any) -> None:
     if dtype is not None and np.dtype(dtype) not in (np.float64, np.int64, np.bool_):
-        from difgen.errors import TraceError
-        from difgen.frontend.tracer import user_location
-
         raise TraceError(
             f"{user_location()}: dtype {dtype} cannot be traced (float64 only)"
         )
@@ -41,8 +29,6 @@ def _check_dtype(dtype: Any) -> None:
 
 def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
     """``np.array``: traced when any element is traced, a mutable constant otherwise."""
-    from difgen.frontend.numpy_api import contains_tracer, lift
-
     _check_dtype(dtype)
     if contains_tracer(obj):
         return lift(obj, force=True)
@@ -51,20 +37,18 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         return value  # integer arrays are indices: keep them plain NumPy constants
     if value.dtype.kind not in "fiub":
         return value
-    return _constant(value.astype(np.float64) if value.dtype.kind in "iu" else value)
+    return constant(value.astype(np.float64) if value.dtype.kind in "iu" else value)
 
 
 def asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
     """``np.asarray``: as :func:`array`."""
-    from difgen.frontend.tracer import Tracer
-
     return obj if isinstance(obj, Tracer) else array(obj, dtype)
 
 
 def _filler(fill: float) -> Callable[..., Any]:
     def create(shape: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         _check_dtype(dtype)
-        return _constant(np.full(shape, fill, dtype=np.float64))
+        return constant(np.full(shape, fill, dtype=np.float64))
 
     create.__name__ = {0.0: "zeros", 1.0: "ones"}.get(fill, "empty")
     return create
@@ -72,15 +56,13 @@ def _filler(fill: float) -> Callable[..., Any]:
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> Any:
     """``np.full`` with a constant or traced fill value."""
-    from difgen.frontend.tracer import Tracer
-
     if isinstance(fill_value, Tracer):
         return (
             np.broadcast_to(fill_value, shape if isinstance(shape, tuple) else (shape,))
             * 1.0
         )
     _check_dtype(dtype)
-    return _constant(np.full(shape, float(fill_value)))
+    return constant(np.full(shape, float(fill_value)))
 
 
 OVERRIDES: dict[str, Callable[..., Any]] = {

@@ -12,65 +12,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from difgen.core.ir import FrozenArray
+from difgen.core.location import user_location as _where
+from difgen.core.tracer import Tracer, constant, lift, use_numpy_dispatch
+from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
-from difgen.primitives import PRIMITIVES
-from difgen.primitives.structural import pack
-
-
-def _bind(name: str, *args: Any, **params: Any) -> Any:
-    from difgen.frontend.tracer import bind
-
-    return bind(PRIMITIVES[name], *args, **params)
-
-
-def _tracer_type() -> type:
-    from difgen.frontend.tracer import Tracer
-
-    return Tracer
-
-
-def _where() -> str:
-    from difgen.frontend.tracer import user_location
-
-    return user_location()
-
-
-# ------------------------------------------------------------------ lifting
-def contains_tracer(obj: Any) -> bool:
-    """Whether a (nested) list, tuple or object array holds a tracer."""
-    if isinstance(obj, _tracer_type()):
-        return True
-    if isinstance(obj, (list, tuple)) or (isinstance(obj, np.ndarray) and obj.dtype == object):
-        return any(contains_tracer(o) for o in obj)
-    return False
-
-
-def _leaves(obj: Any) -> tuple[tuple[int, ...], list[Any]]:
-    if isinstance(obj, (list, tuple)) or (isinstance(obj, np.ndarray) and obj.dtype == object):
-        subs = [_leaves(o) for o in obj]
-        shapes = {s for s, _ in subs}
-        if len(shapes) > 1:
-            raise TraceError(f"{_where()}: np.array of a ragged nested sequence")
-        inner = shapes.pop() if shapes else ()
-        return (len(subs), *inner), [leaf for _, leaves in subs for leaf in leaves]
-    return (), [obj]
-
-
-def lift(value: Any, force: bool = False) -> Any:
-    """Lists and object arrays holding tracers become one traced array node."""
-    if isinstance(value, _tracer_type()):
-        return value
-    if not (force or contains_tracer(value)):
-        return value
-    outer, leaves = _leaves(value)
-    leaf_shapes = {tuple(np.shape(leaf)) for leaf in leaves}
-    if len(leaf_shapes) > 1:
-        raise TraceError(f"{_where()}: np.array of arrays with different shapes")
-    leaf_shape = leaf_shapes.pop() if leaf_shapes else ()
-    if leaf_shape == ():
-        return pack(leaves, outer)
-    stacked = stack(leaves, axis=0)
-    return reshape(stacked, (*outer, *leaf_shape))
+from difgen.primitives.indexing import scatter_add
 
 
 # ------------------------------------------------------------------ helpers
@@ -315,13 +262,9 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 def diag(v: Any, k: int = 0) -> Any:
     if np.ndim(v) == 2:
         return diagonal(v, k)
-    from difgen.primitives.structural import scatter_add
-
     n = np.shape(v)[0] + abs(k)
     i = np.arange(np.shape(v)[0])
     rows, cols = (i, i + k) if k >= 0 else (i - k, i)
-    from difgen.ir import FrozenArray
-
     return scatter_add(v, (FrozenArray(rows), FrozenArray(cols)), (n, n))
 
 
@@ -397,9 +340,7 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: An
 
 def _like(fill: float) -> Callable[..., Any]:
     def create(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-        from difgen.frontend.namespace import _constant
-
-        return _constant(np.full(np.shape(a), fill))
+        return constant(np.full(np.shape(a), fill))
 
     return create
 
@@ -409,7 +350,7 @@ def full_like(a: Any, fill_value: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def copy(a: Any, *args: Any, **kwargs: Any) -> Any:
-    return a.copy() if isinstance(a, _tracer_type()) else np.copy(a)
+    return a.copy() if isinstance(a, Tracer) else np.copy(a)
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
@@ -546,3 +487,6 @@ FUNCTIONS.update({
     np.linalg.det: _matrix_function("det"), np.linalg.slogdet: slogdet,
     np.linalg.cholesky: _matrix_function("cholesky"),
 })  # fmt: skip
+
+
+use_numpy_dispatch(handle_ufunc, handle_function)

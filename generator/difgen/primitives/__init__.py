@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from difgen.core.primitive import PRIMITIVES, Linear, Primitive
 from difgen.primitives import (  # noqa: F401
     elementwise,
     indexing,
@@ -9,6 +10,5 @@ from difgen.primitives import (  # noqa: F401
     reductions,
     structural,
 )
-from difgen.primitives.core import PRIMITIVES, Linear, Primitive
 
 __all__ = ["PRIMITIVES", "Linear", "Primitive"]

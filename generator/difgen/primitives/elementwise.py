@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-from difgen.primitives.core import Linear, Primitive, call, register, unbroadcast
+
+from difgen.core.primitive import Linear, Primitive, call, register, unbroadcast
 
 
 def _objectwise(fn: Callable[..., Any], nin: int) -> Callable[..., Any]:

@@ -3,7 +3,7 @@
 
 All are linear. An index is a tuple whose items are ints, ``("slice", start, stop,
 step)``, ``None`` (new axis), ``Ellipsis`` or a constant integer array
-(:class:`~difgen.ir.FrozenArray`), so ``x[index]`` is decided at build time,
+(:class:`~difgen.core.ir.FrozenArray`), so ``x[index]`` is decided at build time,
 including whether a scatter may assign (unique positions) or must accumulate.
 """
 
@@ -12,17 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from difgen.ir import FrozenArray
-from difgen.primitives.core import (
-    Linear,
-    Primitive,
-    _dummy,
-    batched_to,
-    bind,
-    lift_batched,
-    register,
-    unbroadcast,
-)
+
+from difgen.core.batching import batched_to, lift_batched
+from difgen.core.ir import FrozenArray
+from difgen.core.primitive import Linear, Primitive, dummy, register, unbroadcast
+from difgen.core.tracer import bind
 
 
 # ----------------------------------------------------------------------- index
@@ -158,7 +152,7 @@ def _getitem_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
 
 
 def _getitem_shape(x: Any, index: Any) -> Any:
-    return tuple(_dummy(*x)[to_index(index)].shape), x[1]
+    return tuple(dummy(*x)[to_index(index)].shape), x[1]
 
 
 getitem_p = register(
@@ -214,7 +208,7 @@ def _scatter_transpose(ct: Any, value: Any, index: Any, shape: Any) -> list[Any]
 
 def _scatter_batch(args: Any, batched: Any, k: int, index: Any, shape: Any) -> Any:
     """Scatter behind a leading full slice into ``(k, *shape)``."""
-    region = _dummy(tuple(shape), "float64")[to_index(index)].ndim
+    region = dummy(tuple(shape), "float64")[to_index(index)].ndim
     value = _batch_axis_to_region(args[0], index, region)
     return scatter_add(value, _batched_index(index), (k, *shape))
 
@@ -298,7 +292,7 @@ def _scatter_sum_batch(
     """Every index behind a leading full slice, into ``(k, *shape)``."""
     values = []
     for value, b, index in zip(args, batched, indices):
-        region = _dummy(tuple(shape), "float64")[to_index(index)].ndim
+        region = dummy(tuple(shape), "float64")[to_index(index)].ndim
         values.append(_batch_axis_to_region(batched_to(value, b, k), index, region))
     return scatter_sum(values, [_batched_index(i) for i in indices], (k, *shape))
 
@@ -376,7 +370,7 @@ def _set_index_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
     x = batched_to(args[0], batched[0], k)
     value = args[1]
     if batched[1]:
-        region = _dummy(tuple(np.shape(x))[1:], "float64")[to_index(index)].ndim
+        region = dummy(tuple(np.shape(x))[1:], "float64")[to_index(index)].ndim
         value = _batch_axis_to_region(value, index, region)
     return set_index(x, value, _batched_index(index))
 

@@ -14,16 +14,17 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-from difgen.primitives.core import (
+
+from difgen.core.batching import lift_batched
+from difgen.core.primitive import (
     PRIMITIVES,
     Linear,
     Primitive,
-    bind,
     call,
-    lift_batched,
     register,
     unbroadcast,
 )
+from difgen.core.tracer import bind
 
 
 def _mT(x: Any) -> Any:

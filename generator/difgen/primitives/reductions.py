@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-from difgen.primitives.core import Primitive, register
+
+from difgen.core.primitive import Primitive, register
 
 
 def _keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:

@@ -10,15 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from difgen.primitives.core import (
-    Linear,
-    Primitive,
-    batched_to,
-    bind,
-    lift_batched,
-    register,
-    unbroadcast,
-)
+
+from difgen.core.batching import batched_to, lift_batched
+from difgen.core.primitive import Linear, Primitive, register, unbroadcast
+from difgen.core.tracer import bind
 from difgen.primitives.indexing import (  # noqa: F401  (re-exported)
     advanced_first,
     getitem_p,

@@ -16,11 +16,12 @@ smaller, and commutative operands in either order (CSE modulo commutativity).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from difgen.ir import Atom, Lit, Params, Var
+from difgen.core.ir import Atom, Lit, Params, Var
+from difgen.core.primitive import PRIMITIVES
 
 Result = Var | np.ndarray | None
 
@@ -58,11 +59,19 @@ def _zeros(atoms: list[Atom]) -> np.ndarray:
     return np.zeros(_out_shape(atoms))
 
 
-class Context:
-    """What a rule may look at: the producers of Vars, and a way to record."""
+BindAtoms = Callable[[Any, str, Sequence[Atom | np.ndarray], dict[str, Any]], Result]
 
-    def __init__(self, builder: Any) -> None:
+
+class Context:
+    """What a rule may look at: the producers of Vars, and a way to record.
+
+    ``bind_atoms`` is the tracer's ``bind`` over atoms, handed in by the tracer that
+    calls :func:`simplify` (this module sits below it and does not import it).
+    """
+
+    def __init__(self, builder: Any, bind_atoms: BindAtoms) -> None:
         self.builder = builder
+        self._bind_atoms = bind_atoms
 
     def producer(self, atom: Atom) -> Any:
         return self.builder.producer.get(atom) if isinstance(atom, Var) else None
@@ -73,21 +82,7 @@ class Context:
 
     def bind(self, name: str, *atoms: Atom | np.ndarray, **params: Any) -> Result:
         """Record (or simplify, or fold) ``name(*atoms, **params)``."""
-        from difgen.frontend.tracer import Tracer, bind
-        from difgen.primitives import PRIMITIVES
-
-        args = [
-            (
-                Tracer(self.builder, a)
-                if isinstance(a, Var)
-                else np.asarray(a.value if isinstance(a, Lit) else a)
-            )
-            for a in atoms
-        ]
-        out = bind(PRIMITIVES[name], *args, **params)
-        if isinstance(out, Tracer):
-            return out.atom if isinstance(out.atom, Var) else np.asarray(out.atom.value)
-        return np.asarray(out)
+        return self._bind_atoms(self.builder, name, atoms, params)
 
 
 Rule = Callable[[list[Atom], dict[str, Any], Context], Result]
@@ -379,9 +374,8 @@ def _matmul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
 
 
 def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    from difgen.primitives.linalg import _matmul_shape as rule
-
-    return tuple(rule((a, "float64"), (b, "float64"))[0])
+    avals = [(a, "float64"), (b, "float64")]
+    return tuple(PRIMITIVES["matmul"].out_aval(avals, {})[0])
 
 
 def _concatenate(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
@@ -453,10 +447,14 @@ def _narrow_operands(prim: Any, atoms: list[Atom], cx: Context) -> list[Atom] | 
 
 
 def simplify(
-    prim: Any, atoms: list[Atom], params: dict[str, Any], builder: Any
+    prim: Any,
+    atoms: list[Atom],
+    params: dict[str, Any],
+    builder: Any,
+    bind_atoms: BindAtoms,
 ) -> Result:
     """An existing value equal to ``prim(*atoms, **params)``, if an identity gives one."""
-    cx = Context(builder)
+    cx = Context(builder, bind_atoms)
     if prim.elementwise:
         try:
             np.broadcast_shapes(*(a.shape for a in atoms))

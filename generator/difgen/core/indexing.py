@@ -5,33 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
+from difgen.core.ir import FrozenArray
+from difgen.core.location import user_location
 from difgen.errors import TraceError
-from difgen.ir import FrozenArray
 
 
 def freeze_index(index: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
     """Turn ``index`` into the frozen tuple form that ``getitem`` takes.
 
     Boolean masks become integer positions (they are constants, so the positions are
-    known at build time); a traced value inside an index is an error.
+    known at build time). The tracer has already replaced constant tracers in the
+    index by their values and refused traced ones (``Tracer.__getitem__``).
 
     >>> freeze_index((0, slice(1, None)), (3, 4))
     (0, ('slice', 1, None, None))
     """
-    from difgen.frontend.tracer import Tracer, user_location
-
     items = index if isinstance(index, tuple) else (index,)
     frozen: list[Any] = []
     for item in items:
-        if isinstance(item, Tracer):
-            if not item.is_var:
-                item = item.atom.value
-            else:
-                raise TraceError(
-                    f"{user_location()}: indexing with a traced value; indices must "
-                    "be constants known at build time"
-                )
         if item is None or item is Ellipsis:
             frozen.append(item)
         elif isinstance(item, slice):
@@ -40,8 +31,8 @@ def freeze_index(index: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
                     raise TraceError(
                         f"{user_location()}: slice bounds must be constant ints"
                     )
-            frozen.append(("slice", *(None if b is None else int(b)
-                                      for b in (item.start, item.stop, item.step))))  # fmt: skip
+            bounds = (item.start, item.stop, item.step)
+            frozen.append(("slice", *(None if b is None else int(b) for b in bounds)))
         elif isinstance(item, (bool, np.bool_)):
             raise TraceError(f"{user_location()}: indexing with a Python bool")
         elif isinstance(item, (int, np.integer)):

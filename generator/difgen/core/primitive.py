@@ -16,18 +16,21 @@ A primitive is declared once, with everything each stage needs:
 - ``batch``: ``batch(args, batched, k, **params)`` evaluates the primitive when the
   inputs flagged in ``batched`` carry an extra leading axis of size ``k``, returning
   the result with that axis in front (the vmap rule). Elementwise rows and rows whose
-  params are ``axes``/``axis`` get one by default (:func:`default_batch_rule`);
+  params are ``axes``/``axis`` get one by default
+  (:func:`difgen.core.batching.default_batch_rule`);
 - ``sympy``: evaluation on object arrays of SymPy expressions (default: ``impl``);
 - ``differentiable``: False for selectors (comparisons), whose outputs carry no tangent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from difgen.core.location import user_location
+from difgen.errors import TraceError
 
 Shape = tuple[int, ...]
 Aval = tuple[Shape, str]
@@ -72,9 +75,6 @@ class Primitive:
             try:
                 shape = tuple(np.broadcast_shapes(*(s for s, _ in avals)))
             except ValueError:
-                from difgen.errors import TraceError
-                from difgen.frontend.tracer import user_location
-
                 shapes = " ".join(str(tuple(s)) for s, _ in avals)
                 raise TraceError(
                     f"{user_location()}: operands could not be broadcast together "
@@ -82,7 +82,7 @@ class Primitive:
                 ) from None
             dtype = "float64" if self.differentiable else "bool"
             return shape, dtype
-        dummies = [_dummy(shape, dtype) for shape, dtype in avals]
+        dummies = [dummy(shape, dtype) for shape, dtype in avals]
         with np.errstate(all="ignore"):
             out = np.asarray(self.impl(*dummies, **params))
         dtype = "bool" if out.dtype == np.bool_ else "float64"
@@ -93,12 +93,10 @@ class Primitive:
         fn = self.sympy if self.sympy is not None else self.impl
         return fn(*args, **params)
 
-    def batch_rule(self) -> Callable[..., Any] | None:
-        """The vmap rule: declared, or derived for elementwise and axis rows."""
-        return self.batch if self.batch is not None else default_batch_rule(self)
 
 
-def _dummy(shape: Shape, dtype: str) -> np.ndarray:
+def dummy(shape: Shape, dtype: str) -> np.ndarray:
+    """A zero-strided stand-in array of this shape and dtype (for shape rules)."""
     value = np.zeros((), dtype=np.bool_ if dtype == "bool" else np.float64)
     if dtype != "bool":
         value = value + 0.5
@@ -137,75 +135,3 @@ def unbroadcast(value: Any, shape: Shape) -> Any:
     if axes:
         value = np.sum(value, axis=axes)
     return np.reshape(value, shape) if tuple(np.shape(value)) != tuple(shape) else value
-
-
-# ------------------------------------------------------------------- batching
-def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
-    """``prim(*args, **params)``, traced or eager (the frontend's ``bind``)."""
-    from difgen.frontend.tracer import bind as _bind
-
-    return _bind(prim, *args, **params)
-
-
-def lift_batched(value: Any, rank: int) -> Any:
-    """A batched value ``(k, *s)`` reshaped to ``(k, 1, ..., 1, *s)`` of rank 1+rank.
-
-    Right-aligned NumPy broadcasting against unbatched operands of rank <= ``rank``
-    then keeps the batch axis in front.
-    """
-    shape = tuple(np.shape(value))
-    missing = rank + 1 - len(shape)
-    if missing <= 0:
-        return value
-    return np.reshape(value, (shape[0],) + (1,) * missing + shape[1:])
-
-
-def batched_to(value: Any, is_batched: bool, k: int) -> Any:
-    """``value`` with a leading batch axis of size ``k`` (broadcast if it has none)."""
-    if is_batched:
-        return value
-    return np.broadcast_to(value, (k, *np.shape(value)))
-
-
-def _elementwise_batch(prim: Primitive) -> Callable[..., Any]:
-    def rule(
-        args: Sequence[Any], batched: Sequence[bool], k: int, **params: Any
-    ) -> Any:
-        """Broadcasting with the batch axis lifted in front of every operand."""
-        rank = len(
-            np.broadcast_shapes(
-                *(np.shape(a)[1:] if b else np.shape(a) for a, b in zip(args, batched))
-            )
-        )
-        lifted = [lift_batched(a, rank) if b else a for a, b in zip(args, batched)]
-        return bind(prim, *lifted, **params)
-
-    return rule
-
-
-def _axes_batch(prim: Primitive) -> Callable[..., Any]:
-    def rule(
-        args: Sequence[Any], batched: Sequence[bool], k: int, **params: Any
-    ) -> Any:
-        """The batch axis is axis 0: every static axis moves up by one."""
-        shifted = dict(params)
-        if "axes" in params:
-            shifted["axes"] = tuple(int(a) + 1 for a in params["axes"])
-        if "axis" in params:
-            shifted["axis"] = int(params["axis"]) + 1
-        return bind(prim, *args, **shifted)
-
-    return rule
-
-
-_AXIS_PRIMITIVES = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"}
-_AXIS_PRIMITIVES |= {"cumsum", "cumprod"}
-
-
-def default_batch_rule(prim: Primitive) -> Callable[..., Any] | None:
-    """The vmap rule every elementwise row, and every single-input axis row, shares."""
-    if prim.elementwise:
-        return _elementwise_batch(prim)
-    if prim.name in _AXIS_PRIMITIVES:
-        return _axes_batch(prim)
-    return None

@@ -1,6 +1,6 @@
 """The IR: a typed SSA graph with static shapes, evaluable, printable, transformable.
 
->>> from difgen.frontend.tracer import trace
+>>> from difgen.frontend import trace
 >>> g = trace(lambda x: (x * 2.0).sum(), [((3,), "float64")])
 >>> print(g)
 { lambda a:f64[3] .
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from difgen.primitives.core import Primitive
+    from difgen.core.primitive import Primitive
 
 Shape = tuple[int, ...]
 
@@ -174,6 +174,17 @@ def evaluate(graph: Graph, args: Sequence[Any]) -> tuple[np.ndarray, ...]:
             *map(read, eqn.inputs), **eqn.params.as_dict()
         )
     return tuple(np.asarray(read(out)) for out in graph.outputs)
+
+
+def dce(graph: Graph) -> Graph:
+    """Drop equations whose outputs nothing uses (one backward sweep)."""
+    live: set[Var] = {v for v in graph.outputs if isinstance(v, Var)}
+    kept: list[Eqn] = []
+    for eqn in reversed(graph.eqns):
+        if eqn.out in live:
+            kept.append(eqn)
+            live.update(a for a in eqn.inputs if isinstance(a, Var))
+    return Graph(graph.inputs, graph.outputs, tuple(reversed(kept)))
 
 
 def _names() -> Iterator[str]:

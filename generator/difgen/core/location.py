@@ -1,0 +1,26 @@
+"""Where in the user's code a trace is: the ``file:line`` every error message names."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+_DIFGEN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost frame outside difgen and NumPy.
+
+    >>> user_location().endswith(">:1")  # called from a doctest, which is user code
+    True
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_DIFGEN_DIR) or path.startswith(_NUMPY_DIR)):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<unknown>"

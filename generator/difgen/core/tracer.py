@@ -1,0 +1,465 @@
+"""The graph builder: :class:`Tracer` values, ``bind``, and the trace in progress.
+
+This is the bottom of difgen's layering (with :mod:`difgen.core.ir` and
+:mod:`difgen.core.primitive`): the primitive tables, the NumPy frontend, the
+transforms and the passes all build graphs through :func:`bind`, and nothing here
+imports them. Operations on constants only are evaluated at once, so constants fold
+while tracing; :mod:`difgen.core.simplify` applies algebraic identities; identical
+equations are shared (CSE).
+
+NumPy reaches a tracer through ``__array_ufunc__`` and ``__array_function__``. What
+each NumPy function means is the frontend's business (:mod:`difgen.frontend.numpy_api`),
+one layer up, so the frontend registers its two handlers here with
+:func:`use_numpy_dispatch` when it is imported (as JAX's NumPy layer installs its
+array methods on the core tracer). Python operators and ndarray methods need no
+frontend: they bind primitives by name or call ``np.*``, which dispatches back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from difgen.core.indexing import freeze_index
+from difgen.core.ir import Atom, Eqn, Graph, Lit, Params, Var, dce
+from difgen.core.location import user_location
+from difgen.core.primitive import PRIMITIVES, Primitive
+from difgen.core.simplify import simplify
+from difgen.errors import TraceError
+
+BUILDERS: list["Builder"] = []
+
+
+class Builder:
+    """Collects the equations of one graph under construction."""
+
+    def __init__(self) -> None:
+        self.eqns: list[Eqn] = []
+        self.cache: dict[tuple[Any, ...], Var] = {}
+        self.producer: dict[Var, Eqn] = {}
+
+    def add(self, prim: Primitive, atoms: list[Atom], params: dict[str, Any]) -> Var:
+        frozen = Params.of(params)
+        key = (prim.name, tuple(atoms), frozen)
+        if key in self.cache:
+            return self.cache[key]
+        try:
+            shape, dtype = prim.out_aval([(a.shape, a.dtype) for a in atoms], params)
+        except (ValueError, IndexError, TypeError) as exc:
+            shapes = ", ".join(str(a.shape) for a in atoms)
+            raise TraceError(
+                f"{user_location()}: {prim.name} of shapes {shapes}: {exc}"
+            ) from None
+        out = Var(tuple(int(n) for n in shape), dtype)
+        eqn = Eqn(prim, tuple(atoms), frozen, out)
+        self.eqns.append(eqn)
+        self.cache[key] = out
+        self.producer[out] = eqn
+        return out
+
+
+@contextlib.contextmanager
+def tracing(avals: Sequence[tuple[tuple[int, ...], str]]) -> Iterator[
+    tuple[Builder, tuple[Var, ...]]
+]:
+    """A new trace, innermost while the block runs: its builder and input Vars."""
+    builder = Builder()
+    inputs = tuple(Var(tuple(shape), dtype) for shape, dtype in avals)
+    BUILDERS.append(builder)
+    try:
+        yield builder, inputs
+    finally:
+        BUILDERS.pop()
+
+
+def current_builder() -> Builder:
+    """The builder of the innermost trace in progress."""
+    if not BUILDERS:
+        raise RuntimeError("no trace in progress")
+    return BUILDERS[-1]
+
+
+def finish(builder: Builder, inputs: tuple[Var, ...], result: Any) -> Graph:
+    """Close a trace: outputs become atoms, and unused equations are dropped."""
+    results = result if isinstance(result, tuple) else (result,)
+    outputs: list[Atom] = []
+    for value in results:
+        value = lift(value)
+        if isinstance(value, Tracer):
+            outputs.append(value.atom)
+        else:
+            outputs.append(Lit(as_constant(value)))
+    return dce(Graph(inputs, tuple(outputs), tuple(builder.eqns)))
+
+
+# ------------------------------------------------------------------ binding
+def as_constant(value: Any) -> np.ndarray:
+    """A non-traced operand as a float64 (or bool) array."""
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        raise TraceError(f"{user_location()}: cannot use {type(value).__name__} here")
+    return arr if arr.dtype == np.bool_ else arr.astype(np.float64)
+
+
+def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
+    """Apply ``prim``: evaluate at once on constants, otherwise record an equation."""
+    args = tuple(lift(a) for a in args)
+    builder = next(
+        (a.builder for a in args if isinstance(a, Tracer) and a.is_var), None
+    )
+    if builder is None:
+        values = [
+            a.atom.value if isinstance(a, Tracer) else as_constant(a) for a in args
+        ]
+        with np.errstate(all="ignore"):
+            return np.asarray(prim.impl(*values, **params))
+    atoms: list[Atom] = [
+        a.atom if isinstance(a, Tracer) else Lit(as_constant(a)) for a in args
+    ]
+    shortcut = simplify(prim, atoms, params, builder, _bind_atoms)
+    if shortcut is not None:
+        return Tracer(builder, shortcut) if isinstance(shortcut, Var) else shortcut
+    return Tracer(builder, builder.add(prim, atoms, params))
+
+
+def bind_name(name: str, *args: Any, **params: Any) -> Any:
+    """:func:`bind` of the registered primitive called ``name``."""
+    return bind(PRIMITIVES[name], *args, **params)
+
+
+def _bind_atoms(
+    builder: Builder, name: str, atoms: Sequence[Atom | np.ndarray], params: Any
+) -> Var | np.ndarray:
+    """``bind`` for the identities: atoms in, an atom's value (Var or array) out."""
+    args = [
+        (
+            Tracer(builder, a)
+            if isinstance(a, Var)
+            else np.asarray(a.value if isinstance(a, Lit) else a)
+        )
+        for a in atoms
+    ]
+    out = bind(PRIMITIVES[name], *args, **params)
+    if isinstance(out, Tracer):
+        return out.atom if isinstance(out.atom, Var) else np.asarray(out.atom.value)
+    return np.asarray(out)
+
+
+def constant(value: np.ndarray) -> "Tracer":
+    """A constant in a tracer's clothes, in the innermost trace (mutable by item
+    assignment, which ``np.zeros(n)`` followed by ``out[i] = ...`` needs)."""
+    return Tracer(current_builder(), Lit(value))
+
+
+# ------------------------------------------------------------------ lifting
+def contains_tracer(obj: Any) -> bool:
+    """Whether a (nested) list, tuple or object array holds a tracer."""
+    if isinstance(obj, Tracer):
+        return True
+    if isinstance(obj, (list, tuple)) or (
+        isinstance(obj, np.ndarray) and obj.dtype == object
+    ):
+        return any(contains_tracer(o) for o in obj)
+    return False
+
+
+def _leaves(obj: Any) -> tuple[tuple[int, ...], list[Any]]:
+    if isinstance(obj, (list, tuple)) or (
+        isinstance(obj, np.ndarray) and obj.dtype == object
+    ):
+        subs = [_leaves(o) for o in obj]
+        shapes = {s for s, _ in subs}
+        if len(shapes) > 1:
+            raise TraceError(f"{user_location()}: np.array of a ragged nested sequence")
+        inner = shapes.pop() if shapes else ()
+        return (len(subs), *inner), [leaf for _, leaves in subs for leaf in leaves]
+    return (), [obj]
+
+
+def lift(value: Any, force: bool = False) -> Any:
+    """Lists and object arrays holding tracers become one traced array node.
+
+    Scalars are packed by one ``pack`` equation; arrays are stacked (through NumPy,
+    which dispatches to the frontend) and reshaped to the nesting.
+    """
+    if isinstance(value, Tracer):
+        return value
+    if not (force or contains_tracer(value)):
+        return value
+    outer, leaves = _leaves(value)
+    leaf_shapes = {tuple(np.shape(leaf)) for leaf in leaves}
+    if len(leaf_shapes) > 1:
+        raise TraceError(f"{user_location()}: np.array of arrays with different shapes")
+    leaf_shape = leaf_shapes.pop() if leaf_shapes else ()
+    if leaf_shape == ():
+        return bind_name("pack", *leaves, shape=tuple(outer))
+    stacked = np.stack(leaves, axis=0)
+    return np.reshape(stacked, (*outer, *leaf_shape))
+
+
+# ------------------------------------------------------------ NumPy dispatch
+UfuncHandler = Callable[[Any, str, Any, dict[str, Any]], Any]
+FunctionHandler = Callable[[Any, Any, dict[str, Any]], Any]
+
+
+def _no_frontend(*args: Any) -> Any:
+    raise TraceError(
+        f"{user_location()}: a NumPy function was called on a traced value, but "
+        "difgen.frontend (which gives NumPy's functions their meaning on tracers) "
+        "is not imported"
+    )
+
+
+class _Dispatch:
+    """The frontend's two handlers (see :func:`use_numpy_dispatch`)."""
+
+    ufunc: UfuncHandler = _no_frontend
+    function: FunctionHandler = _no_frontend
+
+
+def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
+    """Route ``__array_ufunc__`` and ``__array_function__`` of tracers to a frontend."""
+    _Dispatch.ufunc = staticmethod(ufunc)  # type: ignore[assignment]
+    _Dispatch.function = staticmethod(function)  # type: ignore[assignment]
+
+
+# ------------------------------------------------------------------ tracers
+def _binop(name: str, reverse: bool = False) -> Callable[[Tracer, Any], Any]:
+    def method(self: Tracer, other: Any) -> Any:
+        prim = PRIMITIVES[name]
+        return bind(prim, other, self) if reverse else bind(prim, self, other)
+
+    return method
+
+
+def _branch_error(kind: str) -> Callable[..., Any]:
+    def method(self: Tracer, *args: Any) -> Any:
+        raise TraceError(
+            f"{user_location()}: {kind} of a traced value: the value depends on the "
+            "input, which difgen does not know at build time. A branch on it "
+            "(`if`, `while`, `and`/`or`) cannot be traced: use "
+            "np.where(cond, a, b). Use NumPy functions (np.sin, not math.sin), and "
+            "create arrays you assign into with np.zeros/np.empty."
+        )
+
+    return method
+
+
+class Tracer:
+    """A traced array (or a constant in a traced array's clothes)."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, builder: Builder, atom: Atom) -> None:
+        self.builder = builder
+        self.atom = atom
+
+    # -- what the value looks like
+    @property
+    def is_var(self) -> bool:
+        return isinstance(self.atom, Var)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.atom.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.atom.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.atom.shape, dtype=np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.atom.dtype)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d traced array")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"Tracer({self.atom.dtype}{list(self.shape)})"
+
+    # -- NumPy dispatch
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Any:
+        return _Dispatch.ufunc(ufunc, method, inputs, kw)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _Dispatch.function(func, args, kwargs)
+
+    # -- operators
+    __add__ = _binop("add")
+    __radd__ = _binop("add", reverse=True)
+    __sub__ = _binop("sub")
+    __rsub__ = _binop("sub", reverse=True)
+    __mul__ = _binop("mul")
+    __rmul__ = _binop("mul", reverse=True)
+    __truediv__ = _binop("div")
+    __rtruediv__ = _binop("div", reverse=True)
+    __pow__ = _binop("pow")
+    __rpow__ = _binop("pow", reverse=True)
+    __lt__ = _binop("lt")
+    __le__ = _binop("le")
+    __gt__ = _binop("gt")
+    __ge__ = _binop("ge")
+    __eq__ = _binop("eq")  # type: ignore[assignment]
+    __ne__ = _binop("ne")  # type: ignore[assignment]
+    __and__ = _binop("logical_and")
+    __rand__ = _binop("logical_and", reverse=True)
+    __or__ = _binop("logical_or")
+    __ror__ = _binop("logical_or", reverse=True)
+    __hash__ = object.__hash__
+
+    def __invert__(self) -> Any:
+        return bind_name("logical_not", self)
+
+    def __matmul__(self, other: Any) -> Any:
+        return np.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return np.matmul(other, self)
+
+    def __neg__(self) -> Any:
+        return bind_name("neg", self)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return bind_name("abs", self)
+
+    __bool__ = _branch_error("bool()")
+    __float__ = _branch_error("float()")
+    __int__ = _branch_error("int()")
+    __index__ = _branch_error("use as an index")
+    __complex__ = _branch_error("complex()")
+    item = _branch_error(".item()")
+    tolist = _branch_error(".tolist()")
+
+    # -- indexing
+    def __getitem__(self, index: Any) -> Any:
+        frozen = freeze_index(_static_index(index), self.shape)
+        return bind_name("getitem", self, index=frozen)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        frozen = freeze_index(_static_index(index), self.shape)
+        new = bind_name("set_index", self, value, index=frozen)
+        self.atom = new.atom if isinstance(new, Tracer) else Lit(np.asarray(new))
+
+    # -- ndarray methods, each the NumPy function of the same name
+    @property
+    def T(self) -> Any:
+        return np.transpose(self)
+
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape)
+
+    def ravel(self) -> Any:
+        return np.ravel(self)
+
+    flatten = ravel
+
+    def copy(self) -> Any:
+        return Tracer(self.builder, self.atom)  # a new name: item assignment rebinds
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        if np.dtype(dtype) != np.float64:
+            raise TraceError(f"{user_location()}: only float64 arrays can be traced")
+        return self
+
+    def transpose(self, *axes: Any) -> Any:
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return np.transpose(self, axes or None)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.mean(self, axis=axis, keepdims=keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.prod(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.min(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.var(self, axis=axis, keepdims=keepdims)
+
+    def std(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.std(self, axis=axis, keepdims=keepdims)
+
+    def cumsum(self, axis: Any = None) -> Any:
+        return np.cumsum(self, axis=axis)
+
+    def cumprod(self, axis: Any = None) -> Any:
+        return np.cumprod(self, axis=axis)
+
+    def dot(self, other: Any) -> Any:
+        return np.dot(self, other)
+
+    def clip(self, lo: Any = None, hi: Any = None) -> Any:
+        return np.clip(self, lo, hi)
+
+    def swapaxes(self, a: int, b: int) -> Any:
+        return np.swapaxes(self, a, b)
+
+    def squeeze(self, axis: Any = None) -> Any:
+        return np.squeeze(self, axis=axis)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0) -> Any:
+        return np.trace(self, offset)
+
+
+def _static_index(index: Any) -> Any:
+    """``index`` with constant tracers replaced by their values; traced ones refused."""
+    items = index if isinstance(index, tuple) else (index,)
+    static = []
+    for item in items:
+        if isinstance(item, Tracer):
+            if item.is_var:
+                raise TraceError(
+                    f"{user_location()}: indexing with a traced value; indices must "
+                    "be constants known at build time"
+                )
+            item = item.atom.value
+        static.append(item)
+    return tuple(static) if isinstance(index, tuple) else static[0]
+
+
+def _scalar_method(name: str) -> Callable[[Tracer], Any]:
+    return lambda self: bind_name(name, self)
+
+
+_SCALAR_METHODS = (
+    "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh "
+    "exp expm1 log log1p sqrt cbrt sign"
+)
+
+
+def _install_scalar_methods() -> None:
+    """Ufuncs over object arrays of tracers call ``element.sin()`` and the like."""
+    for name in _SCALAR_METHODS.split():
+        setattr(Tracer, name, _scalar_method(name))
+    Tracer.conjugate = lambda self: self  # type: ignore[attr-defined]
+    Tracer.absolute = Tracer.__abs__  # type: ignore[attr-defined]
+
+
+_install_scalar_methods()
