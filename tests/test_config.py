@@ -134,13 +134,15 @@ BAD_CONFIGS = [
         "non-identifier-name",
         with_line('name = "seed"', 'name = "my-seed"'),
         2,
-        "'name' must be a Python identifier that is not a keyword",
+        "'name' names the generated module NAME.py, and 'my-seed' is not an ASCII "
+        'Python identifier that is not a keyword; got "my-seed"',
     ),
     (
         "keyword-name",
         with_line('name = "seed"', 'name = "class"'),
         2,
-        'that is not a keyword (it names the generated module); got "class"',
+        "'class' is not an ASCII Python identifier that is not a keyword; "
+        'got "class"',
     ),
     (
         "duplicate-name",
@@ -216,8 +218,8 @@ BAD_CONFIGS = [
         "reserved-context",
         MODULE + 'contexts = [{ name = "dx", shape = [] }]\n',
         6,
-        "'contexts[0].name' must be a Python identifier, not a keyword and not one "
-        "of dx, dy, np, out, v, x",
+        "'contexts[0].name' becomes a parameter of every generated function, and "
+        "'dx' is a name the generated code uses itself",
     ),
     (
         "duplicate-context",

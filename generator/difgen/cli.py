@@ -35,9 +35,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 1
     try:
         status: int = args.run(args)
+        sys.stdout.flush()
     except DifgenError as exc:
         print(f"difgen: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("difgen: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`difgen ir ... | head`): not an error of ours.
+        # Point stdout at devnull so the interpreter's final flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return status
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import keyword
 import os
 import re
 import tomllib
@@ -22,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from difgen.emit import naming
 from difgen.errors import ConfigError
 from difgen.toml_lines import Key, Locator
 
@@ -59,8 +61,6 @@ BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
 EMITS = ("auto", "scalar", "vector")
 DTYPES = ("float64",)
-RESERVED_CONTEXT_NAMES = frozenset({"x", "dx", "dy", "v", "out", "np"})
-"""Argument names of the generated operators, and the NumPy import."""
 
 _TOP_KEYS = ("difgen", "module")
 _DIFGEN_KEYS = ("output_dir",)
@@ -177,6 +177,7 @@ def check_output_fit(spec: ModuleSpec, output_shape: tuple[int, ...]) -> None:
     >>> spec = ModuleSpec("m", "f:f", "trace", "auto", ("gradient",), ArraySpec((3,)))
     >>> check_output_fit(spec, ())
     """
+    _check_dense_budget(spec, output_shape)
     if output_shape == ():
         return
     bad = [op for op in spec.operators if op in SCALAR_OUTPUT_OPERATORS]
@@ -189,6 +190,33 @@ def check_output_fit(spec: ModuleSpec, output_shape: tuple[int, ...]) -> None:
             f"an array of shape {output_shape}; use 'jacobian' (or 'pullback') "
             "for array outputs",
         )
+
+
+MAX_ELEMENTS = 1 << 27
+"""The most elements one array may have (2**27, 1 GiB of float64): inputs, contexts
+and every dense result a generated operator allocates on each call."""
+
+
+def _check_dense_budget(spec: ModuleSpec, output_shape: tuple[int, ...]) -> None:
+    """Refuse a dense jacobian or hessian too large to allocate on every call."""
+    if spec.sparse:
+        return
+    x_size = int(np.prod(spec.input.shape, dtype=np.int64))
+    y_size = int(np.prod(output_shape, dtype=np.int64))
+    for op in spec.operators:
+        kind = "hessian" if "hessian" in op else "jacobian" if "jacobian" in op else ""
+        size = x_size * (x_size if kind == "hessian" else y_size)
+        if kind and size > MAX_ELEMENTS:
+            shape = (output_shape if kind == "jacobian" else spec.input.shape)
+            raise ConfigError(
+                spec.config_path,
+                spec.line_of("operators"),
+                f"operator '{op}' would allocate a dense {kind} of shape "
+                f"{tuple(shape) + tuple(spec.input.shape)} ({size:,} float64, "
+                f"{size * 8 / 2**30:,.1f} GiB) on every call, over difgen's limit of "
+                f"{MAX_ELEMENTS:,} elements; use sparse = true, or "
+                f"{'hvp' if kind == 'hessian' else 'pushforward/pullback'}",
+            )
 
 
 def split_function_ref(ref: str) -> tuple[str, str] | None:
@@ -209,10 +237,6 @@ def split_function_ref(ref: str) -> tuple[str, str] | None:
 
 def _is_dotted_name(text: str) -> bool:
     return all(part.isidentifier() for part in text.split("."))
-
-
-def _is_name(text: str) -> bool:
-    return text.isidentifier() and not keyword.iskeyword(text)
 
 
 def _toml_error_line(exc: tomllib.TOMLDecodeError, text: str) -> int | None:
@@ -346,11 +370,12 @@ class _Reader:
                     at, f"[[module]] is missing the required key '{required}'"
                 )
         name = self.get(table, at + ("name",), str, "a string")
-        if not _is_name(name):
+        problem = naming.module_name_problem(name)
+        if problem is not None:
             raise self.error(
                 at + ("name",),
-                f"'name' must be a Python identifier that is not a keyword (it "
-                f"names the generated module); got {_show(name)}",
+                f"'name' names the generated module NAME.py, and {problem}; "
+                f"got {_show(name)}",
             )
         function = self.get(table, at + ("function",), str, _FUNCTION_FORMS)
         if split_function_ref(function) is None:
@@ -440,6 +465,13 @@ class _Reader:
                 f"'{label}.shape' must be an array of non-negative integers "
                 f"([] for a scalar); got {_show(shape)}",
             )
+        size = int(np.prod(shape, dtype=object))  # exact: no int64 overflow
+        if size > MAX_ELEMENTS:
+            raise self.error(
+                key + ("shape",),
+                f"'{label}.shape' {list(shape)} has {size:,} elements, over "
+                f"difgen's limit of {MAX_ELEMENTS:,} (1 GiB of float64) per array",
+            )
         dtype = value.get("dtype", "float64")
         if dtype not in DTYPES:
             raise self.error(
@@ -467,17 +499,19 @@ class _Reader:
                     at, f"{_dotted(at[2:])} is missing the required key 'name'"
                 )
             name = self.get(context, at + ("name",), str, "a string")
-            if not _is_name(name) or name in RESERVED_CONTEXT_NAMES:
-                reserved = ", ".join(sorted(RESERVED_CONTEXT_NAMES))
-                raise self.error(
-                    at + ("name",),
-                    f"'{_dotted(at[2:])}.name' must be a Python identifier, not a "
-                    f"keyword and not one of {reserved}; got {_show(name)}",
-                )
             if any(other.name == name for other in specs):
                 raise self.error(at + ("name",), f"duplicate context name '{name}'")
             shape, dtype = self.shape_and_dtype(context, at, _CONTEXT_KEYS)
             specs.append(ContextSpec(name=name, shape=shape, dtype=dtype))
+        names = [c.name for c in specs]
+        for index, spec in enumerate(specs):
+            problem = naming.context_name_problem(spec.name, names)
+            if problem is not None:
+                raise self.error(
+                    key + (index, "name"),
+                    f"'{_dotted(key[2:] + (index,))}.name' becomes a parameter of "
+                    f"every generated function, and {problem}; got {_show(spec.name)}",
+                )
         return tuple(specs)
 
     def key_lines(self, table: dict[str, Any], at: Key) -> tuple[tuple[str, int], ...]:

@@ -34,3 +34,11 @@ class TraceError(DifgenError):
 
 class WriteError(DifgenError):
     """difgen refused to write a file (for example one it did not write itself)."""
+
+
+class InternalError(DifgenError):
+    """difgen caught itself about to write wrong code: a bug to report, not the user's.
+
+    Raised instead of writing a module that would silently differ from the user's
+    function (for example one that uses one name for two things).
+    """

@@ -67,7 +67,24 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
         value = getattr(value, name)
     if not callable(value):
         raise fail(f"'{attr}' is not a function (it has type {type(value).__name__})")
+    problem = _untraceable(value)
+    if problem is not None:
+        raise fail(f"'{attr}' is {problem}; name a Python function that difgen can trace")
     return cast("Callable[..., Any]", value)
+
+
+def _untraceable(value: Any) -> str | None:
+    """Why difgen cannot trace ``value`` (a class, a builtin), or None if it can."""
+    while isinstance(value, partial):
+        value = value.func
+    if inspect.isclass(value):
+        return "a class"
+    if inspect.isfunction(inspect.unwrap(value)) or inspect.ismethod(value):
+        return None
+    call = getattr(type(value), "__call__", None)
+    if inspect.isfunction(call):
+        return None  # an instance of a Python class with __call__
+    return f"a builtin or extension callable ({type(value).__name__})"
 
 
 def function_source_files(fn: Callable[..., Any]) -> list[Path]:

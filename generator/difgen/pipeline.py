@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -13,19 +14,36 @@ from difgen.core.ir import Graph
 from difgen.emit.render import ModuleParts, render_module
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
+from difgen.frontend.tracing import definition
 from difgen.hashing import source_hash
+from difgen.passes import fingerprint
 
 STAGES = ("traced",)
 
 
 def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
-    """Trace the user's function at the configured shapes and check the output fits."""
+    """Trace the user's function at the configured shapes and check the output fits.
+
+    The function is traced twice: a function that computes different constants on
+    two calls (random draws, a clock, state kept between calls) would have one
+    call's values baked into the generated module, so it is refused.
+    """
+    check_arity(spec, fn)
     avals = [(tuple(spec.input.shape), spec.input.dtype)]
     avals += [(tuple(c.shape), c.dtype) for c in spec.contexts]
     try:
         graph = trace(fn, avals)
+        again = trace(fn, avals)
     except TraceError as exc:
         raise TraceError(f"module {spec.name!r} ({spec.function}): {exc}") from None
+    if fingerprint(graph) != fingerprint(again):
+        raise TraceError(
+            f"module {spec.name!r} ({spec.function}): {definition(fn)}: two calls "
+            "of the function at build time computed different values (random "
+            "numbers, the time, or state kept between calls?); difgen would bake "
+            "one call's values into the generated module. Pass such values as a "
+            "context instead"
+        )
     if len(graph.outputs) != 1:
         raise ConfigError(
             spec.config_path,
@@ -41,6 +59,27 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
         )
     check_output_fit(spec, tuple(out.shape))
     return graph
+
+
+def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
+    """The function must take the input and exactly the configured contexts."""
+    names = ["x", *(c.name for c in spec.contexts)]
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # no signature to check: calling it says what is wrong
+    try:
+        signature.bind(*names)
+    except TypeError as exc:
+        key = "contexts" if spec.contexts else "function"
+        given = ", ".join(f"{n} (context)" for n in names[1:])
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of(key),
+            f"{spec.function} takes {signature}, but difgen calls it with the input"
+            f"{' and ' + given if given else ' alone'} ({exc}); list one context "
+            "per parameter after the input, in order",
+        ) from None
 
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:

@@ -18,12 +18,14 @@ frontend: they bind primitives by name or call ``np.*``, which dispatches back.
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from difgen.core.indexing import freeze_index
-from difgen.core.ir import Atom, Eqn, Graph, Lit, Params, Var, dce
+from difgen.core.ir import Atom, Eqn, FrozenArray, Graph, Lit, Params, Var, dce
 from difgen.core.location import user_location
 from difgen.core.primitive import PRIMITIVES, Primitive
 from difgen.core.simplify import simplify
@@ -100,6 +102,14 @@ def as_constant(value: Any) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype == object:
         raise TraceError(f"{user_location()}: cannot use {type(value).__name__} here")
+    if arr.dtype.kind == "c":
+        raise TraceError(
+            f"{user_location()}: complex numbers are not supported: difgen traces "
+            "real float64 values, and dropping the imaginary part would change the "
+            "result"
+        )
+    if arr.dtype.kind not in "biuf":
+        raise TraceError(f"{user_location()}: cannot use a {arr.dtype} value here")
     return arr if arr.dtype == np.bool_ else arr.astype(np.float64)
 
 
@@ -234,8 +244,12 @@ def _binop(name: str, reverse: bool = False) -> Callable[[Tracer, Any], Any]:
     return method
 
 
-def _branch_error(kind: str) -> Callable[..., Any]:
+def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
+    """A conversion to a Python value: fine for a constant, an error when traced."""
+
     def method(self: Tracer, *args: Any) -> Any:
+        if not self.is_var:
+            return convert(self.atom.value, *args)
         raise TraceError(
             f"{user_location()}: {kind} of a traced value: the value depends on the "
             "input, which difgen does not know at build time. A branch on it "
@@ -247,14 +261,87 @@ def _branch_error(kind: str) -> Callable[..., Any]:
     return method
 
 
+@dataclass
+class View:
+    """How a tracer views another array object, as NumPy's views do.
+
+    ``derive`` recomputes the view from its ``base`` (NumPy operations, so it also
+    maps an array of flat positions of the base to the positions the view holds);
+    ``version`` is the base's write count when the view's value was last derived.
+    """
+
+    base: "Tracer"
+    derive: Callable[[Any], Any]
+    version: int
+    writable: bool
+    where: str
+
+
 class Tracer:
-    """A traced array (or a constant in a traced array's clothes)."""
+    """A traced array (or a constant in a traced array's clothes).
+
+    A tracer is one NumPy array *object*: item assignment and in-place operators
+    change it (so ``y = x; y += 1`` changes ``x`` too, as in NumPy), and a tracer
+    made by a NumPy operation that returns a view (basic indexing, reshape,
+    transpose...) keeps seeing its base: it is re-derived when read after the base
+    was written, and a write into it is written into the base.
+    """
 
     __array_priority__ = 1000
 
     def __init__(self, builder: Builder, atom: Atom) -> None:
         self.builder = builder
-        self.atom = atom
+        self._atom = atom
+        self.version = 0
+        self.view: View | None = None
+
+    @property
+    def atom(self) -> Atom:
+        """The current value: re-derived first if this is a view of a written base."""
+        view = self.view
+        if view is not None and view.version != view.base.version:
+            fresh = view.derive(view.base)
+            self._atom = fresh.atom if isinstance(fresh, Tracer) else Lit(fresh)
+            view.version = view.base.version
+        return self._atom
+
+    def write(self, value: Any) -> None:
+        """Replace this array's whole content with ``value`` (same shape), in place.
+
+        A view writes into its base at the positions it views, as NumPy does.
+        """
+        value = lift(value)
+        shape = tuple(np.shape(value))
+        if shape != self.shape:
+            raise TraceError(
+                f"{user_location()}: cannot write a value of shape {shape} into an "
+                f"array of shape {self.shape} in place"
+            )
+        new = value.atom if isinstance(value, Tracer) else Lit(as_constant(value))
+        if new.dtype != self.atom.dtype:
+            raise TraceError(
+                f"{user_location()}: writing {new.dtype} values into a "
+                f"{self.atom.dtype} array in place would cast them"
+            )
+        view = self.view
+        if view is None:
+            self._atom = new
+            self.version += 1
+            return
+        if not view.writable:
+            raise TraceError(
+                f"{user_location()}: writing into a read-only view (made at "
+                f"{view.where}); NumPy raises 'assignment destination is read-only'"
+            )
+        base = view.base
+        positions = np.asarray(view.derive(np.arange(base.size).reshape(base.shape)))
+        flat = bind_name(
+            "set_index",
+            np.reshape(base, (base.size,)),
+            np.reshape(Tracer(self.builder, new), (positions.size,)),
+            index=(FrozenArray(positions.reshape(-1).astype(np.int64)),),
+        )
+        base.write(np.reshape(flat, base.shape))
 
     # -- what the value looks like
     @property
@@ -336,23 +423,48 @@ class Tracer:
     def __abs__(self) -> Any:
         return bind_name("abs", self)
 
-    __bool__ = _branch_error("bool()")
-    __float__ = _branch_error("float()")
-    __int__ = _branch_error("int()")
-    __index__ = _branch_error("use as an index")
-    __complex__ = _branch_error("complex()")
-    item = _branch_error(".item()")
-    tolist = _branch_error(".tolist()")
+    __bool__ = _branch_error("bool()", bool)
+    __float__ = _branch_error("float() (or storing into a non-traced array)", float)
+    __int__ = _branch_error("int() (or storing into an integer array)", int)
+    __index__ = _branch_error("use as an index", operator.index)
+    __complex__ = _branch_error("complex()", complex)
+    item = _branch_error(".item()", lambda value, *args: value.item(*args))
+    tolist = _branch_error(".tolist()", lambda value: value.tolist())
 
     # -- indexing
     def __getitem__(self, index: Any) -> Any:
-        frozen = freeze_index(_static_index(index), self.shape)
-        return bind_name("getitem", self, index=frozen)
+        static = _static_index(index)
+        frozen = freeze_index(static, self.shape)
+        result = bind_name("getitem", self, index=frozen)
+        if _is_basic(static):  # NumPy returns a view
+            return view_of(self, result, lambda a: a[static])
+        return result
 
     def __setitem__(self, index: Any, value: Any) -> None:
         frozen = freeze_index(_static_index(index), self.shape)
-        new = bind_name("set_index", self, value, index=frozen)
-        self.atom = new.atom if isinstance(new, Tracer) else Lit(np.asarray(new))
+        self.write(bind_name("set_index", self, value, index=frozen))
+
+    def _inplace(self, result: Any) -> Tracer:
+        self.write(result)
+        return self
+
+    def __iadd__(self, other: Any) -> Tracer:
+        return self._inplace(self + other)
+
+    def __isub__(self, other: Any) -> Tracer:
+        return self._inplace(self - other)
+
+    def __imul__(self, other: Any) -> Tracer:
+        return self._inplace(self * other)
+
+    def __itruediv__(self, other: Any) -> Tracer:
+        return self._inplace(self / other)
+
+    def __ipow__(self, other: Any) -> Tracer:
+        return self._inplace(self**other)
+
+    def __imatmul__(self, other: Any) -> Tracer:
+        return self._inplace(self @ other)
 
     # -- ndarray methods, each the NumPy function of the same name
     @property
@@ -367,15 +479,20 @@ class Tracer:
     def ravel(self) -> Any:
         return np.ravel(self)
 
-    flatten = ravel
+    def flatten(self) -> Any:
+        return np.ravel(self).copy()  # NumPy's flatten copies; ravel is a view
 
     def copy(self) -> Any:
-        return Tracer(self.builder, self.atom)  # a new name: item assignment rebinds
+        return Tracer(self.builder, self.atom)  # a new array object, not a view
 
-    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
-        if np.dtype(dtype) != np.float64:
-            raise TraceError(f"{user_location()}: only float64 arrays can be traced")
-        return self
+    def astype(self, dtype: Any, *args: Any, copy: bool = True, **kwargs: Any) -> Any:
+        if np.dtype(dtype) != self.dtype:
+            raise TraceError(
+                f"{user_location()}: .astype({np.dtype(dtype)}) of a traced "
+                f"{self.dtype} value would change its values (NumPy casts, rounding "
+                "toward zero for integers); difgen differentiates float64 values only"
+            )
+        return self.copy() if copy else self
 
     def transpose(self, *axes: Any) -> Any:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -426,6 +543,40 @@ class Tracer:
 
     def trace(self, offset: int = 0) -> Any:
         return np.trace(self, offset)
+
+
+def view_of(
+    source: Any, result: Any, op: Callable[[Any], Any], writable: bool = True
+) -> Any:
+    """``result = op(source)`` is a NumPy view of ``source``: make the tracer know it.
+
+    A result folded to a plain array (``source`` a constant) becomes a constant
+    tracer, so later writes into the base still show through it.
+    """
+    if not isinstance(source, Tracer):
+        return result
+    if not isinstance(result, Tracer):
+        result = Tracer(source.builder, Lit(np.asarray(result)))
+    parent = source.view
+    if parent is None:
+        base, derive = source, op
+    else:
+        base, derive = parent.base, lambda a, inner=parent.derive: op(inner(a))
+    writable = writable and (parent is None or parent.writable)
+    result.view = View(base, derive, base.version, writable, user_location())
+    return result
+
+
+def _is_basic(index: Any) -> bool:
+    """Whether NumPy indexing with ``index`` returns a view (no arrays in it)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(
+        item is None
+        or item is Ellipsis
+        or isinstance(item, (slice, int, np.integer))
+        and not isinstance(item, (bool, np.bool_))
+        for item in items
+    )
 
 
 def _static_index(index: Any) -> Any:

@@ -2,13 +2,31 @@
 
 Arguments: ``x`` (input), ``dx`` (tangent), ``dy`` (cotangent), ``v`` (hvp direction),
 ``out`` (result buffer), contexts by their config names. Unpacked scalar elements are
-``x_3``, ``dx_3`` (batched: ``dx_1_3``), temporaries ``t0, t1, ...`` and module
-constants ``C0, C1, ...``.
+``x_3``, ``dx_3`` (batched: ``dx_1_3``), a whole argument's elements ``x_flat``,
+temporaries ``t0, t1, ...``, module constants ``C0, C1, ...`` and named index arrays
+such as ``JACOBIAN_INDICES``, values hoisted to import time ``K0, K1, ...``.
+
+Because a context becomes a parameter of every generated function, its name must not
+be any name the generated code uses for something else: :func:`context_name_problem`
+says why a name is refused (the config reader reports it at the file and line), and
+:func:`check_module` re-checks every rendered module, so a clash that this table
+missed is an internal error rather than a silently wrong derivative.
+
+>>> context_name_problem("p", ["p"])
+>>> context_name_problem("K0", ["K0"])
+"'K0' is the form of the names of values computed at import (K0, K1, ...)"
+>>> module_name_problem("os")
+"'os' is the name of a standard-library module, which the generated file would shadow"
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
 import keyword
+import re
+import sys
+from collections.abc import Iterable
 
 INPUT = "x"
 TANGENT = "dx"
@@ -16,9 +34,37 @@ COTANGENT = "dy"
 DIRECTION = "v"
 OUT = "out"
 RESULT = "result"
+VALUE = "value"
 TEMP_PREFIX = "t"
 CONST_PREFIX = "C"
+HOISTED_PREFIX = "K"
+FLAT_SUFFIX = "_flat"
 MODULES = ("np", "math", "sp")
+"""Modules the generated code imports, by the names it imports them as."""
+
+ARGUMENTS = (INPUT, TANGENT, COTANGENT, DIRECTION, OUT)
+LOCALS = (RESULT, VALUE)
+MODULE_CONSTANTS = (
+    "DIFGEN_VERSION",
+    "SOURCE_HASH",
+    "INPUT_SHAPE",
+    "OUTPUT_SHAPE",
+    "NDArray",
+    "annotations",
+)
+"""Module-level names every generated module defines or imports besides MODULES."""
+
+_GENERATED_FORMS = (
+    (re.compile(rf"{TEMP_PREFIX}\d+"), "temporaries (t0, t1, ...)"),
+    (re.compile(rf"{CONST_PREFIX}\d+(_\d+)?"), "module constants (C0, C1, ...)"),
+    (re.compile(rf"{HOISTED_PREFIX}\d+"), "values computed at import (K0, K1, ...)"),
+    (re.compile(r"[A-Z][A-Z0-9]*_(INDICES|INDPTR)(_\d+)?"), "sparse index constants"),
+)
+
+THIRD_PARTY = frozenset(
+    {"numpy", "scipy", "sympy", "jinja2", "black", "difgen", "typing_extensions"}
+)
+"""Modules a generated file (or difgen building it) imports, besides the stdlib."""
 
 
 def element(base: str, flat_index: int, batch: int | None = None) -> str:
@@ -28,7 +74,7 @@ def element(base: str, flat_index: int, batch: int | None = None) -> str:
 
 def flat(base: str) -> str:
     """Name of an array argument's elements as a typed list of floats."""
-    return f"{base}_flat"
+    return f"{base}{FLAT_SUFFIX}"
 
 
 def temp(i: int) -> str:
@@ -41,16 +87,103 @@ def const(i: int) -> str:
     return f"{CONST_PREFIX}{i}"
 
 
+def hoisted(i: int) -> str:
+    """Name of the i-th value computed once at import."""
+    return f"{HOISTED_PREFIX}{i}"
+
+
 def reserved() -> set[str]:
-    """Names a context may not take."""
-    return {INPUT, TANGENT, COTANGENT, DIRECTION, OUT, RESULT, *MODULES}
+    """Names a context may not take, whatever the operators are."""
+    return {*ARGUMENTS, *LOCALS, *MODULES, *MODULE_CONSTANTS}
 
 
-def clashes(context_names: list[str]) -> list[str]:
-    """Context names that would collide with emitted names."""
-    bad = []
-    for name in context_names:
-        generated = name.startswith((TEMP_PREFIX, CONST_PREFIX)) and name[1:].isdigit()
-        if name in reserved() or generated or keyword.iskeyword(name):
-            bad.append(name)
-    return bad
+def is_identifier(name: str) -> bool:
+    """An ASCII Python identifier that is not a keyword (soft keywords included)."""
+    return (
+        name.isascii()
+        and name.isidentifier()
+        and not keyword.iskeyword(name)
+        and not keyword.issoftkeyword(name)
+    )
+
+
+def context_name_problem(name: str, arguments: Iterable[str]) -> str | None:
+    """Why ``name`` cannot name a context, or None if it can.
+
+    ``arguments`` are the names of every array argument of the module (``x``,
+    the seeds and all contexts), whose elements and flat lists get derived names.
+    """
+    if not is_identifier(name):
+        return f"{name!r} is not an ASCII Python identifier that is not a keyword"
+    if name.startswith("__"):
+        return f"{name!r} starts with two underscores (names Python itself uses)"
+    if name in reserved():
+        return f"{name!r} is a name the generated code uses itself"
+    if hasattr(builtins, name):
+        return f"{name!r} is a Python builtin, which the generated code may call"
+    for pattern, what in _GENERATED_FORMS:
+        if pattern.fullmatch(name):
+            return f"{name!r} is the form of the names of {what}"
+    for base in {*ARGUMENTS, *arguments} - {name}:
+        if re.fullmatch(rf"{re.escape(base)}(_\d+){{1,2}}", name):
+            return f"{name!r} is the name of an element of the argument {base!r}"
+        if name == flat(base):
+            return f"{name!r} is the name of the elements of the argument {base!r}"
+    return None
+
+
+def module_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a generated module (``NAME.py``), or None."""
+    if not is_identifier(name):
+        return f"{name!r} is not an ASCII Python identifier that is not a keyword"
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        return (
+            f"{name!r} is the name of a standard-library module, which the "
+            "generated file would shadow"
+        )
+    if name in THIRD_PARTY:
+        return f"{name!r} is the name of a module that difgen or its output imports"
+    return None
+
+
+class NameClash(Exception):
+    """A rendered module uses one name for two things (a difgen bug, not the user's)."""
+
+
+def check_module(text: str) -> None:
+    """Raise :class:`NameClash` if a parameter of a generated function collides with
+    a module-level name or with a name assigned in the function's body.
+
+    >>> check_module("K0 = 1\\ndef f(x, K0):\\n    return x + K0\\n")
+    Traceback (most recent call last):
+    ...
+    difgen.emit.naming.NameClash: f: parameter 'K0' is also a module-level name
+    """
+    tree = ast.parse(text)
+    module_names = set(MODULES) | {
+        target.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    module_names |= {
+        alias.asname or alias.name.split(".")[0]
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    module_names |= {fn.name for fn in functions}
+    for fn in functions:
+        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+        assigned = {
+            node.id
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        }
+        for name in sorted(params):
+            if name in module_names:
+                raise NameClash(f"{fn.name}: parameter {name!r} is also a module-level name")
+            if name in assigned:
+                raise NameClash(f"{fn.name}: parameter {name!r} is assigned in the body")

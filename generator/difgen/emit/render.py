@@ -19,6 +19,8 @@ import jinja2
 
 import difgen
 from difgen.config import Config, ModuleSpec
+from difgen.emit import naming
+from difgen.errors import InternalError
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class Constants:
         ``OUT``): input-independent work hoisted out of the operators."""
         key = "\n".join(lines)
         if key not in self._hoisted:
-            name = f"K{len(self._hoisted)}"
+            name = naming.hoisted(len(self._hoisted))
             self._hoisted[key] = name
             self.setup += [re.sub(r"\bOUT\b", name, line) for line in lines]
         return self._hoisted[key]
@@ -145,4 +147,12 @@ def render_module(
             functions=functions,
         )
     )
-    return black.format_str(text, mode=black.Mode(line_length=88))
+    text = black.format_str(text, mode=black.Mode(line_length=88))
+    try:
+        naming.check_module(text)
+    except naming.NameClash as exc:
+        raise InternalError(
+            f"module {spec.name!r}: the generated code would use one name for two "
+            f"things ({exc}); this is a difgen bug, nothing was written"
+        ) from None
+    return text

@@ -23,31 +23,52 @@ from difgen.errors import TraceError
 def _check_dtype(dtype: Any) -> None:
     if dtype is not None and np.dtype(dtype) not in (np.float64, np.int64, np.bool_):
         raise TraceError(
-            f"{user_location()}: dtype {dtype} cannot be traced (float64 only)"
+            f"{user_location()}: dtype {np.dtype(dtype)} cannot be traced (float64 "
+            "values, int64 or bool constants only)"
+        )
+
+
+def _check_traced_dtype(dtype: Any, what: str) -> None:
+    """A traced value keeps float64: any other dtype would change its values."""
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        raise TraceError(
+            f"{user_location()}: {what} with dtype={np.dtype(dtype)} of a traced "
+            "value would change its values (NumPy casts, rounding toward zero for "
+            "integers); difgen differentiates float64 values only"
         )
 
 
 def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-    """``np.array``: traced when any element is traced, a mutable constant otherwise."""
+    """``np.array``: traced when any element is traced, a mutable constant otherwise.
+
+    Like NumPy's, it copies: the result is a new array object, never ``obj`` itself.
+    Integer arrays stay plain NumPy constants (they are indices, and a traced value
+    cannot be stored into them without NumPy rounding it).
+    """
     _check_dtype(dtype)
     if contains_tracer(obj):
-        return lift(obj, force=True)
+        _check_traced_dtype(dtype, "np.array")
+        value = lift(obj, force=True)
+        return value.copy() if value is obj else value
     value = np.array(obj, dtype=dtype, *args, **kwargs)
-    if value.dtype.kind in "iu" and dtype is None:
-        return value  # integer arrays are indices: keep them plain NumPy constants
-    if value.dtype.kind not in "fiub":
+    if value.dtype.kind not in "fb":
         return value
-    return constant(value.astype(np.float64) if value.dtype.kind in "iu" else value)
+    return constant(value.astype(np.float64) if value.dtype.kind == "f" else value)
 
 
 def asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-    """``np.asarray``: as :func:`array`."""
-    return obj if isinstance(obj, Tracer) else array(obj, dtype)
+    """``np.asarray``: the tracer itself (no copy, as in NumPy), else :func:`array`."""
+    if isinstance(obj, Tracer):
+        _check_traced_dtype(dtype, "np.asarray")
+        return obj
+    return array(obj, dtype)
 
 
 def _filler(fill: float) -> Callable[..., Any]:
     def create(shape: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         _check_dtype(dtype)
+        if dtype is not None and np.dtype(dtype) != np.float64:
+            return np.full(shape, fill, dtype=dtype)  # plain: NumPy's own semantics
         return constant(np.full(shape, fill, dtype=np.float64))
 
     create.__name__ = {0.0: "zeros", 1.0: "ones"}.get(fill, "empty")
@@ -62,7 +83,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> Any:
             * 1.0
         )
     _check_dtype(dtype)
-    return constant(np.full(shape, float(fill_value)))
+    value = np.full(shape, fill_value, dtype=dtype)
+    return constant(value) if value.dtype.kind in "fb" else value
 
 
 OVERRIDES: dict[str, Callable[..., Any]] = {

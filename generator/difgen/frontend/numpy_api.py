@@ -14,7 +14,7 @@ import numpy as np
 
 from difgen.core.ir import FrozenArray
 from difgen.core.location import user_location as _where
-from difgen.core.tracer import Tracer, constant, lift, use_numpy_dispatch
+from difgen.core.tracer import Tracer, constant, lift, use_numpy_dispatch, view_of
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
 from difgen.primitives.indexing import scatter_add
@@ -117,7 +117,7 @@ def reshape(a: Any, shape: Any = None, order: str = "C", newshape: Any = None) -
         shape = tuple(size // known if n == -1 else n for n in shape)
     if int(np.prod(shape, dtype=np.int64)) != size:
         raise TraceError(f"{_where()}: cannot reshape size {size} into {shape}")
-    return _bind("reshape", a, shape=shape)
+    return view_of(a, _bind("reshape", a, shape=shape), lambda v: np.reshape(v, shape))
 
 
 def ravel(a: Any, order: str = "C") -> Any:
@@ -127,7 +127,7 @@ def ravel(a: Any, order: str = "C") -> Any:
 def transpose(a: Any, axes: Any = None) -> Any:
     ndim = np.ndim(a)
     axes = tuple(reversed(range(ndim))) if axes is None else tuple(int(x) % ndim for x in axes)
-    return _bind("transpose", a, axes=axes)
+    return view_of(a, _bind("transpose", a, axes=axes), lambda v: np.transpose(v, axes))
 
 
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
@@ -163,7 +163,8 @@ def squeeze(a: Any, axis: Any = None) -> Any:
 
 def broadcast_to(a: Any, shape: Any, subok: bool = False) -> Any:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return _bind("broadcast_to", a, shape=shape)
+    result = _bind("broadcast_to", a, shape=shape)
+    return view_of(a, result, lambda v: np.broadcast_to(v, shape), writable=False)
 
 
 def atleast_2d(*arrays: Any) -> Any:
@@ -256,7 +257,7 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     a = moveaxis(a, (axis1 % ndim, axis2 % ndim), (-2, -1))
     rows, cols = np.shape(a)[-2:]
     i = np.arange(max(0, -offset), min(rows, cols - offset))
-    return a[..., i, i + offset]
+    return view_of(a, a[..., i, i + offset], lambda v: v[..., i, i + offset], False)
 
 
 def diag(v: Any, k: int = 0) -> Any:
