@@ -26,18 +26,19 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
 from difgen.backends import cost_model, vector_code
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function, ModuleParts
+from difgen.emit.signatures import is_sparse
 from difgen.errors import ConfigError
 from difgen.frontend.tracer import Tracer, current_builder
 from difgen.ir import FrozenArray, Graph
 from difgen.operators import (
     OPERATORS,
     Operator,
-    is_sparse,
     result_shape,
     seed_shape,
     sparse_shape,

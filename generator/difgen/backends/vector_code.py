@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
+from difgen.emit.signatures import docstring, signature
 from difgen.ir import FrozenArray, Graph, Lit, Var
-from difgen.operators import Operator, docstring, signature
+from difgen.operators import Operator
 
 INLINE_SIZE = 8  # arrays up to this many elements are written in place
 INLINE_LENGTH = 72  # a single-use expression longer than this gets its own line
