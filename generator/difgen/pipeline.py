@@ -14,8 +14,6 @@ from difgen.frontend.tracer import trace
 from difgen.hashing import source_hash
 from difgen.ir import Graph
 
-STAGES = ("traced",)
-
 
 def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
     """Trace the user's function at the configured shapes and check the output fits."""
