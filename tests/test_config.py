@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from difgen.config import (
-    OPERATORS,
     ArraySpec,
     ContextSpec,
     ModuleSpec,
@@ -20,6 +19,7 @@ from difgen.config import (
 )
 from difgen.errors import ConfigError
 from difgen.load import function_source_files, load_function
+from difgen.operators import REQUESTABLE
 from difgen.toml_lines import Locator
 
 # A valid module table; cases below append to it or replace one of its lines.
@@ -433,12 +433,12 @@ def test_good_config(tmp_path: Path) -> None:
 
 def test_defaults_and_all_operators(tmp_path: Path) -> None:
     path = tmp_path / "difgen.toml"
-    ops = ", ".join(f'"{op}"' for op in reversed(OPERATORS))
+    ops = ", ".join(f'"{op}"' for op in reversed(REQUESTABLE))
     path.write_text(with_line('["derivative"]', f"[{ops}]"))
     config = load_config(path)
     assert config.output_dir == tmp_path / "generated"
     (spec,) = config.modules
-    assert spec.operators == OPERATORS
+    assert spec.operators == REQUESTABLE
     assert (spec.backend, spec.mode, spec.emit, spec.batch) == (
         "sympy",
         "auto",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 import tomllib
@@ -21,42 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from difgen.emit import naming
 from difgen.errors import ConfigError
+from difgen.operators import OPERATORS, REQUESTABLE, TABLE, result_shape
 from difgen.toml_lines import Key, Locator
 
-OPERATORS: tuple[str, ...] = (
-    "pushforward",
-    "value_and_pushforward",
-    "pullback",
-    "value_and_pullback",
-    "derivative",
-    "value_and_derivative",
-    "gradient",
-    "value_and_gradient",
-    "jacobian",
-    "value_and_jacobian",
-    "second_derivative",
-    "value_derivative_and_second_derivative",
-    "hvp",
-    "hessian",
-    "value_gradient_and_hessian",
-)
-"""DI's operator set in canonical order (``f`` is always emitted, so not listed)."""
-
-SCALAR_INPUT_OPERATORS = frozenset(
-    {
-        "derivative",
-        "value_and_derivative",
-        "second_derivative",
-        "value_derivative_and_second_derivative",
-    }
-)
-SCALAR_OUTPUT_OPERATORS = frozenset(
-    {"gradient", "value_and_gradient", "hvp", "hessian", "value_gradient_and_hessian"}
-)
 BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
 EMITS = ("auto", "scalar", "vector")
@@ -79,12 +49,6 @@ _MODULE_KEYS = (
 _ARRAY_KEYS = ("shape", "dtype")
 _CONTEXT_KEYS = ("name", "shape", "dtype")
 _FUNCTION_FORMS = '"package.module:attr" or "path/to/file.py:attr"'
-
-
-# Operators whose result is a SciPy sparse array when ``sparse = true``.
-SPARSE_OPERATORS = frozenset(
-    {"jacobian", "value_and_jacobian", "hessian", "value_gradient_and_hessian"}
-)
 
 
 @dataclass(frozen=True)
@@ -153,7 +117,8 @@ def load_config(path: str | Path) -> Config:
     """Read and validate a difgen config file.
 
     ``output_dir`` is resolved against the config file's directory; each module's
-    ``operators`` are deduplicated and put in :data:`OPERATORS` order.
+    ``operators`` are deduplicated and put in the order of
+    :data:`difgen.operators.TABLE`.
     """
     path = Path(path)
     try:
@@ -180,7 +145,7 @@ def check_output_fit(spec: ModuleSpec, output_shape: tuple[int, ...]) -> None:
     _check_dense_budget(spec, output_shape)
     if output_shape == ():
         return
-    bad = [op for op in spec.operators if op in SCALAR_OUTPUT_OPERATORS]
+    bad = [op for op in spec.operators if OPERATORS[op].scalar_output]
     if bad:
         names = ", ".join(repr(op) for op in bad)
         raise ConfigError(
@@ -201,22 +166,23 @@ def _check_dense_budget(spec: ModuleSpec, output_shape: tuple[int, ...]) -> None
     """Refuse a dense jacobian or hessian too large to allocate on every call."""
     if spec.sparse:
         return
-    x_size = int(np.prod(spec.input.shape, dtype=np.int64))
-    y_size = int(np.prod(output_shape, dtype=np.int64))
+    xs = tuple(spec.input.shape)
     for op in spec.operators:
-        kind = "hessian" if "hessian" in op else "jacobian" if "jacobian" in op else ""
-        size = x_size * (x_size if kind == "hessian" else y_size)
-        if kind and size > MAX_ELEMENTS:
-            shape = (output_shape if kind == "jacobian" else spec.input.shape)
-            raise ConfigError(
-                spec.config_path,
-                spec.line_of("operators"),
-                f"operator '{op}' would allocate a dense {kind} of shape "
-                f"{tuple(shape) + tuple(spec.input.shape)} ({size:,} float64, "
-                f"{size * 8 / 2**30:,.1f} GiB) on every call, over difgen's limit of "
-                f"{MAX_ELEMENTS:,} elements; use sparse = true, or "
-                f"{'hvp' if kind == 'hessian' else 'pushforward/pullback'}",
-            )
+        for kind in OPERATORS[op].results:
+            shape = result_shape(kind, xs, tuple(output_shape), spec.batch)
+            size = math.prod(shape)
+            if size > MAX_ELEMENTS:
+                raise ConfigError(
+                    spec.config_path,
+                    spec.line_of("operators"),
+                    f"operator '{op}' would allocate a dense {kind} of shape {shape} "
+                    f"({size:,} float64, {size * 8 / 2**30:,.1f} GiB) on every call, "
+                    f"over difgen's limit of {MAX_ELEMENTS:,} elements per array; "
+                    f"use sparse = true, or {_CHEAPER.get(kind, 'fewer elements')}",
+                )
+
+
+_CHEAPER = {"hessian": "hvp", "jacobian": "pushforward or pullback"}
 
 
 def split_function_ref(ref: str) -> tuple[str, str] | None:
@@ -393,11 +359,12 @@ class _Reader:
         sparse = False
         if "sparse" in table:
             sparse = self.get(table, at + ("sparse",), bool, "true or false")
-            if sparse and not set(operators) & SPARSE_OPERATORS:
+            if sparse and not any(OPERATORS[op].sparse for op in operators):
+                sparse_ops = sorted(op.name for op in TABLE if op.sparse)
                 raise self.error(
                     at + ("sparse",),
                     "sparse = true applies to the jacobian and hessian operators; "
-                    f"expected one of {', '.join(sorted(SPARSE_OPERATORS))} in operators",
+                    f"expected one of {', '.join(sparse_ops)} in operators",
                 )
         return ModuleSpec(
             name=name,
@@ -430,20 +397,20 @@ class _Reader:
                 raise self.error(
                     key, f"'operators' must contain strings; got {_show(op)}"
                 )
-            if op != "f" and op not in OPERATORS:
+            if op not in OPERATORS:
                 raise self.error(
                     key,
-                    f"unknown operator '{op}'; {_suggest(op, OPERATORS)}"
-                    f"expected one of: {', '.join(OPERATORS)}",
+                    f"unknown operator '{op}'; {_suggest(op, REQUESTABLE)}"
+                    f"expected one of: {', '.join(REQUESTABLE)}",
                 )
-            if op in SCALAR_INPUT_OPERATORS and shape != ():
+            if OPERATORS[op].scalar_input and shape != ():
                 raise self.error(
                     key,
                     f"operator '{op}' needs a scalar input (input.shape = []), but "
                     f"input.shape is {list(shape)}; use 'jacobian' or "
                     "'pushforward' for array inputs",
                 )
-        return tuple(op for op in OPERATORS if op in names)
+        return tuple(op for op in REQUESTABLE if op in names)
 
     def array(self, table: dict[str, Any], key: Key) -> ArraySpec:
         value = self.get(table, key, dict, "a table like { shape = [3] }")
@@ -465,7 +432,7 @@ class _Reader:
                 f"'{label}.shape' must be an array of non-negative integers "
                 f"([] for a scalar); got {_show(shape)}",
             )
-        size = int(np.prod(shape, dtype=object))  # exact: no int64 overflow
+        size = math.prod(shape)
         if size > MAX_ELEMENTS:
             raise self.error(
                 key + ("shape",),

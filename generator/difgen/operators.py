@@ -1,64 +1,116 @@
-"""DI's operator set: what each operator takes and returns, shared by all backends.
+"""The operator set of DI (DifferentiationInterface.jl): one table, the single source.
 
 An operator is a list of *results* (``value``, ``jvp``, ``vjp``, ``derivative``...)
-computed from the input, the contexts and its *seeds* (``dx``, ``dy``, ``v``). A
-backend supplies the expressions of each result; this module fixes the signatures,
-the shapes and the docstrings, so both backends emit the same contract.
+computed from the input, the contexts and its *seeds* (``dx``, ``dy``, ``v``). Each
+row of :data:`TABLE` holds every fact about one generated function, so config
+validation, the signatures (:mod:`difgen.emit.signatures`) and both backends read
+the same facts and no other module lists operators. A backend supplies the
+expressions of each result; this module fixes the names, the shapes and the rules.
+
+It imports nothing from difgen, so every module, :mod:`difgen.config` included, can
+import it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-
-import numpy as np
-
-from difgen.config import ModuleSpec
-from difgen.emit import naming
 
 Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class Operator:
-    """One generated function: its seed arguments and its results, in order."""
+    """One generated function and every fact about it.
+
+    No field has a default: a row that forgets a fact fails when this module is
+    imported, instead of silently taking a value nobody chose.
+    """
 
     name: str
     seeds: tuple[str, ...]
+    """Seed arguments after ``x``, in order."""
     results: tuple[str, ...]
+    """Result kinds, returned in this order (as a tuple when there are several)."""
     doc: str
+    """First sentence of the generated docstring."""
+    always_emitted: bool
+    """Emitted in every module whether or not ``operators`` lists it (only ``f``)."""
+    scalar_input: bool
+    """Needs ``input.shape = []`` (config rejects it for array inputs)."""
+    scalar_output: bool
+    """Needs ``f`` to return a scalar (checked once tracing knows the output)."""
+    sparse: bool
+    """With ``sparse = true`` its last result is a SciPy CSR array."""
+    takes_out: bool
+    """Offers ``out=`` to receive its last result when that is an array."""
 
-    @property
-    def takes_out(self) -> bool:
-        """``out=`` is offered by the single-result array operators (DESIGN.md table)."""
-        return self.results[-1] in _OUT_RESULTS and len(self.results) <= 2
 
+# fmt: off
+TABLE: tuple[Operator, ...] = (
+    Operator("f", (), ("value",), "The function itself",
+             always_emitted=True, scalar_input=False, scalar_output=False,
+             sparse=False, takes_out=False),
+    Operator("pushforward", ("dx",), ("jvp",), "Pushforward (JVP): J(x) @ dx",
+             always_emitted=False, scalar_input=False, scalar_output=False,
+             sparse=False, takes_out=False),
+    Operator("value_and_pushforward", ("dx",), ("value", "jvp"), "f(x) and J(x) @ dx",
+             always_emitted=False, scalar_input=False, scalar_output=False,
+             sparse=False, takes_out=False),
+    Operator("pullback", ("dy",), ("vjp",), "Pullback (VJP): dy @ J(x)",
+             always_emitted=False, scalar_input=False, scalar_output=False,
+             sparse=False, takes_out=False),
+    Operator("value_and_pullback", ("dy",), ("value", "vjp"), "f(x) and dy @ J(x)",
+             always_emitted=False, scalar_input=False, scalar_output=False,
+             sparse=False, takes_out=False),
+    Operator("derivative", (), ("derivative",), "Derivative df/dx of a scalar input",
+             always_emitted=False, scalar_input=True, scalar_output=False,
+             sparse=False, takes_out=True),
+    Operator("value_and_derivative", (), ("value", "derivative"), "f(x) and df/dx",
+             always_emitted=False, scalar_input=True, scalar_output=False,
+             sparse=False, takes_out=True),
+    Operator("gradient", (), ("gradient",), "Gradient of a scalar output",
+             always_emitted=False, scalar_input=False, scalar_output=True,
+             sparse=False, takes_out=True),
+    Operator("value_and_gradient", (), ("value", "gradient"), "f(x) and its gradient",
+             always_emitted=False, scalar_input=False, scalar_output=True,
+             sparse=False, takes_out=True),
+    Operator("jacobian", (), ("jacobian",), "Jacobian, shaped y.shape + x.shape",
+             always_emitted=False, scalar_input=False, scalar_output=False,
+             sparse=True, takes_out=True),
+    Operator("value_and_jacobian", (), ("value", "jacobian"), "f(x) and its Jacobian",
+             always_emitted=False, scalar_input=False, scalar_output=False,
+             sparse=True, takes_out=True),
+    Operator("second_derivative", (), ("second_derivative",),
+             "Second derivative d2f/dx2",
+             always_emitted=False, scalar_input=True, scalar_output=False,
+             sparse=False, takes_out=True),
+    Operator("value_derivative_and_second_derivative", (),
+             ("value", "derivative", "second_derivative"), "f(x), df/dx and d2f/dx2",
+             always_emitted=False, scalar_input=True, scalar_output=False,
+             sparse=False, takes_out=False),
+    Operator("hvp", ("v",), ("hvp",), "Hessian-vector product H(x) @ v",
+             always_emitted=False, scalar_input=False, scalar_output=True,
+             sparse=False, takes_out=False),
+    Operator("hessian", (), ("hessian",), "Hessian, shaped x.shape + x.shape",
+             always_emitted=False, scalar_input=False, scalar_output=True,
+             sparse=True, takes_out=True),
+    Operator("value_gradient_and_hessian", (), ("value", "gradient", "hessian"),
+             "f(x), its gradient and its Hessian",
+             always_emitted=False, scalar_input=False, scalar_output=True,
+             sparse=True, takes_out=False),
+)
+# fmt: on
+"""Every operator in canonical order: the order of the functions in a module."""
 
-_OUT_RESULTS = {"derivative", "gradient", "jacobian", "second_derivative", "hessian"}
+OPERATORS: dict[str, Operator] = {op.name: op for op in TABLE}
+"""The rows of :data:`TABLE` by name."""
 
-_TABLE = [
-    ("f", (), ("value",), "The function itself"),
-    ("pushforward", ("dx",), ("jvp",), "Pushforward (JVP): J(x) @ dx"),
-    ("value_and_pushforward", ("dx",), ("value", "jvp"), "f(x) and J(x) @ dx"),
-    ("pullback", ("dy",), ("vjp",), "Pullback (VJP): dy @ J(x)"),
-    ("value_and_pullback", ("dy",), ("value", "vjp"), "f(x) and dy @ J(x)"),
-    ("derivative", (), ("derivative",), "Derivative df/dx of a scalar input"),
-    ("value_and_derivative", (), ("value", "derivative"), "f(x) and df/dx"),
-    ("gradient", (), ("gradient",), "Gradient of a scalar output"),
-    ("value_and_gradient", (), ("value", "gradient"), "f(x) and its gradient"),
-    ("jacobian", (), ("jacobian",), "Jacobian, shaped y.shape + x.shape"),
-    ("value_and_jacobian", (), ("value", "jacobian"), "f(x) and its Jacobian"),
-    ("second_derivative", (), ("second_derivative",), "Second derivative d2f/dx2"),
-    ("value_derivative_and_second_derivative", (),
-     ("value", "derivative", "second_derivative"), "f(x), df/dx and d2f/dx2"),
-    ("hvp", ("v",), ("hvp",), "Hessian-vector product H(x) @ v"),
-    ("hessian", (), ("hessian",), "Hessian, shaped x.shape + x.shape"),
-    ("value_gradient_and_hessian", (), ("value", "gradient", "hessian"),
-     "f(x), its gradient and its Hessian"),
-]  # fmt: skip
+REQUESTABLE: tuple[str, ...] = tuple(op.name for op in TABLE if not op.always_emitted)
+"""The names a config's ``operators`` may list (``f`` is always emitted)."""
 
-OPERATORS: dict[str, Operator] = {
-    name: Operator(name, seeds, results, doc) for name, seeds, results, doc in _TABLE
-}
+SPARSE_KINDS = frozenset(op.results[-1] for op in TABLE if op.sparse)
+"""Result kinds emitted as CSR arrays with ``sparse = true``: jacobian, hessian."""
 
 
 def result_shape(kind: str, xs: Shape, ys: Shape, batch: int) -> Shape:
@@ -83,56 +135,11 @@ def seed_shape(seed: str, xs: Shape, ys: Shape, batch: int) -> Shape:
     return {"dx": lead + xs, "dy": lead + ys, "v": xs}[seed]
 
 
-SPARSE_KINDS = ("jacobian", "hessian")
-SPARSE_TYPE = "sp.csr_array"
-
-
-def is_sparse(kind: str, spec: ModuleSpec) -> bool:
-    """Whether a result is emitted as a SciPy CSR array (``sparse = true``)."""
-    return spec.sparse and kind in SPARSE_KINDS
-
-
 def sparse_shape(kind: str, xs: Shape, ys: Shape) -> Shape:
-    """The 2-D shape of a sparse jacobian (y.size, x.size) or hessian (x.size, x.size)."""
-    size = lambda s: int(np.prod(s, dtype=np.int64))  # noqa: E731
-    return (size(ys), size(xs)) if kind == "jacobian" else (size(xs), size(xs))
+    """The 2-D shape of a sparse jacobian (y.size, x.size) or hessian (x.size, x.size).
 
-
-def annotation(shape: Shape) -> str:
-    """Scalars are Python floats; arrays are float64 NumPy arrays."""
-    return "float" if shape == () else "NDArray[np.float64]"
-
-
-def signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
-    """(parameter list, return annotation) of the emitted function."""
-    xs, batch = spec.input.shape, spec.batch
-    params = [f"{naming.INPUT}: {annotation(xs)}"]
-    params += [f"{s}: {annotation(seed_shape(s, xs, ys, batch))}" for s in op.seeds]
-    params += [f"{c.name}: {annotation(c.shape)}" for c in spec.contexts]
-    shapes = [result_shape(k, xs, ys, batch) for k in op.results]
-    sparse = is_sparse(op.results[-1], spec)
-    if op.takes_out and shapes[-1] != () and not sparse:
-        params.append(f"{naming.OUT}: NDArray[np.float64] | None = None")
-    annotations = [
-        SPARSE_TYPE if is_sparse(k, spec) else annotation(s)
-        for k, s in zip(op.results, shapes)
-    ]
-    returns = (
-        annotations[0] if len(annotations) == 1 else f"tuple[{', '.join(annotations)}]"
-    )
-    return ", ".join(params), returns
-
-
-def _describe(kind: str, spec: ModuleSpec, ys: Shape) -> str:
-    xs = spec.input.shape
-    if is_sparse(kind, spec):
-        return f"{kind} {sparse_shape(kind, xs, ys)} as CSR"
-    return f"{kind} {result_shape(kind, xs, ys, spec.batch)}"
-
-
-def docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
-    """One line on what it computes and the shapes involved."""
-    shapes = ", ".join(_describe(k, spec, ys) for k in op.results)
-    batched = spec.batch > 1 and any(s in ("dx", "dy") for s in op.seeds)
-    extra = f"; batch of {spec.batch} seeds" if batched else ""
-    return f"{op.doc}. Returns {shapes}{extra}."
+    >>> sparse_shape("jacobian", (4,), (2, 3))
+    (6, 4)
+    """
+    rows = ys if kind == "jacobian" else xs
+    return (math.prod(rows), math.prod(xs))

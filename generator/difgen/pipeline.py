@@ -18,8 +18,6 @@ from difgen.frontend.tracing import definition
 from difgen.hashing import source_hash
 from difgen.passes import fingerprint
 
-STAGES = ("traced",)
-
 
 def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
     """Trace the user's function at the configured shapes and check the output fits.

@@ -19,7 +19,8 @@ from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
-from difgen.operators import Operator, docstring, signature
+from difgen.emit.signatures import docstring, signature
+from difgen.operators import Operator
 from difgen.sparsity import csr_layout
 
 

@@ -21,13 +21,8 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function, ModuleParts
-from difgen.operators import (
-    OPERATORS,
-    is_sparse,
-    result_shape,
-    seed_shape,
-    sparse_shape,
-)
+from difgen.emit.signatures import is_sparse
+from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
 
 EXPAND_LIMIT = 400  # try the expanded form only below this many operations
 

@@ -37,11 +37,11 @@ from difgen.core.ir import FrozenArray, Graph
 from difgen.core.tracer import Tracer, current_builder
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function, ModuleParts
+from difgen.emit.signatures import is_sparse
 from difgen.errors import ConfigError
 from difgen.operators import (
     OPERATORS,
     Operator,
-    is_sparse,
     result_shape,
     seed_shape,
     sparse_shape,

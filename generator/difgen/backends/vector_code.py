@@ -22,7 +22,8 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
-from difgen.operators import Operator, docstring, signature
+from difgen.emit.signatures import docstring, signature
+from difgen.operators import Operator
 
 INLINE_SIZE = 8  # arrays up to this many elements are written in place
 INLINE_LENGTH = 72  # a single-use expression longer than this gets its own line

@@ -1,0 +1,67 @@
+"""Signature, return annotation and docstring of each emitted operator.
+
+These depend on a module's config (input shape, contexts, batch, ``sparse``), so they
+live here rather than in :mod:`difgen.operators`, which must not import config. Both
+backends call them, so the two emit the same contract.
+"""
+
+from __future__ import annotations
+
+from difgen.config import ModuleSpec
+from difgen.emit import naming
+from difgen.operators import (
+    SPARSE_KINDS,
+    Operator,
+    Shape,
+    result_shape,
+    seed_shape,
+    sparse_shape,
+)
+
+SPARSE_TYPE = "sp.csr_array"
+
+
+def is_sparse(kind: str, spec: ModuleSpec) -> bool:
+    """Whether a result is emitted as a SciPy CSR array (``sparse = true``)."""
+    return spec.sparse and kind in SPARSE_KINDS
+
+
+def annotation(shape: Shape) -> str:
+    """Scalars are Python floats; arrays are float64 NumPy arrays."""
+    return "float" if shape == () else "NDArray[np.float64]"
+
+
+def signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
+    """(parameter list, return annotation) of the emitted function."""
+    xs, batch = spec.input.shape, spec.batch
+    params = [f"{naming.INPUT}: {annotation(xs)}"]
+    params += [f"{s}: {annotation(seed_shape(s, xs, ys, batch))}" for s in op.seeds]
+    params += [f"{c.name}: {annotation(c.shape)}" for c in spec.contexts]
+    shapes = [result_shape(k, xs, ys, batch) for k in op.results]
+    sparse = is_sparse(op.results[-1], spec)
+    if op.takes_out and shapes[-1] != () and not sparse:
+        params.append(f"{naming.OUT}: NDArray[np.float64] | None = None")
+    annotations = [
+        SPARSE_TYPE if is_sparse(k, spec) else annotation(s)
+        for k, s in zip(op.results, shapes)
+    ]
+    returns = (
+        annotations[0] if len(annotations) == 1 else f"tuple[{', '.join(annotations)}]"
+    )
+    return ", ".join(params), returns
+
+
+def _describe(kind: str, spec: ModuleSpec, ys: Shape) -> str:
+    """A result kind and its shape, as the docstring's ``Returns`` part lists it."""
+    xs = spec.input.shape
+    if is_sparse(kind, spec):
+        return f"{kind} {sparse_shape(kind, xs, ys)} as CSR"
+    return f"{kind} {result_shape(kind, xs, ys, spec.batch)}"
+
+
+def docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
+    """One line on what it computes and the shapes involved."""
+    shapes = ", ".join(_describe(k, spec, ys) for k in op.results)
+    batched = spec.batch > 1 and any(s in ("dx", "dy") for s in op.seeds)
+    extra = f"; batch of {spec.batch} seeds" if batched else ""
+    return f"{op.doc}. Returns {shapes}{extra}."
