@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "0d10c8660d239a2a"
+SOURCE_HASH = "34e35de4b0c040f8"
 INPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 OUTPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 C0 = np.array([
@@ -530,9 +530,41 @@ K28 = K26 + K27
 
 __all__ = ["f", "jacobian", "pullback", "pushforward"]
 
+_F64 = np.dtype(np.float64)
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_scalar(name: str, value: object) -> float:
+    """``value`` as a Python float; TypeError or ValueError naming it."""
+    return float(_as_array(name, value, ()))
+
+
+def _check_out(out: object, shape: tuple[int, ...]) -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``."""
+    if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
+        got = (
+            f"{out.dtype} array of shape {out.shape}"
+            if isinstance(out, np.ndarray)
+            else type(out).__name__
+        )
+        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
+
 
 def f(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """The function itself. Returns value (2, 16, 16)."""
+    if type(x) is not np.ndarray or x.shape != (2, 16, 16) or x.dtype is not _F64:
+        x = _as_array("x", x, (2, 16, 16))
     t0 = x[0]
     t1 = x[1]
     t2 = np.roll(t0, 1, axis=0) + np.roll(t0, -1, axis=0) + np.roll(t0, 1, axis=1)
@@ -550,6 +582,10 @@ def f(x: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def pushforward(x: NDArray[np.float64], dx: NDArray[np.float64]) -> NDArray[np.float64]:
     """Pushforward (JVP): J(x) @ dx. Returns jvp (2, 16, 16)."""
+    if type(x) is not np.ndarray or x.shape != (2, 16, 16) or x.dtype is not _F64:
+        x = _as_array("x", x, (2, 16, 16))
+    if type(dx) is not np.ndarray or dx.shape != (2, 16, 16) or dx.dtype is not _F64:
+        dx = _as_array("dx", dx, (2, 16, 16))
     t0 = x[0]
     t1 = dx[0]
     t2 = dx[1]
@@ -568,6 +604,10 @@ def pushforward(x: NDArray[np.float64], dx: NDArray[np.float64]) -> NDArray[np.f
 
 def pullback(x: NDArray[np.float64], dy: NDArray[np.float64]) -> NDArray[np.float64]:
     """Pullback (VJP): dy @ J(x). Returns vjp (2, 16, 16)."""
+    if type(x) is not np.ndarray or x.shape != (2, 16, 16) or x.dtype is not _F64:
+        x = _as_array("x", x, (2, 16, 16))
+    if type(dy) is not np.ndarray or dy.shape != (2, 16, 16) or dy.dtype is not _F64:
+        dy = _as_array("dy", dy, (2, 16, 16))
     t0 = x[0]
     t1 = np.reshape(dy[1:2], (16, 16))
     t2 = np.reshape(dy[0:1], (16, 16))
@@ -599,6 +639,10 @@ def jacobian(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (2, 16, 16, 2, 16, 16)."""
+    if type(x) is not np.ndarray or x.shape != (2, 16, 16) or x.dtype is not _F64:
+        x = _as_array("x", x, (2, 16, 16))
+    if out is not None:
+        _check_out(out, (2, 16, 16, 2, 16, 16))
     t0 = x[0]
     t1 = 2.0 * t0 * x[1] * K4 + t0**2.0 * K5
     t2 = np.concatenate(

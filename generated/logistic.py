@@ -13,17 +13,57 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "196f184357819ef4"
+SOURCE_HASH = "7b0edcf9a9f9291e"
 INPUT_SHAPE: tuple[int, ...] = (20,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
 __all__ = ["f", "gradient", "hessian", "hvp", "value_and_gradient"]
+
+_F64 = np.dtype(np.float64)
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_scalar(name: str, value: object) -> float:
+    """``value`` as a Python float; TypeError or ValueError naming it."""
+    return float(_as_array(name, value, ()))
+
+
+def _check_out(out: object, shape: tuple[int, ...]) -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``."""
+    if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
+        got = (
+            f"{out.dtype} array of shape {out.shape}"
+            if isinstance(out, np.ndarray)
+            else type(out).__name__
+        )
+        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
 
 
 def f(
     x: NDArray[np.float64], X: NDArray[np.float64], labels: NDArray[np.float64]
 ) -> float:
     """The function itself. Returns value ()."""
+    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+        x = _as_array("x", x, (20,))
+    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+        X = _as_array("X", X, (1000, 20))
+    if (
+        type(labels) is not np.ndarray
+        or labels.shape != (1000,)
+        or labels.dtype is not _F64
+    ):
+        labels = _as_array("labels", labels, (1000,))
     t0 = (1.0 - 2.0 * labels) * (X @ x)
     return float(
         np.add.reduce(np.maximum(t0, 0.0) + np.log1p(np.exp(-np.absolute(t0))))
@@ -37,6 +77,18 @@ def gradient(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (20,)."""
+    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+        x = _as_array("x", x, (20,))
+    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+        X = _as_array("X", X, (1000, 20))
+    if (
+        type(labels) is not np.ndarray
+        or labels.shape != (1000,)
+        or labels.dtype is not _F64
+    ):
+        labels = _as_array("labels", labels, (1000,))
+    if out is not None:
+        _check_out(out, (20,))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
     t2 = np.exp(-np.absolute(t1))
@@ -55,6 +107,18 @@ def value_and_gradient(
     out: NDArray[np.float64] | None = None,
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (20,)."""
+    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+        x = _as_array("x", x, (20,))
+    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+        X = _as_array("X", X, (1000, 20))
+    if (
+        type(labels) is not np.ndarray
+        or labels.shape != (1000,)
+        or labels.dtype is not _F64
+    ):
+        labels = _as_array("labels", labels, (1000,))
+    if out is not None:
+        _check_out(out, (20,))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
     t2 = np.exp(-np.absolute(t1))
@@ -74,6 +138,18 @@ def hvp(
     labels: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (20,)."""
+    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+        x = _as_array("x", x, (20,))
+    if type(v) is not np.ndarray or v.shape != (20,) or v.dtype is not _F64:
+        v = _as_array("v", v, (20,))
+    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+        X = _as_array("X", X, (1000, 20))
+    if (
+        type(labels) is not np.ndarray
+        or labels.shape != (1000,)
+        or labels.dtype is not _F64
+    ):
+        labels = _as_array("labels", labels, (1000,))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
     t2 = np.sign(t1)
@@ -91,6 +167,18 @@ def hessian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (20, 20)."""
+    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+        x = _as_array("x", x, (20,))
+    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+        X = _as_array("X", X, (1000, 20))
+    if (
+        type(labels) is not np.ndarray
+        or labels.shape != (1000,)
+        or labels.dtype is not _F64
+    ):
+        labels = _as_array("labels", labels, (1000,))
+    if out is not None:
+        _check_out(out, (20, 20))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
     t2 = t0 * np.sign(t1)

@@ -13,15 +13,49 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "f401a031d99e8256"
+SOURCE_HASH = "3d77d54fcd337481"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 
 __all__ = ["f", "jacobian", "pullback", "pushforward"]
 
+_F64 = np.dtype(np.float64)
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_scalar(name: str, value: object) -> float:
+    """``value`` as a Python float; TypeError or ValueError naming it."""
+    return float(_as_array(name, value, ()))
+
+
+def _check_out(out: object, shape: tuple[int, ...]) -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``."""
+    if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
+        got = (
+            f"{out.dtype} array of shape {out.shape}"
+            if isinstance(out, np.ndarray)
+            else type(out).__name__
+        )
+        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
+
 
 def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
     """The function itself. Returns value (3,)."""
+    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+        x = _as_array("x", x, (3,))
+    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+        p = _as_array("p", p, (3,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2 = x_flat
     p_flat: list[float] = p.tolist()
@@ -34,6 +68,12 @@ def pushforward(
     x: NDArray[np.float64], dx: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pushforward (JVP): J(x) @ dx. Returns jvp (3,)."""
+    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+        x = _as_array("x", x, (3,))
+    if type(dx) is not np.ndarray or dx.shape != (3,) or dx.dtype is not _F64:
+        dx = _as_array("dx", dx, (3,))
+    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+        p = _as_array("p", p, (3,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2 = x_flat
     dx_flat: list[float] = dx.tolist()
@@ -53,6 +93,12 @@ def pullback(
     x: NDArray[np.float64], dy: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pullback (VJP): dy @ J(x). Returns vjp (3,)."""
+    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+        x = _as_array("x", x, (3,))
+    if type(dy) is not np.ndarray or dy.shape != (3,) or dy.dtype is not _F64:
+        dy = _as_array("dy", dy, (3,))
+    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+        p = _as_array("p", p, (3,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2 = x_flat
     dy_flat: list[float] = dy.tolist()
@@ -75,6 +121,12 @@ def jacobian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (3, 3)."""
+    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+        x = _as_array("x", x, (3,))
+    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+        p = _as_array("p", p, (3,))
+    if out is not None:
+        _check_out(out, (3, 3))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2 = x_flat
     p_flat: list[float] = p.tolist()

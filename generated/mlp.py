@@ -13,15 +13,51 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "00c791432a32d944"
+SOURCE_HASH = "1e913687d3f72025"
 INPUT_SHAPE: tuple[int, ...] = (49,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
 __all__ = ["f", "gradient", "hvp", "value_and_gradient"]
 
+_F64 = np.dtype(np.float64)
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_scalar(name: str, value: object) -> float:
+    """``value`` as a Python float; TypeError or ValueError naming it."""
+    return float(_as_array(name, value, ()))
+
+
+def _check_out(out: object, shape: tuple[int, ...]) -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``."""
+    if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
+        got = (
+            f"{out.dtype} array of shape {out.shape}"
+            if isinstance(out, np.ndarray)
+            else type(out).__name__
+        )
+        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
+
 
 def f(x: NDArray[np.float64], X: NDArray[np.float64], y: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
+    if type(x) is not np.ndarray or x.shape != (49,) or x.dtype is not _F64:
+        x = _as_array("x", x, (49,))
+    if type(X) is not np.ndarray or X.shape != (64, 4) or X.dtype is not _F64:
+        X = _as_array("X", X, (64, 4))
+    if type(y) is not np.ndarray or y.shape != (64,) or y.dtype is not _F64:
+        y = _as_array("y", y, (64,))
     t0 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40]) @ x[40:48] + x[48] - y
     return float(np.add.reduce(t0**2.0) / 64.0)
 
@@ -33,6 +69,14 @@ def gradient(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (49,)."""
+    if type(x) is not np.ndarray or x.shape != (49,) or x.dtype is not _F64:
+        x = _as_array("x", x, (49,))
+    if type(X) is not np.ndarray or X.shape != (64, 4) or X.dtype is not _F64:
+        X = _as_array("X", X, (64, 4))
+    if type(y) is not np.ndarray or y.shape != (64,) or y.dtype is not _F64:
+        y = _as_array("y", y, (64,))
+    if out is not None:
+        _check_out(out, (49,))
     t0 = x[40:48]
     t1 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40])
     t2 = 0.03125 * (t1 @ t0 + x[48] - y)
@@ -56,6 +100,14 @@ def value_and_gradient(
     out: NDArray[np.float64] | None = None,
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (49,)."""
+    if type(x) is not np.ndarray or x.shape != (49,) or x.dtype is not _F64:
+        x = _as_array("x", x, (49,))
+    if type(X) is not np.ndarray or X.shape != (64, 4) or X.dtype is not _F64:
+        X = _as_array("X", X, (64, 4))
+    if type(y) is not np.ndarray or y.shape != (64,) or y.dtype is not _F64:
+        y = _as_array("y", y, (64,))
+    if out is not None:
+        _check_out(out, (49,))
     t0 = x[40:48]
     t1 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40])
     t2 = t1 @ t0 + x[48] - y
@@ -81,6 +133,14 @@ def hvp(
     y: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (49,)."""
+    if type(x) is not np.ndarray or x.shape != (49,) or x.dtype is not _F64:
+        x = _as_array("x", x, (49,))
+    if type(v) is not np.ndarray or v.shape != (49,) or v.dtype is not _F64:
+        v = _as_array("v", v, (49,))
+    if type(X) is not np.ndarray or X.shape != (64, 4) or X.dtype is not _F64:
+        X = _as_array("X", X, (64, 4))
+    if type(y) is not np.ndarray or y.shape != (64,) or y.dtype is not _F64:
+        y = _as_array("y", y, (64,))
     t0 = x[40:48]
     t1 = v[40:48]
     t2 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40])

@@ -12,15 +12,47 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "d323e844ee61da63"
+SOURCE_HASH = "2b06787ac9096bc2"
 INPUT_SHAPE: tuple[int, ...] = (10,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
 __all__ = ["f", "gradient", "hessian", "hvp", "value_and_gradient"]
 
+_F64 = np.dtype(np.float64)
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_scalar(name: str, value: object) -> float:
+    """``value`` as a Python float; TypeError or ValueError naming it."""
+    return float(_as_array(name, value, ()))
+
+
+def _check_out(out: object, shape: tuple[int, ...]) -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``."""
+    if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
+        got = (
+            f"{out.dtype} array of shape {out.shape}"
+            if isinstance(out, np.ndarray)
+            else type(out).__name__
+        )
+        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
+
 
 def f(x: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
+    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+        x = _as_array("x", x, (10,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     return (
@@ -49,6 +81,10 @@ def gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (10,)."""
+    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+        x = _as_array("x", x, (10,))
+    if out is not None:
+        _check_out(out, (10,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
@@ -82,6 +118,10 @@ def value_and_gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (10,)."""
+    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+        x = _as_array("x", x, (10,))
+    if out is not None:
+        _check_out(out, (10,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
@@ -142,6 +182,10 @@ def value_and_gradient(
 
 def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (10,)."""
+    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+        x = _as_array("x", x, (10,))
+    if type(v) is not np.ndarray or v.shape != (10,) or v.dtype is not _F64:
+        v = _as_array("v", v, (10,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     v_flat: list[float] = v.tolist()
@@ -175,6 +219,10 @@ def hessian(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (10, 10)."""
+    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+        x = _as_array("x", x, (10,))
+    if out is not None:
+        _check_out(out, (10, 10))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = -400.0 * x_1

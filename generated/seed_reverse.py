@@ -8,8 +8,11 @@ this file's directory). DO NOT EDIT: the next build overwrites this file.
 
 from __future__ import annotations
 
+import numpy as np
+from numpy.typing import NDArray
+
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "9a74d87580cb0c39"
+SOURCE_HASH = "2164410724cbbe70"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -22,32 +25,78 @@ __all__ = [
     "value_and_derivative",
 ]
 
+_F64 = np.dtype(np.float64)
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_scalar(name: str, value: object) -> float:
+    """``value`` as a Python float; TypeError or ValueError naming it."""
+    return float(_as_array(name, value, ()))
+
+
+def _check_out(out: object, shape: tuple[int, ...]) -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``."""
+    if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
+        got = (
+            f"{out.dtype} array of shape {out.shape}"
+            if isinstance(out, np.ndarray)
+            else type(out).__name__
+        )
+        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
+
 
 def f(x: float) -> float:
     """The function itself. Returns value ()."""
+    if not isinstance(x, float):
+        x = _as_scalar("x", x)
     return 40.5 * (x * x) - 1255.5
 
 
 def pushforward(x: float, dx: float) -> float:
     """Pushforward (JVP): J(x) @ dx. Returns jvp ()."""
+    if not isinstance(x, float):
+        x = _as_scalar("x", x)
+    if not isinstance(dx, float):
+        dx = _as_scalar("dx", dx)
     return 81.0 * dx * x
 
 
 def pullback(x: float, dy: float) -> float:
     """Pullback (VJP): dy @ J(x). Returns vjp ()."""
+    if not isinstance(x, float):
+        x = _as_scalar("x", x)
+    if not isinstance(dy, float):
+        dy = _as_scalar("dy", dy)
     return 81.0 * dy * x
 
 
 def derivative(x: float) -> float:
     """Derivative df/dx of a scalar input. Returns derivative ()."""
+    if not isinstance(x, float):
+        x = _as_scalar("x", x)
     return 81.0 * x
 
 
 def value_and_derivative(x: float) -> tuple[float, float]:
     """f(x) and df/dx. Returns value (), derivative ()."""
+    if not isinstance(x, float):
+        x = _as_scalar("x", x)
     return 40.5 * (x * x) - 1255.5, 81.0 * x
 
 
 def second_derivative(x: float) -> float:
     """Second derivative d2f/dx2. Returns second_derivative ()."""
+    if not isinstance(x, float):
+        x = _as_scalar("x", x)
     return 81.0

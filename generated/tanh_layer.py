@@ -14,15 +14,49 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "4ef1259435285555"
+SOURCE_HASH = "3a1c0b4e869dab6f"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
 __all__ = ["f", "gradient", "hessian"]
 
+_F64 = np.dtype(np.float64)
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_scalar(name: str, value: object) -> float:
+    """``value`` as a Python float; TypeError or ValueError naming it."""
+    return float(_as_array(name, value, ()))
+
+
+def _check_out(out: object, shape: tuple[int, ...]) -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``."""
+    if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
+        got = (
+            f"{out.dtype} array of shape {out.shape}"
+            if isinstance(out, np.ndarray)
+            else type(out).__name__
+        )
+        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
+
 
 def f(x: NDArray[np.float64], a: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
+    if type(x) is not np.ndarray or x.shape != (3, 4) or x.dtype is not _F64:
+        x = _as_array("x", x, (3, 4))
+    if type(a) is not np.ndarray or a.shape != (4,) or a.dtype is not _F64:
+        a = _as_array("a", a, (4,))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
     a_flat: list[float] = a.tolist()
@@ -40,6 +74,12 @@ def gradient(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (3, 4)."""
+    if type(x) is not np.ndarray or x.shape != (3, 4) or x.dtype is not _F64:
+        x = _as_array("x", x, (3, 4))
+    if type(a) is not np.ndarray or a.shape != (4,) or a.dtype is not _F64:
+        a = _as_array("a", a, (4,))
+    if out is not None:
+        _check_out(out, (3, 4))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
     a_flat: list[float] = a.tolist()
@@ -64,6 +104,12 @@ def hessian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (3, 4, 3, 4)."""
+    if type(x) is not np.ndarray or x.shape != (3, 4) or x.dtype is not _F64:
+        x = _as_array("x", x, (3, 4))
+    if type(a) is not np.ndarray or a.shape != (4,) or a.dtype is not _F64:
+        a = _as_array("a", a, (4,))
+    if out is not None:
+        _check_out(out, (3, 4, 3, 4))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
     a_flat: list[float] = a.tolist()

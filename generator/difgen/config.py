@@ -45,6 +45,7 @@ _MODULE_KEYS = (
     "batch",
     "sparse",
     "emit",
+    "timeout",
 )
 _ARRAY_KEYS = ("shape", "dtype")
 _CONTEXT_KEYS = ("name", "shape", "dtype")
@@ -87,6 +88,7 @@ class ModuleSpec:
     batch: int = 1
     sparse: bool = False
     emit: str = "auto"
+    timeout: float | None = None
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
@@ -366,6 +368,14 @@ class _Reader:
                     "sparse = true applies to the jacobian and hessian operators; "
                     f"expected one of {', '.join(sparse_ops)} in operators",
                 )
+        timeout = table.get("timeout")
+        if timeout is not None and (
+            type(timeout) not in (int, float) or not 0 < timeout < 1e9
+        ):
+            raise self.error(
+                at + ("timeout",),
+                f"'timeout' must be a positive number of seconds; got {_show(timeout)}",
+            )
         return ModuleSpec(
             name=name,
             function=function,
@@ -377,6 +387,7 @@ class _Reader:
             batch=batch,
             sparse=sparse,
             emit=self.choice(table, at + ("emit",), EMITS, "auto"),
+            timeout=None if timeout is None else float(timeout),
             config_path=self.path,
             line=self.locator.line(at) or 0,
             key_lines=self.key_lines(table, at),

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from difgen.backends import sympy_backend, trace_backend
+from difgen.budget import stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
 from difgen.emit.render import ModuleParts, render_module
@@ -89,9 +90,12 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
 
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:
     """The complete text of the generated module for one config entry."""
-    graph = trace_spec(spec, fn)
-    parts = build_parts(spec, graph)
-    return render_module(spec, config, parts, source_hash(spec, fn))
+    with stage("trace"):
+        graph = trace_spec(spec, fn)
+    with stage(f"{spec.backend} backend: derivatives and emission"):
+        parts = build_parts(spec, graph)
+    with stage("render"):
+        return render_module(spec, config, parts, source_hash(spec, fn))
 
 
 def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> str:

@@ -44,6 +44,12 @@ MODULES = ("np", "math", "sp")
 
 ARGUMENTS = (INPUT, TANGENT, COTANGENT, DIRECTION, OUT)
 LOCALS = (RESULT, VALUE)
+F64 = "_F64"
+AS_ARRAY = "_as_array"
+AS_SCALAR = "_as_scalar"
+CHECK_OUT = "_check_out"
+HELPERS = (F64, AS_ARRAY, AS_SCALAR, CHECK_OUT)
+"""Module-level helpers that check the arguments of every generated operator."""
 MODULE_CONSTANTS = (
     "DIFGEN_VERSION",
     "SOURCE_HASH",
@@ -94,7 +100,7 @@ def hoisted(i: int) -> str:
 
 def reserved() -> set[str]:
     """Names a context may not take, whatever the operators are."""
-    return {*ARGUMENTS, *LOCALS, *MODULES, *MODULE_CONSTANTS}
+    return {*ARGUMENTS, *LOCALS, *MODULES, *MODULE_CONSTANTS, *HELPERS}
 
 
 def is_identifier(name: str) -> bool:
@@ -177,10 +183,20 @@ def check_module(text: str) -> None:
     module_names |= {fn.name for fn in functions}
     for fn in functions:
         params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+        checked = {  # the argument checks rebind a parameter to its converted value
+            id(node.targets[0])
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in (AS_ARRAY, AS_SCALAR)
+        }
         assigned = {
             node.id
             for node in ast.walk(fn)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            if isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Store)
+            and id(node) not in checked
         }
         for name in sorted(params):
             if name in module_names:

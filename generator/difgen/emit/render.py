@@ -7,6 +7,7 @@ module adds the header, imports and constants the generated module contract asks
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -20,7 +21,9 @@ import jinja2
 import difgen
 from difgen.config import Config, ModuleSpec
 from difgen.emit import naming
+from difgen.emit.signatures import argument_checks
 from difgen.errors import InternalError
+from difgen.operators import OPERATORS
 
 
 @dataclass(frozen=True)
@@ -91,14 +94,11 @@ def _environment() -> jinja2.Environment:
 
 
 def _imports(source: str) -> list[str]:
+    """The imports ``source`` needs; NumPy always (the argument checks use it)."""
     lines = []
     if "math." in source:
         lines.append("import math")
-    if "np." in source or "NDArray" in source:
-        lines.append("")
-        lines.append("import numpy as np")
-    if "NDArray" in source:
-        lines.append("from numpy.typing import NDArray")
+    lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
     if "sp.csr_array" in source:
         lines.append("import scipy.sparse as sp  # type: ignore[import-untyped]")
     return lines
@@ -118,7 +118,16 @@ def render_module(
     spec: ModuleSpec, config: Config, parts: ModuleParts, source_hash: str
 ) -> str:
     """The complete, black-formatted text of a generated module."""
-    functions = parts.functions
+    functions = [
+        dataclasses.replace(
+            f,
+            body=(
+                *argument_checks(OPERATORS[f.name], spec, parts.output_shape),
+                *f.body,
+            ),
+        )
+        for f in parts.functions
+    ]
     body_text = "\n".join(
         "\n".join((f.signature, f.returns, *f.body)) for f in functions
     ) + "\n".join([v for _, v in parts.constants] + parts.setup)
@@ -145,6 +154,7 @@ def render_module(
             setup=parts.setup,
             all_names=repr(sorted(f.name for f in functions)),
             functions=functions,
+            helpers=naming,
         )
     )
     text = black.format_str(text, mode=black.Mode(line_length=88))

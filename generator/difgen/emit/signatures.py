@@ -65,3 +65,38 @@ def docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
     batched = spec.batch > 1 and any(s in ("dx", "dy") for s in op.seeds)
     extra = f"; batch of {spec.batch} seeds" if batched else ""
     return f"{op.doc}. Returns {shapes}{extra}."
+
+
+def argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[str]:
+    """The statements that check (and convert) an operator's arguments.
+
+    Each argument is checked against its hard-coded shape on the fast path (one
+    type, shape and dtype comparison); anything else goes through the module's
+    helpers, which convert lists, ints and other real arrays to float64 and raise
+    TypeError (complex, object) or ValueError (shape) naming the argument. ``out``
+    must already be a writeable float64 array of the result's shape.
+    """
+    xs, batch = tuple(spec.input.shape), spec.batch
+    arguments = [(naming.INPUT, xs)]
+    arguments += [(s, tuple(seed_shape(s, xs, ys, batch))) for s in op.seeds]
+    arguments += [(c.name, tuple(c.shape)) for c in spec.contexts]
+    lines = []
+    for name, shape in arguments:
+        if shape == ():
+            lines += [
+                f"if not isinstance({name}, float):",
+                f"    {name} = {naming.AS_SCALAR}({name!r}, {name})",
+            ]
+        else:
+            lines += [
+                f"if type({name}) is not np.ndarray or {name}.shape != {shape!r} "
+                f"or {name}.dtype is not {naming.F64}:",
+                f"    {name} = {naming.AS_ARRAY}({name!r}, {name}, {shape!r})",
+            ]
+    if naming.OUT in signature(op, spec, ys)[0]:
+        shape = tuple(result_shape(op.results[-1], xs, ys, batch))
+        lines += [
+            f"if {naming.OUT} is not None:",
+            f"    {naming.CHECK_OUT}({naming.OUT}, {shape!r})",
+        ]
+    return lines
