@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "0d10c8660d239a2a"
+SOURCE_HASH = "9a1e536175953ce6"
+BODY_HASH = "2732a13e6823b0b3"
 INPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 OUTPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 C0 = np.array([

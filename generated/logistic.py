@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "196f184357819ef4"
+SOURCE_HASH = "0c27ea991a290ef4"
+BODY_HASH = "87576fe5e37b7eac"
 INPUT_SHAPE: tuple[int, ...] = (20,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

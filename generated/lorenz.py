@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "f401a031d99e8256"
+SOURCE_HASH = "28ec7b7eea243feb"
+BODY_HASH = "f4d735d3a6f4b3bf"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 

@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "00c791432a32d944"
+SOURCE_HASH = "da24d457a7867911"
+BODY_HASH = "c521f84df41afe52"
 INPUT_SHAPE: tuple[int, ...] = (49,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "d323e844ee61da63"
+SOURCE_HASH = "fe1698f266980735"
+BODY_HASH = "0c8078668af0783c"
 INPUT_SHAPE: tuple[int, ...] = (10,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "988ccb20b9e86d10"
+SOURCE_HASH = "629951db9bf6a9ab"
+BODY_HASH = "71f48a47c62bd68f"
 INPUT_SHAPE: tuple[int, ...] = (10000,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

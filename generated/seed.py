@@ -9,7 +9,8 @@ this file's directory). DO NOT EDIT: the next build overwrites this file.
 from __future__ import annotations
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "cac59197f9f47b8f"
+SOURCE_HASH = "7b63c50bd830d006"
+BODY_HASH = "7911d373c0424298"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -9,7 +9,8 @@ this file's directory). DO NOT EDIT: the next build overwrites this file.
 from __future__ import annotations
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "8689c2b86ee09741"
+SOURCE_HASH = "ae6f22643342a23f"
+BODY_HASH = "2a216b9c12c8c78e"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

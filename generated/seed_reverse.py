@@ -9,7 +9,8 @@ this file's directory). DO NOT EDIT: the next build overwrites this file.
 from __future__ import annotations
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "9a74d87580cb0c39"
+SOURCE_HASH = "a958f51b52bbb81b"
+BODY_HASH = "4d8af1a0e1bd3d57"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

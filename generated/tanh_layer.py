@@ -14,7 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "4ef1259435285555"
+SOURCE_HASH = "8b05c893c0bc03c3"
+BODY_HASH = "959179828f9df8eb"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -16,6 +16,7 @@ from difgen.cli import main
 from difgen.config import Config, ModuleSpec
 from difgen.errors import TraceError
 from difgen.hashing import source_hash
+from difgen.pipeline import trace_spec
 from difgen.write import HEADER_MARKER
 
 CONFIG = """\
@@ -39,7 +40,7 @@ def fake_generate(spec: ModuleSpec, config: Config, fn: Any) -> str:
     """Stands in for difgen.pipeline.generate_module: header and hash only."""
     return (
         f'{HEADER_MARKER} from {spec.function}. DO NOT EDIT."""\n\n'
-        f'SOURCE_HASH = "{source_hash(spec, fn)}"\n'
+        f'SOURCE_HASH = "{source_hash(spec, trace_spec(spec, fn))}"\n'
     )
 
 
@@ -186,11 +187,12 @@ def test_check_missing_stale_and_up_to_date(
     run(capsys, "build", "difgen.toml")
     assert run(capsys, "check", "difgen.toml") == (0, "2 modules up to date\n", "")
 
-    (project / "fn.py").write_text(SOURCE + "\nSCALE = 2\n")
+    (project / "fn.py").write_text(SOURCE.replace("x * x", "x * x * x"))
     status, out, _ = run(capsys, "check", "difgen.toml")
     assert status == 1
-    assert out.count(": stale (run: difgen build difgen.toml)") == 2
+    assert out.count(": stale (run: difgen build difgen.toml)") == 1
 
+    (project / "fn.py").write_text(SOURCE.replace("x.sum()", "(2 * x).sum()"))
     run(capsys, "build", "difgen.toml", "--module", "alpha")
     status, out, _ = run(capsys, "check", "difgen.toml")
     assert status == 1

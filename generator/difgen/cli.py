@@ -103,7 +103,9 @@ def _check(args: argparse.Namespace) -> int:
         fn = load_function(spec)
         if not path.is_file():
             state = "missing"
-        elif read_source_hash(path) != source_hash(spec, fn):
+        elif read_source_hash(path) != source_hash(
+            spec, _pipeline().trace_spec(spec, fn)
+        ):
             state = "stale"
         else:
             continue

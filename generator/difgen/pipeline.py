@@ -56,8 +56,9 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:
     """The complete text of the generated module for one config entry."""
     graph = trace_spec(spec, fn)
+    digest = source_hash(spec, graph)  # of the graph as traced, before any backend
     parts = build_parts(spec, graph)
-    return render_module(spec, config, parts, source_hash(spec, fn))
+    return render_module(spec, config, parts, digest)
 
 
 def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> str:

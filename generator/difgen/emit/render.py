@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 import black
 import jinja2
 
 import difgen
 from difgen.config import Config, ModuleSpec
+from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,11 @@ def config_reference(spec: ModuleSpec, config: Config) -> str:
 def render_module(
     spec: ModuleSpec, config: Config, parts: ModuleParts, source_hash: str
 ) -> str:
-    """The complete, black-formatted text of a generated module."""
+    """The complete, black-formatted text of a generated module.
+
+    ``BODY_HASH`` is filled in last, over the formatted text, so that ``difgen
+    check`` can recompute it from the file and spot hand edits.
+    """
     functions = parts.functions
     body_text = "\n".join(
         "\n".join((f.signature, f.returns, *f.body)) for f in functions
@@ -137,6 +142,7 @@ def render_module(
             name=spec.name,
             imports=_imports(body_text),
             source_hash=source_hash,
+            body_hash=BODY_HASH_PLACEHOLDER,
             input_shape=repr(tuple(spec.input.shape)),
             output_shape=repr(tuple(parts.output_shape)),
             constants=parts.constants,
@@ -145,4 +151,4 @@ def render_module(
             functions=functions,
         )
     )
-    return black.format_str(text, mode=black.Mode(line_length=88))
+    return stamp_body_hash(black.format_str(text, mode=black.Mode(line_length=88)))
