@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "34e35de4b0c040f8"
+SOURCE_HASH = "9a1e536175953ce6"
+BODY_HASH = "bc035fd62eb91b1e"
 INPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 OUTPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 C0 = np.array([

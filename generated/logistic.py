@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "7b0edcf9a9f9291e"
+SOURCE_HASH = "0c27ea991a290ef4"
+BODY_HASH = "dc88b2763ae40a94"
 INPUT_SHAPE: tuple[int, ...] = (20,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "3d77d54fcd337481"
+SOURCE_HASH = "28ec7b7eea243feb"
+BODY_HASH = "f6c880593070d13a"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 

@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "1e913687d3f72025"
+SOURCE_HASH = "da24d457a7867911"
+BODY_HASH = "611e178882d4ebb5"
 INPUT_SHAPE: tuple[int, ...] = (49,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

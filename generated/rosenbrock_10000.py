@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "76004dae3787c394"
+SOURCE_HASH = "629951db9bf6a9ab"
+BODY_HASH = "dd7e44a105fb8250"
 INPUT_SHAPE: tuple[int, ...] = (10000,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

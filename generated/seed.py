@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "d4d84be79bd28e18"
+SOURCE_HASH = "7b63c50bd830d006"
+BODY_HASH = "1f524132a1c700d9"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "fc8cdde26580aad2"
+SOURCE_HASH = "ae6f22643342a23f"
+BODY_HASH = "3b98af7c5ef6ea57"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

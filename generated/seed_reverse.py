@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "2164410724cbbe70"
+SOURCE_HASH = "a958f51b52bbb81b"
+BODY_HASH = "381ba1fcace779f7"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

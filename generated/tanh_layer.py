@@ -14,7 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "3a1c0b4e869dab6f"
+SOURCE_HASH = "8b05c893c0bc03c3"
+BODY_HASH = "87570a653b919516"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 

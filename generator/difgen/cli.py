@@ -23,7 +23,12 @@ from difgen.config import Config, ModuleSpec, load_config
 from difgen.errors import ConfigError, DifgenError
 from difgen.hashing import source_hash
 from difgen.load import load_function
-from difgen.write import check_writable, read_source_hash, write_if_changed
+from difgen.write import State, WriteTransaction, inspect_file
+
+UP_TO_DATE = "up to date"
+STALE = "stale (the function or its config changed)"
+FOREIGN = "foreign file"
+"""The states ``difgen check`` reports that the CLI itself needs to recognise."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     build.set_defaults(run=_build)
 
     check = commands.add_parser(
-        "check", help="exit 1 if a generated module is missing or stale"
+        "check",
+        help="exit 1 unless every generated module is up to date and unedited",
     )
     check.add_argument("config", metavar="CONFIG", help="path to difgen.toml")
     check.set_defaults(run=_check)
@@ -87,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> int:
-    """Generate every selected module first; write only once all succeeded."""
+    """Generate every selected module first, then write them all or none."""
     config = load_config(args.config)
     specs = _select(config, args.module)
     pipeline = _pipeline()
@@ -96,35 +102,57 @@ def _build(args: argparse.Namespace) -> int:
         fn = load_function(spec)
         text = pipeline.generate_module(spec, config, fn)
         outputs.append((_output_path(config, spec), text))
-    for path, _ in outputs:
-        check_writable(path)  # refuse before writing anything
-    for path, text in outputs:
-        verb = "wrote" if write_if_changed(path, text) else "unchanged"
-        print(f"{verb} {_display(path)}")
+    transaction = WriteTransaction(outputs)  # refuses foreign files before writing
+    changed = transaction.commit()
+    for leftover in transaction.removed_leftovers:
+        print(f"removed leftover {_display(leftover)}")
+    for (path, _), wrote in zip(outputs, changed):
+        print(f"{'wrote' if wrote else 'unchanged'} {_display(path)}")
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
+    """One line per module; exit 1 unless every module is up to date."""
     config = load_config(args.config)
-    problems = 0
+    problems = foreign = 0
     for spec in config.modules:
         path = _output_path(config, spec)
-        fn = load_function(spec)
-        if not path.is_file():
-            state = "missing"
-        elif read_source_hash(path) != source_hash(spec, fn):
-            state = "stale"
-        else:
-            continue
-        problems += 1
-        print(
-            f"{_display(path)}: {spec.name}: {state} (run: difgen build {args.config})"
-        )
-    if problems:
-        return 1
+        state = _module_state(spec, path)
+        print(f"{_display(path)}: {spec.name}: {state}")
+        problems += state != UP_TO_DATE
+        foreign += state.startswith(FOREIGN)
     count = len(config.modules)
-    print(f"{count} module{'s' if count != 1 else ''} up to date")
-    return 0
+    if not problems:
+        print(f"{count} module{'s' if count != 1 else ''} up to date")
+        return 0
+    advice = f"run: difgen build {args.config}"
+    if foreign:
+        advice = (
+            "move the foreign files away (difgen never overwrites them), then " + advice
+        )
+    print(f"{problems} of {count} modules not up to date; {advice}")
+    return 1
+
+
+def _module_state(spec: ModuleSpec, path: Path) -> str:
+    """What ``difgen check`` says about one module.
+
+    The file is read first: only an intact module is worth re-tracing the function
+    for (tracing runs no backend, so it is cheap).
+    """
+    found = inspect_file(path)
+    if found.state is State.MISSING:
+        return "missing"
+    if not found.state.ours:
+        return f"{FOREIGN} (not written by difgen: {found.detail})"
+    if found.state is State.EDITED:
+        return "edited by hand"
+    if found.state is State.TRUNCATED:
+        return "truncated"
+    if found.state is State.LEGACY:
+        return "stale (written by an older difgen, without BODY_HASH)"
+    graph = _pipeline().trace_spec(spec, load_function(spec))
+    return UP_TO_DATE if found.source_hash == source_hash(spec, graph) else STALE
 
 
 def _ir(args: argparse.Namespace) -> int:

@@ -1,12 +1,21 @@
-"""``SOURCE_HASH``: what a generated module was built from, as one short digest.
+"""The two digests a generated module carries: ``SOURCE_HASH`` and ``BODY_HASH``.
 
-The digest covers the module's config entry (every field that changes the output),
-the text of the file defining the user's function (the whole file: helpers and
-constants matter too) and the difgen version. ``difgen check`` recomputes it to find
-stale modules, so it must be the same on every machine: no absolute paths, and line
-endings are normalised so a checkout with CRLF endings hashes the same.
+``SOURCE_HASH`` says what the module was built from: the module's config entry
+(every field that changes the output), the difgen version and the *traced IR* of
+the user's function. The IR is everything the derivative depends on, wherever it
+came from: the function's file, a helper module it imports, a constants file it
+reads at import time, a closure. So ``difgen check`` re-traces the function (cheap:
+no backend runs) and compares, and an edit that cannot change the derivative (a
+comment, an unused helper) does not make the module stale.
 
->>> source_hash(spec, fn)  # doctest: +SKIP
+``BODY_HASH`` covers the module's own text, so a hand edit or a truncated file is
+told apart from a stale one.
+
+Both are SHA-256 based (never Python's ``hash()``, which is salted per process),
+so they are the same on every machine, in every process, under every
+``PYTHONHASHSEED``.
+
+>>> source_hash(spec, graph)  # doctest: +SKIP
 '3f1c9a0b7d2e4c18'
 """
 
@@ -15,15 +24,30 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
-from typing import Any
+import re
+from typing import Any, Protocol
+
+import numpy as np
 
 import difgen
 from difgen.config import ModuleSpec
-from difgen.load import function_source_files
+from difgen.core.ir import FrozenArray, Graph, Lit, Var
 
 HASH_LENGTH = 16
-_LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines"})
+_LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines", "timeout"})
+"""Fields that do not change the generated text: where the entry is, and how long
+its build may take."""
+
+BODY_HASH_PLACEHOLDER = "0" * HASH_LENGTH
+"""What the template writes before :func:`stamp_body_hash` fills in the digest:
+as long as the digest, so black lays the module out the same either way."""
+
+BODY_HASH_RE = re.compile(r'^BODY_HASH = "([0-9a-f]*)"$', re.MULTILINE)
+"""The ``BODY_HASH`` line exactly as the template and black write it."""
+
+
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
 
 
 def spec_fingerprint(spec: ModuleSpec) -> str:
@@ -42,16 +66,141 @@ def spec_fingerprint(spec: ModuleSpec) -> str:
     return json.dumps(_plain(fields), sort_keys=True, separators=(",", ":"))
 
 
-def source_hash(spec: ModuleSpec, fn: Callable[..., Any]) -> str:
-    """The first 16 hex digits of a SHA-256 over spec, source and difgen version."""
+def source_hash(spec: ModuleSpec, graph: Graph) -> str:
+    """The first 16 hex digits of a SHA-256 over version, spec and traced IR."""
     digest = hashlib.sha256()
-    parts = [b"difgen " + difgen.__version__.encode(), spec_fingerprint(spec).encode()]
-    for path in function_source_files(fn):
-        parts.append(path.read_bytes().replace(b"\r\n", b"\n"))
-    for part in parts:  # length-prefixed, so no two inputs share a byte stream
-        digest.update(len(part).to_bytes(8, "big"))
-        digest.update(part)
+    _put(digest, b"V", ("difgen " + difgen.__version__).encode())
+    _put(digest, b"S", spec_fingerprint(spec).encode())
+    feed_graph(digest, graph)
     return digest.hexdigest()[:HASH_LENGTH]
+
+
+def graph_digest(graph: Graph) -> str:
+    """The full SHA-256 hex digest of :func:`feed_graph` alone (for tests, tools)."""
+    digest = hashlib.sha256()
+    feed_graph(digest, graph)
+    return digest.hexdigest()
+
+
+def feed_graph(digest: _Digest, graph: Graph) -> None:
+    """Feed a canonical serialization of ``graph`` to ``digest``.
+
+    Unlike :func:`difgen.core.ir.format_graph`, nothing is elided: every equation in
+    order, each by primitive name, input atoms (variables by position of
+    definition, literals by dtype, shape and bytes), params and output type; then
+    the outputs. Every item is tagged and length-prefixed, so two different graphs
+    never produce the same byte stream.
+    """
+    index: dict[Var, int] = {}
+
+    def define(var: Var) -> None:
+        index[var] = len(index)
+        _put(digest, b"T", _type_bytes(var.shape, var.dtype))
+
+    def atom(value: Var | Lit) -> None:
+        if isinstance(value, Lit):
+            _put_array(digest, b"L", value.value)
+        elif value in index:
+            _put(digest, b"v", str(index[value]).encode())
+        else:
+            raise ValueError("graph uses a variable before defining it")
+
+    _put(digest, b"G", b"%d %d" % (len(graph.inputs), len(graph.eqns)))
+    for var in graph.inputs:
+        define(var)
+    for eqn in graph.eqns:
+        _put(digest, b"E", eqn.primitive.name.encode())
+        _put(digest, b"n", str(len(eqn.inputs)).encode())
+        for item in eqn.inputs:
+            atom(item)
+        _put(digest, b"p", str(len(eqn.params)).encode())
+        for name, value in eqn.params:
+            _put(digest, b"k", str(name).encode())
+            _feed_value(digest, value)
+        define(eqn.out)
+    _put(digest, b"O", str(len(graph.outputs)).encode())
+    for item in graph.outputs:
+        atom(item)
+
+
+def stamp_body_hash(text: str) -> str:
+    """``text`` with its one ``BODY_HASH = "..."`` line set to the body's digest."""
+    matches = list(BODY_HASH_RE.finditer(text))
+    if len(matches) != 1:
+        raise ValueError(f"expected one BODY_HASH line, found {len(matches)}")
+    digest = body_hash(text)
+    start, end = matches[0].span(1)
+    return text[:start] + digest + text[end:]
+
+
+def body_hash(text: str) -> str:
+    """SHA-256 (16 hex digits) of ``text`` with the ``BODY_HASH`` value blanked.
+
+    Blanking makes the digest independent of the value it is written into, so a
+    reader recomputes it from the file alone. CRLF line endings count as LF: a
+    checkout that converts line endings is not a hand edit.
+    """
+    blanked = BODY_HASH_RE.sub('BODY_HASH = ""', text.replace("\r\n", "\n"))
+    return hashlib.sha256(blanked.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+
+
+def _put(digest: _Digest, tag: bytes, payload: bytes) -> None:
+    """One tagged, length-prefixed item."""
+    digest.update(tag + len(payload).to_bytes(8, "big"))
+    digest.update(payload)
+
+
+def _type_bytes(shape: tuple[int, ...], dtype: str) -> bytes:
+    return (str(dtype) + "[" + ",".join(str(int(n)) for n in shape) + "]").encode()
+
+
+def _put_array(digest: _Digest, tag: bytes, value: np.ndarray) -> None:
+    """An array by dtype, shape and little-endian bytes (same on every machine)."""
+    array = np.asarray(value)
+    array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    _put(digest, tag, _type_bytes(array.shape, array.dtype.str))
+    _put(digest, b"b", array.tobytes())
+
+
+def _feed_value(digest: _Digest, value: Any) -> None:
+    """A param value: the frozen kinds :func:`difgen.core.ir.Params.of` produces.
+
+    Anything else raises TypeError: hashing its ``repr`` could embed a memory
+    address and make the hash differ between runs.
+    """
+    if value is None:
+        _put(digest, b"N", b"")
+    elif value is Ellipsis:
+        _put(digest, b".", b"")
+    elif isinstance(value, (bool, np.bool_)):
+        _put(digest, b"B", b"1" if value else b"0")
+    elif isinstance(value, (int, np.integer)):
+        _put(digest, b"I", str(int(value)).encode())
+    elif isinstance(value, (float, np.floating)):
+        _put(digest, b"F", float(value).hex().encode())
+    elif isinstance(value, complex):
+        _put(digest, b"C", f"{value.real.hex()},{value.imag.hex()}".encode())
+    elif isinstance(value, str):
+        _put(digest, b"S", value.encode("utf-8"))
+    elif isinstance(value, bytes):
+        _put(digest, b"Y", value)
+    elif isinstance(value, (tuple, list)):
+        _put(digest, b"(", str(len(value)).encode())
+        for item in value:
+            _feed_value(digest, item)
+    elif isinstance(value, slice):
+        _feed_value(digest, ("slice", value.start, value.stop, value.step))
+    elif isinstance(value, FrozenArray):
+        _put_array(digest, b"A", value.value)
+    elif isinstance(value, np.ndarray):
+        _put_array(digest, b"A", value)
+    elif isinstance(value, np.dtype):
+        _put(digest, b"D", value.str.encode())
+    else:
+        raise TypeError(
+            f"cannot hash a param of type {type(value).__name__}; "
+            "teach difgen.hashing._feed_value about it"
+        )
 
 
 def _plain(value: Any) -> Any:

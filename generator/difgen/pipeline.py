@@ -92,10 +92,11 @@ def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) ->
     """The complete text of the generated module for one config entry."""
     with stage("trace"):
         graph = trace_spec(spec, fn)
+        digest = source_hash(spec, graph)  # of the graph as traced, before any backend
     with stage(f"{spec.backend} backend: derivatives and emission"):
         parts = build_parts(spec, graph)
     with stage("render"):
-        return render_module(spec, config, parts, source_hash(spec, fn))
+        return render_module(spec, config, parts, digest)
 
 
 def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 import black
 import jinja2
@@ -23,6 +23,7 @@ from difgen.config import Config, ModuleSpec
 from difgen.emit import naming
 from difgen.emit.signatures import argument_checks
 from difgen.errors import InternalError
+from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
 
 
@@ -117,7 +118,11 @@ def config_reference(spec: ModuleSpec, config: Config) -> str:
 def render_module(
     spec: ModuleSpec, config: Config, parts: ModuleParts, source_hash: str
 ) -> str:
-    """The complete, black-formatted text of a generated module."""
+    """The complete, black-formatted text of a generated module.
+
+    ``BODY_HASH`` is filled in last, over the formatted text, so that ``difgen
+    check`` can recompute it from the file and spot hand edits.
+    """
     functions = [
         dataclasses.replace(
             f,
@@ -148,6 +153,7 @@ def render_module(
             name=spec.name,
             imports=_imports(body_text),
             source_hash=source_hash,
+            body_hash=BODY_HASH_PLACEHOLDER,
             input_shape=repr(tuple(spec.input.shape)),
             output_shape=repr(tuple(parts.output_shape)),
             constants=parts.constants,
@@ -165,4 +171,4 @@ def render_module(
             f"module {spec.name!r}: the generated code would use one name for two "
             f"things ({exc}); this is a difgen bug, nothing was written"
         ) from None
-    return text
+    return stamp_body_hash(text)
