@@ -2,14 +2,18 @@
 
 Run from the repository root. Progress goes to stderr; the Markdown report (also
 written to ``benchmarks/results/results.md``, with ``results.json`` and
-``results.png``) to stdout.
+``results.png``) to stdout. The exit status is 1 when any bar of the issue fails
+(a difgen row that is WRONG, SKIPPED or missing fails its bars), after the results
+are written.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from benchmarks import peers, report
 from benchmarks.cases import all_cases, select
@@ -35,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = select(all_cases(), args.only)
     if not cases:
         parser.error(f"no case matches --only {args.only!r}")
+    load_before = os.getloadavg()[0]
     names = list(dict.fromkeys(name for c in cases for _, name in c.difgen))
     print(f"building {len(names)} difgen modules", file=sys.stderr)
     built = peers.build_difgen(names, build=not args.no_build)
@@ -51,14 +56,23 @@ def main(argv: list[str] | None = None) -> int:
 
     command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     results = {
-        "meta": {**report.machine(), "command": command.strip(), "repeats": repeats},
+        "meta": {
+            **report.machine(),
+            "command": command.strip(),
+            "repeats": repeats,
+            # other processes on the machine slow some rows more than others
+            "load": [load_before, os.getloadavg()[0]],
+        },
         "peers": peers.peer_status(),
         "difgen": {
             name: {"built": b.module is not None, "build_s": b.build_s, "note": b.note}
             for name, b in built.items()
         },
         "cases": results_cases,
-        "bars": report.bars(results_cases),
+        # --only judges the bars of the chosen cases; a full run judges them all.
+        "bars": report.bars(
+            results_cases, [c.name for c in cases] if args.only else None
+        ),
     }
     args.output.mkdir(parents=True, exist_ok=True)
     text = report.markdown(results)
@@ -74,7 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         readme = RESULTS.parent.parent / "README.md"
         if report.update_readme(readme, results):
             print(f"updated the benchmark section of {readme}", file=sys.stderr)
-    return 0
+    return exit_status(results)
+
+
+def exit_status(results: dict[str, Any]) -> int:
+    """1 when any bar failed (each one named on stderr), else 0: a run whose
+    difgen rows are wrong or missing must not look like a success to a script."""
+    failed = report.failures(results)
+    for bar in failed:
+        why = f" ({bar['why']})" if bar["why"] else ""
+        print(f"{bar['result']}: {bar['bar']}{why}", file=sys.stderr)
+    if failed:
+        print(f"{len(failed)} of {len(results['bars'])} bars fail", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 Every peer is optional: one that is not installed gives no rows and a note in the
 report header. The peers differentiate the very source in ``problems.py``: its
 ``np`` global is rebound to ``jax.numpy``, ``autograd.numpy`` or a small torch shim
-(:func:`rebind`), SymPy runs it on object arrays of symbols. Their ``call`` takes
-and returns NumPy values (the conversion a NumPy user pays); ``native`` is the same
-operator on framework arrays, where that differs.
+(:func:`rebind`), SymPy runs it on object arrays of symbols. A framework's headline
+``call`` is its own: JAX's jitted function on JAX arrays already on the device,
+waited for with ``block_until_ready``; torch's on tensors. ``converted`` is the same
+operator taking and returning NumPy values (the conversion a NumPy caller pays),
+timed beside it but never the headline, so that conversion cannot flatter difgen.
 """
 
 from __future__ import annotations
@@ -176,7 +178,10 @@ def jax_tools(case: Case) -> list[Tool]:
         "hvp": [("jax.jit(jvp of grad)", hvp)],
     }[case.operator]
     out = _out(case)
-    native_args = tuple(jax.numpy.asarray(a) for a in case.op_args)
+    # Put on the device once, before any timing: the headline call converts nothing.
+    on_device = jax.block_until_ready(
+        tuple(jax.device_put(np.asarray(a)) for a in case.op_args)
+    )
     tools = []
     for label, op in transforms:
         jitted = jax.jit(op)
@@ -184,10 +189,10 @@ def jax_tools(case: Case) -> list[Tool]:
             Tool(
                 label,
                 "jax",
-                lambda *a, j=jitted: out(j(*a)),
-                case.op_args,
-                native=lambda *a, j=jitted: j(*a).block_until_ready(),
-                native_args=native_args,
+                lambda *a, j=jitted: j(*a).block_until_ready(),
+                on_device,
+                converted=lambda *a, j=jitted: out(j(*a)),
+                converted_args=case.op_args,
             )
         )
     return tools
@@ -249,15 +254,15 @@ def torch_tools(case: Case) -> list[Tool]:
         out = lambda t: t.item()
     else:
         out = lambda t: t.numpy()
-    native_args = tuple(to_torch(a) for a in case.op_args)
+    tensors = tuple(to_torch(a) for a in case.op_args)
     return [
         Tool(
             label,
             "torch",
-            lambda *a, g=op: out(g(*map(to_torch, a))),
-            case.op_args,
-            native=op,
-            native_args=native_args,
+            op,
+            tensors,
+            converted=lambda *a, g=op: out(g(*map(to_torch, a))),
+            converted_args=case.op_args,
         )
         for label, op in transforms
     ]

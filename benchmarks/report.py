@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ def _cpu_model() -> str:
 
 
 def case_result(case: Case, tools: list[Tool]) -> dict[str, Any]:
+    """One case as plain data; ``difgen`` lists the difgen rows the case must have,
+    so that a row which went missing on the way is a failure, not an absence."""
     limit = next((t.median_us for t in tools if t.role == "limit"), None)
     f = next((t.median_us for t in tools if t.role == "f"), None)
     rows = []
@@ -72,8 +75,8 @@ def case_result(case: Case, tools: list[Tool]) -> dict[str, Any]:
                 "status": t.status,
                 "median_us": med,
                 "min_us": t.min_us,
-                "native_median_us": t.native_median_us,
-                "native_min_us": t.native_min_us,
+                "converted_median_us": t.converted_median_us,
+                "converted_min_us": t.converted_min_us,
                 "x_limit": med / limit if med and limit else None,
                 "x_f": med / f if med and f else None,
                 "first_call_ms": t.first_call_ms,
@@ -85,6 +88,8 @@ def case_result(case: Case, tools: list[Tool]) -> dict[str, Any]:
         "name": case.name,
         "title": case.title,
         "operator": case.operator,
+        "note": case.note,
+        "difgen": [label for label, _ in case.difgen],
         "rows": rows,
     }
 
@@ -92,9 +97,10 @@ def case_result(case: Case, tools: list[Tool]) -> dict[str, Any]:
 # --- the bars of the issue --------------------------------------------------------------
 
 LIMIT, F = "<limit>", "<f>"
+PASS, FAIL = "PASS", "FAIL"  # nothing else: a bar that cannot be judged fails
 # (what, case, numerator tool, denominator tool, "<=" | ">=" | "<", threshold)
 BARS = [
-    ("seed: difgen sympy derivative / hand-written 81*x", "seed",
+    ("seed: difgen sympy derivative / hand-written 81.0*x", "seed",
      "difgen sympy", LIMIT, "<=", 2.0),
     ("seed: jax.jit(grad) / difgen sympy derivative", "seed",
      "jax.jit(grad)", "difgen sympy", ">=", 100.0),
@@ -121,42 +127,87 @@ BARS = [
 ]  # fmt: skip
 
 
-def _median(case: dict[str, Any], tool: str) -> float | None:
-    for row in case["rows"]:
-        if tool in (row["tool"], {"limit": LIMIT, "f": F}.get(row["role"])):
-            return row["median_us"] if row["status"] == "ok" else None
-    return None
+def _row(case: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str]:
+    """The one row named ``tool`` (or the LIMIT / F role), or None and why not."""
+    role = {LIMIT: "limit", F: "f"}.get(tool)
+    found = [
+        r for r in case["rows"] if (r["role"] == role if role else r["tool"] == tool)
+    ]
+    if len(found) != 1:
+        return None, f"{len(found)} rows {tool!r} in {case['name']}"
+    return found[0], ""
+
+
+def _timed(case: dict[str, Any], tool: str) -> tuple[float | None, str]:
+    """The median µs of ``tool`` in ``case``, or None and the reason it has none:
+    missing, WRONG, SKIPPED, ERROR or never timed all end up here."""
+    row, why = _row(case, tool)
+    if row is None:
+        return None, why
+    if row["status"] != "ok":
+        return None, f"{row['tool']} is {row['status']}"
+    if not row["median_us"]:
+        return None, f"{row['tool']} was not timed"
+    return row["median_us"], ""
 
 
 def _judge(ratio: float | None, op: str, threshold: float) -> str:
+    """PASS only for a measured ratio on the right side of the threshold (so a
+    missing ratio, or NaN, fails)."""
     if ratio is None:
-        return "N/A"
+        return FAIL
     ok = {"<=": ratio <= threshold, ">=": ratio >= threshold, "<": ratio < threshold}
-    return "PASS" if ok[op] else "FAIL"
+    return PASS if ok[op] else FAIL
 
 
-def bars(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each bar of the issue with its measured ratio and PASS / FAIL / N/A."""
+def _bar(what: str, ratio: float | None, result: str, why: str = "") -> dict[str, Any]:
+    return {"bar": what, "ratio": ratio, "result": result, "why": why}
+
+
+def bars(
+    cases: list[dict[str, Any]], selected: Collection[str] | None = None
+) -> list[dict[str, Any]]:
+    """Each bar of the issue with its measured ratio and PASS or FAIL.
+
+    ``selected`` names the cases a partial run (``--only``) chose; a bar on a case
+    outside it is not judged. Every other bar is: one whose case, difgen row or
+    peer row is missing, WRONG, SKIPPED or untimed FAILs with the reason in ``why``.
+    """
     by_name = {c["name"]: c for c in cases}
     out = []
     for what, name, num, den, op, threshold in BARS:
-        if name not in by_name:
+        label = f"{what} {op} {threshold:g}"
+        if selected is not None and name not in selected:
             continue
-        a, b = _median(by_name[name], num), _median(by_name[name], den)
-        ratio = a / b if a is not None and b else None
+        if name not in by_name:
+            out.append(_bar(label, None, FAIL, f"case {name} has no results"))
+            continue
+        (a, why_a), (b, why_b) = _timed(by_name[name], num), _timed(by_name[name], den)
+        ratio = a / b if a is not None and b is not None else None
         out.append(
-            {"bar": f"{what} {op} {threshold:g}", "ratio": ratio,
-             "result": _judge(ratio, op, threshold)}
-        )  # fmt: skip
+            _bar(
+                label,
+                ratio,
+                _judge(ratio, op, threshold),
+                "; ".join(filter(None, (why_a, why_b))),
+            )
+        )
     for case in cases:  # every difgen derivative faster than jax, autograd, torch.func
-        for row in case["rows"]:
-            if row["family"] == "difgen":
-                out.append(_faster_than_peers(case, row))
+        for label in case["difgen"]:
+            out.append(_faster_than_peers(case, label))
     return out
 
 
-def _faster_than_peers(case: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
-    best = {}
+def _faster_than_peers(case: dict[str, Any], tool: str) -> dict[str, Any]:
+    """The difgen row ``tool`` against the fastest ok row of every peer family.
+
+    A family with no ok row fails the bar: "faster than jax, autograd and torch"
+    is not shown by beating only those that ran.
+    """
+    what = f"{case['name']}: {tool} / fastest of {', '.join(PEER_FAMILIES)} < 1"
+    mine, why = _timed(case, tool)
+    best: dict[str, float] = {}
+    missing = []
     for fam in PEER_FAMILIES:
         times = [
             r["median_us"]
@@ -165,16 +216,18 @@ def _faster_than_peers(case: dict[str, Any], row: dict[str, Any]) -> dict[str, A
         ]
         if times:
             best[fam] = min(times)
-    what = f"{case['name']}: {row['tool']} / fastest of {', '.join(PEER_FAMILIES)} < 1"
-    if row["status"] != "ok" or not best:
-        return {"bar": what, "ratio": None, "result": "N/A"}
-    worst = max(best, key=lambda fam: row["median_us"] / best[fam])
-    ratio = row["median_us"] / best[worst]
-    return {
-        "bar": what + f" (closest: {worst})",
-        "ratio": ratio,
-        "result": _judge(ratio, "<", 1.0),
-    }
+        else:
+            missing.append(f"no timed {fam} row")
+    if mine is None or missing:
+        return _bar(what, None, FAIL, "; ".join(filter(None, [why, *missing])))
+    worst = max(best, key=lambda fam: mine / best[fam])
+    ratio = mine / best[worst]
+    return _bar(what + f" (closest: {worst})", ratio, _judge(ratio, "<", 1.0))
+
+
+def failures(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The bars that did not pass (anything but PASS counts: no third state)."""
+    return [b for b in results["bars"] if b["result"] != PASS]
 
 
 # --- Markdown -----------------------------------------------------------------------------
@@ -196,6 +249,36 @@ def _opt(v: float | None, fmt: str) -> str:
     return "" if v is None else format(v, fmt)
 
 
+COLUMNS = (
+    "µs per call: median and min over the repeats (each a `timeit` autorange loop; "
+    "the repeats run round-robin over a case's tools). ×hand and ×f divide the "
+    "median by that of the hand-written derivative and of `f`. A framework's median "
+    "is its own time: JAX's jitted function called on JAX arrays already on the "
+    "device, with `block_until_ready`; torch.func on tensors. *with NumPy "
+    "conversion* is the same call taking and returning NumPy values (what a caller "
+    "holding NumPy arrays pays), shown beside it and used for no ratio; both are "
+    "checked against the hand-written derivative. *First call* includes JAX tracing "
+    "and compilation. *Build* is `difgen build` (a subprocess, interpreter start "
+    "included) or SymPy's diff + lambdify. WRONG = disagrees with the hand-written "
+    "derivative, so not timed."
+)
+
+
+def _load(meta: dict[str, Any]) -> str:
+    """The 1-minute load average before and after the run, when recorded: a load
+    near the CPU count means other work competed with the timings."""
+    if "load" not in meta:
+        return ""
+    before, after = meta["load"]
+    return f"; load average (1 min) {before:.2f} before the run, {after:.2f} after"
+
+
+def _bar_count(results: dict[str, Any]) -> str:
+    failed = failures(results)
+    text = f"{len(results['bars']) - len(failed)} pass, {len(failed)} fail"
+    return f"**{text}**" if failed else text
+
+
 def markdown(results: dict[str, Any]) -> str:
     m = results["meta"]
     built = [n for n, d in results["difgen"].items() if d["built"]]
@@ -204,7 +287,7 @@ def markdown(results: dict[str, Any]) -> str:
         "# difgen benchmarks",
         "",
         f"- date: {m['date']}; command: `{m['command']}` ({m['repeats']} repeats)",
-        f"- machine: {m['platform']}; {m['cpu']}; {m['cpu_count']} CPUs",
+        f"- machine: {m['platform']}; {m['cpu']}; {m['cpu_count']} CPUs" + _load(m),
         f"- Python {m['python']}; NumPy {m['numpy']}; BLAS: "
         + ("; ".join(m["blas"]) or "unknown (threadpoolctl not installed)"),
         "- environment: "
@@ -214,31 +297,23 @@ def markdown(results: dict[str, Any]) -> str:
         ),
         "- peers: " + ", ".join(f"{k} {v}" for k, v in results["peers"].items()),
         f"- difgen: {len(built)} of {total} modules built and imported",
+        f"- bars of the issue: {_bar_count(results)} (table at the end)",
     ]
     if len(built) < total:
         lines.append(
-            "- **difgen rows were skipped for the modules that did not build: "
-            "regenerate these results (`python -m benchmarks`) once they do.**"
+            "- **difgen rows were skipped for the modules that did not build, and "
+            "their bars fail: regenerate these results (`python -m benchmarks`) once "
+            "they do.**"
         )
-    lines += [
-        "",
-        (
-            "µs per call: median and min over the repeats (each a `timeit` autorange loop; "
-            "the repeats run round-robin over a case's tools). ×hand and ×f divide the "
-            "median by that of the hand-written derivative and of `f`. Peers take and "
-            "return NumPy values (the conversion a NumPy user pays); *no-conv.* is the "
-            "same call on framework arrays. *First call* includes JAX tracing and "
-            "compilation. *Build* is `difgen build` (a subprocess, interpreter start "
-            "included) or SymPy's diff + lambdify. WRONG = disagrees with the "
-            "hand-written derivative, so not timed."
-        ),
-    ]
+    lines += ["", COLUMNS]
     for case in results["cases"]:
         lines += ["", f"## {case['name']} ({case['operator']})", "", case["title"], ""]
+        if case.get("note"):
+            lines += [f"**Note:** {case['note']}", ""]
         lines += [
             (
-                "| tool | median µs | min µs | ×hand | ×f | no-conv. µs (median) "
-                "| first call ms | build s | status / note |"
+                "| tool | median µs | min µs | ×hand | ×f | with NumPy conversion "
+                "µs (median) | first call ms | build s | status / note |"
             ),
             "|---|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
@@ -246,14 +321,32 @@ def markdown(results: dict[str, Any]) -> str:
             status = "" if r["status"] == "ok" else f"**{r['status']}** "
             lines.append(
                 f"| {r['tool']} | {_us(r['median_us'])} | {_us(r['min_us'])} "
-                f"| {_x(r['x_limit'])} | {_x(r['x_f'])} | {_us(r['native_median_us'])} "
+                f"| {_x(r['x_limit'])} | {_x(r['x_f'])} "
+                f"| {_us(r['converted_median_us'])} "
                 f"| {_us(r['first_call_ms'])} | {_opt(r['build_s'], '.2f')} "
                 f"| {status}{r['note']} |"
             )
-    lines += ["", "## Bars", "", "| bar | ratio | result |", "|---|---:|---|"]
+        present = {r["tool"] for r in case["rows"]}
+        for label in case["difgen"]:
+            if label not in present:
+                lines.append(f"| {label} |  |  |  |  |  |  |  | **MISSING** |")
+    lines += [
+        "",
+        "## Bars",
+        "",
+        (
+            f"{_bar_count(results)}. A bar whose difgen or peer row is missing, WRONG, "
+            "SKIPPED or untimed fails; `python -m benchmarks` exits with status 1 when "
+            "any bar fails."
+        ),
+        "",
+        "| bar | ratio | result | why |",
+        "|---|---:|---|---|",
+    ]
     for b in results["bars"]:
         ratio = "" if b["ratio"] is None else f"{b['ratio']:.3g}"
-        lines.append(f"| {b['bar']} | {ratio} | {b['result']} |")
+        result = b["result"] if b["result"] == PASS else f"**{b['result']}**"
+        lines.append(f"| {b['bar']} | {ratio} | {result} | {b['why']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -337,35 +430,65 @@ README_END = "<!-- benchmarks:end -->"
 
 def summary(results: dict[str, Any]) -> str:
     """A compact table for the README: each difgen row against the hand-written
-    derivative, ``f`` and the fastest JAX row, then the bars."""
+    derivative, ``f`` and the fastest JAX row, then the bars.
+
+    Every difgen row a case expects is listed, ok or not: a WRONG, SKIPPED or
+    missing row shows its status in place of a time instead of vanishing.
+    """
     m = results["meta"]
     lines = [
-        f"Measured {m['date'][:10]} on {m['cpu']} ({m['cpu_count']} CPUs), "
-        f"Python {m['python']}, NumPy {m['numpy']}, by `{m['command']}`. "
-        "Median µs per call; every derivative checked against the hand-written one "
-        "first. Full tables: `benchmarks/results/results.md`.",
+        (
+            f"Measured {m['date'][:10]} on {m['cpu']} ({m['cpu_count']} CPUs), "
+            f"Python {m['python']}, NumPy {m['numpy']}, by `{m['command']}`. "
+            "Median µs per call; every derivative checked against the hand-written one "
+            "first. Full tables: `benchmarks/results/results.md`."
+        ),
         "",
-        "| problem | difgen variant | difgen µs | hand-written µs | ×hand | ×f "
-        "| jax.jit µs | jax / difgen |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        (
+            "*jax.jit µs* is JAX's own time: the fastest jitted JAX transform called on "
+            "JAX arrays already on the device, with `block_until_ready`, no conversion; "
+            "*jax incl. conversion µs* is the same call taking and returning NumPy "
+            "values. *jax / difgen* divides the former by the difgen time."
+        ),
+        "",
+        (
+            "| problem | difgen variant | difgen µs | hand-written µs | ×hand | ×f "
+            "| jax.jit µs | jax incl. conversion µs | jax / difgen |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    notes = []
     for case in results["cases"]:
-        rows = [r for r in case["rows"] if r["status"] == "ok"]
-        hand = next((r for r in rows if r["role"] == "limit"), None)
-        jax = min((r["median_us"] for r in rows if r["family"] == "jax"), default=None)
-        for r in rows:
-            if r["family"] != "difgen":
-                continue
-            speedup = None if jax is None else jax / r["median_us"]
+        ok = [r for r in case["rows"] if r["status"] == "ok" and r["median_us"]]
+        hand = next((r for r in ok if r["role"] == "limit"), None)
+        jax = min((r for r in ok if r["family"] == "jax"),
+                  key=lambda r: r["median_us"], default=None)  # fmt: skip
+        problem = f"{case['name']} ({case['operator']})"
+        if case.get("note"):
+            notes.append(case["note"])
+            problem += f" [{len(notes)}]"
+        for label in case["difgen"]:
+            r = next((r for r in case["rows"] if r["tool"] == label), None)
+            status = "MISSING" if r is None else r["status"]
+            timed = r is not None and status == "ok" and r["median_us"]
+            mine = _us(r["median_us"]) if timed else f"**{status}**"
+            speedup = jax["median_us"] / r["median_us"] if timed and jax else None
             lines.append(
-                f"| {case['name']} ({case['operator']}) | {r['tool'].removeprefix('difgen ')} "
-                f"| {_us(r['median_us'])} | {_us(hand and hand['median_us'])} "
-                f"| {_x(r['x_limit'])} | {_x(r['x_f'])} | {_us(jax)} | {_x(speedup)} |"
+                f"| {problem} | {label.removeprefix('difgen ')} | {mine} "
+                f"| {_us(hand and hand['median_us'])} "
+                f"| {_x(r['x_limit'] if timed else None)} "
+                f"| {_x(r['x_f'] if timed else None)} "
+                f"| {_us(jax and jax['median_us'])} "
+                f"| {_us(jax and jax['converted_median_us'])} | {_x(speedup)} |"
             )
-    passed = sum(b["result"] == "PASS" for b in results["bars"])
-    failed = [b for b in results["bars"] if b["result"] == "FAIL"]
-    lines += ["", f"Bars of the issue: {passed} pass, {len(failed)} fail."]
-    lines += [f"- FAIL: {b['bar']} (ratio {b['ratio']:.3g})" for b in failed]
+    if notes:
+        lines += [""] + [f"[{i}] {note}" for i, note in enumerate(notes, 1)]
+    failed = failures(results)
+    lines += ["", f"Bars of the issue: {_bar_count(results)}."]
+    for b in failed:
+        ratio = "no ratio" if b["ratio"] is None else f"ratio {b['ratio']:.3g}"
+        why = f": {b['why']}" if b["why"] else ""
+        lines.append(f"- {b['result']}: {b['bar']} ({ratio}){why}")
     lines += ["", "![benchmarks](benchmarks/results/results.png)"]
     return "\n".join(lines)
 
@@ -380,6 +503,7 @@ def update_readme(path: Path, results: dict[str, Any]) -> bool:
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
     path.write_text(
-        f"{head}{README_START}\n{summary(results)}\n{README_END}{tail}", encoding="utf-8"
+        f"{head}{README_START}\n{summary(results)}\n{README_END}{tail}",
+        encoding="utf-8",
     )
     return True

@@ -1,7 +1,8 @@
 """Check, then time: one :class:`Tool` per row of the report.
 
 A tool is checked against the hand-written derivative before it is timed (one that
-disagrees is WRONG and not timed). Each tool gets ``timeit.Timer.autorange`` to pick
+disagrees is WRONG and not timed); a tool with a NumPy-conversion variant is checked
+in both variants. Each tool gets ``timeit.Timer.autorange`` to pick
 its loop count, then the repeats run round-robin over all tools of a case, so that
 a slow drift of the machine moves every tool of the case alike and leaves the
 ratios alone.
@@ -29,10 +30,14 @@ class Tool:
 
     name: str
     family: str  # hand | f | scipy | difgen | jax | torch | autograd | sympy | fd
-    call: Callable[..., Any] | None  # NumPy in, NumPy out (what a NumPy user pays)
+    # The headline: the tool on its own values. NumPy in and out for NumPy code;
+    # for a framework, its own arrays already on the device, waited for (JAX's
+    # block_until_ready), no conversion: what the framework itself costs.
+    call: Callable[..., Any] | None
     args: tuple[Any, ...] = ()
-    native: Callable[..., Any] | None = None  # framework arrays in and out
-    native_args: tuple[Any, ...] = ()
+    # Frameworks only: NumPy in, NumPy out, the conversion a NumPy caller pays.
+    converted: Callable[..., Any] | None = None
+    converted_args: tuple[Any, ...] = ()
     role: str = ""  # "limit" (the hand-written reference) | "f" | ""
     loose: bool = False  # finite differences: checked with a looser tolerance
     build_s: float | None = None  # difgen build (a subprocess), seconds
@@ -40,7 +45,7 @@ class Tool:
     note: str = ""
     first_call_ms: float | None = None  # includes JAX tracing and compilation
     times: list[float] = field(default_factory=list)  # seconds per call, per repeat
-    native_times: list[float] = field(default_factory=list)
+    converted_times: list[float] = field(default_factory=list)
 
     @property
     def median_us(self) -> float | None:
@@ -51,12 +56,13 @@ class Tool:
         return min(self.times) * 1e6 if self.times else None
 
     @property
-    def native_median_us(self) -> float | None:
-        return statistics.median(self.native_times) * 1e6 if self.native_times else None
+    def converted_median_us(self) -> float | None:
+        times = self.converted_times
+        return statistics.median(times) * 1e6 if times else None
 
     @property
-    def native_min_us(self) -> float | None:
-        return min(self.native_times) * 1e6 if self.native_times else None
+    def converted_min_us(self) -> float | None:
+        return min(self.converted_times) * 1e6 if self.converted_times else None
 
 
 def first_line(exc: BaseException | str) -> str:
@@ -80,30 +86,47 @@ def as_dense(value: Any) -> Any:
 
 
 def check(tool: Tool, reference: Any) -> None:
-    """Call the tool once (timing that first call) and compare with the reference."""
+    """Call the tool once (timing that first call) and compare with the reference.
+
+    Both variants of a framework tool are compared: the headline one (framework
+    arrays, whose result is converted here, outside any timing) and the one with
+    NumPy conversion. Either disagreeing makes the tool WRONG.
+    """
     if tool.status != "ok" or tool.call is None:
         return
-    try:
-        start = perf_counter()
-        got = tool.call(*tool.args)
-        tool.first_call_ms = (perf_counter() - start) * 1e3
-        if tool.native is not None:
-            tool.native(*tool.native_args)  # compile the framework-array variant too
-        if tool.role == "f":
+    variants = [("", tool.call, tool.args)]
+    if tool.converted is not None:
+        variants.append(
+            ("with NumPy conversion: ", tool.converted, tool.converted_args)
+        )
+    for i, (label, fn, args) in enumerate(variants):
+        try:
+            start = perf_counter()
+            got = fn(*args)
+            if i == 0:
+                tool.first_call_ms = (perf_counter() - start) * 1e3
+            if tool.role == "f":
+                continue
+            got = as_dense(got)
+        except Exception as exc:  # noqa: BLE001  a tool that fails: a note, not a crash
+            tool.status, tool.note = "ERROR", label + first_line(exc)
             return
-        got = as_dense(got)
-    except Exception as exc:  # noqa: BLE001  a tool that fails: a note, not a crash
-        tool.status, tool.note = "ERROR", first_line(exc)
-        return
+        problem = _disagreement(got, reference, tool.loose)
+        if problem:
+            tool.status, tool.note = "WRONG", label + problem
+            return
+
+
+def _disagreement(got: Any, reference: Any, loose: bool) -> str:
+    """Why ``got`` is not the reference (shape or values), or "" when it is."""
     if np.shape(got) != np.shape(reference):
-        tool.status = "WRONG"
-        tool.note = f"shape {np.shape(got)}, expected {np.shape(reference)}"
-        return
+        return f"shape {np.shape(got)}, expected {np.shape(reference)}"
     scale = max(1.0, float(np.max(np.abs(reference))))
-    rtol, atol = (LOOSE_RTOL, 1e-4 * scale) if tool.loose else (RTOL, 1e-9 * scale)
+    rtol, atol = (LOOSE_RTOL, 1e-4 * scale) if loose else (RTOL, 1e-9 * scale)
     if not np.allclose(got, reference, rtol=rtol, atol=atol):
         err = float(np.max(np.abs(np.asarray(got) - reference)))
-        tool.status, tool.note = "WRONG", f"max abs error {err:.3g} (rtol {rtol:g})"
+        return f"max abs error {err:.3g} (rtol {rtol:g})"
+    return ""
 
 
 def _timer(fn: Callable[..., Any], args: tuple[Any, ...]) -> timeit.Timer:
@@ -114,14 +137,14 @@ def _timer(fn: Callable[..., Any], args: tuple[Any, ...]) -> timeit.Timer:
 
 
 def measure(tools: list[Tool], repeats: int) -> None:
-    """Fill ``times`` (and ``native_times``) of every tool whose status is ok."""
+    """Fill ``times`` (and ``converted_times``) of every tool whose status is ok."""
     plan: list[tuple[list[float], timeit.Timer, int]] = []
     for tool in tools:
         if tool.status != "ok" or tool.call is None:
             continue
         pairs = [(tool.times, tool.call, tool.args)]
-        if tool.native is not None:
-            pairs.append((tool.native_times, tool.native, tool.native_args))
+        if tool.converted is not None:
+            pairs.append((tool.converted_times, tool.converted, tool.converted_args))
         for sink, fn, args in pairs:
             timer = _timer(fn, args)
             number, _ = timer.autorange()

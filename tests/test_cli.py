@@ -55,7 +55,13 @@ def fake_generate(spec: ModuleSpec, config: Config, fn: Any) -> str:
 
 @pytest.fixture
 def pipeline(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """difgen.pipeline with fake generate_module and ir_text (tracing is real)."""
+    """The real difgen.pipeline with fake generate_module and ir_text.
+
+    These tests are about the command (errors, all-or-nothing writes, check), not
+    the derivatives, so the two expensive entry points are patched. The import is
+    not guarded: a pipeline that fails to import must fail these tests, and
+    ``raising=True`` makes a renamed entry point fail them too.
+    """
     import difgen.pipeline as module
 
     monkeypatch.setattr(module, "generate_module", fake_generate)

@@ -1,0 +1,296 @@
+"""The benchmark report cannot flatter difgen (issue 7, item 8).
+
+No timing runs here: the report logic is fed synthetic :class:`Tool` times built on
+the real case definitions, so the bars are checked against the labels the suite
+really produces. Only the JAX tests call a real (tiny) jitted function.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package, not installed
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import __main__ as bench_main
+from benchmarks import peers, report
+from benchmarks import problems as P
+from benchmarks.cases import Case, all_cases
+from benchmarks.timing import Tool, check
+
+PEER_ROWS = (("jax.jit(grad)", "jax"), ("torch.func.grad", "torch"),
+             ("autograd.grad", "autograd"))  # fmt: skip
+MISSING = "missing"  # a status for `synthetic`: the row is not there at all
+
+
+@pytest.fixture(scope="module")
+def cases() -> dict[str, Case]:
+    return {c.name: c for c in all_cases()}
+
+
+def timed(name: str, family: str, us: float | None, **kw: Any) -> Tool:
+    """A tool as ``measure`` leaves it: ``us`` µs per call (None: never timed)."""
+    tool = Tool(name, family, None, **kw)
+    if us is not None and tool.status == "ok":
+        tool.times = [us * 1e-6] * 3
+    return tool
+
+
+def synthetic(
+    case: Case,
+    difgen_us: float = 1.0,
+    peer_us: float = 1000.0,
+    status: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``report.case_result`` of one case: the hand-written derivative and ``f`` at
+    1 µs, difgen at ``difgen_us``, extras and peers (JAX with a 3x slower NumPy
+    conversion variant) at ``peer_us``; ``status`` overrides a row's status by tool
+    name, and ``MISSING`` drops the row."""
+    status = status or {}
+    tools = [
+        timed(case.limit_name, "hand", 1.0, role="limit"),
+        timed("f (NumPy)", "f", 1.0, role="f"),
+        *(timed(label, "scipy", peer_us) for label, _ in case.extras),
+        *(timed(label, "difgen", difgen_us) for label, _ in case.difgen),
+        *(timed(label, family, peer_us) for label, family in PEER_ROWS),
+    ]
+    tools[-3].converted_times = [3 * peer_us * 1e-6]
+    kept = []
+    for tool in tools:
+        wanted = status.get(tool.name, "ok")
+        if wanted == MISSING:
+            continue
+        if wanted != "ok":
+            tool.status, tool.times = wanted, []
+        kept.append(tool)
+    return report.case_result(case, kept)
+
+
+def results_of(
+    case_results: list[dict[str, Any]], selected: list[str] | None = None
+) -> dict[str, Any]:
+    meta = {
+        "date": "2026-01-01T00:00:00", "platform": "test", "cpu": "test CPU",
+        "cpu_count": 2, "python": "3.11", "numpy": np.__version__, "blas": [],
+        "env": {}, "command": "python -m benchmarks", "repeats": 3,
+    }  # fmt: skip
+    return {
+        "meta": meta,
+        "peers": {},
+        "difgen": {},
+        "cases": case_results,
+        "bars": report.bars(case_results, selected),
+    }
+
+
+def full(cases: dict[str, Case], **per_case: dict[str, str]) -> dict[str, Any]:
+    """Results of every case, all ok, but for the statuses given per case name."""
+    return results_of([synthetic(c, status=per_case.get(n)) for n, c in cases.items()])
+
+
+# --- item 1: a wrong, skipped or missing difgen row fails, and the run exits 1 -------
+
+
+def test_every_bar_names_a_real_case_and_real_tools(cases: dict[str, Case]) -> None:
+    """A renamed case or tool label would otherwise turn a bar into a failure
+    nobody can fix from the report; here it fails at once, with the name."""
+    for what, name, num, den, _, _ in report.BARS:
+        assert name in cases, what
+        labels = {t.name for t in peers.tools_for(cases[name], built={})}
+        for tool in (num, den):
+            assert tool in (report.LIMIT, report.F) or tool in labels, (what, tool)
+
+
+def test_all_bars_pass_when_difgen_is_timed_and_fast(cases: dict[str, Case]) -> None:
+    results = full(cases)
+    n_difgen = sum(len(c.difgen) for c in cases.values())
+    assert len(results["bars"]) == len(report.BARS) + n_difgen
+    assert {b["result"] for b in results["bars"]} == {report.PASS}
+    assert report.failures(results) == []
+    assert bench_main.exit_status(results) == 0
+    assert f"{len(results['bars'])} pass, 0 fail" in report.summary(results)
+
+
+@pytest.mark.parametrize("status", ["WRONG", "SKIPPED", "ERROR", MISSING])
+def test_a_bad_difgen_row_fails_its_bars_everywhere(
+    cases: dict[str, Case], status: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """difgen sympy of the seed appears in three bars: each must FAIL, be counted
+    in the README summary and results.md, and make the exit status 1."""
+    results = full(cases, seed={"difgen sympy": status})
+    failed = report.failures(results)
+    assert len(failed) == 3
+    assert all(b["result"] == report.FAIL for b in failed)
+    assert all("difgen sympy" in b["bar"] for b in failed)
+    why = "0 rows 'difgen sympy'" if status == MISSING else f"is {status}"
+    assert all(why in b["why"] for b in failed), failed
+    count = f"**{len(results['bars']) - 3} pass, 3 fail**"
+
+    readme = report.summary(results)
+    assert f"Bars of the issue: {count}." in readme
+    assert readme.count("- FAIL: ") == 3
+    shown = "MISSING" if status == MISSING else status
+    assert f"| seed (derivative) | sympy | **{shown}** |" in readme
+
+    md = report.markdown(results)
+    assert md.count("| **FAIL** |") == 3
+    assert count in md
+    if status == MISSING:
+        assert "| difgen sympy |  |  |  |  |  |  |  | **MISSING** |" in md
+
+    assert bench_main.exit_status(results) == 1
+    assert "3 of" in capsys.readouterr().err
+
+
+def test_an_untimed_difgen_row_fails(cases: dict[str, Case]) -> None:
+    """Status ok but no times (never measured) is no measurement: FAIL."""
+    result = synthetic(cases["logsumexp_gradient"])
+    row = next(r for r in result["rows"] if r["tool"] == "difgen trace")
+    row["median_us"] = None
+    failed = report.failures(results_of([result], ["logsumexp_gradient"]))
+    assert [b["why"] for b in failed] == ["difgen trace was not timed"] * 2
+
+
+def test_a_missing_case_fails_a_full_run_but_not_an_only_run(
+    cases: dict[str, Case],
+) -> None:
+    rest = [synthetic(c) for n, c in cases.items() if n != "logistic_gradient"]
+    failed = report.failures(results_of(rest))
+    assert [b["why"] for b in failed] == ["case logistic_gradient has no results"]
+    assert report.failures(results_of(rest, [c["name"] for c in rest])) == []
+
+
+def test_beating_only_the_peers_that_ran_is_not_enough(
+    cases: dict[str, Case],
+) -> None:
+    result = synthetic(cases["mlp_gradient"], status={"torch.func.grad": "ERROR"})
+    (bar,) = report.failures(results_of([result], ["mlp_gradient"]))
+    assert bar["why"] == "no timed torch row"
+
+
+def test_a_slow_difgen_row_fails(cases: dict[str, Case]) -> None:
+    result = synthetic(cases["mlp_gradient"], difgen_us=2000.0)
+    (bar,) = report.failures(results_of([result], ["mlp_gradient"]))
+    assert bar["ratio"] == pytest.approx(2.0) and "closest: jax" in bar["bar"]
+
+
+def test_an_ambiguous_tool_name_fails(cases: dict[str, Case]) -> None:
+    """Two rows with the bar's tool name: which one was meant is unknown."""
+    result = synthetic(cases["logsumexp_gradient"])
+    twin = next(r for r in result["rows"] if r["tool"] == "difgen trace")
+    result["rows"].append(dict(twin, median_us=0.001))
+    failed = report.failures(results_of([result], ["logsumexp_gradient"]))
+    assert any("2 rows 'difgen trace'" in b["why"] for b in failed)
+
+
+def test_nan_ratio_fails() -> None:
+    assert report._judge(float("nan"), "<", 1.0) == report.FAIL
+    assert report._judge(None, ">=", 10.0) == report.FAIL
+
+
+def test_main_exits_1_when_difgen_did_not_build(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The whole command, with the build failing and timing stubbed out: results
+    are written and the exit status is 1."""
+    monkeypatch.setattr(
+        bench_main.peers,
+        "build_difgen",
+        lambda names, build: {n: peers.Built(None, 0.1, "build failed") for n in names},
+    )
+
+    def tools_for(case: Case, built: dict[str, peers.Built]) -> list[Tool]:
+        good = [Tool(label, fam, case.limit, case.op_args) for label, fam in PEER_ROWS]
+        return [Tool(case.limit_name, "hand", case.limit, case.op_args, role="limit"),
+                *peers.difgen_tools(case, built), *good]  # fmt: skip
+
+    def measure(tools: list[Tool], repeats: int) -> None:
+        for tool in tools:
+            if tool.status == "ok":
+                tool.times = [1e-6] * repeats
+
+    monkeypatch.setattr(bench_main.peers, "tools_for", tools_for)
+    monkeypatch.setattr(bench_main, "measure", measure)
+    monkeypatch.setattr(bench_main.report, "plot", lambda results, path: None)
+    monkeypatch.setattr(bench_main.peers, "peer_status", dict)
+    status = bench_main.main(["--only", "seed", "--quick", "--output", str(tmp_path)])
+    assert status == 1
+    md = (tmp_path / "results.md").read_text(encoding="utf-8")
+    assert "**SKIPPED** build failed" in md and "| **FAIL** |" in md
+    assert "0 pass, 6 fail" in md
+
+
+# --- item 2: JAX's headline time is native; the conversion is beside it ----------------
+
+
+def test_jax_headline_is_the_jitted_call_on_device_arrays(
+    cases: dict[str, Case],
+) -> None:
+    import jax
+
+    case = cases["lorenz_jacobian"]
+    tools = peers.jax_tools(case)
+    assert [t.name for t in tools] == ["jax.jit(jacfwd)", "jax.jit(jacrev)"]
+    reference = case.limit(*case.op_args)
+    for tool in tools:
+        assert all(isinstance(a, jax.Array) for a in tool.args)
+        assert all(isinstance(a, np.ndarray) for a in tool.converted_args)
+        assert isinstance(tool.call(*tool.args), jax.Array)  # nothing converted
+        assert isinstance(tool.converted(*tool.converted_args), np.ndarray)
+        check(tool, reference)
+        assert tool.status == "ok", tool.note
+
+
+def test_check_compares_the_jax_result_in_both_variants() -> None:
+    import jax.numpy as jnp
+
+    ref = np.array([1.0, 2.0])
+    right, wrong = (lambda: jnp.asarray(ref)), (lambda: jnp.asarray(ref + 1))
+    headline_wrong = Tool("jax", "jax", wrong, converted=lambda: ref)
+    check(headline_wrong, ref)
+    assert headline_wrong.status == "WRONG"
+    assert headline_wrong.note.startswith("max abs error 1")
+    converted_wrong = Tool("jax", "jax", right, converted=lambda: ref + 1)
+    check(converted_wrong, ref)
+    assert converted_wrong.status == "WRONG"
+    assert converted_wrong.note.startswith("with NumPy conversion: max abs error 1")
+
+
+def test_the_jax_column_is_the_headline_time(cases: dict[str, Case]) -> None:
+    """The summary's jax.jit column and jax / difgen use the native time (1000 µs),
+    the conversion-inclusive one (3000 µs) sits in its own column."""
+    result = synthetic(cases["logistic_gradient"], difgen_us=10.0)
+    jax = next(r for r in result["rows"] if r["family"] == "jax")
+    assert (jax["median_us"], jax["converted_median_us"]) == (1000.0, 3000.0)
+    readme = report.summary(results_of([result], ["logistic_gradient"]))
+    assert "| jax.jit µs | jax incl. conversion µs | jax / difgen |" in readme
+    assert "| 1,000 | 3,000 | 100× |" in readme
+
+
+# --- items 3 and 4: the seed reference and the Brusselator label ---------------------
+
+
+def test_seed_reference_multiplies_by_a_float_literal() -> None:
+    """``81 * x`` converts an int on every call, slowing the reference."""
+    eighty_ones = [c for c in P.seed_derivative.__code__.co_consts if c == 81]
+    assert [type(c) for c in eighty_ones] == [float]
+    assert type(P.seed_derivative(2)) is float
+
+
+def test_brusselator_rows_say_difgen_colors_and_the_peers_do_not(
+    cases: dict[str, Case],
+) -> None:
+    case = cases["brusselator_jacobian"]
+    assert all("colored" in label for label, _ in case.difgen)
+    assert "coloring" in case.note and "do not" in case.note
+    results = results_of([synthetic(case)], [case.name])
+    assert f"**Note:** {case.note}" in report.markdown(results)
+    readme = report.summary(results)
+    assert "| brusselator_jacobian (jacobian) [1] | trace (dense, colored) |" in readme
+    assert f"[1] {case.note}" in readme
