@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 import difgen
+from difgen.budget import stage, time_limit
 from difgen.config import Config, ModuleSpec, load_config
 from difgen.errors import ConfigError, DifgenError
 from difgen.hashing import source_hash
@@ -68,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="write the generated modules")
     build.add_argument("config", metavar="CONFIG", help="path to difgen.toml")
     build.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=None,
+        help="stop a module whose build takes longer (a module's timeout key wins)",
+    )
+    build.add_argument(
         "--module",
         metavar="NAME",
         action="append",
@@ -92,6 +100,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive_seconds(text: str) -> float:
+    """``--timeout``'s value: a positive number of seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < 1e9:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return seconds
+
+
 def _build(args: argparse.Namespace) -> int:
     """Generate every selected module first, then write them all or none."""
     config = load_config(args.config)
@@ -99,8 +118,11 @@ def _build(args: argparse.Namespace) -> int:
     pipeline = _pipeline()
     outputs: list[tuple[Path, str]] = []
     for spec in specs:
-        fn = load_function(spec)
-        text = pipeline.generate_module(spec, config, fn)
+        limit = spec.timeout if spec.timeout is not None else args.timeout
+        with time_limit(limit, spec.name):
+            with stage("load"):
+                fn = load_function(spec)
+            text = pipeline.generate_module(spec, config, fn)
         outputs.append((_output_path(config, spec), text))
     transaction = WriteTransaction(outputs)  # refuses foreign files before writing
     changed = transaction.commit()
