@@ -78,13 +78,27 @@ class ModuleParts:
     setup: list[str] = field(default_factory=list)
 
 
+def docstring_text(text: str) -> str:
+    r"""``text`` made safe inside the module's docstring, on one line.
+
+    Config strings and paths (a function reference, the config's path) may hold
+    backslashes, quotes, newlines or other characters that would end or bend the
+    docstring; they are written as escapes, so the file always parses and its
+    first line is always the header line.
+
+    >>> print(docstring_text('a\\b"c\nd'))
+    a\\b\"c\nd
+    """
+    return text.encode("unicode_escape").decode("ascii").replace('"', '\\"')
+
+
 def _environment() -> jinja2.Environment:
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("difgen.templates")
         .joinpath(name)
         .read_text("utf-8")
     )
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=loader,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -92,6 +106,8 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
     )
+    environment.filters["docstring"] = docstring_text
+    return environment
 
 
 def _imports(source: str) -> list[str]:
