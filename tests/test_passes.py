@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from difgen.ad import build_graph, jvp, jvp_eval, vjp, vjp_eval
 from difgen.core.ir import Graph, Lit, dce
+from difgen.core.tracer import relaxed
 from difgen.frontend import trace
 from difgen.passes import fingerprint, optimize, retrace
 
@@ -50,10 +53,42 @@ def test_identities(fn, expected: list[str]) -> None:
     np.testing.assert_allclose(graph.evaluate(x)[0], fn(x), rtol=1e-15)
 
 
-def test_zero_times_anything_folds_to_a_constant() -> None:
+def test_zero_times_anything_stays_in_the_users_function() -> None:
+    """0 * sin(x) is NaN where sin(x) is (x = inf): the user's function keeps it."""
     graph = optimize(trace(lambda x: 0.0 * np.sin(x) + 1.0, scalar((3,))))
+    x = np.array([0.5, np.inf, np.nan])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(graph.evaluate(x)[0], [1.0, np.nan, np.nan])
+
+
+def test_zero_times_anything_folds_in_a_derivative_computation() -> None:
+    """Derivative rules run relaxed: there 0 * y is 0 (a symbolic zero tangent)."""
+
+    def fn(x: Any) -> tuple[Any]:
+        with relaxed():
+            return (0.0 * np.sin(x) + 1.0,)
+
+    graph = build_graph(fn, scalar((3,)))
     assert graph.eqns == () and isinstance(graph.outputs[0], Lit)
     np.testing.assert_array_equal(graph.outputs[0].value, np.ones(3))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x - x,
+        lambda x: x / x,
+        lambda x: 0.0 / x,
+        lambda x: x * (3.0 / x),
+        lambda x: np.sum(x[0] * x) + np.sum(x / x[1]),
+    ],
+)
+def test_finite_only_identities_keep_numpys_nan_and_inf(fn: Any) -> None:
+    """x - x, x / x, 0 / x, x * (c / x), sum(s * y), sum(y / s): NumPy's answer."""
+    graph = optimize(trace(fn, scalar((3,))))
+    for x in (np.array([np.inf, 0.0, np.nan]), np.array([1.0, -np.inf, 0.0])):
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(graph.evaluate(x)[0], fn(x))
 
 
 def test_constants_fold() -> None:
@@ -127,6 +162,13 @@ def test_logsumexp_gradient_drops_the_max_branch() -> None:
     np.testing.assert_allclose(grad, np.exp(x) / np.exp(x).sum(), rtol=1e-14)
 
 
-def test_division_by_itself_is_one() -> None:
-    graph = optimize(trace(lambda x: np.sin(x) / np.sin(x) + x, scalar((3,))))
-    assert names(graph) == ["add"]
+def test_division_by_itself_is_one_in_a_derivative_computation() -> None:
+    """y / y = 1 in a derivative rule; the user's sin(x) / sin(x) stays (0 / 0)."""
+
+    def fn(x: Any) -> tuple[Any]:
+        with relaxed():
+            return (np.sin(x) / np.sin(x) + x,)
+
+    assert names(optimize(build_graph(fn, scalar((3,))))) == ["add"]
+    user = optimize(trace(lambda x: np.sin(x) / np.sin(x) + x, scalar((3,))))
+    assert names(user) == ["sin", "div", "add"]

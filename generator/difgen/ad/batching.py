@@ -18,6 +18,7 @@ import numpy as np
 from difgen.ad.interpret import Env, apply, build_graph, read
 from difgen.core.batching import batched_to, default_batch_rule
 from difgen.core.ir import Graph, Var
+from difgen.core.tracer import relaxed
 from difgen.errors import DifgenError
 
 
@@ -40,7 +41,8 @@ def vmap_eval(
         rule = prim.batch or default_batch_rule(prim)
         if rule is None:
             raise DifgenError(f"primitive {prim.name!r} has no batching rule")
-        out = rule(ins, bs, k, **eqn.params.as_dict())
+        with relaxed(eqn.relaxed):  # the batched equation keeps its mode
+            out = rule(ins, bs, k, **eqn.params.as_dict())
         if tuple(np.shape(out)) != (k, *eqn.out.shape):
             raise DifgenError(
                 f"batching rule of {prim.name!r} gave shape {np.shape(out)}, "

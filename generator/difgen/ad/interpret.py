@@ -18,7 +18,7 @@ import numpy as np
 import difgen.frontend  # noqa: F401  (rules call np.* on tracers: NumPy dispatch)
 import difgen.primitives  # noqa: F401  (rules and identities bind rows by name)
 from difgen.core.ir import Atom, Eqn, Graph, Lit, Var
-from difgen.core.tracer import Tracer, bind, current_builder, finish, tracing
+from difgen.core.tracer import Tracer, bind, current_builder, finish, relaxed, tracing
 
 Aval = tuple[tuple[int, ...], str]
 Env = dict[Var, Any]
@@ -45,13 +45,15 @@ def apply(eqn: Eqn, args: Sequence[Any]) -> Any:
     """Re-issue one equation in the current trace.
 
     Equations without inputs (the ``basis`` seed) are runtime constants: they are
-    recorded as they are, never folded into a literal.
+    recorded as they are, never folded into a literal. The equation keeps its mode:
+    a derivative computation stays relaxed, the user's computation strict.
     """
     params = eqn.params.as_dict()
-    if not eqn.inputs:
-        builder = current_builder()
-        return Tracer(builder, builder.add(eqn.primitive, [], params))
-    return bind(eqn.primitive, *args, **params)
+    with relaxed(eqn.relaxed):
+        if not eqn.inputs:
+            builder = current_builder()
+            return Tracer(builder, builder.add(eqn.primitive, [], params))
+        return bind(eqn.primitive, *args, **params)
 
 
 def eval_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.core.ir import Graph, Var
+from difgen.core.tracer import relaxed
 from difgen.errors import DifgenError
 
 
@@ -52,7 +53,8 @@ def jvp_eval(
             continue
         if prim.jvp is None:
             raise DifgenError(f"primitive {prim.name!r} has no JVP rule")
-        tangent = prim.jvp(out, args, dargs, **eqn.params.as_dict())
+        with relaxed():  # a derivative computation: finite-only identities allowed
+            tangent = prim.jvp(out, args, dargs, **eqn.params.as_dict())
         if tangent is not None and not is_zero(tangent):
             if tuple(np.shape(tangent)) != eqn.out.shape:
                 tangent = np.broadcast_to(tangent, eqn.out.shape)

@@ -134,12 +134,19 @@ def _freeze(value: Any) -> Any:
 
 @dataclass(frozen=True, eq=False)
 class Eqn:
-    """``out = primitive(*inputs, **params)``."""
+    """``out = primitive(*inputs, **params)``.
+
+    ``relaxed`` marks an equation made by a derivative rule: only there may the
+    identities that hold for finite values alone (``0 * x = 0``, ``x / x = 1``)
+    apply. The user's own computation is strict, so NaN and inf go through it as
+    NumPy would send them (see :mod:`difgen.core.simplify`).
+    """
 
     primitive: "Primitive"
     inputs: tuple[Atom, ...]
     params: Params
     out: Var
+    relaxed: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -69,9 +69,10 @@ class Context:
     calls :func:`simplify` (this module sits below it and does not import it).
     """
 
-    def __init__(self, builder: Any, bind_atoms: BindAtoms) -> None:
+    def __init__(self, builder: Any, bind_atoms: BindAtoms, relaxed: bool) -> None:
         self.builder = builder
         self._bind_atoms = bind_atoms
+        self.relaxed = relaxed
 
     def producer(self, atom: Atom) -> Any:
         return self.builder.producer.get(atom) if isinstance(atom, Var) else None
@@ -148,20 +149,20 @@ def _sub(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
         return cx.bind("neg", b)
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("add", a, neg.inputs[0])
-    if a is b and isinstance(a, Var):
+    if a is b and isinstance(a, Var) and cx.relaxed:  # finite only: inf - inf
         return _zeros(atoms)
     return None
 
 
 def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
-    if _is_const(a, 0.0) or _is_const(b, 0.0):
-        return _zeros(atoms)
+    if (_is_const(a, 0.0) or _is_const(b, 0.0)) and (cx.relaxed or _finite(a, b)):
+        return _zeros(atoms)  # finite only: inf * 0 is NaN
     if _is_const(b, 1.0):
         return _keep(a, atoms)
     if _is_const(a, 1.0):
         return _keep(b, atoms)
-    if (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
+    if cx.relaxed and (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
         return cancelled
     if (quotient := _divide_instead(a, b, cx)) is not None:
         return quotient
@@ -183,6 +184,11 @@ def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("mul", Lit(np.asarray(-c)), neg.inputs[0])
     return None
+
+
+def _finite(*atoms: Atom) -> bool:
+    """Whether every atom is a constant with finite values (never NaN or inf)."""
+    return all(isinstance(a, Lit) and bool(np.all(np.isfinite(a.value))) for a in atoms)
 
 
 def _divide_instead(a: Atom, b: Atom, cx: Context) -> Result:
@@ -225,9 +231,9 @@ def _small_factors_first(a: Atom, b: Atom, cx: Context) -> Result:
 
 def _div(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     a, b = atoms
-    if _is_const(a, 0.0):
+    if _is_const(a, 0.0) and cx.relaxed:  # finite only: 0 / 0 is NaN
         return _zeros(atoms)
-    if a is b and isinstance(a, Var):  # x / x = 1, assuming x != 0 as _cancel does
+    if a is b and isinstance(a, Var) and cx.relaxed:  # finite, nonzero x only
         return np.ones(a.shape)
     return _keep(a, atoms) if _is_const(b, 1.0) else None
 
@@ -327,6 +333,8 @@ def _reduce_sum(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Resul
         return cx.bind("reshape", x, shape=shape)
     if (neg := cx.made_by(x, "neg")) is not None:  # sum(-x) = -sum(x), exactly
         return cx.bind("neg", cx.bind("reduce_sum", neg.inputs[0], axes=axes))
+    if not cx.relaxed:
+        return None  # the two below are finite only: sum([inf * 1, inf * 0]) is NaN
     if (mul := cx.made_by(x, "mul")) is not None:  # sum(s * y) = s * sum(y), s 0-d
         for s, y in (mul.inputs, mul.inputs[::-1]):  # traced s: lets s cancel later
             if isinstance(s, Var) and s.shape == () and y.shape == x.shape:
@@ -452,9 +460,15 @@ def simplify(
     params: dict[str, Any],
     builder: Any,
     bind_atoms: BindAtoms,
+    relaxed: bool = False,
 ) -> Result:
-    """An existing value equal to ``prim(*atoms, **params)``, if an identity gives one."""
-    cx = Context(builder, bind_atoms)
+    """An existing value equal to ``prim(*atoms, **params)``, if an identity gives one.
+
+    ``relaxed`` allows the identities marked *finite only* below, which a NaN or an
+    infinity would break (``inf * 0`` is NaN, not 0): derivative rules may use
+    them, the user's own computation may not.
+    """
+    cx = Context(builder, bind_atoms, relaxed)
     if prim.elementwise:
         try:
             np.broadcast_shapes(*(a.shape for a in atoms))

@@ -32,6 +32,27 @@ from difgen.core.simplify import simplify
 from difgen.errors import TraceError
 
 BUILDERS: list["Builder"] = []
+_RELAXED: list[bool] = [False]
+
+
+@contextlib.contextmanager
+def relaxed(on: bool = True) -> Iterator[None]:
+    """Within the block, equations are recorded as derivative computations, which
+    may use the identities that hold for finite values only (``0 * x = 0``).
+
+    The AD transforms wrap their rules in it; re-issuing a recorded equation
+    restores that equation's own mode (``with relaxed(eqn.relaxed)``).
+    """
+    _RELAXED.append(on)
+    try:
+        yield
+    finally:
+        _RELAXED.pop()
+
+
+def is_relaxed() -> bool:
+    """Whether equations recorded now are derivative computations."""
+    return _RELAXED[-1]
 
 
 class Builder:
@@ -55,7 +76,7 @@ class Builder:
                 f"{user_location()}: {prim.name} of shapes {shapes}: {exc}"
             ) from None
         out = Var(tuple(int(n) for n in shape), dtype)
-        eqn = Eqn(prim, tuple(atoms), frozen, out)
+        eqn = Eqn(prim, tuple(atoms), frozen, out, is_relaxed())
         self.eqns.append(eqn)
         self.cache[key] = out
         self.producer[out] = eqn
@@ -128,7 +149,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     atoms: list[Atom] = [
         a.atom if isinstance(a, Tracer) else Lit(as_constant(a)) for a in args
     ]
-    shortcut = simplify(prim, atoms, params, builder, _bind_atoms)
+    shortcut = simplify(prim, atoms, params, builder, _bind_atoms, is_relaxed())
     if shortcut is not None:
         return Tracer(builder, shortcut) if isinstance(shortcut, Var) else shortcut
     return Tracer(builder, builder.add(prim, atoms, params))
