@@ -146,7 +146,10 @@ def _unpack(name: str, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
 
 
 def _literal(exprs: np.ndarray) -> str:
-    """A nested list literal of printed expressions."""
+    """A nested list literal of printed expressions (an empty array: np.zeros, since
+    a nested empty list loses the shape, ``np.array([])`` being of shape (0,))."""
+    if exprs.size == 0:
+        return f"np.zeros({exprs.shape!r})"
     if exprs.ndim == 0:
         return PRINTER.doprint(exprs.item())
     return "[" + ", ".join(_literal(exprs[i, ...]) for i in range(len(exprs))) + "]"
@@ -179,7 +182,9 @@ def emit_operator(
         arr = np.empty(r.shape, dtype=object)
         arr.ravel()[:] = [next(it) for _ in range(r.size)] if r.size else []
         results.append(arr)
-        sources.append(_literal(arr) if arr.ndim == 0 else f"np.array({_literal(arr)})")
+        literal = _literal(arr)
+        array = arr.ndim == 0 or literal.startswith("np.zeros")
+        sources.append(literal if array else f"np.array({literal})")
     if op.takes_out and isinstance(results[-1], np.ndarray) and results[-1].ndim > 0:
         for kind, source in zip(op.results[:-1], sources[:-1]):
             body.append(f"{kind} = {source}")
