@@ -1,5 +1,6 @@
-"""The data flow of DESIGN.md, one stage per call: config -> load -> trace -> backend
--> operators -> emit. ``difgen.cli`` drives it; each stage is testable alone.
+"""One module's build, stage by stage: trace -> backend -> render (docs/design.md §2).
+
+``difgen.cli`` drives it for a whole config; each stage is testable alone.
 """
 
 from __future__ import annotations

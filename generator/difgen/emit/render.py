@@ -2,7 +2,7 @@
 
 Backends produce :class:`Function` values (signature, body lines, return); this
 module adds the header, imports and constants the generated module contract asks for
-(DESIGN.md section 5) and formats with black, so the bytes are deterministic.
+(docs/design.md, section 10) and formats with black, so the bytes are deterministic.
 """
 
 from __future__ import annotations
