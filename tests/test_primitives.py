@@ -78,8 +78,20 @@ def test_a_row_that_forgets_a_rule_is_caught() -> None:
     forgot_deriv = unary("f", np.sin, call("np.sin({0})"), sympy=sp.sin)
     assert missing_fields(forgot_deriv) == ["jvp"]
     forgot_batch = structural("g", np.ravel, call("np.ravel({0})"), jvp=len,
-                              transpose=len, shape_rule=len)  # fmt: skip
+                              transpose=len, shape_rule=len, sparsity=len)  # fmt: skip
     assert missing_fields(forgot_batch) == ["batch"]
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, p in PRIMITIVES.items() if p.commutative)
+)
+def test_commutative_rows_commute(name: str) -> None:
+    """CSE treats ``f(a, b)`` and ``f(b, a)`` as one value: they must be equal."""
+    a, b = normal((5,), 30) > 0, normal((5,), 31) > 0
+    if PRIMITIVES[name].differentiable:
+        a, b = normal((5,), 30), normal((5,), 31)
+    impl = PRIMITIVES[name].impl
+    np.testing.assert_array_equal(impl(a, b), impl(b, a))
 
 
 @pytest.mark.parametrize("name", sorted(PRIMITIVES))

@@ -21,6 +21,16 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
   inputs flagged in ``batched`` carry an extra leading axis of size ``k``, returning
   the result with that axis in front (the vmap rule);
 - ``sympy``: evaluation on object arrays of SymPy expressions;
+- ``simplify``: its algebraic identities, ``simplify(atoms, params, context)``
+  (:mod:`difgen.core.simplify`), or ``NO_IDENTITIES``;
+- ``commutative``: operands in either order are one value (CSE modulo commutativity);
+- ``sparsity``: its Jacobian sparsity rule, ``sparsity(eqn, patterns, n)``
+  (:mod:`difgen.primitives.patterns`);
+- ``work``: elements of work of one equation, ``work(eqn)``, for the cost model;
+- ``scalarizable``: False for matrix factorizations, whose closed forms (cofactors,
+  nested square roots) grow much faster than LAPACK's cost;
+- ``view``: the result may be a NumPy view of the first input (so a result that
+  returns it is copied);
 - ``elementwise``: NumPy broadcasting applies (the identities narrow such operands).
 """
 
@@ -70,6 +80,8 @@ NOT_DIFFERENTIABLE = Absent("NOT_DIFFERENTIABLE")
 """``jvp`` of a selector (comparison, sign of a determinant): no tangent flows."""
 NO_INPUTS = Absent("NO_INPUTS")
 """``batch`` of a primitive without inputs, which a batch axis never reaches."""
+NO_IDENTITIES = Absent("NO_IDENTITIES")
+"""``simplify`` of a primitive that no algebraic identity rewrites."""
 
 
 class Missing:
@@ -94,6 +106,12 @@ class Primitive:
     transpose: Callable[..., Any] | Absent
     batch: Callable[..., Any] | Absent
     sympy: Callable[..., Any]
+    simplify: Callable[..., Any] | Absent
+    commutative: bool
+    sparsity: Callable[..., Any]
+    work: Callable[[Any], int]
+    scalarizable: bool
+    view: bool
     elementwise: bool
 
     def __repr__(self) -> str:

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen.core import simplify as identities
 from difgen.core.primitive import Linear, call, register, unbroadcast
+from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
     binary,
@@ -83,7 +85,7 @@ UNARY = [
     unary("abs", np.abs, call("np.absolute({0})"),
           deriv=lambda x, y: np.sign(x), sympy=sp.Abs),
     unary("sign", np.sign, call("np.sign({0})"),
-          deriv=PIECEWISE_CONSTANT, sympy=sp.sign),
+          deriv=PIECEWISE_CONSTANT, sympy=sp.sign, sparsity=patterns.no_dependence),
 ]  # fmt: skip
 
 for _prim in UNARY:
@@ -109,6 +111,7 @@ neg_p = register(
         jvp=_neg_jvp,
         transpose=_neg_transpose,
         sympy=operator.neg,
+        simplify=identities.neg_identities,
     )
 )
 
@@ -205,20 +208,25 @@ def _div_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
 
 BINARY = [
     binary("add", np.add, call("{0} + {1}"),
-           jvp=_add_jvp, transpose=_add_transpose, sympy=operator.add),
+           jvp=_add_jvp, transpose=_add_transpose, sympy=operator.add,
+           simplify=identities.add_identities, commutative=True),
     binary("sub", np.subtract, call("{0} - {1}"),
-           jvp=_sub_jvp, transpose=_sub_transpose, sympy=operator.sub),
+           jvp=_sub_jvp, transpose=_sub_transpose, sympy=operator.sub,
+           simplify=identities.sub_identities),
     binary("mul", np.multiply, call("{0} * {1}"),
-           jvp=_mul_jvp, transpose=_mul_transpose, sympy=operator.mul),
+           jvp=_mul_jvp, transpose=_mul_transpose, sympy=operator.mul,
+           simplify=identities.mul_identities, commutative=True),
     binary("div", np.divide, call("{0} / {1}"),
-           jvp=_div_jvp, transpose=_div_transpose, sympy=operator.truediv),
-    binary("pow", np.power, call("{0} ** {1}"), jvp=_pow_jvp, sympy=operator.pow),
+           jvp=_div_jvp, transpose=_div_transpose, sympy=operator.truediv,
+           simplify=identities.div_identities),
+    binary("pow", np.power, call("{0} ** {1}"), jvp=_pow_jvp, sympy=operator.pow,
+           simplify=identities.pow_identities),
     binary("arctan2", np.arctan2, call("np.arctan2({0}, {1})"),
            jvp=_arctan2_jvp, sympy=sp.atan2),
     binary("maximum", np.maximum, call("np.maximum({0}, {1})"),
-           jvp=_select_jvp(lambda a, b: a >= b), sympy=sp.Max),
+           jvp=_select_jvp(lambda a, b: a >= b), sympy=sp.Max, commutative=True),
     binary("minimum", np.minimum, call("np.minimum({0}, {1})"),
-           jvp=_select_jvp(lambda a, b: a <= b), sympy=sp.Min),
+           jvp=_select_jvp(lambda a, b: a <= b), sympy=sp.Min, commutative=True),
 ]  # fmt: skip
 
 for _prim in BINARY:
@@ -237,12 +245,14 @@ SELECTORS = [
     selector("le", np.less_equal, call("{0} <= {1}"), sympy=_unevaluated(sp.Le)),
     selector("gt", np.greater, call("{0} > {1}"), sympy=_unevaluated(sp.Gt)),
     selector("ge", np.greater_equal, call("{0} >= {1}"), sympy=_unevaluated(sp.Ge)),
-    selector("eq", np.equal, call("{0} == {1}"), sympy=_unevaluated(sp.Eq)),
-    selector("ne", np.not_equal, call("{0} != {1}"), sympy=_unevaluated(sp.Ne)),
+    selector("eq", np.equal, call("{0} == {1}"), sympy=_unevaluated(sp.Eq),
+             commutative=True),
+    selector("ne", np.not_equal, call("{0} != {1}"), sympy=_unevaluated(sp.Ne),
+             commutative=True),
     selector("logical_and", np.logical_and, call("np.logical_and({0}, {1})"),
-             sympy=sp.And),
+             sympy=sp.And, commutative=True),
     selector("logical_or", np.logical_or, call("np.logical_or({0}, {1})"),
-             sympy=sp.Or),
+             sympy=sp.Or, commutative=True),
     selector("logical_not", np.logical_not, call("np.logical_not({0})"),
              sympy=sp.Not, arity=1),
 ]  # fmt: skip
@@ -289,5 +299,7 @@ where_p = register(
         jvp=_where_jvp,
         transpose=_where_transpose,
         sympy=_sym_where,
+        simplify=identities.where_identities,
+        sparsity=patterns.selected,
     )
 )

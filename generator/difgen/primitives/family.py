@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from difgen.core.batching import axes_batch, elementwise_batch
+from difgen.core.ir import Eqn
 from difgen.core.primitive import (
     MISSING,
+    NO_IDENTITIES,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Absent,
@@ -29,6 +31,7 @@ from difgen.core.primitive import (
     broadcasting,
 )
 from difgen.core.tracer import bind_name
+from difgen.primitives import patterns
 
 Rule = Callable[..., Any]
 
@@ -62,6 +65,19 @@ def objectwise(fn: Callable[..., Any], nin: int) -> Callable[..., Any]:
     return apply
 
 
+# ------------------------------------------------------------------------ work
+def size_work(eqn: Eqn) -> int:
+    """One unit per element of the largest of the output and the inputs: a NumPy
+    call touches each element about once."""
+    return max(eqn.out.size, max((a.size for a in eqn.inputs), default=1))
+
+
+def cubic_work(eqn: Eqn) -> int:
+    """A factorization of each n x n matrix of the stack: n^3."""
+    shape = eqn.inputs[0].shape
+    return int(np.prod(shape[:-2], dtype=np.int64)) * shape[-1] ** 3
+
+
 # ----------------------------------------------------------------- elementwise
 def elementwise(
     name: str,
@@ -72,6 +88,9 @@ def elementwise(
     jvp: Rule | Absent = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
     sympy: Rule = MISSING,
+    simplify: Rule | Absent = NO_IDENTITIES,
+    commutative: bool = False,
+    sparsity: Rule = patterns.union,
 ) -> Primitive:
     """A float-valued elementwise primitive: NumPy broadcasting for its shape and its
     batch rule; ``sympy`` is the scalar SymPy function, applied element by element."""
@@ -84,6 +103,12 @@ def elementwise(
         transpose=transpose,
         batch=elementwise_batch(name),
         sympy=MISSING if sympy is MISSING else objectwise(sympy, arity),
+        simplify=simplify,
+        commutative=commutative,
+        sparsity=sparsity,
+        work=size_work,
+        scalarizable=True,
+        view=False,
         elementwise=True,
     )
 
@@ -108,11 +133,14 @@ def unary(
     *,
     deriv: Callable[[Any, Any], Any] | Absent = MISSING,
     sympy: Rule = MISSING,
+    sparsity: Rule = patterns.union,
 ) -> Primitive:
     """A unary function with its derivative dy/dx written as ``deriv(x, y)`` in NumPy
     (``PIECEWISE_CONSTANT``: zero)."""
     jvp = MISSING if deriv is MISSING else unary_jvp(deriv)
-    return elementwise(name, impl, emit, arity=1, jvp=jvp, sympy=sympy)
+    return elementwise(
+        name, impl, emit, arity=1, jvp=jvp, sympy=sympy, sparsity=sparsity
+    )
 
 
 def binary(
@@ -123,17 +151,34 @@ def binary(
     jvp: Rule = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
     sympy: Rule = MISSING,
+    simplify: Rule | Absent = NO_IDENTITIES,
+    commutative: bool = False,
 ) -> Primitive:
     """A binary elementwise function with its JVP."""
     return elementwise(
-        name, impl, emit, arity=2, jvp=jvp, transpose=transpose, sympy=sympy
+        name,
+        impl,
+        emit,
+        arity=2,
+        jvp=jvp,
+        transpose=transpose,
+        sympy=sympy,
+        simplify=simplify,
+        commutative=commutative,
     )
 
 
 def selector(
-    name: str, impl: Rule, emit: Rule, *, sympy: Rule = MISSING, arity: int = 2
+    name: str,
+    impl: Rule,
+    emit: Rule,
+    *,
+    sympy: Rule = MISSING,
+    arity: int = 2,
+    commutative: bool = False,
 ) -> Primitive:
-    """A comparison or logical operation: boolean output, which carries no tangent."""
+    """A comparison or logical operation: boolean output, which carries no tangent
+    (and so no dependence)."""
     return Primitive(
         name=name,
         impl=impl,
@@ -143,6 +188,12 @@ def selector(
         transpose=NOT_LINEAR,
         batch=elementwise_batch(name),
         sympy=MISSING if sympy is MISSING else objectwise(sympy, arity),
+        simplify=NO_IDENTITIES,
+        commutative=commutative,
+        sparsity=patterns.no_dependence,
+        work=size_work,
+        scalarizable=True,
+        view=False,
         elementwise=True,
     )
 
@@ -162,6 +213,8 @@ def reduction(
     transpose: Rule | Absent = NOT_LINEAR,
     sympy: Rule = MISSING,
     shape_rule: Rule = reduced_shape,
+    simplify: Rule | Absent = NO_IDENTITIES,
+    sparsity: Rule = patterns.reduced,
 ) -> Primitive:
     """A reduction (or cumulative operation) over static ``axes``/``axis``, whose
     batch rule shifts the axes past the batch axis."""
@@ -174,6 +227,12 @@ def reduction(
         transpose=transpose,
         batch=axes_batch(name),
         sympy=sympy,
+        simplify=simplify,
+        commutative=False,
+        sparsity=sparsity,
+        work=size_work,
+        scalarizable=True,
+        view=False,
         elementwise=False,
     )
 
@@ -189,6 +248,9 @@ def structural(
     shape_rule: Rule = MISSING,
     batch: Rule | Absent = MISSING,
     sympy: Rule | RowDefault = SAME_AS_IMPL,
+    sparsity: Rule = MISSING,
+    simplify: Rule | Absent = NO_IDENTITIES,
+    view: bool = False,
 ) -> Primitive:
     """A linear operation that moves, copies or joins elements without arithmetic
     (moving elements works on object arrays: ``sympy`` is ``impl`` by default)."""
@@ -201,6 +263,12 @@ def structural(
         transpose=transpose,
         batch=batch,
         sympy=impl if sympy is SAME_AS_IMPL else sympy,
+        simplify=simplify,
+        commutative=False,
+        sparsity=sparsity,
+        work=size_work,
+        scalarizable=True,
+        view=view,
         elementwise=False,
     )
 
@@ -227,8 +295,12 @@ def contraction(
     sympy: Rule = MISSING,
     shape_rule: Rule = MISSING,
     batch: Rule = MISSING,
+    work: Callable[[Eqn], int] = MISSING,
+    simplify: Rule | Absent = NO_IDENTITIES,
+    sparsity: Rule = patterns.all_inputs,
 ) -> Primitive:
-    """A multilinear product (``matmul``, ``einsum``): linear in each operand."""
+    """A multilinear product (``matmul``, ``einsum``): linear in each operand; its
+    ``work`` counts the multiply-adds of the contraction."""
     return Primitive(
         name=name,
         impl=impl,
@@ -238,6 +310,12 @@ def contraction(
         transpose=transpose,
         batch=batch,
         sympy=sympy,
+        simplify=simplify,
+        commutative=False,
+        sparsity=sparsity,
+        work=work,
+        scalarizable=True,
+        view=False,
         elementwise=False,
     )
 
@@ -252,8 +330,10 @@ def matrix_function(
     sympy: Rule = MISSING,
     shape_rule: Rule = MISSING,
     batch: Rule | RowDefault = STACKED,
+    sparsity: Rule = patterns.all_inputs,
 ) -> Primitive:
-    """A LAPACK-backed function of a (stack of) square matrices."""
+    """A LAPACK-backed function of a (stack of) square matrices: cubic work, and
+    never scalarized."""
     return Primitive(
         name=name,
         impl=impl,
@@ -263,5 +343,11 @@ def matrix_function(
         transpose=transpose,
         batch=stack_batch(name) if batch is STACKED else batch,
         sympy=sympy,
+        simplify=NO_IDENTITIES,
+        commutative=False,
+        sparsity=sparsity,
+        work=cubic_work,
+        scalarizable=False,
+        view=False,
         elementwise=False,
     )

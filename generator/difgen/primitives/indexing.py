@@ -13,27 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
+from difgen.core.indexing import to_index
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import Linear, dummy, register, unbroadcast
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
 from difgen.primitives.family import structural
 
 
 # ----------------------------------------------------------------------- index
-def to_index(frozen: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Rebuild a NumPy index from its frozen form."""
-    items: list[Any] = []
-    for item in frozen:
-        if isinstance(item, tuple) and len(item) == 4 and item[0] == "slice":
-            items.append(slice(*item[1:]))
-        elif isinstance(item, FrozenArray):
-            items.append(item.value)
-        else:
-            items.append(item)
-    return tuple(items)
-
-
 def index_source(frozen: tuple[Any, ...]) -> str:
     """Source text of a frozen index (arrays print as their constant's name)."""
     parts: list[str] = []
@@ -165,6 +155,9 @@ getitem_p = register(
         transpose=_getitem_transpose,
         shape_rule=_getitem_shape,
         batch=_getitem_batch,
+        sparsity=patterns.getitem,
+        simplify=identities.getitem_identities,
+        view=True,
     )
 )
 
@@ -222,6 +215,7 @@ scatter_add_p = register(
         transpose=_scatter_transpose,
         shape_rule=lambda value, index, shape: (tuple(shape), value[1]),
         batch=_scatter_batch,
+        sparsity=patterns.scatter_add,
     )
 )
 
@@ -305,6 +299,7 @@ scatter_sum_p = register(
         transpose=_scatter_sum_transpose,
         shape_rule=lambda *values, indices, shape: (tuple(shape), "float64"),
         batch=_scatter_sum_batch,
+        sparsity=patterns.scatter_sum,
     )
 )
 
@@ -382,6 +377,7 @@ set_index_p = register(
         transpose=_set_index_transpose,
         shape_rule=lambda x, value, index: x,
         batch=_set_index_batch,
+        sparsity=patterns.set_index,
     )
 )
 

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen.core import simplify as identities
 from difgen.core.batching import lift_batched
+from difgen.core.ir import Eqn
 from difgen.core.primitive import (
     NOT_DIFFERENTIABLE,
     Linear,
@@ -24,6 +26,7 @@ from difgen.core.primitive import (
     unbroadcast,
 )
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
 from difgen.primitives.family import contraction, matrix_function
 
 
@@ -99,6 +102,13 @@ def _matmul_batch(args: Any, batched: Any, k: int) -> Any:
     return np.reshape(a @ b, out_shape)
 
 
+def _matmul_work(eqn: Eqn) -> int:
+    """A multiply-add per output element and element of the contracted axis."""
+    a = eqn.inputs[0]
+    inner = a.shape[-1] if a.shape else 1
+    return max(eqn.out.size, 1) * inner
+
+
 register(
     contraction(
         "matmul",
@@ -109,6 +119,9 @@ register(
         sympy=lambda a, b: np.asarray(np.matmul(a, b), dtype=object),
         shape_rule=_matmul_shape,
         batch=_matmul_batch,
+        work=_matmul_work,
+        simplify=identities.matmul_identities,
+        sparsity=patterns.matmul,
     )
 )
 
@@ -170,6 +183,16 @@ def _einsum_batch(args: Any, batched: Any, k: int, spec: str) -> Any:
     return np.einsum(",".join(ins) + "->" + letter + out, *args)
 
 
+def _einsum_work(eqn: Eqn) -> int:
+    """A multiply-add per output element and combination of the summed indices."""
+    ins, out = _parse(eqn.params.as_dict()["spec"])
+    sizes: dict[str, int] = {}
+    for sub, atom in zip(ins, eqn.inputs):
+        sizes.update(zip(sub, atom.shape))
+    summed = [n for c, n in sizes.items() if c not in out]
+    return max(eqn.out.size, 1) * int(np.prod(summed, dtype=np.int64))
+
+
 register(
     contraction(
         "einsum",
@@ -180,6 +203,7 @@ register(
         sympy=lambda *ops, spec: np.asarray(np.einsum(spec, *ops), dtype=object),
         shape_rule=_einsum_shape,
         batch=_einsum_batch,
+        work=_einsum_work,
     )
 )
 
@@ -317,7 +341,7 @@ for _prim in (
     matrix_function("detsign", lambda a: np.linalg.slogdet(a)[0],
                     call("np.linalg.slogdet({0})[0]"), jvp=NOT_DIFFERENTIABLE,
                     sympy=_sym_matrix(lambda m: sp.sign(m.det()), True),
-                    shape_rule=_STACK),
+                    shape_rule=_STACK, sparsity=patterns.no_dependence),
     matrix_function("cholesky", np.linalg.cholesky, call("np.linalg.cholesky({0})"),
                     jvp=_cholesky_jvp,
                     sympy=_sym_matrix(lambda m: m.cholesky(hermitian=False), False),

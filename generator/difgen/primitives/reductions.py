@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen.core import simplify as identities
 from difgen.core.primitive import register
+from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
 
@@ -64,6 +66,7 @@ reduce_sum_p = register(
         jvp=_sum_jvp,
         transpose=_sum_transpose,
         sympy=_sum_impl,  # np.sum adds object arrays of SymPy values
+        simplify=identities.reduce_sum_identities,
     )
 )
 
@@ -150,6 +153,7 @@ register(
         transpose=_cumsum_transpose,
         sympy=_object_accumulate(lambda a, b: a + b),
         shape_rule=_same_shape,
+        sparsity=patterns.accumulated,
     )
 )
 register(
@@ -160,5 +164,6 @@ register(
         jvp=_cumprod_jvp,
         sympy=_object_accumulate(lambda a, b: a * b),
         shape_rule=_same_shape,
+        sparsity=patterns.accumulated,
     )
 )

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.primitive import (
+    NO_IDENTITIES,
     NO_INPUTS,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
@@ -22,7 +24,8 @@ from difgen.core.primitive import (
     unbroadcast,
 )
 from difgen.core.tracer import bind
-from difgen.primitives.family import structural
+from difgen.primitives import patterns
+from difgen.primitives.family import size_work, structural
 from difgen.primitives.indexing import (  # noqa: F401  (re-exported)
     advanced_first,
     getitem_p,
@@ -91,6 +94,9 @@ register(
         transpose=lambda ct, x, shape: [np.reshape(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
         batch=_reshape_batch,
+        sparsity=patterns.reshape,
+        simplify=identities.reshape_identities,
+        view=True,
     )
 )
 register(
@@ -102,6 +108,9 @@ register(
         transpose=lambda ct, x, axes: [np.transpose(ct, tuple(np.argsort(axes)))],
         shape_rule=_transpose_shape,
         batch=_transpose_batch,
+        sparsity=patterns.transpose,
+        simplify=identities.transpose_identities,
+        view=True,
     )
 )
 register(
@@ -113,6 +122,9 @@ register(
         transpose=lambda ct, x, shape: [unbroadcast(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
         batch=_broadcast_batch,
+        sparsity=patterns.broadcast_to,
+        simplify=identities.broadcast_to_identities,
+        view=True,
     )
 )
 
@@ -171,6 +183,8 @@ register(
         transpose=_concat_transpose,
         shape_rule=_concat_shape,
         batch=_concat_batch,
+        sparsity=patterns.concatenate,
+        simplify=identities.concatenate_identities,
     )
 )
 
@@ -195,6 +209,7 @@ register(
             x[1],
         ),
         batch=lambda args, batched, k, widths: np.pad(args[0], ((0, 0), *widths)),
+        sparsity=patterns.pad,
     )
 )
 
@@ -246,6 +261,7 @@ pack_p = register(
         sympy=_pack_objects,
         shape_rule=lambda *xs, shape: (tuple(shape), "float64"),
         batch=_pack_batch,
+        sparsity=patterns.pack,
     )
 )
 
@@ -287,6 +303,12 @@ basis_p = Primitive(
     transpose=NOT_LINEAR,
     batch=NO_INPUTS,
     sympy=_basis_sympy,
+    simplify=NO_IDENTITIES,
+    commutative=False,
+    sparsity=patterns.no_dependence,  # a constant
+    work=size_work,
+    scalarizable=True,
+    view=False,
     elementwise=False,
 )
 """The standard basis of an array of ``shape``, stacked: ``(size, *shape)``.
