@@ -14,12 +14,15 @@ from typing import Any
 import numpy as np
 import primitive_cases as cases
 import pytest
+import sympy as sp
 from conftest import TESTS
 from difgen.ad import jvp, vjp, vmap
-from difgen.core.batching import default_batch_rule
 from difgen.core.ir import Graph
+from difgen.core.primitive import NOT_DIFFERENTIABLE, NOT_LINEAR, call, missing_fields
 from difgen.frontend import trace
 from difgen.primitives import PRIMITIVES
+from difgen.primitives.family import structural, unary
+from difgen.primitives.structural import basis_p
 
 NAMES = sorted(cases.ROWS)
 H = 1e-5
@@ -59,14 +62,45 @@ def test_every_registered_primitive_has_a_row() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PRIMITIVES))
+def test_every_field_is_declared(name: str) -> None:
+    """Each field is given by the row or filled by its family helper: none MISSING."""
+    assert not missing_fields(
+        PRIMITIVES[name]
+    ), f"{name}: {missing_fields(PRIMITIVES[name])}"
+
+
+def test_the_basis_seed_declares_every_field() -> None:
+    assert not missing_fields(basis_p)
+
+
+def test_a_row_that_forgets_a_rule_is_caught() -> None:
+    """A family helper leaves what has no family default MISSING, not None."""
+    forgot_deriv = unary("f", np.sin, call("np.sin({0})"), sympy=sp.sin)
+    assert missing_fields(forgot_deriv) == ["jvp"]
+    forgot_batch = structural("g", np.ravel, call("np.ravel({0})"), jvp=len,
+                              transpose=len, shape_rule=len, sparsity=len)  # fmt: skip
+    assert missing_fields(forgot_batch) == ["batch"]
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, p in PRIMITIVES.items() if p.commutative)
+)
+def test_commutative_rows_commute(name: str) -> None:
+    """CSE treats ``f(a, b)`` and ``f(b, a)`` as one value: they must be equal."""
+    a, b = normal((5,), 30) > 0, normal((5,), 31) > 0
+    if PRIMITIVES[name].differentiable:
+        a, b = normal((5,), 30), normal((5,), 31)
+    impl = PRIMITIVES[name].impl
+    np.testing.assert_array_equal(impl(a, b), impl(b, a))
+
+
+@pytest.mark.parametrize("name", sorted(PRIMITIVES))
 def test_rules_are_declared(name: str) -> None:
-    """Differentiable rows have a JVP rule, linear ones a transpose, all a batch rule."""
+    """Every rule is a function or an explicit absence; all rows batch."""
     prim = PRIMITIVES[name]
-    if prim.differentiable and name != "sign":  # sign: zero derivative, no rule
-        assert prim.jvp is not None, f"{name} has no JVP rule"
-    if prim.linear:
-        assert prim.transpose is not None, f"{name} is linear without a transpose rule"
-    assert (prim.batch or default_batch_rule(prim)) is not None, f"{name} has no batching rule"
+    assert callable(prim.jvp) or prim.jvp is NOT_DIFFERENTIABLE, name
+    assert callable(prim.transpose) or prim.transpose is NOT_LINEAR, name
+    assert callable(prim.batch), f"{name} has no batching rule"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, read
-from difgen.core.batching import batched_to, default_batch_rule
+from difgen.core.batching import batched_to
 from difgen.core.ir import Graph, Var
+from difgen.core.primitive import Absent
 from difgen.core.tracer import relaxed
 from difgen.errors import DifgenError
 
@@ -38,11 +39,10 @@ def vmap_eval(
             env[eqn.out], flags[eqn.out] = apply(eqn, ins), False
             continue
         prim = eqn.primitive
-        rule = prim.batch or default_batch_rule(prim)
-        if rule is None:
+        if isinstance(prim.batch, Absent):
             raise DifgenError(f"primitive {prim.name!r} has no batching rule")
         with relaxed(eqn.relaxed):  # the batched equation keeps its mode
-            out = rule(ins, bs, k, **eqn.params.as_dict())
+            out = prim.batch(ins, bs, k, **eqn.params.as_dict())
         if tuple(np.shape(out)) != (k, *eqn.out.shape):
             raise DifgenError(
                 f"batching rule of {prim.name!r} gave shape {np.shape(out)}, "

@@ -18,6 +18,7 @@ import numpy as np
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp
 from difgen.core.ir import Eqn, Graph, Var
+from difgen.core.primitive import Absent
 from difgen.core.tracer import Tracer, current_builder, relaxed
 from difgen.errors import DifgenError
 from difgen.primitives import Linear
@@ -57,7 +58,7 @@ def vjp_eval(
         if ct is None:
             continue
         prim = eqn.primitive
-        if prim.transpose is None:
+        if isinstance(prim.transpose, Absent):
             raise DifgenError(f"primitive {prim.name!r} has no transpose rule")
         args = [
             Linear(a.shape, a.dtype) if a in linear else read(env, a)  # type: ignore

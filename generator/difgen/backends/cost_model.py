@@ -36,31 +36,9 @@ SCALAR_LIMIT = 1500
 
 
 def work(graph: Graph) -> int:
-    """Elements produced by the graph's equations (products for contractions)."""
-    total = 0
-    for eqn in graph.eqns:
-        name = eqn.primitive.name
-        if name == "matmul":
-            a = eqn.inputs[0]
-            inner = a.shape[-1] if a.shape else 1
-            total += max(eqn.out.size, 1) * inner
-        elif name == "einsum":
-            total += max(eqn.out.size, 1) * _contracted(eqn)
-        elif name in ("solve", "inv", "det", "logabsdet", "detsign", "cholesky"):
-            n = eqn.inputs[0].shape[-1]
-            total += int(np.prod(eqn.inputs[0].shape[:-2], dtype=np.int64)) * n**3
-        else:
-            total += max(eqn.out.size, max((a.size for a in eqn.inputs), default=1))
-    return total
-
-
-def _contracted(eqn: object) -> int:
-    spec = eqn.params.as_dict()["spec"]  # type: ignore[attr-defined]
-    ins, out = spec.split("->")
-    sizes: dict[str, int] = {}
-    for sub, atom in zip(ins.split(","), eqn.inputs):  # type: ignore[attr-defined]
-        sizes.update(zip(sub, atom.shape))
-    return int(np.prod([n for c, n in sizes.items() if c not in out], dtype=np.int64))
+    """Elements of work of the graph's equations, as each primitive counts its own
+    (products for contractions, n^3 for factorizations)."""
+    return sum(eqn.primitive.work(eqn) for eqn in graph.eqns)
 
 
 def vector_cost(graph: Graph) -> float:
@@ -84,17 +62,12 @@ def scalar_cost(
     return operations * SCALAR_OP_NS + elements * ELEMENT_NS_SCALAR + calls * CALL_NS
 
 
-MATRIX_FUNCTIONS = frozenset(
-    {"solve", "inv", "det", "logabsdet", "detsign", "cholesky"}
-)
-
-
 def worth_trying_scalar(graph: Graph) -> bool:
     """Whether scalarizing is at all plausible (and cheap enough to attempt).
 
     Matrix factorizations are never scalarized: their closed forms (cofactors,
     nested square roots) grow much faster than LAPACK's cost.
     """
-    if any(e.primitive.name in MATRIX_FUNCTIONS for e in graph.eqns):
+    if not all(e.primitive.scalarizable for e in graph.eqns):
         return False
     return work(graph) <= SCALAR_LIMIT

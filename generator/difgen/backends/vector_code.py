@@ -524,15 +524,12 @@ def emit_operator(
     return Function(op.name, params, returns, docstring(op, spec, ys), tuple(body))
 
 
-_VIEWS = frozenset({"reshape", "transpose", "broadcast_to", "getitem"})
-
-
 def _is_view(graph: Graph, atom: Any, hoisted: set[Var] = frozenset()) -> bool:
     """Whether ``atom`` may share memory with an argument or a module constant."""
     producer = {e.out: e for e in graph.eqns}
     while isinstance(atom, Var) and atom in producer and atom not in hoisted:
         eqn = producer[atom]
-        if eqn.primitive.name not in _VIEWS:
+        if not eqn.primitive.view:
             return False
         atom = eqn.inputs[0]
     return True

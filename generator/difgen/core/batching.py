@@ -1,4 +1,5 @@
-"""Helpers for batching (vmap) rules, and the rules elementwise and axis rows share.
+"""Helpers for batching (vmap) rules, and the rules elementwise and axis rows share
+(their family helpers assign them; see :mod:`difgen.primitives.family`).
 
 A batching rule evaluates a primitive when some inputs carry an extra leading axis
 of size ``k``; see ``Primitive.batch`` in :mod:`difgen.core.primitive`. The
@@ -11,8 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from difgen.core.primitive import Primitive
-from difgen.core.tracer import bind
+from difgen.core.tracer import bind_name
 
 
 def lift_batched(value: Any, rank: int) -> Any:
@@ -35,7 +35,10 @@ def batched_to(value: Any, is_batched: bool, k: int) -> Any:
     return np.broadcast_to(value, (k, *np.shape(value)))
 
 
-def _elementwise_batch(prim: Primitive) -> Callable[..., Any]:
+def elementwise_batch(name: str) -> Callable[..., Any]:
+    """The batch rule of an elementwise primitive: broadcasting does the work once
+    the batch axis is lifted in front of every operand."""
+
     def rule(
         args: Sequence[Any], batched: Sequence[bool], k: int, **params: Any
     ) -> Any:
@@ -46,12 +49,15 @@ def _elementwise_batch(prim: Primitive) -> Callable[..., Any]:
             )
         )
         lifted = [lift_batched(a, rank) if b else a for a, b in zip(args, batched)]
-        return bind(prim, *lifted, **params)
+        return bind_name(name, *lifted, **params)
 
     return rule
 
 
-def _axes_batch(prim: Primitive) -> Callable[..., Any]:
+def axes_batch(name: str) -> Callable[..., Any]:
+    """The batch rule of a single-input primitive with static ``axes``/``axis``
+    params (reductions, cumulative ones): the same operation, one axis further."""
+
     def rule(
         args: Sequence[Any], batched: Sequence[bool], k: int, **params: Any
     ) -> Any:
@@ -61,19 +67,6 @@ def _axes_batch(prim: Primitive) -> Callable[..., Any]:
             shifted["axes"] = tuple(int(a) + 1 for a in params["axes"])
         if "axis" in params:
             shifted["axis"] = int(params["axis"]) + 1
-        return bind(prim, *args, **shifted)
+        return bind_name(name, *args, **shifted)
 
     return rule
-
-
-_AXIS_PRIMITIVES = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"}
-_AXIS_PRIMITIVES |= {"cumsum", "cumprod"}
-
-
-def default_batch_rule(prim: Primitive) -> Callable[..., Any] | None:
-    """The vmap rule every elementwise row, and every single-input axis row, shares."""
-    if prim.elementwise:
-        return _elementwise_batch(prim)
-    if prim.name in _AXIS_PRIMITIVES:
-        return _axes_batch(prim)
-    return None

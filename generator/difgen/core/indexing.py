@@ -1,4 +1,4 @@
-"""Static indices: any NumPy index with constant parts, frozen for the IR."""
+"""Static indices: any NumPy index with constant parts, frozen for the IR (and back)."""
 
 from __future__ import annotations
 
@@ -48,3 +48,16 @@ def freeze_index(index: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
                     f"{user_location()}: unsupported index of type {type(item).__name__}"
                 )
     return tuple(frozen)
+
+
+def to_index(frozen: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Rebuild a NumPy index from its frozen form."""
+    items: list[Any] = []
+    for item in frozen:
+        if isinstance(item, tuple) and len(item) == 4 and item[0] == "slice":
+            items.append(slice(*item[1:]))
+        elif isinstance(item, FrozenArray):
+            items.append(item.value)
+        else:
+            items.append(item)
+    return tuple(items)

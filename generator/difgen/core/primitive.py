@@ -1,31 +1,43 @@
 """The primitive declaration and the registry every family table adds to.
 
-A primitive is declared once, with everything each stage needs:
+A primitive is declared once, with every fact each stage needs, and no field has a
+silent default: a family helper (:mod:`difgen.primitives.family`) fills its family's
+defaults explicitly, a rule a primitive does not have is an explicit :class:`Absent`
+value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared holds
+:data:`MISSING`, which the coverage test refuses.
 
 - ``impl``: NumPy evaluation (the reference interpreter, and constant folding);
-- ``shape_rule``: output (shape, dtype) from input (shape, dtype); elementwise rows get
-  NumPy broadcasting, others by default run ``impl`` on zero-strided dummies, which is
-  exact (rows whose dummies would be costly, like ``matmul``, give a rule);
+- ``shape_rule``: output (shape, dtype) from input (shape, dtype), called as
+  ``shape_rule(*avals, **params)`` (elementwise rows: NumPy broadcasting);
 - ``emit``: its vectorized NumPy source form, ``emit(args, params) -> str`` (or a list
   of statements assigning ``OUT``);
 - ``jvp``: ``jvp(out, primals, tangents, **params) -> tangent`` written in plain NumPy
-  on tracer values (a tangent of ``None`` is a symbolic zero);
+  on tracer values (a tangent of ``None`` is a symbolic zero), or
+  ``NOT_DIFFERENTIABLE`` for selectors, whose outputs carry no tangent;
 - ``transpose``: linear primitives only, ``transpose(ct, *inputs, **params)`` returns
   one cotangent per input (``None`` where the input is not linear), inputs that are
-  linear arrive as :class:`Linear` markers;
+  linear arrive as :class:`Linear` markers; ``NOT_LINEAR`` otherwise;
 - ``batch``: ``batch(args, batched, k, **params)`` evaluates the primitive when the
   inputs flagged in ``batched`` carry an extra leading axis of size ``k``, returning
-  the result with that axis in front (the vmap rule). Elementwise rows and rows whose
-  params are ``axes``/``axis`` get one by default
-  (:func:`difgen.core.batching.default_batch_rule`);
-- ``sympy``: evaluation on object arrays of SymPy expressions (default: ``impl``);
-- ``differentiable``: False for selectors (comparisons), whose outputs carry no tangent.
+  the result with that axis in front (the vmap rule);
+- ``sympy``: evaluation on object arrays of SymPy expressions;
+- ``simplify``: its algebraic identities, ``simplify(atoms, params, context)``
+  (:mod:`difgen.core.simplify`), or ``NO_IDENTITIES``;
+- ``commutative``: operands in either order are one value (CSE modulo commutativity);
+- ``sparsity``: its Jacobian sparsity rule, ``sparsity(eqn, patterns, n)``
+  (:mod:`difgen.primitives.patterns`);
+- ``work``: elements of work of one equation, ``work(eqn)``, for the cost model;
+- ``scalarizable``: False for matrix factorizations, whose closed forms (cofactors,
+  nested square roots) grow much faster than LAPACK's cost;
+- ``view``: the result may be a NumPy view of the first input (so a result that
+  returns it is copied);
+- ``elementwise``: NumPy broadcasting applies (the identities narrow such operands).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -48,51 +60,103 @@ class Linear:
         return len(self.shape)
 
 
+@dataclass(frozen=True)
+class Absent:
+    """An explicit "this primitive has none" for a rule field, saying why.
+
+    A rule that is absent on purpose reads differently from one nobody declared
+    (:data:`MISSING`), so the coverage test can tell the two apart.
+    """
+
+    reason: str
+
+    def __repr__(self) -> str:
+        return self.reason
+
+
+NOT_LINEAR = Absent("NOT_LINEAR")
+"""``transpose`` of a primitive that is not linear in any input."""
+NOT_DIFFERENTIABLE = Absent("NOT_DIFFERENTIABLE")
+"""``jvp`` of a selector (comparison, sign of a determinant): no tangent flows."""
+NO_INPUTS = Absent("NO_INPUTS")
+"""``batch`` of a primitive without inputs, which a batch axis never reaches."""
+NO_IDENTITIES = Absent("NO_IDENTITIES")
+"""``simplify`` of a primitive that no algebraic identity rewrites."""
+
+
+class Missing:
+    """The value of a field no declaration gave (refused by the coverage test)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = Missing()
+
+
 @dataclass(frozen=True, eq=False)
 class Primitive:
     """One operation of the IR; see the module docstring for each field."""
 
     name: str
     impl: Callable[..., Any]
-    emit: Callable[[list[str], dict[str, Any]], Any]
-    jvp: Callable[..., Any] | None = None
-    transpose: Callable[..., Any] | None = None
-    sympy: Callable[..., Any] | None = None
-    shape_rule: Callable[..., Aval] | None = None
-    batch: Callable[..., Any] | None = None
-    linear: bool = False
-    differentiable: bool = True
-    elementwise: bool = False
+    shape_rule: Callable[..., Aval]
+    emit: Callable[..., Any]
+    jvp: Callable[..., Any] | Absent
+    transpose: Callable[..., Any] | Absent
+    batch: Callable[..., Any] | Absent
+    sympy: Callable[..., Any]
+    simplify: Callable[..., Any] | Absent
+    commutative: bool
+    sparsity: Callable[..., Any]
+    work: Callable[[Any], int]
+    scalarizable: bool
+    view: bool
+    elementwise: bool
 
     def __repr__(self) -> str:
         return f"{self.name}_p"
 
+    @property
+    def linear(self) -> bool:
+        """Linear primitives are exactly those with a transpose rule."""
+        return not isinstance(self.transpose, Absent)
+
+    @property
+    def differentiable(self) -> bool:
+        """Selectors (no JVP rule) carry no tangent; everything else does."""
+        return not isinstance(self.jvp, Absent)
+
     def out_aval(self, avals: list[Aval], params: dict[str, Any]) -> Aval:
         """Shape and dtype of the output for inputs of the given shapes and dtypes."""
-        if self.shape_rule is not None:
-            return self.shape_rule(*avals, **params)
-        if self.elementwise:
-            try:
-                shape = tuple(np.broadcast_shapes(*(s for s, _ in avals)))
-            except ValueError:
-                shapes = " ".join(str(tuple(s)) for s, _ in avals)
-                raise TraceError(
-                    f"{user_location()}: operands could not be broadcast together "
-                    f"with shapes {shapes} (in {self.name})"
-                ) from None
-            dtype = "float64" if self.differentiable else "bool"
-            return shape, dtype
-        dummies = [dummy(shape, dtype) for shape, dtype in avals]
-        with np.errstate(all="ignore"):
-            out = np.asarray(self.impl(*dummies, **params))
-        dtype = "bool" if out.dtype == np.bool_ else "float64"
-        return tuple(out.shape), dtype
+        return self.shape_rule(*avals, **params)
 
     def lower_sympy(self, *args: Any, **params: Any) -> Any:
         """Evaluate on object arrays of SymPy expressions."""
-        fn = self.sympy if self.sympy is not None else self.impl
-        return fn(*args, **params)
+        return self.sympy(*args, **params)
 
+
+def missing_fields(prim: Primitive) -> list[str]:
+    """The fields of ``prim`` that no declaration gave."""
+    return [f.name for f in fields(prim) if isinstance(getattr(prim, f.name), Missing)]
+
+
+def broadcasting(name: str, dtype: str) -> Callable[..., Aval]:
+    """The shape rule of an elementwise primitive: NumPy broadcasting of the inputs,
+    reported at the user's line when the shapes do not broadcast."""
+
+    def rule(*avals: Aval) -> Aval:
+        try:
+            shape = tuple(np.broadcast_shapes(*(s for s, _ in avals)))
+        except ValueError:
+            shapes = " ".join(str(tuple(s)) for s, _ in avals)
+            raise TraceError(
+                f"{user_location()}: operands could not be broadcast together "
+                f"with shapes {shapes} (in {name})"
+            ) from None
+        return shape, dtype
+
+    return rule
 
 
 def dummy(shape: Shape, dtype: str) -> np.ndarray:

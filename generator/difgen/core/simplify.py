@@ -12,6 +12,9 @@ reshape of reshape, transpose of transpose, broadcast of broadcast, sums over
 size-1 axes, ``where`` with equal branches or a constant condition, operands of
 elementwise primitives that are only broadcasts (or uniform constants) of something
 smaller, and commutative operands in either order (CSE modulo commutativity).
+
+Each primitive names its rule in its declaration (``Primitive.simplify``, or
+``NO_IDENTITIES``) and says whether it commutes (``Primitive.commutative``).
 """
 
 from __future__ import annotations
@@ -21,13 +24,9 @@ from typing import Any
 
 import numpy as np
 from difgen.core.ir import Atom, Lit, Params, Var
-from difgen.core.primitive import PRIMITIVES
+from difgen.core.primitive import PRIMITIVES, Absent
 
 Result = Var | np.ndarray | None
-
-COMMUTATIVE = frozenset(
-    {"add", "mul", "maximum", "minimum", "eq", "ne", "logical_and", "logical_or"}
-)
 
 
 def _is_const(atom: Atom, value: float) -> bool:
@@ -90,7 +89,8 @@ Rule = Callable[[list[Atom], dict[str, Any], Context], Result]
 
 
 # ------------------------------------------------------------------ arithmetic
-def _add(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def add_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """``x + 0``, ``x + (-y)``, ``x + x``, scatters into zeros added, ``x + c*y`` with c < 0."""
     a, b = atoms
     if _is_const(b, 0.0):
         return _keep(a, atoms)
@@ -141,7 +141,8 @@ def _scatters(a: Atom, b: Atom, cx: Context) -> Result:
     return cx.bind("scatter_sum", *values, indices=indices, shape=a.shape)
 
 
-def _sub(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def sub_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """``x - 0``, ``0 - x``, ``x - (-y)``, ``x - x``."""
     a, b = atoms
     if _is_const(b, 0.0):
         return _keep(a, atoms)
@@ -154,7 +155,8 @@ def _sub(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     return None
 
 
-def _mul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def mul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """``x * 0``, ``x * 1``, ``-1 * x``, constants gathered, reciprocals cancelled."""
     a, b = atoms
     if (_is_const(a, 0.0) or _is_const(b, 0.0)) and (cx.relaxed or _finite(a, b)):
         return _zeros(atoms)  # finite only: inf * 0 is NaN
@@ -195,9 +197,14 @@ def _divide_instead(a: Atom, b: Atom, cx: Context) -> Result:
     """``y * (1 / s)`` is ``y / s``: one operation over y instead of two."""
     for y, r in ((a, b), (b, a)):
         div = cx.made_by(r, "div")
-        if div is not None and _is_const(div.inputs[0], 1.0) and r.size < y.size:
-            if div.inputs[0].shape == () and y.shape == _out_shape([a, b]):
-                return cx.bind("div", y, div.inputs[1])
+        if (
+            div is not None
+            and _is_const(div.inputs[0], 1.0)
+            and r.size < y.size
+            and div.inputs[0].shape == ()
+            and y.shape == _out_shape([a, b])
+        ):
+            return cx.bind("div", y, div.inputs[1])
     return None
 
 
@@ -229,7 +236,8 @@ def _small_factors_first(a: Atom, b: Atom, cx: Context) -> Result:
     return None
 
 
-def _div(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def div_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """``0 / x``, ``x / x``, ``x / 1``."""
     a, b = atoms
     if _is_const(a, 0.0) and cx.relaxed:  # finite only: 0 / 0 is NaN
         return _zeros(atoms)
@@ -238,7 +246,8 @@ def _div(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     return _keep(a, atoms) if _is_const(b, 1.0) else None
 
 
-def _pow(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def pow_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """``x ** 1``, ``x ** 0``."""
     a, b = atoms
     if _is_const(b, 1.0):
         return _keep(a, atoms)
@@ -247,7 +256,8 @@ def _pow(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     return None
 
 
-def _neg(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def neg_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """``-(-x)``, ``-(c * x)``, ``-(a - b)``."""
     (x,) = atoms
     if (eqn := cx.made_by(x, "neg")) is not None:
         return eqn.inputs[0]
@@ -261,7 +271,8 @@ def _neg(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     return None
 
 
-def _where(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def where_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+    """Equal branches, or a constant condition."""
     cond, a, b = atoms
     if a is b or (isinstance(a, Lit) and a == b):
         return _keep(a, atoms) if isinstance(a, Var) else None
@@ -273,7 +284,10 @@ def _where(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
 
 
 # ------------------------------------------------------------------- structure
-def _reshape(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def reshape_identities(
+    atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """Reshape to the same shape, of a reshape, or of an elementwise result."""
     (x,) = atoms
     shape = tuple(params["shape"])
     if x.shape == shape:
@@ -299,7 +313,10 @@ def _reshape(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     return None
 
 
-def _transpose(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def transpose_identities(
+    atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """The identity permutation, transpose of transpose, size-1 axes only."""
     (x,) = atoms
     axes = tuple(params["axes"])
     if axes == tuple(range(len(axes))):
@@ -314,7 +331,10 @@ def _transpose(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result
     return None
 
 
-def _broadcast_to(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def broadcast_to_identities(
+    atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """Broadcast to the same shape, or of a broadcast."""
     (x,) = atoms
     shape = tuple(params["shape"])
     if isinstance(x, Var) and x.shape == shape:
@@ -325,7 +345,10 @@ def _broadcast_to(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Res
     return None
 
 
-def _reduce_sum(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def reduce_sum_identities(
+    atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """Sums over size-1 axes, of a negation, of a scalar multiple or quotient."""
     (x,) = atoms
     axes = tuple(params["axes"])
     if all(x.shape[a] == 1 for a in axes):
@@ -346,7 +369,10 @@ def _reduce_sum(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Resul
     return None
 
 
-def _getitem(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def getitem_identities(
+    atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """Indexing with full slices only."""
     (x,) = atoms
     full = ("slice", None, None, None)
     if all(item == full for item in params["index"]) and isinstance(x, Var):
@@ -354,7 +380,7 @@ def _getitem(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     return None
 
 
-def _matmul(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def matmul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     """A product with the identity (a basis seed) is the other factor; a contraction
     over a dimension of size 1 is a broadcast product."""
     a, b = atoms
@@ -386,26 +412,11 @@ def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(PRIMITIVES["matmul"].out_aval(avals, {})[0])
 
 
-def _concatenate(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
+def concatenate_identities(
+    atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """A single piece."""
     return atoms[0] if len(atoms) == 1 and isinstance(atoms[0], Var) else None
-
-
-RULES: dict[str, Rule] = {
-    "add": _add,
-    "sub": _sub,
-    "mul": _mul,
-    "div": _div,
-    "pow": _pow,
-    "neg": _neg,
-    "where": _where,
-    "reshape": _reshape,
-    "transpose": _transpose,
-    "broadcast_to": _broadcast_to,
-    "reduce_sum": _reduce_sum,
-    "getitem": _getitem,
-    "concatenate": _concatenate,
-    "matmul": _matmul,
-}
 
 
 # ----------------------------------------------------------------- elementwise
@@ -477,16 +488,15 @@ def simplify(
         narrowed = _narrow_operands(prim, atoms, cx)
         if narrowed is not None and any(isinstance(a, Var) for a in narrowed):
             return cx.bind(prim.name, *narrowed, **params)
-    if prim.name in COMMUTATIVE and all(isinstance(a, Var) for a in atoms):
+    if prim.commutative and all(isinstance(a, Var) for a in atoms):
         swapped = builder.cache.get(
             (prim.name, tuple(reversed(atoms)), Params.of(params))
         )
         if swapped is not None:
             return swapped
-    rule = RULES.get(prim.name)
-    if rule is None:
+    if isinstance(prim.simplify, Absent):
         return None
-    result = rule(atoms, params, cx)
+    result = prim.simplify(atoms, params, cx)
     if isinstance(result, Lit):
         return np.asarray(result.value)
     return result

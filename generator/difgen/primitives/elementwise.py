@@ -7,22 +7,23 @@ binary rows carry their JVP. Compound NumPy functions (``log2``, ``square``,
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from difgen.core.primitive import Linear, Primitive, call, register, unbroadcast
-
-
-def _objectwise(fn: Callable[..., Any], nin: int) -> Callable[..., Any]:
-    ufunc = np.frompyfunc(fn, nin, 1)
-
-    def apply(*args: Any) -> Any:
-        return np.asarray(ufunc(*args), dtype=object)
-
-    return apply
+from difgen.core import simplify as identities
+from difgen.core.primitive import Linear, call, register, unbroadcast
+from difgen.primitives import patterns
+from difgen.primitives.family import (
+    PIECEWISE_CONSTANT,
+    binary,
+    elementwise,
+    selector,
+    unary,
+)
 
 
 def _add_tangents(a: Any, b: Any) -> Any:
@@ -44,53 +45,51 @@ def _sym_sign_abs_root(x: Any) -> Any:
     return sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3)
 
 
-# name, NumPy function, SymPy function, derivative dy/dx as a function of (x, y)
-UNARY: list[tuple[str, Any, Any, Callable[[Any, Any], Any] | None]] = [
-    ("sin", np.sin, sp.sin, lambda x, y: np.cos(x)),
-    ("cos", np.cos, sp.cos, lambda x, y: -np.sin(x)),
-    ("tan", np.tan, sp.tan, lambda x, y: 1.0 + y * y),
-    ("arcsin", np.arcsin, sp.asin, lambda x, y: 1.0 / np.sqrt(1.0 - x * x)),
-    ("arccos", np.arccos, sp.acos, lambda x, y: -1.0 / np.sqrt(1.0 - x * x)),
-    ("arctan", np.arctan, sp.atan, lambda x, y: 1.0 / (1.0 + x * x)),
-    ("sinh", np.sinh, sp.sinh, lambda x, y: np.cosh(x)),
-    ("cosh", np.cosh, sp.cosh, lambda x, y: np.sinh(x)),
-    ("tanh", np.tanh, sp.tanh, lambda x, y: 1.0 - y * y),
-    ("arcsinh", np.arcsinh, sp.asinh, lambda x, y: 1.0 / np.sqrt(x * x + 1.0)),
-    ("arccosh", np.arccosh, sp.acosh, lambda x, y: 1.0 / np.sqrt(x * x - 1.0)),
-    ("arctanh", np.arctanh, sp.atanh, lambda x, y: 1.0 / (1.0 - x * x)),
-    ("exp", np.exp, sp.exp, lambda x, y: y),
-    ("expm1", np.expm1, lambda x: sp.exp(x) - 1, lambda x, y: y + 1.0),
-    ("log", np.log, sp.log, lambda x, y: 1.0 / x),
-    ("log1p", np.log1p, lambda x: sp.log(1 + x), lambda x, y: 1.0 / (1.0 + x)),
-    ("sqrt", np.sqrt, sp.sqrt, lambda x, y: 0.5 / y),
-    ("cbrt", np.cbrt, _sym_sign_abs_root, lambda x, y: 1.0 / (3.0 * y * y)),
-    ("abs", np.abs, sp.Abs, lambda x, y: np.sign(x)),
-    ("sign", np.sign, sp.sign, None),  # piecewise constant: zero derivative
-]
+UNARY = [
+    unary("sin", np.sin, call("np.sin({0})"),
+          deriv=lambda x, y: np.cos(x), sympy=sp.sin),
+    unary("cos", np.cos, call("np.cos({0})"),
+          deriv=lambda x, y: -np.sin(x), sympy=sp.cos),
+    unary("tan", np.tan, call("np.tan({0})"),
+          deriv=lambda x, y: 1.0 + y * y, sympy=sp.tan),
+    unary("arcsin", np.arcsin, call("np.arcsin({0})"),
+          deriv=lambda x, y: 1.0 / np.sqrt(1.0 - x * x), sympy=sp.asin),
+    unary("arccos", np.arccos, call("np.arccos({0})"),
+          deriv=lambda x, y: -1.0 / np.sqrt(1.0 - x * x), sympy=sp.acos),
+    unary("arctan", np.arctan, call("np.arctan({0})"),
+          deriv=lambda x, y: 1.0 / (1.0 + x * x), sympy=sp.atan),
+    unary("sinh", np.sinh, call("np.sinh({0})"),
+          deriv=lambda x, y: np.cosh(x), sympy=sp.sinh),
+    unary("cosh", np.cosh, call("np.cosh({0})"),
+          deriv=lambda x, y: np.sinh(x), sympy=sp.cosh),
+    unary("tanh", np.tanh, call("np.tanh({0})"),
+          deriv=lambda x, y: 1.0 - y * y, sympy=sp.tanh),
+    unary("arcsinh", np.arcsinh, call("np.arcsinh({0})"),
+          deriv=lambda x, y: 1.0 / np.sqrt(x * x + 1.0), sympy=sp.asinh),
+    unary("arccosh", np.arccosh, call("np.arccosh({0})"),
+          deriv=lambda x, y: 1.0 / np.sqrt(x * x - 1.0), sympy=sp.acosh),
+    unary("arctanh", np.arctanh, call("np.arctanh({0})"),
+          deriv=lambda x, y: 1.0 / (1.0 - x * x), sympy=sp.atanh),
+    unary("exp", np.exp, call("np.exp({0})"),
+          deriv=lambda x, y: y, sympy=sp.exp),
+    unary("expm1", np.expm1, call("np.expm1({0})"),
+          deriv=lambda x, y: y + 1.0, sympy=lambda x: sp.exp(x) - 1),
+    unary("log", np.log, call("np.log({0})"),
+          deriv=lambda x, y: 1.0 / x, sympy=sp.log),
+    unary("log1p", np.log1p, call("np.log1p({0})"),
+          deriv=lambda x, y: 1.0 / (1.0 + x), sympy=lambda x: sp.log(1 + x)),
+    unary("sqrt", np.sqrt, call("np.sqrt({0})"),
+          deriv=lambda x, y: 0.5 / y, sympy=sp.sqrt),
+    unary("cbrt", np.cbrt, call("np.cbrt({0})"),
+          deriv=lambda x, y: 1.0 / (3.0 * y * y), sympy=_sym_sign_abs_root),
+    unary("abs", np.abs, call("np.absolute({0})"),
+          deriv=lambda x, y: np.sign(x), sympy=sp.Abs),
+    unary("sign", np.sign, call("np.sign({0})"),
+          deriv=PIECEWISE_CONSTANT, sympy=sp.sign, sparsity=patterns.no_dependence),
+]  # fmt: skip
 
-
-def _unary_jvp(deriv: Callable[[Any, Any], Any] | None) -> Callable[..., Any]:
-    def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-        """Chain rule: the tabulated derivative times the tangent."""
-        (x,), (dx,) = primals, tangents
-        if deriv is None or dx is None:
-            return None
-        return deriv(x, out) * dx
-
-    return jvp
-
-
-for _name, _np_fn, _sym_fn, _deriv in UNARY:
-    register(
-        Primitive(
-            name=_name,
-            impl=_np_fn,
-            emit=call(f"np.{_np_fn.__name__}({{0}})"),
-            jvp=_unary_jvp(_deriv),
-            sympy=_objectwise(_sym_fn, 1),
-            elementwise=True,
-        )
-    )
+for _prim in UNARY:
+    register(_prim)
 
 
 def _neg_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
@@ -104,14 +103,15 @@ def _neg_transpose(ct: Any, x: Any) -> list[Any]:
 
 
 neg_p = register(
-    Primitive(
-        name="neg",
-        impl=np.negative,
-        emit=call("-{0}"),
+    elementwise(
+        "neg",
+        np.negative,
+        call("-{0}"),
+        arity=1,
         jvp=_neg_jvp,
         transpose=_neg_transpose,
-        linear=True,
-        elementwise=True,
+        sympy=operator.neg,
+        simplify=identities.neg_identities,
     )
 )
 
@@ -206,90 +206,59 @@ def _div_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
     return [unbroadcast(ct / b, a.shape), None]
 
 
-def _sym_max(a: Any, b: Any) -> Any:
-    return sp.Max(a, b)
-
-
-def _sym_min(a: Any, b: Any) -> Any:
-    return sp.Min(a, b)
-
-
-def _sym_pow(a: Any, b: Any) -> Any:
-    return a**b
-
-
-BINARY: list[tuple[str, Any, str, Any, Any, Any, bool]] = [
-    # name, NumPy, source form, JVP, transpose, SymPy (None: impl), linear
-    ("add", np.add, "{0} + {1}", _add_jvp, _add_transpose, None, True),
-    ("sub", np.subtract, "{0} - {1}", _sub_jvp, _sub_transpose, None, True),
-    ("mul", np.multiply, "{0} * {1}", _mul_jvp, _mul_transpose, None, True),
-    ("div", np.divide, "{0} / {1}", _div_jvp, _div_transpose, None, True),
-    ("pow", np.power, "{0} ** {1}", _pow_jvp, None, _sym_pow, False),
-    ("arctan2", np.arctan2, "np.arctan2({0}, {1})", _arctan2_jvp, None, sp.atan2, False),
-    ("maximum", np.maximum, "np.maximum({0}, {1})",
-     _select_jvp(lambda a, b: a >= b), None, _sym_max, False),
-    ("minimum", np.minimum, "np.minimum({0}, {1})",
-     _select_jvp(lambda a, b: a <= b), None, _sym_min, False),
+BINARY = [
+    binary("add", np.add, call("{0} + {1}"),
+           jvp=_add_jvp, transpose=_add_transpose, sympy=operator.add,
+           simplify=identities.add_identities, commutative=True),
+    binary("sub", np.subtract, call("{0} - {1}"),
+           jvp=_sub_jvp, transpose=_sub_transpose, sympy=operator.sub,
+           simplify=identities.sub_identities),
+    binary("mul", np.multiply, call("{0} * {1}"),
+           jvp=_mul_jvp, transpose=_mul_transpose, sympy=operator.mul,
+           simplify=identities.mul_identities, commutative=True),
+    binary("div", np.divide, call("{0} / {1}"),
+           jvp=_div_jvp, transpose=_div_transpose, sympy=operator.truediv,
+           simplify=identities.div_identities),
+    binary("pow", np.power, call("{0} ** {1}"), jvp=_pow_jvp, sympy=operator.pow,
+           simplify=identities.pow_identities),
+    binary("arctan2", np.arctan2, call("np.arctan2({0}, {1})"),
+           jvp=_arctan2_jvp, sympy=sp.atan2),
+    binary("maximum", np.maximum, call("np.maximum({0}, {1})"),
+           jvp=_select_jvp(lambda a, b: a >= b), sympy=sp.Max, commutative=True),
+    binary("minimum", np.minimum, call("np.minimum({0}, {1})"),
+           jvp=_select_jvp(lambda a, b: a <= b), sympy=sp.Min, commutative=True),
 ]  # fmt: skip
 
-for _name, _np_fn, _src, _jvp, _transpose, _sym, _linear in BINARY:
-    register(
-        Primitive(
-            name=_name,
-            impl=_np_fn,
-            emit=call(_src),
-            jvp=_jvp,
-            transpose=_transpose,
-            sympy=None if _sym is None else _objectwise(_sym, 2),
-            linear=_linear,
-            elementwise=True,
-        )
-    )
+for _prim in BINARY:
+    register(_prim)
 
 
 # ------------------------------------------------------------------- selectors
-COMPARISONS: list[tuple[str, Any, str, Any]] = [
-    ("lt", np.less, "{0} < {1}", sp.Lt),
-    ("le", np.less_equal, "{0} <= {1}", sp.Le),
-    ("gt", np.greater, "{0} > {1}", sp.Gt),
-    ("ge", np.greater_equal, "{0} >= {1}", sp.Ge),
-    ("eq", np.equal, "{0} == {1}", sp.Eq),
-    ("ne", np.not_equal, "{0} != {1}", sp.Ne),
-    ("logical_and", np.logical_and, "np.logical_and({0}, {1})", sp.And),
-    ("logical_or", np.logical_or, "np.logical_or({0}, {1})", sp.Or),
-]
-
-
 def _unevaluated(relation: Any) -> Any:
     """A relation kept as written: SymPy would rewrite ``x/5 == m`` as ``x == 5 m``,
     which is exact on rationals but not on the floats the emitted code computes."""
-    if relation in (sp.And, sp.Or):
-        return relation
     return lambda a, b: relation(a, b, evaluate=False)
 
 
-for _name, _np_fn, _src, _sym in COMPARISONS:
-    register(
-        Primitive(
-            name=_name,
-            impl=_np_fn,
-            emit=call(_src),
-            sympy=_objectwise(_unevaluated(_sym), 2),
-            differentiable=False,
-            elementwise=True,
-        )
-    )
+SELECTORS = [
+    selector("lt", np.less, call("{0} < {1}"), sympy=_unevaluated(sp.Lt)),
+    selector("le", np.less_equal, call("{0} <= {1}"), sympy=_unevaluated(sp.Le)),
+    selector("gt", np.greater, call("{0} > {1}"), sympy=_unevaluated(sp.Gt)),
+    selector("ge", np.greater_equal, call("{0} >= {1}"), sympy=_unevaluated(sp.Ge)),
+    selector("eq", np.equal, call("{0} == {1}"), sympy=_unevaluated(sp.Eq),
+             commutative=True),
+    selector("ne", np.not_equal, call("{0} != {1}"), sympy=_unevaluated(sp.Ne),
+             commutative=True),
+    selector("logical_and", np.logical_and, call("np.logical_and({0}, {1})"),
+             sympy=sp.And, commutative=True),
+    selector("logical_or", np.logical_or, call("np.logical_or({0}, {1})"),
+             sympy=sp.Or, commutative=True),
+    selector("logical_not", np.logical_not, call("np.logical_not({0})"),
+             sympy=sp.Not, arity=1),
+]  # fmt: skip
 
-register(
-    Primitive(
-        name="logical_not",
-        impl=np.logical_not,
-        emit=call("np.logical_not({0})"),
-        sympy=_objectwise(sp.Not, 1),
-        differentiable=False,
-        elementwise=True,
-    )
-)
+for _prim in SELECTORS:
+    register(_prim)
 
 
 def _where_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
@@ -312,26 +281,25 @@ def _where_transpose(ct: Any, cond: Any, a: Any, b: Any) -> list[Any]:
     return [None, ca, cb]
 
 
-def _sym_where(cond: Any, a: Any, b: Any) -> Any:
-    def pick(c: Any, x: Any, y: Any) -> Any:
-        if c in (True, sp.true):
-            return x
-        if c in (False, sp.false):
-            return y
-        return sp.Piecewise((x, c), (y, True), evaluate=False)  # keep c as written
-
-    return _objectwise(pick, 3)(cond, a, b)
+def _sym_where(c: Any, x: Any, y: Any) -> Any:
+    """The branch a constant condition picks, else an unevaluated Piecewise."""
+    if c in (True, sp.true):
+        return x
+    if c in (False, sp.false):
+        return y
+    return sp.Piecewise((x, c), (y, True), evaluate=False)  # keep c as written
 
 
 where_p = register(
-    Primitive(
-        name="where",
-        impl=np.where,
-        emit=call("np.where({0}, {1}, {2})"),
+    elementwise(
+        "where",
+        np.where,
+        call("np.where({0}, {1}, {2})"),
+        arity=3,
         jvp=_where_jvp,
         transpose=_where_transpose,
         sympy=_sym_where,
-        linear=True,
-        elementwise=True,
+        simplify=identities.where_identities,
+        sparsity=patterns.selected,
     )
 )

@@ -13,26 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
+from difgen.core.indexing import to_index
 from difgen.core.ir import FrozenArray
-from difgen.core.primitive import Linear, Primitive, dummy, register, unbroadcast
+from difgen.core.primitive import Linear, dummy, register, unbroadcast
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
+from difgen.primitives.family import structural
 
 
 # ----------------------------------------------------------------------- index
-def to_index(frozen: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Rebuild a NumPy index from its frozen form."""
-    items: list[Any] = []
-    for item in frozen:
-        if isinstance(item, tuple) and len(item) == 4 and item[0] == "slice":
-            items.append(slice(*item[1:]))
-        elif isinstance(item, FrozenArray):
-            items.append(item.value)
-        else:
-            items.append(item)
-    return tuple(items)
-
-
 def index_source(frozen: tuple[Any, ...]) -> str:
     """Source text of a frozen index (arrays print as their constant's name)."""
     parts: list[str] = []
@@ -156,7 +147,7 @@ def _getitem_shape(x: Any, index: Any) -> Any:
 
 
 getitem_p = register(
-    Primitive(
+    structural(
         name="getitem",
         impl=lambda x, index: np.asarray(x[to_index(index)]),
         emit=lambda args, params: f"{args[0]}[{index_source(params['index'])}]",
@@ -164,7 +155,9 @@ getitem_p = register(
         transpose=_getitem_transpose,
         shape_rule=_getitem_shape,
         batch=_getitem_batch,
-        linear=True,
+        sparsity=patterns.getitem,
+        simplify=identities.getitem_identities,
+        view=True,
     )
 )
 
@@ -214,7 +207,7 @@ def _scatter_batch(args: Any, batched: Any, k: int, index: Any, shape: Any) -> A
 
 
 scatter_add_p = register(
-    Primitive(
+    structural(
         name="scatter_add",
         impl=_scatter_impl,
         emit=_scatter_emit,
@@ -222,7 +215,7 @@ scatter_add_p = register(
         transpose=_scatter_transpose,
         shape_rule=lambda value, index, shape: (tuple(shape), value[1]),
         batch=_scatter_batch,
-        linear=True,
+        sparsity=patterns.scatter_add,
     )
 )
 
@@ -298,7 +291,7 @@ def _scatter_sum_batch(
 
 
 scatter_sum_p = register(
-    Primitive(
+    structural(
         name="scatter_sum",
         impl=_scatter_sum_impl,
         emit=_scatter_sum_emit,
@@ -306,7 +299,7 @@ scatter_sum_p = register(
         transpose=_scatter_sum_transpose,
         shape_rule=lambda *values, indices, shape: (tuple(shape), "float64"),
         batch=_scatter_sum_batch,
-        linear=True,
+        sparsity=patterns.scatter_sum,
     )
 )
 
@@ -376,7 +369,7 @@ def _set_index_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
 
 
 set_index_p = register(
-    Primitive(
+    structural(
         name="set_index",
         impl=_set_index_impl,
         emit=_set_index_emit,
@@ -384,7 +377,7 @@ set_index_p = register(
         transpose=_set_index_transpose,
         shape_rule=lambda x, value, index: x,
         batch=_set_index_batch,
-        linear=True,
+        sparsity=patterns.set_index,
     )
 )
 

@@ -15,16 +15,19 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen.core import simplify as identities
 from difgen.core.batching import lift_batched
+from difgen.core.ir import Eqn
 from difgen.core.primitive import (
-    PRIMITIVES,
+    NOT_DIFFERENTIABLE,
     Linear,
-    Primitive,
     call,
     register,
     unbroadcast,
 )
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
+from difgen.primitives.family import contraction, matrix_function
 
 
 def _mT(x: Any) -> Any:
@@ -99,17 +102,26 @@ def _matmul_batch(args: Any, batched: Any, k: int) -> Any:
     return np.reshape(a @ b, out_shape)
 
 
+def _matmul_work(eqn: Eqn) -> int:
+    """A multiply-add per output element and element of the contracted axis."""
+    a = eqn.inputs[0]
+    inner = a.shape[-1] if a.shape else 1
+    return max(eqn.out.size, 1) * inner
+
+
 register(
-    Primitive(
-        name="matmul",
-        impl=np.matmul,
-        emit=lambda args, params: f"{args[0]} @ {args[1]}",
+    contraction(
+        "matmul",
+        np.matmul,
+        lambda args, params: f"{args[0]} @ {args[1]}",
         jvp=_matmul_jvp,
         transpose=_matmul_transpose,
         sympy=lambda a, b: np.asarray(np.matmul(a, b), dtype=object),
         shape_rule=_matmul_shape,
         batch=_matmul_batch,
-        linear=True,
+        work=_matmul_work,
+        simplify=identities.matmul_identities,
+        sparsity=patterns.matmul,
     )
 )
 
@@ -171,17 +183,27 @@ def _einsum_batch(args: Any, batched: Any, k: int, spec: str) -> Any:
     return np.einsum(",".join(ins) + "->" + letter + out, *args)
 
 
+def _einsum_work(eqn: Eqn) -> int:
+    """A multiply-add per output element and combination of the summed indices."""
+    ins, out = _parse(eqn.params.as_dict()["spec"])
+    sizes: dict[str, int] = {}
+    for sub, atom in zip(ins, eqn.inputs):
+        sizes.update(zip(sub, atom.shape))
+    summed = [n for c, n in sizes.items() if c not in out]
+    return max(eqn.out.size, 1) * int(np.prod(summed, dtype=np.int64))
+
+
 register(
-    Primitive(
-        name="einsum",
-        impl=lambda *ops, spec: np.einsum(spec, *ops),
-        emit=lambda args, params: f"np.einsum({params['spec']!r}, {', '.join(args)})",
+    contraction(
+        "einsum",
+        lambda *ops, spec: np.einsum(spec, *ops),
+        lambda args, params: f"np.einsum({params['spec']!r}, {', '.join(args)})",
         jvp=_einsum_jvp,
         transpose=_einsum_transpose,
         sympy=lambda *ops, spec: np.asarray(np.einsum(spec, *ops), dtype=object),
         shape_rule=_einsum_shape,
         batch=_einsum_batch,
-        linear=True,
+        work=_einsum_work,
     )
 )
 
@@ -239,16 +261,15 @@ def _sym_solve(a: Any, b: Any) -> Any:
 
 
 solve_p = register(
-    Primitive(
-        name="solve",
-        impl=np.linalg.solve,
-        emit=call("np.linalg.solve({0}, {1})"),
+    matrix_function(
+        "solve",
+        np.linalg.solve,
+        call("np.linalg.solve({0}, {1})"),
         jvp=_solve_jvp,
-        transpose=_solve_transpose,
+        transpose=_solve_transpose,  # linear in the right-hand side
         sympy=_sym_solve,
         shape_rule=_solve_shape,
         batch=_solve_batch,
-        linear=True,
     )
 )
 
@@ -291,14 +312,6 @@ def _cholesky_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return out @ (inner * (strict + 0.5 * np.eye(n)))
 
 
-def _matrix_batch(prim_name: str) -> Any:
-    def rule(args: Any, batched: Any, k: int) -> Any:
-        """NumPy's matrix functions take stacks: the batch is one more stack axis."""
-        return bind(PRIMITIVES[prim_name], args[0])
-
-    return rule
-
-
 def _sym_matrix(fn: Any, scalar: bool) -> Any:
     def lower(a: Any) -> Any:
         if np.ndim(a) != 2:
@@ -314,32 +327,24 @@ def _sym_matrix(fn: Any, scalar: bool) -> Any:
 _SQUARE = lambda a: (a[0], "float64")
 _STACK = lambda a: (a[0][:-2], "float64")
 
-MATRIX_FUNCTIONS: list[tuple[str, Any, str, Any, Any, Any, bool]] = [
-    # name, NumPy, source form, JVP, SymPy lowering, shape rule, differentiable
-    ("inv", np.linalg.inv, "np.linalg.inv({0})", _inv_jvp,
-     _sym_matrix(lambda m: m.inv(), False), _SQUARE, True),
-    ("det", np.linalg.det, "np.linalg.det({0})", _det_jvp,
-     _sym_matrix(lambda m: m.det(), True), _STACK, True),
-    ("logabsdet", lambda a: np.linalg.slogdet(a)[1], "np.linalg.slogdet({0})[1]",
-     _logabsdet_jvp, _sym_matrix(lambda m: sp.log(sp.Abs(m.det())), True), _STACK, True),
-    ("detsign", lambda a: np.linalg.slogdet(a)[0], "np.linalg.slogdet({0})[0]", None,
-     _sym_matrix(lambda m: sp.sign(m.det()), True), _STACK, False),
-    ("cholesky", np.linalg.cholesky, "np.linalg.cholesky({0})", _cholesky_jvp,
-     _sym_matrix(lambda m: m.cholesky(hermitian=False), False), _SQUARE, True),
-]  # fmt: skip
-
-for _name, _np_fn, _src, _jvp, _sym, _shape, _diff in MATRIX_FUNCTIONS:
-    register(
-        Primitive(
-            name=_name,
-            impl=_np_fn,
-            emit=call(_src),
-            jvp=_jvp,
-            sympy=_sym,
-            shape_rule=_shape,
-            batch=_matrix_batch(_name),
-            differentiable=_diff,
-        )
-    )
-
-inv_p = PRIMITIVES["inv"]
+inv_p = register(
+    matrix_function("inv", np.linalg.inv, call("np.linalg.inv({0})"), jvp=_inv_jvp,
+                    sympy=_sym_matrix(lambda m: m.inv(), False), shape_rule=_SQUARE)
+)  # fmt: skip
+for _prim in (
+    matrix_function("det", np.linalg.det, call("np.linalg.det({0})"), jvp=_det_jvp,
+                    sympy=_sym_matrix(lambda m: m.det(), True), shape_rule=_STACK),
+    matrix_function("logabsdet", lambda a: np.linalg.slogdet(a)[1],
+                    call("np.linalg.slogdet({0})[1]"), jvp=_logabsdet_jvp,
+                    sympy=_sym_matrix(lambda m: sp.log(sp.Abs(m.det())), True),
+                    shape_rule=_STACK),
+    matrix_function("detsign", lambda a: np.linalg.slogdet(a)[0],
+                    call("np.linalg.slogdet({0})[0]"), jvp=NOT_DIFFERENTIABLE,
+                    sympy=_sym_matrix(lambda m: sp.sign(m.det()), True),
+                    shape_rule=_STACK, sparsity=patterns.no_dependence),
+    matrix_function("cholesky", np.linalg.cholesky, call("np.linalg.cholesky({0})"),
+                    jvp=_cholesky_jvp,
+                    sympy=_sym_matrix(lambda m: m.cholesky(hermitian=False), False),
+                    shape_rule=_SQUARE),
+):  # fmt: skip
+    register(_prim)

@@ -11,7 +11,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from difgen.core.primitive import Primitive, register
+from difgen.core import simplify as identities
+from difgen.core.primitive import register
+from difgen.primitives import patterns
+from difgen.primitives.family import reduction
 
 
 def _keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -21,11 +24,6 @@ def _keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int,
 def _expand(value: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
     """Broadcast a reduced value back over the reduced axes."""
     return np.broadcast_to(np.reshape(value, _keepdims_shape(shape, axes)), shape)
-
-
-def _reduced_shape(x: Any, axes: Any) -> Any:
-    """Shape rule of a reduction: the reduced axes disappear."""
-    return tuple(n for i, n in enumerate(x[0]) if i not in axes), x[1]
 
 
 def _axes_src(axes: tuple[int, ...]) -> str:
@@ -61,14 +59,14 @@ _sum_emit = _reduce_emit("add")
 
 
 reduce_sum_p = register(
-    Primitive(
-        name="reduce_sum",
-        impl=_sum_impl,
-        emit=_sum_emit,
+    reduction(
+        "reduce_sum",
+        _sum_impl,
+        _sum_emit,
         jvp=_sum_jvp,
         transpose=_sum_transpose,
-        shape_rule=_reduced_shape,
-        linear=True,
+        sympy=_sum_impl,  # np.sum adds object arrays of SymPy values
+        simplify=identities.reduce_sum_identities,
     )
 )
 
@@ -102,29 +100,19 @@ def _object_reduce(fn: Any) -> Any:
     return reduce
 
 
-REDUCTIONS = [
-    # name, NumPy, emitted ufunc, JVP, SymPy binary operation
-    ("reduce_max", np.max, "maximum", _extremum_jvp, sp.Max),
-    ("reduce_min", np.min, "minimum", _extremum_jvp, sp.Min),
-    ("reduce_prod", np.prod, "multiply", _prod_jvp, lambda a, b: a * b),
-]
-
-
 def _reduction_impl(fn: Any) -> Any:
     return lambda x, axes: np.asarray(fn(x, axis=axes))
 
 
-for _name, _np_fn, _ufunc, _jvp, _sym in REDUCTIONS:
-    register(
-        Primitive(
-            name=_name,
-            impl=_reduction_impl(_np_fn),
-            emit=_reduce_emit(_ufunc),
-            jvp=_jvp,
-            sympy=_object_reduce(_sym),
-            shape_rule=_reduced_shape,
-        )
-    )
+for _prim in (
+    reduction("reduce_max", _reduction_impl(np.max), _reduce_emit("maximum"),
+              jvp=_extremum_jvp, sympy=_object_reduce(sp.Max)),
+    reduction("reduce_min", _reduction_impl(np.min), _reduce_emit("minimum"),
+              jvp=_extremum_jvp, sympy=_object_reduce(sp.Min)),
+    reduction("reduce_prod", _reduction_impl(np.prod), _reduce_emit("multiply"),
+              jvp=_prod_jvp, sympy=_object_reduce(lambda a, b: a * b)),
+):  # fmt: skip
+    register(_prim)
 
 
 # ------------------------------------------------------------------ cumulative
@@ -151,25 +139,31 @@ def _object_accumulate(fn: Any) -> Any:
     return lambda x, axis: np.asarray(ufunc.accumulate(x, axis=axis), dtype=object)
 
 
+def _same_shape(x: Any, axis: int) -> Any:
+    """A cumulative operation keeps the shape."""
+    return x
+
+
 register(
-    Primitive(
-        name="cumsum",
-        impl=lambda x, axis: np.cumsum(x, axis=axis),
-        emit=lambda args, params: f"np.cumsum({args[0]}, axis={params['axis']})",
+    reduction(
+        "cumsum",
+        lambda x, axis: np.cumsum(x, axis=axis),
+        lambda args, params: f"np.cumsum({args[0]}, axis={params['axis']})",
         jvp=_cumsum_jvp,
         transpose=_cumsum_transpose,
         sympy=_object_accumulate(lambda a, b: a + b),
-        shape_rule=lambda x, axis: x,
-        linear=True,
+        shape_rule=_same_shape,
+        sparsity=patterns.accumulated,
     )
 )
 register(
-    Primitive(
-        name="cumprod",
-        impl=lambda x, axis: np.cumprod(x, axis=axis),
-        emit=lambda args, params: f"np.cumprod({args[0]}, axis={params['axis']})",
+    reduction(
+        "cumprod",
+        lambda x, axis: np.cumprod(x, axis=axis),
+        lambda args, params: f"np.cumprod({args[0]}, axis={params['axis']})",
         jvp=_cumprod_jvp,
         sympy=_object_accumulate(lambda a, b: a * b),
-        shape_rule=lambda x, axis: x,
+        shape_rule=_same_shape,
+        sparsity=patterns.accumulated,
     )
 )

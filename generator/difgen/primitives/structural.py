@@ -11,9 +11,21 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
-from difgen.core.primitive import Linear, Primitive, register, unbroadcast
+from difgen.core.primitive import (
+    NO_IDENTITIES,
+    NO_INPUTS,
+    NOT_DIFFERENTIABLE,
+    NOT_LINEAR,
+    Linear,
+    Primitive,
+    register,
+    unbroadcast,
+)
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
+from difgen.primitives.family import size_work, structural
 from difgen.primitives.indexing import (  # noqa: F401  (re-exported)
     advanced_first,
     getitem_p,
@@ -74,7 +86,7 @@ def _transpose_shape(x: Any, axes: Any) -> Any:
 
 
 register(
-    Primitive(
+    structural(
         name="reshape",
         impl=lambda x, shape: np.reshape(x, shape),
         emit=lambda args, params: f"np.reshape({args[0]}, {tuple(params['shape'])!r})",
@@ -82,11 +94,13 @@ register(
         transpose=lambda ct, x, shape: [np.reshape(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
         batch=_reshape_batch,
-        linear=True,
+        sparsity=patterns.reshape,
+        simplify=identities.reshape_identities,
+        view=True,
     )
 )
 register(
-    Primitive(
+    structural(
         name="transpose",
         impl=lambda x, axes: np.transpose(x, axes),
         emit=_transpose_src,
@@ -94,11 +108,13 @@ register(
         transpose=lambda ct, x, axes: [np.transpose(ct, tuple(np.argsort(axes)))],
         shape_rule=_transpose_shape,
         batch=_transpose_batch,
-        linear=True,
+        sparsity=patterns.transpose,
+        simplify=identities.transpose_identities,
+        view=True,
     )
 )
 register(
-    Primitive(
+    structural(
         name="broadcast_to",
         impl=lambda x, shape: np.broadcast_to(x, shape),
         emit=lambda args, params: f"np.broadcast_to({args[0]}, {tuple(params['shape'])!r})",
@@ -106,7 +122,9 @@ register(
         transpose=lambda ct, x, shape: [unbroadcast(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
         batch=_broadcast_batch,
-        linear=True,
+        sparsity=patterns.broadcast_to,
+        simplify=identities.broadcast_to_identities,
+        view=True,
     )
 )
 
@@ -157,7 +175,7 @@ def _concat_shape(*xs: Any, axis: int) -> Any:
 
 
 register(
-    Primitive(
+    structural(
         name="concatenate",
         impl=lambda *xs, axis: np.concatenate(xs, axis=axis),
         emit=_concat_src,
@@ -165,7 +183,8 @@ register(
         transpose=_concat_transpose,
         shape_rule=_concat_shape,
         batch=_concat_batch,
-        linear=True,
+        sparsity=patterns.concatenate,
+        simplify=identities.concatenate_identities,
     )
 )
 
@@ -177,7 +196,7 @@ def _pad_transpose(ct: Any, x: Any, widths: Any) -> list[Any]:
 
 
 register(
-    Primitive(
+    structural(
         name="pad",
         impl=lambda x, widths: np.pad(x, widths),
         emit=lambda args, params: f"np.pad({args[0]}, {tuple(params['widths'])!r})",
@@ -190,7 +209,7 @@ register(
             x[1],
         ),
         batch=lambda args, batched, k, widths: np.pad(args[0], ((0, 0), *widths)),
-        linear=True,
+        sparsity=patterns.pad,
     )
 )
 
@@ -233,7 +252,7 @@ def _pack_objects(*xs: Any, shape: Any) -> Any:
 
 
 pack_p = register(
-    Primitive(
+    structural(
         name="pack",
         impl=lambda *xs, shape: np.array(xs, dtype=np.float64).reshape(shape),
         emit=_pack_src,
@@ -242,7 +261,7 @@ pack_p = register(
         sympy=_pack_objects,
         shape_rule=lambda *xs, shape: (tuple(shape), "float64"),
         batch=_pack_batch,
-        linear=True,
+        sparsity=patterns.pack,
     )
 )
 
@@ -278,9 +297,19 @@ def _basis_sympy(shape: Any) -> np.ndarray:
 basis_p = Primitive(
     name="basis",
     impl=_basis_impl,
-    emit=_basis_emit,
-    sympy=_basis_sympy,
     shape_rule=lambda shape: ((int(np.prod(shape, dtype=np.int64)), *shape), "float64"),
+    emit=_basis_emit,
+    jvp=NOT_DIFFERENTIABLE,  # a constant: it has no inputs to carry tangents from
+    transpose=NOT_LINEAR,
+    batch=NO_INPUTS,
+    sympy=_basis_sympy,
+    simplify=NO_IDENTITIES,
+    commutative=False,
+    sparsity=patterns.no_dependence,  # a constant
+    work=size_work,
+    scalarizable=True,
+    view=False,
+    elementwise=False,
 )
 """The standard basis of an array of ``shape``, stacked: ``(size, *shape)``.
 
