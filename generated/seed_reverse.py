@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "a958f51b52bbb81b"
-BODY_HASH = "381ba1fcace779f7"
+BODY_HASH = "1d4363073503cbee"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -61,7 +61,53 @@ def f(x: float) -> float:
     """The function itself. Returns value ()."""
     if not isinstance(x, float):
         x = _as_scalar("x", x)
-    return 40.5 * (x * x) - 1255.5
+    t0 = x + 1.0
+    t1 = 1.5 * (x - 1.0)
+    t2 = x + 4.0
+    t3 = 1.5 * (x - 4.0)
+    t4 = x + 7.0
+    t5 = 1.5 * (x - 7.0)
+    t6 = 1.5 * (x - 2.0)
+    t7 = 1.5 * (x - 5.0)
+    t8 = 1.5 * (x - 8.0)
+    t9 = 1.5 * (x - 3.0)
+    t10 = 1.5 * (x - 6.0)
+    t11 = 1.5 * (x - 9.0)
+    t12 = x + 2.0
+    t13 = x + 5.0
+    t14 = x + 8.0
+    t15 = x + 3.0
+    t16 = x + 6.0
+    t17 = x + 9.0
+    return (
+        t0 * t1
+        + t2 * t3
+        + t4 * t5
+        + t0 * t6
+        + t2 * t7
+        + t4 * t8
+        + t0 * t9
+        + t10 * t2
+        + t11 * t4
+        + t1 * t12
+        + t13 * t3
+        + t14 * t5
+        + t12 * t6
+        + t13 * t7
+        + t14 * t8
+        + t12 * t9
+        + t10 * t13
+        + t11 * t14
+        + t1 * t15
+        + t16 * t3
+        + t17 * t5
+        + t15 * t6
+        + t16 * t7
+        + t17 * t8
+        + t15 * t9
+        + t10 * t16
+        + t11 * t17
+    )
 
 
 def pushforward(x: float, dx: float) -> float:
@@ -93,7 +139,54 @@ def value_and_derivative(x: float) -> tuple[float, float]:
     """f(x) and df/dx. Returns value (), derivative ()."""
     if not isinstance(x, float):
         x = _as_scalar("x", x)
-    return 40.5 * (x * x) - 1255.5, 81.0 * x
+    t0 = x + 1.0
+    t1 = 1.5 * (x - 1.0)
+    t2 = x + 4.0
+    t3 = 1.5 * (x - 4.0)
+    t4 = x + 7.0
+    t5 = 1.5 * (x - 7.0)
+    t6 = 1.5 * (x - 2.0)
+    t7 = 1.5 * (x - 5.0)
+    t8 = 1.5 * (x - 8.0)
+    t9 = 1.5 * (x - 3.0)
+    t10 = 1.5 * (x - 6.0)
+    t11 = 1.5 * (x - 9.0)
+    t12 = x + 2.0
+    t13 = x + 5.0
+    t14 = x + 8.0
+    t15 = x + 3.0
+    t16 = x + 6.0
+    t17 = x + 9.0
+    return (
+        t0 * t1
+        + t2 * t3
+        + t4 * t5
+        + t0 * t6
+        + t2 * t7
+        + t4 * t8
+        + t0 * t9
+        + t10 * t2
+        + t11 * t4
+        + t1 * t12
+        + t13 * t3
+        + t14 * t5
+        + t12 * t6
+        + t13 * t7
+        + t14 * t8
+        + t12 * t9
+        + t10 * t13
+        + t11 * t14
+        + t1 * t15
+        + t16 * t3
+        + t17 * t5
+        + t15 * t6
+        + t16 * t7
+        + t17 * t8
+        + t15 * t9
+        + t10 * t16
+        + t11 * t17,
+        81.0 * x,
+    )
 
 
 def second_derivative(x: float) -> float:

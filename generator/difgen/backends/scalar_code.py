@@ -17,18 +17,79 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
-from difgen.emit import naming
+from difgen.emit import floats, naming
 from difgen.emit.render import Constants, Function
 from difgen.emit.signatures import docstring, signature
 from difgen.operators import Operator
 from difgen.sparsity import csr_layout
 
+INERT_PREFIX = "Exact__"
+"""Name prefix of the inert heads that keep an exactly lowered operation as it is."""
+
+_INERT: dict[str, Any] = {}
+
+
+def inert(expr: Any) -> Any:
+    """``expr`` (built unevaluated) with every arithmetic operation and elementary
+    function replaced by an inert function of the same name.
+
+    Nothing rebuilds an inert node into a simpler one: ``cse`` and every other
+    SymPy step that re-evaluates expressions would otherwise turn ``x - x`` into 0
+    and ``log(exp(x))`` into ``x``. The printer prints an inert node as the
+    operation it stands for (:data:`INERT_PREFIX`, ``original``).
+    """
+    expr = sp.sympify(expr)
+    if not expr.args:
+        return expr
+    args = [inert(a) for a in expr.args]
+    func = expr.func
+    if func in (sp.Add, sp.Mul, sp.Pow) or (
+        isinstance(func, sp.FunctionClass) and issubclass(func, sp.Function)
+        and not func.__name__.startswith(INERT_PREFIX)
+        and func not in (sp.Max, sp.Min, sp.Piecewise)
+    ):
+        name = INERT_PREFIX + func.__name__
+        _INERT.setdefault(name, func)
+        return sp.Function(name)(*args)
+    return func(*args)
+
+
+def plain(expr: Any) -> Any:
+    """``expr`` with every inert node replaced, recursively, by the unevaluated
+    operation it stands for (to count operations, not to print)."""
+    if not getattr(expr, "args", ()):
+        return expr
+    args = [plain(a) for a in expr.args]
+    func = _INERT.get(getattr(expr.func, "__name__", ""))
+    return func(*args, evaluate=False) if func else expr.func(*args)
+
+
+def original(expr: Any) -> Any:
+    """The unevaluated operation an inert node stands for, or None if not inert."""
+    func = _INERT.get(getattr(expr.func, "__name__", ""))
+    return None if func is None else func(*expr.args, evaluate=False)
+
+
+CHEAP_BASE = 3
+"""A power's base with at most this many operations is repeated in a product."""
+
 
 class FloatPrinter(PythonCodePrinter):
-    """Python source on floats: every number is a float literal, math.* functions."""
+    """Python source on floats: every number is a float literal, and every operation
+    that Python would raise on (division, powers, ``math`` domain and overflow
+    errors) goes through a helper of :mod:`difgen.emit.floats`, which returns NumPy's
+    NaN or inf instead."""
 
     def __init__(self) -> None:
-        super().__init__({"fully_qualified_modules": True, "standard": "python3"})
+        functions = {name: floats.helper(name) for name in floats.FAST_UNARY}
+        functions.update(floats.SAFE)
+        super().__init__(
+            {
+                "fully_qualified_modules": True,
+                "standard": "python3",
+                "user_functions": functions,
+            }
+        )
 
     def _print_Integer(self, expr: sp.Integer) -> str:
         return repr(float(expr.p))
@@ -54,28 +115,48 @@ class FloatPrinter(PythonCodePrinter):
     def parenthesize(self, item: Any, level: int, strict: bool = False) -> str:
         if isinstance(item, sp.Rational) and item >= 0:
             return self._print(item)  # printed as one float literal: no parentheses
+        stands_for = original(item)
+        if stands_for is not None:  # an inert node binds like its operation
+            item = stands_for
         return str(super().parenthesize(item, level, strict))
+
+    def _print_Function(self, expr: Any) -> str:
+        stands_for = original(expr)
+        if stands_for is not None:
+            return str(self._print(stands_for))
+        return str(super()._print_Function(expr))
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         base, exp = expr.base, expr.exp
-        b = self.parenthesize(base, precedence(expr))
-        if exp.is_Integer:
-            n = int(exp)
-            if n == 2 and base.is_Symbol:
-                return f"({b} * {b})"  # parenthesized: Mul prints denominators bare
-            if n < 0:
-                pos = b if n == -1 else f"{b} ** {-n}"
-                return f"1.0 / {pos}" if n == -1 else f"1.0 / ({pos})"
-            return f"{b} ** {n}"
+        if exp.is_negative and exp.is_Rational:
+            return f"_div(1.0, {self._print(sp.Pow(base, -exp, evaluate=False))})"
+        cheap = sp.count_ops(plain(base)) <= CHEAP_BASE
+        if exp.is_Integer and 2 <= exp <= 3 and cheap:
+            # A product never raises (x ** 2 overflows into an OverflowError), and
+            # repeating a cheap base is faster than a call
+            b = self.parenthesize(base, precedence(sp.Mul(2, base, evaluate=False)))
+            return "(" + " * ".join([b] * int(exp)) + ")"
         if exp == sp.Rational(1, 2):
-            return f"math.sqrt({self._print(base)})"
-        if exp == sp.Rational(-1, 2):
-            return f"1.0 / math.sqrt({self._print(base)})"
-        return f"{b} ** {self.parenthesize(exp, precedence(expr))}"
+            return f"{floats.helper('sqrt')}({self._print(base)})"
+        return f"_pow({self._print(base)}, {self._print(exp)})"
+
+    def _print_Mul(self, expr: sp.Mul) -> str:
+        """A product with a denominator is ``_div(numerator, denominator)``."""
+        num, den = [], []
+        for factor in sp.Mul.make_args(expr):
+            factor = original(factor) or factor
+            if factor.is_Pow and factor.exp.is_Rational and factor.exp.is_negative:
+                den.append(sp.Pow(factor.base, -factor.exp, evaluate=False))
+            else:
+                num.append(factor)
+        if not den:
+            return str(super()._print_Mul(expr))
+        top = sp.Mul(*num, evaluate=False) if len(num) > 1 else (num or [sp.S.One])[0]
+        bottom = sp.Mul(*den, evaluate=False) if len(den) > 1 else den[0]
+        return f"_div({self._print(top)}, {self._print(bottom)})"
 
     def _print_sign(self, expr: Any) -> str:
-        a = self._print(expr.args[0])
-        return f"(0.0 if {a} == 0.0 else math.copysign(1.0, {a}))"
+        return f"_sign({self._print(expr.args[0])})"
 
     def _print_Heaviside(self, expr: Any) -> str:
         """Step of a max/min/abs derivative; ties split evenly, as SymPy's H(0) = 1/2."""
@@ -86,10 +167,17 @@ class FloatPrinter(PythonCodePrinter):
         return "0.0"  # derivative of a step: zero almost everywhere
 
     def _print_Max(self, expr: Any) -> str:
-        return "max(" + ", ".join(self._print(a) for a in expr.args) + ")"
+        return self._fold("_maximum", expr.args)
 
     def _print_Min(self, expr: Any) -> str:
-        return "min(" + ", ".join(self._print(a) for a in expr.args) + ")"
+        return self._fold("_minimum", expr.args)
+
+    def _fold(self, helper: str, args: Any) -> str:
+        """NumPy's NaN-propagating maximum/minimum of several arguments, nested."""
+        text = self._print(args[0])
+        for arg in args[1:]:
+            text = f"{helper}({text}, {self._print(arg)})"
+        return text
 
 
 PRINTER = FloatPrinter()

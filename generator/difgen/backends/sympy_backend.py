@@ -16,7 +16,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
+from difgen.backends.scalar_code import (
+    ScalarCode,
+    SparseResult,
+    emit_operator,
+    inert,
+)
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
 from difgen.emit import naming
@@ -51,8 +56,19 @@ def symbols(base: str, shape: tuple[int, ...], batch: int | None = None) -> np.n
     return out.reshape(shape)
 
 
-def lower(graph: Graph, args: list[np.ndarray]) -> list[np.ndarray]:
-    """Evaluate the graph on object arrays of SymPy expressions."""
+def lower(
+    graph: Graph, args: list[np.ndarray], exact: bool = False
+) -> list[np.ndarray]:
+    """Evaluate the graph on object arrays of SymPy expressions.
+
+    ``exact`` builds them unevaluated: SymPy then keeps the graph's own operations
+    (``x - x``, ``x / x``, ``log(exp(x))``) instead of simplifying them into a
+    value that differs from NumPy's where x is NaN, infinite or zero. Values are
+    lowered exactly; only expressions that are differentiated are not.
+    """
+    if exact:
+        with sp.evaluate(False):
+            return [np.vectorize(inert, otypes=[object])(r) for r in lower(graph, args)]
     env: dict[Var, np.ndarray] = dict(zip(graph.inputs, args))
 
     def read(atom: Any) -> np.ndarray:
@@ -108,7 +124,8 @@ class SymbolicFunction:
         self.x = symbols(naming.INPUT, self.xs)
         self.contexts = [symbols(c.name, tuple(c.shape)) for c in spec.contexts]
         (y,) = lower(graph, [self.x, *self.contexts])
-        self.y = simplest_all(y)
+        self.y = simplest_all(y)  # to differentiate
+        (self.value,) = lower(graph, [self.x, *self.contexts], exact=True)
         self.ys = tuple(graph.outputs[0].shape)
         self._jac: np.ndarray | None = None
 
@@ -136,7 +153,7 @@ class SymbolicFunction:
         batch = self.spec.batch
         J = self.jacobian() if kind != "value" else None
         if kind == "value":
-            out = self.y
+            out = self.value
         elif kind == "jvp":
             dx = seeds["dx"].reshape(-1, self.x.size)
             out = np.array([J @ d for d in dx], dtype=object)
@@ -181,8 +198,10 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
-        results = [fn.result(kind, seeds) for kind in op.results]
-        results = [simplest_all(r) for r in results]
+        results = [
+            r if kind == "value" else simplest_all(r)
+            for kind, r in zip(op.results, (fn.result(k, seeds) for k in op.results))
+        ]
         results = [
             (
                 SparseResult.from_dense(r, sparse_shape(kind, fn.xs, fn.ys))

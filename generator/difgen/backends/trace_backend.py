@@ -342,11 +342,20 @@ def _scalar_function(
     pool: Constants,
     layouts: Layouts,
 ) -> tuple[Function, float]:
-    """Straight-line float code: the graph lowered to SymPy (no diff), then cse."""
+    """Straight-line float code: the graph lowered to SymPy (no diff), then cse.
+
+    Values (``f``, the value of ``value_and_*``) are lowered exactly (unevaluated):
+    SymPy's simplifications hold for finite values only and would change NumPy's
+    NaN or inf. Derivative results take the simpler of SymPy's forms.
+    """
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
     arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
-    results = lower(graph, [arrays[n] for n in names])
-    results = [simplest_all(r) for r in results]
+    args = [arrays[n] for n in names]
+    exact = lower(graph, args, exact=True) if "value" in op.results else []
+    results = [
+        exact[i] if kind == "value" else simplest_all(r)
+        for i, (kind, r) in enumerate(zip(op.results, lower(graph, args)))
+    ]
     flat = [e for r in results for e in r.ravel()]
     temps, reduced = sp.cse(flat, order="canonical")
     ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)

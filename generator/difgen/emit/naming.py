@@ -28,6 +28,8 @@ import re
 import sys
 from collections.abc import Iterable
 
+from difgen.emit import floats
+
 INPUT = "x"
 TANGENT = "dx"
 COTANGENT = "dy"
@@ -49,6 +51,8 @@ AS_ARRAY = "_as_array"
 AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
 HELPERS = (F64, AS_ARRAY, AS_SCALAR, CHECK_OUT)
+FLOAT_HELPERS = floats.NAMES
+"""NumPy-semantics helpers of scalar code (:mod:`difgen.emit.floats`)."""
 """Module-level helpers that check the arguments of every generated operator."""
 MODULE_CONSTANTS = (
     "DIFGEN_VERSION",
@@ -101,7 +105,7 @@ def hoisted(i: int) -> str:
 
 def reserved() -> set[str]:
     """Names a context may not take, whatever the operators are."""
-    return {*ARGUMENTS, *LOCALS, *MODULES, *MODULE_CONSTANTS, *HELPERS}
+    return {*ARGUMENTS, *LOCALS, *MODULES, *MODULE_CONSTANTS, *HELPERS, *FLOAT_HELPERS}
 
 
 def is_identifier(name: str) -> bool:

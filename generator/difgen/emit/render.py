@@ -20,7 +20,7 @@ import jinja2
 
 import difgen
 from difgen.config import Config, ModuleSpec
-from difgen.emit import naming
+from difgen.emit import floats, naming
 from difgen.emit.signatures import argument_checks
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
@@ -113,7 +113,7 @@ def _environment() -> jinja2.Environment:
 def _imports(source: str) -> list[str]:
     """The imports ``source`` needs; NumPy always (the argument checks use it)."""
     lines = []
-    if "math." in source:
+    if "math." in source or "_pow(" in source or floats.used_helpers(source):
         lines.append("import math")
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
     if "sp.csr_array" in source:
@@ -177,6 +177,7 @@ def render_module(
             all_names=repr(sorted(f.name for f in functions)),
             functions=functions,
             helpers=naming,
+            float_helpers=floats.definitions(body_text),
         )
     )
     text = black.format_str(text, mode=black.Mode(line_length=88))

@@ -1,0 +1,106 @@
+"""NumPy's semantics for straight-line code on Python floats.
+
+Python's float arithmetic and ``math`` raise where NumPy returns NaN or inf:
+``1.0 / 0.0`` is a ZeroDivisionError, ``math.log(0.0)`` and ``math.sin(inf)`` a
+ValueError, ``math.exp(1000.0)`` and ``1e200 ** 3`` an OverflowError, and
+``(-8.0) ** (1 / 3)`` is a complex number. Scalar emission calls these helpers
+instead: each takes the fast ``math`` path and, only where it raises, returns what
+NumPy computes for the same float (so NaN, inf and the sign of an infinity are
+NumPy's own). A generated module defines the helpers its code uses, and only those.
+
+>>> sorted(used_helpers("t0 = _div(x_0, _log(x_1))"))
+['_div', '_log']
+"""
+
+from __future__ import annotations
+
+import re
+
+FAST_UNARY = {
+    # SymPy name: (fast path, NumPy function)
+    "sin": ("math.sin", "np.sin"),
+    "cos": ("math.cos", "np.cos"),
+    "tan": ("math.tan", "np.tan"),
+    "asin": ("math.asin", "np.arcsin"),
+    "acos": ("math.acos", "np.arccos"),
+    "sinh": ("math.sinh", "np.sinh"),
+    "cosh": ("math.cosh", "np.cosh"),
+    "acosh": ("math.acosh", "np.arccosh"),
+    "atanh": ("math.atanh", "np.arctanh"),
+    "exp": ("math.exp", "np.exp"),
+    "expm1": ("math.expm1", "np.expm1"),
+    "log": ("math.log", "np.log"),
+    "log1p": ("math.log1p", "np.log1p"),
+    "log2": ("math.log2", "np.log2"),
+    "log10": ("math.log10", "np.log10"),
+    "sqrt": ("math.sqrt", "np.sqrt"),
+}
+"""Functions whose ``math`` version raises on some floats (domain, overflow)."""
+
+SAFE = {"atan": "math.atan", "tanh": "math.tanh", "asinh": "math.asinh"}
+"""Functions whose ``math`` version never raises: printed as they are."""
+
+
+def helper(name: str) -> str:
+    """The generated name of the safe version of ``name`` (``log`` -> ``_log``)."""
+    return f"_{name}"
+
+
+def _unary_source(name: str) -> str:
+    fast, slow = FAST_UNARY[name]
+    return (
+        f"def {helper(name)}(a: float) -> float:\n"
+        f"    try:\n"
+        f"        return {fast}(a)\n"
+        f"    except (ValueError, OverflowError):\n"
+        f"        return float({slow}(a))\n"
+    )
+
+
+HELPERS: dict[str, str] = {
+    helper(name): _unary_source(name) for name in FAST_UNARY
+}
+HELPERS["_div"] = (
+    "def _div(a: float, b: float) -> float:\n"
+    "    try:\n"
+    "        return a / b\n"
+    "    except ZeroDivisionError:\n"
+    "        return float(np.divide(a, b))\n"
+)
+HELPERS["_pow"] = (
+    "def _pow(a: float, b: float) -> float:\n"
+    "    try:\n"
+    "        return math.pow(a, b)\n"
+    "    except (ValueError, OverflowError):\n"
+    "        return float(np.power(a, b))\n"
+)
+HELPERS["_maximum"] = (
+    "def _maximum(a: float, b: float) -> float:\n"
+    '    """np.maximum: NaN if either is NaN."""\n'
+    "    return a if a >= b or a != a else b\n"
+)
+HELPERS["_minimum"] = (
+    "def _minimum(a: float, b: float) -> float:\n"
+    '    """np.minimum: NaN if either is NaN."""\n'
+    "    return a if a <= b or a != a else b\n"
+)
+HELPERS["_sign"] = (
+    "def _sign(a: float) -> float:\n"
+    '    """np.sign: NaN stays NaN."""\n'
+    "    return float((a > 0.0) - (a < 0.0)) if a == a else a\n"
+)
+"""Each helper's source, by its generated name."""
+
+NAMES = tuple(HELPERS)
+_CALL = re.compile(r"\b(" + "|".join(map(re.escape, NAMES)) + r")\(")
+
+
+def used_helpers(source: str) -> list[str]:
+    """The helpers ``source`` calls, in a fixed order."""
+    found = set(_CALL.findall(source))
+    return [name for name in NAMES if name in found]
+
+
+def definitions(source: str) -> list[str]:
+    """The source of every helper ``source`` calls."""
+    return [HELPERS[name] for name in used_helpers(source)]
