@@ -155,6 +155,9 @@ class FloatPrinter(PythonCodePrinter):
         bottom = sp.Mul(*den, evaluate=False) if len(den) > 1 else den[0]
         return f"_div({self._print(top)}, {self._print(bottom)})"
 
+    def _print_SymbolicPower(self, expr: Any) -> str:
+        return f"_pow({self._print(expr.args[0])}, {self._print(expr.args[1])})"
+
     def _print_sign(self, expr: Any) -> str:
         return f"_sign({self._print(expr.args[0])})"
 

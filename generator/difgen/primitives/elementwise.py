@@ -143,13 +143,39 @@ def _div_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
 
 
 def _pow_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d(a^b) = b a^(b-1) da + log(a) a^b db."""
+    """d(a^b) = b a^(b-1) da + log(a) a^b db.
+
+    Where a = 0 the second term is 0 (a^b is 0 for every b > 0), not
+    0 * log(0) = NaN: log reads 1 there, as in JAX.
+    """
     (a, b), (da, db) = primals, tangents
     terms = [
         None if da is None else (b * a ** (b - 1.0)) * da,
-        None if db is None else (np.log(a) * out) * db,
+        None if db is None else (np.log(np.where(a == 0.0, 1.0, a)) * out) * db,
     ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+class SymbolicPower(sp.Function):
+    """``a ** b`` with a symbolic exponent, whose derivative in ``b`` is
+    ``a ** b * log(a)`` except at a = 0, where it is 0 (as :func:`_pow_jvp`):
+    SymPy's own ``0 ** y * log(0)`` is NaN where the function is 0 and smooth."""
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None  # stays a SymbolicPower: the derivative needs the head
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        if argindex == 1:
+            return b * sp.Pow(a, b - 1)
+        return self * sp.log(sp.Piecewise((sp.S.One, sp.Eq(a, 0)), (a, True)))
+
+
+def _sympy_pow(a: Any, b: Any) -> Any:
+    """``a ** b`` on SymPy values; a symbolic exponent keeps a SymbolicPower."""
+    b = sp.sympify(b)
+    return sp.Pow(a, b) if b.is_number else SymbolicPower(a, b)
 
 
 def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
@@ -219,7 +245,8 @@ BINARY = [
     binary("div", np.divide, call("{0} / {1}"),
            jvp=_div_jvp, transpose=_div_transpose, sympy=operator.truediv,
            simplify=identities.div_identities),
-    binary("pow", np.power, call("{0} ** {1}"), jvp=_pow_jvp, sympy=operator.pow,
+    binary("pow", np.power, call("{0} ** {1}"), jvp=_pow_jvp,
+           sympy=_sympy_pow,
            simplify=identities.pow_identities),
     binary("arctan2", np.arctan2, call("np.arctan2({0}, {1})"),
            jvp=_arctan2_jvp, sympy=sp.atan2),
