@@ -62,19 +62,30 @@ generated modules that many cases share, so the suite stays well under a minute.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adversarial_support import Builder, Project, make_builder
+
+from .adversarial_support import Builder, Project, make_builder
 
 
 @pytest.fixture
 def project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Project:
-    """An empty project directory, which is also the working directory."""
+) -> Iterator[Project]:
+    """An empty project directory, which is also the working directory.
+
+    Modules the project's code imported (``helper``, ``pkg``...) are dropped from
+    sys.modules afterwards: the next test's ``import helper`` must find its own.
+    """
     monkeypatch.chdir(tmp_path)
-    return Project(tmp_path, capsys)
+    imported = set(sys.modules)
+    yield Project(tmp_path, capsys)
+    for name in set(sys.modules) - imported:
+        if str(getattr(sys.modules[name], "__file__", "")).startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from adversarial_support import (
+
+from .adversarial_support import (
     Project,
     assert_refused,
     line_of,

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Callable, Iterator
 
 import pytest
-from adversarial_support import Project, module_block, pending, rows
+
+from .adversarial_support import Project, module_block, pending, rows
 
 FUNCTION = """\
 import os

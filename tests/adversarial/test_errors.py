@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from adversarial_support import (
+
+from .adversarial_support import (
     SOURCE,
     Project,
     assert_refused,

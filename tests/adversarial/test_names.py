@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from adversarial_support import (
+from difgen.emit import naming
+
+from .adversarial_support import (
     Builder,
     Project,
     assert_refused,
@@ -22,7 +24,6 @@ from adversarial_support import (
     module_block,
     rows,
 )
-from difgen.emit import naming
 
 SOURCE = """
 import numpy as np

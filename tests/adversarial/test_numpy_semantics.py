@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adversarial_support import Builder, Built, bug, pending, quiet_numpy, rows
+
+from .adversarial_support import Builder, Built, bug, pending, quiet_numpy, rows
 
 VARIANTS: dict[str, dict[str, str]] = {
     "sympy": {"backend": "sympy"},

@@ -14,7 +14,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from adversarial_support import (
+
+from .adversarial_support import (
     SOURCE,
     Builder,
     Project,

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adversarial_support import Builder, Built, pending, rows
+
+from .adversarial_support import Builder, Built, pending, rows
 
 VARIANTS: dict[str, dict[str, str]] = {
     "sympy": {"backend": "sympy"},

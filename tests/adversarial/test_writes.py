@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adversarial_support import (
+
+from .adversarial_support import (
     Project,
     assert_refused,
     line_of,
