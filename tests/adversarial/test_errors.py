@@ -519,12 +519,12 @@ FILE_NAMES = [
 ]
 FILE_MARKS = {
     "backslash_x": bug(
-        "a backslash in the function file name is not escaped in the "
-        "generated docstring: the module fails to import"
+        "'\\x' in the function file name is not escaped in the generated "
+        "docstring: the build crashes with a SyntaxError traceback"
     ),
     "backslash_n_name": bug(
-        "'\\N' in the function file name is not escaped in the "
-        "generated docstring: the module fails to import"
+        "'\\N' in the function file name is not escaped in the generated "
+        "docstring: the build crashes with a SyntaxError traceback"
     ),
     "backslash_b": bug(
         "'\\b' in the function file name becomes a backspace in the "
