@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "28ec7b7eea243feb"
-BODY_HASH = "906adb1b7bec7407"
+BODY_HASH = "50696f1cb09a1441"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 
@@ -61,9 +61,7 @@ def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
     x_0, x_1, x_2 = x_flat
     p_flat: list[float] = p.tolist()
     p_0, p_1, p_2 = p_flat
-    return np.array(
-        [p_0 * (x_1 - x_0), -x_1 + x_0 * (p_1 - x_2), x_0 * x_1 - p_2 * x_2]
-    )
+    return np.array([p_0 * (x_1 - x_0), x_0 * (p_1 - x_2) - x_1, x_0 * x_1 - p_2 * x_2])
 
 
 def pushforward(

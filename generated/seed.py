@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "7b63c50bd830d006"
-BODY_HASH = "7480474b080b7bbd"
+BODY_HASH = "59f5872ff68984c1"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -62,17 +62,17 @@ def f(x: float) -> float:
     if not isinstance(x, float):
         x = _as_scalar("x", x)
     t0 = x + 1.0
-    t1 = 1.5 * (x - 1.0)
+    t1 = (x - 1.0) * 1.5
     t2 = x + 4.0
-    t3 = 1.5 * (x - 4.0)
+    t3 = (x - 4.0) * 1.5
     t4 = x + 7.0
-    t5 = 1.5 * (x - 7.0)
-    t6 = 1.5 * (x - 2.0)
-    t7 = 1.5 * (x - 5.0)
-    t8 = 1.5 * (x - 8.0)
-    t9 = 1.5 * (x - 3.0)
-    t10 = 1.5 * (x - 6.0)
-    t11 = 1.5 * (x - 9.0)
+    t5 = (x - 7.0) * 1.5
+    t6 = (x - 2.0) * 1.5
+    t7 = (x - 5.0) * 1.5
+    t8 = (x - 8.0) * 1.5
+    t9 = (x - 3.0) * 1.5
+    t10 = (x - 6.0) * 1.5
+    t11 = (x - 9.0) * 1.5
     t12 = x + 2.0
     t13 = x + 5.0
     t14 = x + 8.0
@@ -83,30 +83,16 @@ def f(x: float) -> float:
         t0 * t1
         + t2 * t3
         + t4 * t5
-        + t0 * t6
-        + t2 * t7
-        + t4 * t8
-        + t0 * t9
-        + t10 * t2
-        + t11 * t4
-        + t1 * t12
-        + t13 * t3
-        + t14 * t5
-        + t12 * t6
-        + t13 * t7
-        + t14 * t8
-        + t12 * t9
-        + t10 * t13
-        + t11 * t14
-        + t1 * t15
-        + t16 * t3
-        + t17 * t5
-        + t15 * t6
-        + t16 * t7
-        + t17 * t8
-        + t15 * t9
-        + t10 * t16
-        + t11 * t17
+        + (t0 * t6 + t2 * t7 + t4 * t8)
+        + (t0 * t9 + t2 * t10 + t4 * t11 + (t12 * t1 + t13 * t3 + t14 * t5))
+        + (
+            t12 * t6
+            + t13 * t7
+            + t14 * t8
+            + (t12 * t9 + t13 * t10 + t14 * t11)
+            + (t15 * t1 + t16 * t3 + t17 * t5 + (t15 * t6 + t16 * t7 + t17 * t8))
+        )
+        + (t15 * t9 + t16 * t10 + t17 * t11)
     )
 
 
@@ -140,17 +126,17 @@ def value_and_derivative(x: float) -> tuple[float, float]:
     if not isinstance(x, float):
         x = _as_scalar("x", x)
     t0 = x + 1.0
-    t1 = 1.5 * (x - 1.0)
+    t1 = (x - 1.0) * 1.5
     t2 = x + 4.0
-    t3 = 1.5 * (x - 4.0)
+    t3 = (x - 4.0) * 1.5
     t4 = x + 7.0
-    t5 = 1.5 * (x - 7.0)
-    t6 = 1.5 * (x - 2.0)
-    t7 = 1.5 * (x - 5.0)
-    t8 = 1.5 * (x - 8.0)
-    t9 = 1.5 * (x - 3.0)
-    t10 = 1.5 * (x - 6.0)
-    t11 = 1.5 * (x - 9.0)
+    t5 = (x - 7.0) * 1.5
+    t6 = (x - 2.0) * 1.5
+    t7 = (x - 5.0) * 1.5
+    t8 = (x - 8.0) * 1.5
+    t9 = (x - 3.0) * 1.5
+    t10 = (x - 6.0) * 1.5
+    t11 = (x - 9.0) * 1.5
     t12 = x + 2.0
     t13 = x + 5.0
     t14 = x + 8.0
@@ -161,30 +147,16 @@ def value_and_derivative(x: float) -> tuple[float, float]:
         t0 * t1
         + t2 * t3
         + t4 * t5
-        + t0 * t6
-        + t2 * t7
-        + t4 * t8
-        + t0 * t9
-        + t10 * t2
-        + t11 * t4
-        + t1 * t12
-        + t13 * t3
-        + t14 * t5
-        + t12 * t6
-        + t13 * t7
-        + t14 * t8
-        + t12 * t9
-        + t10 * t13
-        + t11 * t14
-        + t1 * t15
-        + t16 * t3
-        + t17 * t5
-        + t15 * t6
-        + t16 * t7
-        + t17 * t8
-        + t15 * t9
-        + t10 * t16
-        + t11 * t17,
+        + (t0 * t6 + t2 * t7 + t4 * t8)
+        + (t0 * t9 + t2 * t10 + t4 * t11 + (t12 * t1 + t13 * t3 + t14 * t5))
+        + (
+            t12 * t6
+            + t13 * t7
+            + t14 * t8
+            + (t12 * t9 + t13 * t10 + t14 * t11)
+            + (t15 * t1 + t16 * t3 + t17 * t5 + (t15 * t6 + t16 * t7 + t17 * t8))
+        )
+        + (t15 * t9 + t16 * t10 + t17 * t11),
         81.0 * x,
     )
 

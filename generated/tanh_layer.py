@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "8b05c893c0bc03c3"
-BODY_HASH = "79ad1ab426d19202"
+BODY_HASH = "68dfb81fa9297eb3"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -70,9 +70,9 @@ def f(x: NDArray[np.float64], a: NDArray[np.float64]) -> float:
     a_flat: list[float] = a.tolist()
     a_0, a_1, a_2, a_3 = a_flat
     return (
-        math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)
-        + math.tanh(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7)
-        + math.tanh(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11)
+        math.tanh(x_0 * a_0 + x_1 * a_1 + x_2 * a_2 + x_3 * a_3)
+        + math.tanh(x_4 * a_0 + x_5 * a_1 + x_6 * a_2 + x_7 * a_3)
+        + math.tanh(x_8 * a_0 + x_9 * a_1 + x_10 * a_2 + x_11 * a_3)
     )
 
 

@@ -201,7 +201,7 @@ def test_check_missing_stale_and_up_to_date(
         [
             f"{ALPHA}: alpha: missing",
             f"{BETA}: beta: missing",
-            f"2 of 2 modules not up to date; {ADVICE}",
+            f"2 of 2 modules need attention; {ADVICE}",
         ],
     )
     run(capsys, "build", "difgen.toml")
@@ -333,7 +333,7 @@ def test_check_reports_hand_edits_and_truncation(
     assert lines == [
         f"{ALPHA}: alpha: up to date",
         f"{BETA}: beta: {state}",
-        f"1 of 2 modules not up to date; {ADVICE}",
+        f"1 of 2 modules need attention; {ADVICE}",
     ]
     assert run(capsys, "build", "difgen.toml")[1].splitlines()[1] == f"wrote {BETA}"
     assert check_lines(capsys)[0] == 0
@@ -379,7 +379,7 @@ def test_check_reports_foreign_files(
                 "is not a difgen header)"
             ),
             (
-                "1 of 2 modules not up to date; move the foreign files away (difgen "
+                "1 of 2 modules need attention; move the foreign files away (difgen "
                 f"never overwrites them), then {ADVICE}"
             ),
         ],

@@ -28,6 +28,7 @@ from difgen.write import State, WriteTransaction, inspect_file
 
 UP_TO_DATE = "up to date"
 STALE = "stale (the function or its config changed)"
+STALE_BROKEN = "stale, and the function no longer builds"
 FOREIGN = "foreign file"
 """The states ``difgen check`` reports that the CLI itself needs to recognise."""
 
@@ -152,7 +153,7 @@ def _check(args: argparse.Namespace) -> int:
         advice = (
             "move the foreign files away (difgen never overwrites them), then " + advice
         )
-    print(f"{problems} of {count} modules not up to date; {advice}")
+    print(f"{problems} of {count} modules need attention; {advice}")
     return 1
 
 
@@ -173,7 +174,10 @@ def _module_state(spec: ModuleSpec, path: Path) -> str:
         return "truncated"
     if found.state is State.LEGACY:
         return "stale (written by an older difgen, without BODY_HASH)"
-    graph = _pipeline().trace_spec(spec, load_function(spec))
+    try:
+        graph = _pipeline().trace_spec(spec, load_function(spec))
+    except DifgenError as exc:  # the config or the function changed beyond building
+        return f"{STALE_BROKEN} ({exc})"
     return UP_TO_DATE if found.source_hash == source_hash(spec, graph) else STALE
 
 

@@ -22,7 +22,6 @@ import importlib.util
 import inspect
 import re
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -30,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
+from difgen import guard
 from difgen.config import ModuleSpec, split_function_ref
 from difgen.errors import ConfigError
 
@@ -121,9 +121,11 @@ def _exec_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
     previous = sys.modules.get(name)
     sys.modules[name] = module
     try:
-        with _on_sys_path(path.parent):
+        with _on_sys_path(path.parent), guard.no_process_exit():
             loader_spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # user code may raise anything
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code may raise anything
         if previous is None:
             sys.modules.pop(name, None)
         else:
@@ -134,25 +136,24 @@ def _exec_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
 
 def _import(module_ref: str, base: Path, fail: Callable[[str], ConfigError]) -> Any:
     try:
-        with _on_sys_path(base):
+        with _on_sys_path(base), guard.no_process_exit():
             return importlib.import_module(module_ref)
     except ModuleNotFoundError as exc:
         if exc.name and (module_ref + ".").startswith(exc.name + "."):
             where = f"looked in {base} and on sys.path"
             raise fail(f"no module named '{exc.name}' ({where})") from None
         raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code may raise anything
         raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
 
 
 def _describe(exc: BaseException) -> str:
     """``"ZeroDivisionError: division by zero (at seed_fn.py:3)"``."""
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    frames = traceback.extract_tb(exc.__traceback__)
-    user = [f for f in frames if "importlib" not in f.filename]
-    if user:
-        text += f" (at {user[-1].filename}:{user[-1].lineno})"
-    return text
+    if isinstance(exc, guard.ExitCalled):
+        return f"a call of {exc.name} at {exc.where}"
+    return guard.describe(exc)
 
 
 @contextmanager

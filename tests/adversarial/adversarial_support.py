@@ -34,33 +34,15 @@ OUTPUT_DIR = "out"
 # ---------------------------------------------------------------------------- marks
 
 
-def pending(what: str) -> pytest.MarkDecorator:
-    """A case for work in progress on main: it must flip to passing when it lands."""
-    return pytest.mark.xfail(strict=True, reason=f"pending: {what}")
-
-
-def bug(what: str) -> pytest.MarkDecorator:
-    """A case that main gets wrong although the feature is implemented."""
-    return pytest.mark.xfail(strict=True, reason=f"BUG: {what}")
-
-
 def rows(
     table: Sequence[tuple[Any, ...]],
-    marks: dict[str, pytest.MarkDecorator] | None = None,
     id_of: Callable[[tuple[Any, ...]], str] = lambda row: str(row[0]),
 ) -> list[Any]:
-    """``pytest.param`` per row, id from the row's first field, marked by id.
-
-    Table-driven cases keep one row per case; a mark in ``marks`` that names no row
-    is an error, so a renamed row cannot silently lose its xfail.
-    """
-    marks = dict(marks or {})
-    params = []
-    for row in table:
-        ident = id_of(row)
-        mark = marks.pop(ident, None)
-        params.append(pytest.param(*row, id=ident, marks=[mark] if mark else []))
-    assert not marks, f"marks for unknown rows: {sorted(marks)}"
+    """``pytest.param`` per row, its id from the row (by default the first field),
+    so that table-driven cases keep one row per case and ids are unique."""
+    params = [pytest.param(*row, id=id_of(row)) for row in table]
+    ids = [p.id for p in params]
+    assert len(set(ids)) == len(ids), f"duplicate case ids in {ids}"
     return params
 
 

@@ -35,10 +35,8 @@ One file per class of the issue; each case is one row of a table:
    builds naming module and stage; Ctrl-C exits 130 with nothing written; dense
    results over the memory budget are refused with the size and a hint.
 
-Cases that fail on main are ``xfail(strict=True)``: ``reason="pending: ..."`` for
-work in progress (classes 2, 5, 6, 7 and the timeouts of 8), ``reason="BUG: ..."``
-for a broken promise of what is already implemented. Strictness makes a fixed case
-fail until its mark is removed, so the marks stay true. No case is skipped.
+Every case passes: none is marked xfail and none is skipped. A case that fails is a
+broken promise, to be fixed in difgen, not marked.
 
 How the guarantees are checked:
 

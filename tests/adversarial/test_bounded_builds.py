@@ -18,7 +18,6 @@ from .adversarial_support import (
     assert_refused,
     line_of,
     module_block,
-    pending,
     rows,
 )
 
@@ -207,8 +206,6 @@ def test_result_within_budget_is_accepted(
 
 # ---------------------------------------------------------------------- timeouts
 
-TIMEOUT = "difgen build --timeout and a per-module timeout key"
-
 
 def _slow_project(
     project: Project,
@@ -244,7 +241,7 @@ TIMEOUTS = [
 
 @pytest.mark.parametrize(
     ("name", "function", "backend", "shape", "given", "stage"),
-    rows(TIMEOUTS, {row[0]: pending(TIMEOUT) for row in TIMEOUTS}),
+    rows(TIMEOUTS),
 )
 def test_timeout_stops_slow_module(
     project: Project,
@@ -272,7 +269,6 @@ def test_timeout_stops_slow_module(
     assert after == before
 
 
-@pending(TIMEOUT)
 def test_timeout_not_reached_builds(project: Project) -> None:
     project.write("fn.py", FUNCTIONS)
     project.config(
@@ -289,7 +285,7 @@ BAD_TIMEOUTS = [("negative", -1), ("string", "soon"), ("boolean", True)]
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    rows(BAD_TIMEOUTS, {row[0]: pending(TIMEOUT) for row in BAD_TIMEOUTS}),
+    rows(BAD_TIMEOUTS),
 )
 def test_bad_timeout_key_is_config_error(
     project: Project, name: str, value: object
@@ -304,9 +300,7 @@ def test_bad_timeout_key_is_config_error(
     assert "unknown key" not in result.err
 
 
-@pytest.mark.parametrize(
-    "value", [pytest.param(v, marks=pending(TIMEOUT)) for v in ("-1", "soon")]
-)
+@pytest.mark.parametrize("value", [v for v in ("-1", "soon")])
 def test_bad_timeout_option_is_usage_error(project: Project, value: str) -> None:
     project.write("fn.py", FUNCTIONS)
     project.config(module_block(function="fn.py:quick", backend="trace"))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from .adversarial_support import Builder, Built, bug, pending, quiet_numpy, rows
+from .adversarial_support import Builder, Built, quiet_numpy, rows
 
 VARIANTS: dict[str, dict[str, str]] = {
     "sympy": {"backend": "sympy"},
@@ -152,71 +152,13 @@ ZERODIV = (
 )
 IDENTITY = "a simplification identity turns NumPy's NaN/inf into a finite value"
 
-VALUE_PENDING: dict[str, tuple[tuple[str, ...], str]] = {
-    "log": (SCALAR, DOMAIN),
-    "log1p": (SCALAR, DOMAIN),
-    "sqrt": (SCALAR, DOMAIN),
-    "exp": (SCALAR, OVERFLOW),
-    "reciprocal": (SCALAR, ZERODIV),
-    "pow_1_5": (
-        SCALAR,
-        ZERODIV + "; x ** 1.5 of a negative must be nan, never complex",
-    ),
-    "pow_neg_2": (SCALAR, ZERODIV),
-    "two_to_x": (SCALAR, OVERFLOW),
-    "sin": (SCALAR, DOMAIN + " (sin(inf))"),
-    "tan": (SCALAR, DOMAIN + " (tan(inf))"),
-    "arcsin": (SCALAR, DOMAIN),
-    "arctanh": (SCALAR, DOMAIN),
-    "cosh": (SCALAR, OVERFLOW),
-    "maximum": (SCALAR, DOMAIN + " (NaN through np.maximum)"),
-    "minimum": (SCALAR, DOMAIN + " (NaN through np.minimum)"),
-    "clip": (SCALAR, DOMAIN + " (NaN through np.clip)"),
-    "where_sqrt": (SCALAR, DOMAIN + " (sqrt of the unselected branch)"),
-    "div_self": (ALL, IDENTITY + " (x / x = 1)"),
-    "sub_self": (ALL, IDENTITY + " (x - x = 0)"),
-    "zero_mul": (ALL, IDENTITY + " (0 * x = 0)"),
-    "mul_div": (ALL, IDENTITY + " (y * (c / y) = c)"),
-    "add_sub": (SCALAR, "(x + 1) - 1 simplified to x: 1e-20 where NumPy rounds to 0"),
-    "exp_log": (SCALAR, DOMAIN + " (log of a negative)"),
-    "sq_div": (SCALAR, OVERFLOW + " (1e200 ** 2)"),
-    "zero_log": (ALL, IDENTITY + " (0 * log(x) = 0 drops log's NaN)"),
-}
 CONSTANT = (
     "the build crashes with a traceback (ValueError: Invalid literal for "
     "Fraction: 'inf'/'nan') on a non-finite constant in the trace"
 )
-VALUE_BUGS: dict[str, tuple[tuple[str, ...], str]] = {
-    "div_zero_const": (SCALAR, CONSTANT),
-    "times_inf": (SCALAR, CONSTANT),
-    "plus_nan": (SCALAR, CONSTANT),
-    "log_zero_const": (SCALAR, CONSTANT),
-}
-DERIV_PENDING: dict[str, tuple[tuple[str, ...], str]] = {
-    name: (variants, why)
-    for name, (variants, why) in VALUE_PENDING.items()
-    if variants == SCALAR
-    and name not in ("maximum", "minimum", "clip", "add_sub", "exp_log", "sq_div")
-}
 
 
-def _marks(
-    table: dict[str, tuple[tuple[str, ...], str]],
-    mark: Callable[[str], pytest.MarkDecorator] = pending,
-) -> dict[str, pytest.MarkDecorator]:
-    """``{case: (variants, why)}`` as marks (pending by default) by row id."""
-    return {
-        f"{name}-{v}": mark(why)
-        for name, (variants, why) in table.items()
-        for v in variants
-    }
-
-
-VALUE_MARKS = _marks(VALUE_PENDING) | _marks(VALUE_BUGS, bug)
-DERIV_MARKS = _marks(DERIV_PENDING)
-
-
-@pytest.mark.parametrize(("name", "variant"), rows(MATRIX, VALUE_MARKS, _id))
+@pytest.mark.parametrize(("name", "variant"), rows(MATRIX, id_of=_id))
 def test_values_equal_numpy(build: Builder, name: str, variant: str) -> None:
     """f and the value of every value_and_* operator are NumPy's, special values too."""
     built = _elementwise(build, name, variant)
@@ -234,7 +176,7 @@ def test_values_equal_numpy(build: Builder, name: str, variant: str) -> None:
                 assert_numpy_equal(value, expected, f"{op}({x})[0]")
 
 
-@pytest.mark.parametrize(("name", "variant"), rows(DERIV_MATRIX, DERIV_MARKS, _id))
+@pytest.mark.parametrize(("name", "variant"), rows(DERIV_MATRIX, id_of=_id))
 def test_derivatives_exact_where_finite(
     build: Builder, name: str, variant: str
 ) -> None:
@@ -253,8 +195,11 @@ def test_derivatives_exact_where_finite(
             good = np.isfinite(value) & np.isfinite(deriv) & ~_subnormal(x)
             jac = np.asarray(module.value_and_jacobian(x.copy())[1])
             expected = np.diag(deriv)[good]
+            # atol: at x = 1e200 the chain rule of x * (2 / x) adds 2/x and
+            # x * (-2/x**2), which overflows to -0: 2e-200 is the rounding residue
+            # of terms of that size (JAX gives the same), not a wrong derivative.
             np.testing.assert_allclose(
-                jac[good], expected, rtol=1e-12, atol=0, err_msg=f"jacobian at {x}"
+                jac[good], expected, rtol=1e-12, atol=1e-190, err_msg=f"jacobian at {x}"
             )
 
 
@@ -273,25 +218,9 @@ REDUCTION_SOURCE = "import numpy as np\n" + "".join(
     f"\n\ndef {name}(x):\n    return {body}\n" for name, body in REDUCTIONS.items()
 )
 REDUCTION_MATRIX = [(name, variant) for name in REDUCTIONS for variant in VARIANTS]
-REDUCTION_MARKS = _marks(
-    {
-        "prod": (
-            SCALAR,
-            (
-                "the product is reordered: 5e-324 * 0.5 underflows first, so "
-                "-0.0 where NumPy's left-to-right product overflows to -inf"
-            ),
-        ),
-        "max": (("trace-scalar",), ZERODIV + " (gradient of max with inf/nan)"),
-        "min": (("trace-scalar",), ZERODIV + " (gradient of min with inf/nan)"),
-        "log_sum_exp": (SCALAR, OVERFLOW),
-    }
-)
 
 
-@pytest.mark.parametrize(
-    ("name", "variant"), rows(REDUCTION_MATRIX, REDUCTION_MARKS, _id)
-)
+@pytest.mark.parametrize(("name", "variant"), rows(REDUCTION_MATRIX, id_of=_id))
 def test_reduction_values_equal_numpy(build: Builder, name: str, variant: str) -> None:
     """Reductions over special values: inf - inf, 0 * inf, NaN in max/min, overflow."""
     built = build(REDUCTION_SOURCE, name, (4,), SCALAR_OPERATORS, **VARIANTS[variant])
@@ -394,18 +323,9 @@ EXACT_SOURCE = "import numpy as np\n" + "".join(
     f"\n\ndef {case.name}(x):\n    return {case.body}\n" for case in EXACT
 )
 EXACT_MATRIX = [(case.name, variant) for case in EXACT for variant in VARIANTS]
-EXACT_MARKS = _marks(
-    {
-        "zero_base": (ALL, "d/dy 0**y is log(0) * 0 = nan instead of 0 for y > 0"),
-        "where_sqrt": (
-            ALL,
-            "the unselected branch's nan derivative leaks through np.where",
-        ),
-    }
-)
 
 
-@pytest.mark.parametrize(("name", "variant"), rows(EXACT_MATRIX, EXACT_MARKS, _id))
+@pytest.mark.parametrize(("name", "variant"), rows(EXACT_MATRIX, id_of=_id))
 def test_derivatives_exact(build: Builder, name: str, variant: str) -> None:
     """Gradient and Hessian equal the hand-computed ones (to 1e-12) where the
     function is finite and differentiable, even where a textbook rule gives nan."""
@@ -447,23 +367,9 @@ EMPTY_SOURCE = "import numpy as np\n" + "".join(
     f"\n\ndef {case.name}(x):\n    return {case.body}\n" for case in EMPTY
 )
 EMPTY_MATRIX = [(case.name, variant) for case in EMPTY for variant in VARIANTS]
-EMPTY_MARKS = _marks(
-    {
-        "repeat_zero": (
-            SCALAR,
-            "zero-size output flattened to shape (0,) (sympy: build fails)",
-        ),
-        "empty_input": (SCALAR, "zero-size input: f and jacobian of shape (0,)"),
-        "empty_sum": (ALL, "zero-size input: gradient of shape (0,) instead of (0, 3)"),
-        "empty_slice": (
-            SCALAR,
-            "zero-size output x[:0]: build fails or shape (0,) is lost",
-        ),
-    }
-)
 
 
-@pytest.mark.parametrize(("name", "variant"), rows(EMPTY_MATRIX, EMPTY_MARKS, _id))
+@pytest.mark.parametrize(("name", "variant"), rows(EMPTY_MATRIX, id_of=_id))
 def test_zero_size_shapes(build: Builder, name: str, variant: str) -> None:
     """f has NumPy's shape and values; the jacobian is y.shape + x.shape (zeros); a
     gradient has x's shape; seeds of zero size are accepted."""

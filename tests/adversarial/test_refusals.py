@@ -20,7 +20,6 @@ from .adversarial_support import (
     Builder,
     Project,
     assert_refused,
-    bug,
     finite_differences,
     line_of,
     module_block,
@@ -221,26 +220,8 @@ REFUSED = [
     ),
 ]
 
-SILENT_DTYPE = (
-    "dtype= of a reduction is silently ignored: the module computes in float64 "
-    "where NumPy casts (wrong value and gradient)"
-)
-REFUSED_MARKS = {
-    "sum_dtype_int": bug(SILENT_DTYPE),
-    "mean_dtype_float32": bug(SILENT_DTYPE),
-    "cumsum_dtype_int": bug(SILENT_DTYPE),
-    "prod_dtype_float32": bug(SILENT_DTYPE),
-    "reduce_dtype_int": bug(SILENT_DTYPE),
-    "site_exit": bug(
-        "exit() is located at '<frozen _sitebuiltins>:26', not at the user's line"
-    ),
-    "site_quit": bug(
-        "quit() is located at '<frozen _sitebuiltins>:26', not at the user's line"
-    ),
-}
 
-
-@pytest.mark.parametrize(("name", "body", "phrase"), rows(REFUSED, REFUSED_MARKS))
+@pytest.mark.parametrize(("name", "body", "phrase"), rows(REFUSED))
 def test_refused_naming_the_line(
     project: Project, name: str, body: str, phrase: str
 ) -> None:
@@ -360,12 +341,6 @@ REPRODUCED = [
     ),
 ]
 
-REPRODUCED_MARKS = {
-    "repeated_index_iadd-trace": bug(
-        "x[[0, 0]] += 1 on the trace backend: NotImplementedError traceback in "
-        "reverse mode instead of a result or a difgen: error message"
-    ),
-}
 REPRODUCED_MATRIX = [
     (n, b, s, backend) for n, b, s in REPRODUCED for backend in ("trace", "sympy")
 ]
@@ -373,7 +348,7 @@ REPRODUCED_MATRIX = [
 
 @pytest.mark.parametrize(
     ("name", "body", "shape", "backend"),
-    rows(REPRODUCED_MATRIX, REPRODUCED_MARKS, id_of=lambda r: f"{r[0]}-{r[3]}"),
+    rows(REPRODUCED_MATRIX, id_of=lambda r: f"{r[0]}-{r[3]}"),
 )
 def test_write_through_view_reproduced(
     build: Builder, name: str, body: str, shape: tuple[int, ...], backend: str

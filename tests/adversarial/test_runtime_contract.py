@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from .adversarial_support import Builder, Built, pending, rows
+from .adversarial_support import Builder, Built, rows
 
 VARIANTS: dict[str, dict[str, str]] = {
     "sympy": {"backend": "sympy"},
@@ -202,14 +202,6 @@ SHAPES: list[tuple[str, str, str, str, Any, tuple[int, ...]]] = [
 ]
 
 SHAPE_MATRIX = [(*row, variant) for row in SHAPES for variant in VARIANTS]
-_CHECKS = (
-    "pending: operators check argument shapes (ValueError naming argument and shapes)"
-)
-SHAPE_MARKS = {
-    f"{row[0]}-{variant}": pytest.mark.xfail(strict=True, reason=_CHECKS)
-    for row in SHAPES
-    for variant in VARIANTS
-}
 
 
 def _row_id(row: tuple[Any, ...]) -> str:
@@ -218,7 +210,7 @@ def _row_id(row: tuple[Any, ...]) -> str:
 
 @pytest.mark.parametrize(
     ("name", "module", "op", "argument", "bad", "expected", "variant"),
-    rows(SHAPE_MATRIX, SHAPE_MARKS, _row_id),
+    rows(SHAPE_MATRIX, id_of=_row_id),
 )
 def test_wrong_shape_raises_value_error_naming_it(
     build: Builder,
@@ -278,16 +270,11 @@ OUTS: list[tuple[str, str, str, Any, tuple[int, ...]]] = [
     ("value_and_jacobian-out-flat", "field", "value_and_jacobian", np.zeros(9), (3, 3)),
 ]
 OUT_MATRIX = [(*row, variant) for row in OUTS for variant in VARIANTS]
-OUT_MARKS = {
-    f"{row[0]}-{variant}": pending("operators check out= dtype and shape")
-    for row in OUTS
-    for variant in VARIANTS
-}
 
 
 @pytest.mark.parametrize(
     ("name", "module", "op", "out", "expected", "variant"),
-    rows(OUT_MATRIX, OUT_MARKS, _row_id),
+    rows(OUT_MATRIX, id_of=_row_id),
 )
 def test_wrong_out_raises(
     build: Builder,
@@ -319,16 +306,11 @@ COMPLEX = [
     ("derivative-x", "curve", "derivative", "x"),
 ]
 COMPLEX_MATRIX = [(*row, variant) for row in COMPLEX for variant in VARIANTS]
-COMPLEX_MARKS = {
-    f"{row[0]}-{variant}": pending("complex input raises TypeError naming it")
-    for row in COMPLEX
-    for variant in VARIANTS
-}
 
 
 @pytest.mark.parametrize(
     ("name", "module", "op", "argument", "variant"),
-    rows(COMPLEX_MATRIX, COMPLEX_MARKS, _row_id),
+    rows(COMPLEX_MATRIX, id_of=_row_id),
 )
 def test_complex_argument_raises_type_error(
     build: Builder, name: str, module: str, op: str, argument: str, variant: str
@@ -447,18 +429,11 @@ PAIRS = [("trace-scalar", "trace-vector"), ("sympy", "trace-vector")]
 LIST_MATRIX = [
     (name, module, op, a, b) for name, module, op in LIST_CALLS for a, b in PAIRS
 ]
-LIST_MARKS = {
-    f"{name}-{a}-vs-{b}": pending(
-        "lists treated alike by scalar and vector " "emission"
-    )
-    for name, _, _ in LIST_CALLS
-    for a, b in PAIRS
-}
 
 
 @pytest.mark.parametrize(
     ("name", "module", "op", "first", "second"),
-    rows(LIST_MATRIX, LIST_MARKS, id_of=lambda r: f"{r[0]}-{r[3]}-vs-{r[4]}"),
+    rows(LIST_MATRIX, id_of=lambda r: f"{r[0]}-{r[3]}-vs-{r[4]}"),
 )
 def test_lists_accepted_or_refused_alike(
     build: Builder, name: str, module: str, op: str, first: str, second: str

@@ -54,6 +54,30 @@ def inert(expr: Any) -> Any:
     return func(*args)
 
 
+def _negated(term: Any) -> Any:
+    """``y`` for an exact ``-1 * y`` or a negative number (printed as a
+    subtraction), else None."""
+    if term.is_Number and term.is_negative:
+        return -term
+    stands_for = original(term)
+    if stands_for is not None and stands_for.func is sp.Mul:
+        args = term.args
+        if len(args) >= 2 and args[0] == -1:
+            return args[1] if len(args) == 2 else term.func(*args[1:])
+    return None
+
+
+def _denominators(factors: Any) -> bool:
+    """Whether an exact product divides (a factor is a negative power)."""
+    for factor in factors:
+        stands_for = original(factor)
+        if stands_for is not None and stands_for.func is sp.Pow:
+            exp = factor.args[1]
+            if exp.is_Rational and exp.is_negative:
+                return True
+    return False
+
+
 def plain(expr: Any) -> Any:
     """``expr`` with every inert node replaced, recursively, by the unevaluated
     operation it stands for (to count operations, not to print)."""
@@ -117,14 +141,47 @@ class FloatPrinter(PythonCodePrinter):
             return self._print(item)  # printed as one float literal: no parentheses
         stands_for = original(item)
         if stands_for is not None:  # an inert node binds like its operation
-            item = stands_for
+            own = precedence(stands_for)
+            text = self._print(item)
+            wrap = own < level or (strict and own <= level)
+            return f"({text})" if wrap else text
         return str(super().parenthesize(item, level, strict))
 
     def _print_Function(self, expr: Any) -> str:
         stands_for = original(expr)
-        if stands_for is not None:
-            return str(self._print(stands_for))
-        return str(super()._print_Function(expr))
+        if stands_for is None:
+            return str(super()._print_Function(expr))
+        if stands_for.func is sp.Add:
+            return self._print_in_order(expr.args)
+        if stands_for.func is sp.Mul and not _denominators(expr.args):
+            return self._print_product_in_order(expr)
+        return str(self._print(stands_for))
+
+    def _print_in_order(self, terms: Any) -> str:
+        """An exact sum, its terms in the order and grouping of the user's code
+        (SymPy would sort them; on floats the order decides the rounding)."""
+        add = precedence(sp.Add(sp.Symbol("a"), sp.Symbol("b"), evaluate=False))
+        text = self.parenthesize(terms[0], add)
+        for term in terms[1:]:
+            negated = _negated(term)
+            if negated is not None:
+                text += " - " + self.parenthesize(negated, add, strict=True)
+            else:
+                text += " + " + self.parenthesize(term, add, strict=True)
+        return text
+
+    def _print_product_in_order(self, expr: Any) -> str:
+        """An exact product without denominators, in the user's order."""
+        factors = expr.args
+        if len(factors) >= 2 and factors[0] == -1:
+            rest = factors[1] if len(factors) == 2 else expr.func(*factors[1:])
+            unary = precedence(sp.Mul(-1, sp.Symbol("a"), evaluate=False))
+            return "-" + self.parenthesize(rest, unary, strict=True)
+        mul = precedence(sp.Mul(sp.Symbol("a"), sp.Symbol("b"), evaluate=False))
+        text = self.parenthesize(factors[0], mul)
+        for factor in factors[1:]:
+            text += " * " + self.parenthesize(factor, mul, strict=True)
+        return text
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         base, exp = expr.base, expr.exp

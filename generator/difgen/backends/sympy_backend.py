@@ -10,6 +10,7 @@ functions, where it reaches the hand-written floor.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -24,7 +25,7 @@ from difgen.backends.scalar_code import (
 )
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
-from difgen.emit import naming
+from difgen.emit import floats, naming
 from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.emit.signatures import is_sparse
 from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
@@ -37,6 +38,8 @@ def number(value: Any) -> sp.Expr:
     if isinstance(value, (bool, np.bool_)):
         return sp.true if value else sp.false
     value = float(value)
+    if not math.isfinite(value):
+        return sp.Symbol(floats.constant_name(value), real=True)
     if value.is_integer() and abs(value) < 2**53:
         return sp.Integer(int(value))
     frac = Fraction(repr(value))
@@ -155,10 +158,10 @@ class SymbolicFunction:
         if kind == "value":
             out = self.value
         elif kind == "jvp":
-            dx = seeds["dx"].reshape(-1, self.x.size)
+            dx = _rows(seeds["dx"], self.xs)
             out = np.array([J @ d for d in dx], dtype=object)
         elif kind == "vjp":
-            dy = seeds["dy"].reshape(-1, self.y.size)
+            dy = _rows(seeds["dy"], self.ys)
             out = np.array([d @ J for d in dy], dtype=object)
         elif kind == "derivative":
             out = J[:, 0]
@@ -178,6 +181,13 @@ class SymbolicFunction:
         flat = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=object)
         flat[:] = list(np.asarray(out, dtype=object).ravel())
         return flat.reshape(shape)
+
+
+def _rows(seed: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A (batched) seed of ``shape`` as rows of its flat elements (also when the
+    shape has no elements, where ``reshape(-1, 0)`` cannot infer the row count)."""
+    lead = seed.shape[: seed.ndim - len(shape)]
+    return seed.reshape(int(np.prod(lead, dtype=np.int64)), int(np.prod(shape)))
 
 
 def _seed_symbols(

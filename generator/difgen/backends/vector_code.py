@@ -106,7 +106,10 @@ def array_source(value: np.ndarray) -> str:
     is_bool = value.dtype == np.bool_
     is_int = value.dtype.kind in "iu"
     flat = value.ravel()
-    if flat.size and np.all(flat == flat[0]):
+    if not flat.size:  # np.array([]) would lose the shape
+        dtype = ", dtype=bool" if is_bool else ", dtype=np.int64" if is_int else ""
+        return f"np.zeros({shape!r}{dtype})"
+    if np.all(flat == flat[0]):
         v = flat[0]
         if is_bool:
             return f"np.full({shape!r}, {number(v)})"

@@ -164,6 +164,8 @@ def mul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
         return _keep(a, atoms)
     if _is_const(a, 1.0):
         return _keep(b, atoms)
+    if cx.relaxed and (selected := _into_where(a, b, "mul", cx)) is not None:
+        return selected
     if cx.relaxed and (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
         return cancelled
     if (quotient := _divide_instead(a, b, cx)) is not None:
@@ -186,6 +188,37 @@ def mul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("mul", Lit(np.asarray(-c)), neg.inputs[0])
     return None
+
+
+def _into_where(a: Atom, b: Atom, name: str, cx: Context) -> Result:
+    """``k * where(c, y, 0)`` is ``where(c, k * y, 0)`` (and likewise ``/ k`` and the
+    zero on the other side): the unselected positions stay exact zeros even where
+    ``k`` is NaN or inf. That is the point: the branch ``np.where`` leaves out is
+    often undefined there (``where(x > 0, sqrt(x), 0)``), and its derivative factor
+    would turn the zero cotangent into NaN, where the function is smooth.
+    Finite-only, like every rewrite that drops ``0 * k``.
+    """
+    pairs = [(b, a)] if name == "div" else [(a, b), (b, a)]
+    out = _out_shape([a, b])
+    for selected, factor in pairs:
+        eqn = cx.made_by(selected, "where")
+        if eqn is None or factor is selected:
+            continue
+        cond, yes, no = eqn.inputs
+        if _is_const(no, 0.0) and not _is_const(yes, 0.0):
+            args = (factor, yes) if name == "mul" else (yes, factor)
+            return _broadcast(cx.bind("where", cond, cx.bind(name, *args), no), out, cx)
+        if _is_const(yes, 0.0) and not _is_const(no, 0.0):
+            args = (factor, no) if name == "mul" else (no, factor)
+            return _broadcast(cx.bind("where", cond, yes, cx.bind(name, *args)), out, cx)
+    return None
+
+
+def _broadcast(value: Result, shape: tuple[int, ...], cx: Context) -> Result:
+    """``value`` broadcast to ``shape`` (a where of smaller operands may be smaller)."""
+    if value is None or tuple(np.shape(value)) == shape:
+        return value
+    return cx.bind("broadcast_to", value, shape=shape)
 
 
 def _finite(*atoms: Atom) -> bool:
@@ -239,6 +272,8 @@ def _small_factors_first(a: Atom, b: Atom, cx: Context) -> Result:
 def div_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     """``0 / x``, ``x / x``, ``x / 1``."""
     a, b = atoms
+    if cx.relaxed and (selected := _into_where(a, b, "div", cx)) is not None:
+        return selected
     if _is_const(a, 0.0) and cx.relaxed:  # finite only: 0 / 0 is NaN
         return _zeros(atoms)
     if a is b and isinstance(a, Var) and cx.relaxed:  # finite, nonzero x only

@@ -91,14 +91,28 @@ HELPERS["_sign"] = (
 )
 """Each helper's source, by its generated name."""
 
+CONSTANTS = {"_INF": "math.inf", "_NINF": "-math.inf", "_NAN": "math.nan"}
+"""Non-finite constants of the user's computation (``x * np.inf``, ``np.log(0.0)``),
+named: in symbolic expressions they are opaque symbols, so SymPy cannot fold them
+as if they were ordinary numbers."""
+for _name, _value in CONSTANTS.items():
+    HELPERS[_name] = f"{_name} = {_value}\n"
+
 NAMES = tuple(HELPERS)
-_CALL = re.compile(r"\b(" + "|".join(map(re.escape, NAMES)) + r")\(")
+_USE = re.compile(r"\b(" + "|".join(map(re.escape, NAMES)) + r")\b")
 
 
 def used_helpers(source: str) -> list[str]:
-    """The helpers ``source`` calls, in a fixed order."""
-    found = set(_CALL.findall(source))
+    """The helpers and constants ``source`` uses, in a fixed order."""
+    found = set(_USE.findall(source))
     return [name for name in NAMES if name in found]
+
+
+def constant_name(value: float) -> str:
+    """The name of a non-finite constant (``inf`` -> ``_INF``)."""
+    if value != value:
+        return "_NAN"
+    return "_INF" if value > 0 else "_NINF"
 
 
 def definitions(source: str) -> list[str]:

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterable
 
 from difgen.emit import floats
+from difgen.operators import OPERATORS
 
 INPUT = "x"
 TANGENT = "dx"
@@ -105,7 +106,15 @@ def hoisted(i: int) -> str:
 
 def reserved() -> set[str]:
     """Names a context may not take, whatever the operators are."""
-    return {*ARGUMENTS, *LOCALS, *MODULES, *MODULE_CONSTANTS, *HELPERS, *FLOAT_HELPERS}
+    return {
+        *ARGUMENTS,
+        *LOCALS,
+        *MODULES,
+        *MODULE_CONSTANTS,
+        *HELPERS,
+        *FLOAT_HELPERS,
+        *OPERATORS,  # the generated functions themselves
+    }
 
 
 def is_identifier(name: str) -> bool:

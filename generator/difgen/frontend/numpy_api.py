@@ -39,8 +39,17 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 
 
 def _no_out(kwargs: dict[str, Any]) -> None:
+    """Refuse the keywords that would change what the call computes: ``out=``,
+    ``where=`` and a ``dtype=`` other than float64 (which NumPy would cast to)."""
     if kwargs.get("out") is not None:
         raise TraceError(f"{_where()}: out= is not supported while tracing")
+    dtype = kwargs.get("dtype")
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        raise TraceError(
+            f"{_where()}: dtype={np.dtype(dtype)} would compute in another type "
+            "than float64 (NumPy casts, rounding toward zero for integers); "
+            "difgen differentiates float64 values only"
+        )
     if kwargs.get("where", True) is not True:
         raise TraceError(f"{_where()}: where= is not supported while tracing")
 
@@ -49,7 +58,7 @@ def _no_out(kwargs: dict[str, Any]) -> None:
 def _reducer(prim: str) -> Callable[..., Any]:
     def reduce(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
-        _no_out({"out": out, **kwargs})
+        _no_out({"out": out, "dtype": dtype, **kwargs})
         shape = np.shape(a)
         axes = _axes(axis, len(shape))
         if not axes:
@@ -64,6 +73,7 @@ sum_ = _reducer("reduce_sum")
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
          keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+    _no_out({"out": out, "dtype": dtype, **kwargs})
     shape = np.shape(a)
     axes = _axes(axis, len(shape))
     return sum_(a, axis=axes, keepdims=keepdims) / float(_count(shape, axes))
@@ -71,6 +81,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+    _no_out({"out": out, "dtype": dtype, **kwargs})
     shape = np.shape(a)
     axes = _axes(axis, len(shape))
     d = a - mean(a, axis=axes, keepdims=True)
@@ -79,12 +90,13 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+    _no_out({"out": out, "dtype": dtype, **kwargs})
     return np.sqrt(var(a, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
 def _cumulative(prim: str) -> Callable[..., Any]:
     def accumulate(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        _no_out({"out": out})
+        _no_out({"out": out, "dtype": dtype})
         if axis is None:
             a, axis = ravel(a), 0
         return _bind(prim, a, axis=int(axis) % np.ndim(a))

@@ -11,18 +11,14 @@ becomes a :class:`~difgen.errors.TraceError` naming the function and the line, a
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np  # noqa: F401  (the doctest's np)
 
+from difgen import guard
 from difgen.core.ir import Graph
-from difgen.core.location import user_location
-from difgen.core.tracer import Tracer, finish, tracing
+from difgen.core.tracer import Tracer, contains_tracer, finish, tracing
 from difgen.errors import DifgenError, TraceError
 from difgen.frontend.namespace import tracing_numpy
 
@@ -36,15 +32,32 @@ def trace(
     (:func:`difgen.frontend.namespace.tracing_numpy`).
     """
     with tracing(avals) as (builder, inputs):
-        with tracing_numpy(fn), _no_process_exit():
+        with tracing_numpy(fn), guard.no_process_exit():
             result = _call(fn, [Tracer(builder, v) for v in inputs])
-        try:
-            return finish(builder, inputs, result)
-        except TraceError as exc:
+        _check_result(fn, result)
+        return finish(builder, inputs, result)
+
+
+def _check_result(fn: Callable[..., Any], result: Any) -> None:
+    """The function must return arrays (traced or constant), or a tuple of them."""
+    for value in result if isinstance(result, tuple) else (result,):
+        if isinstance(value, Tracer) or contains_tracer(value):
+            continue
+        kind = np.asarray(value).dtype.kind if _array_like(value) else "O"
+        if kind not in "biuf":
             raise TraceError(
-                f"{definition(fn)}: the function returned something difgen cannot "
-                f"use as an array ({exc})"
-            ) from None
+                f"{definition(fn)}: the function returns a {type(value).__name__}, "
+                "which difgen cannot use: it needs a float64 array or number (or "
+                "a tuple of them)"
+            )
+
+
+def _array_like(value: Any) -> bool:
+    try:
+        np.asarray(value)
+    except (ValueError, TypeError):  # a ragged sequence, an odd object
+        return False
+    return True
 
 
 def definition(fn: Callable[..., Any]) -> str:
@@ -58,73 +71,40 @@ def definition(fn: Callable[..., Any]) -> str:
 
 
 def _call(fn: Callable[..., Any], args: list[Tracer]) -> Any:
-    """``fn(*args)``, with every way the user's code can fail made a TraceError."""
+    """``fn(*args)``, with every way the user's code can fail made a TraceError.
+
+    KeyboardInterrupt alone goes through: it is the user stopping the build.
+    """
     try:
         return fn(*args)
-    except DifgenError:
+    except (DifgenError, KeyboardInterrupt):
         raise
-    except RecursionError:
+    except RecursionError as exc:
         raise TraceError(
             f"{definition(fn)}: the function recursed too deeply while tracing "
-            f"(RecursionError{_at(_last_user_frame())})"
+            f"(RecursionError{_at(guard.user_frame(exc))})"
         ) from None
-    except _ExitCalled as exc:
+    except guard.ExitCalled as exc:
         raise TraceError(
             f"{exc.where}: the function calls {exc.name} at build time; difgen "
             "cannot trace a function that ends the process"
         ) from None
     except SystemExit as exc:
         raise TraceError(
-            f"{definition(fn)}: the function calls sys.exit({exc.code!r}) at build "
-            f"time{_at(_last_user_frame())}; difgen cannot trace a function that "
-            "ends the process"
+            f"{_exit_location(exc, fn)}: the function calls sys.exit({exc.code!r}) "
+            "at build time; difgen cannot trace a function that ends the process"
         ) from None
-    except Exception as exc:
-        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except BaseException as exc:  # user code may raise anything
         raise TraceError(
             f"{definition(fn)}: calling the function at build time raised "
-            f"{text}{_at(_last_user_frame())}"
+            f"{guard.describe(exc)}"
         ) from None
 
 
-def _last_user_frame() -> str | None:
-    """``file:line`` of the innermost frame of the exception being handled that is
-    not difgen's or NumPy's own code."""
-    tb = sys.exc_info()[2]
-    frames = traceback.extract_tb(tb)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    numpy_dir = os.path.dirname(os.path.abspath(np.__file__))
-    user = [
-        f
-        for f in frames
-        if not os.path.abspath(f.filename).startswith((here, numpy_dir))
-    ]
-    return f"{user[-1].filename}:{user[-1].lineno}" if user else None
+def _exit_location(exc: SystemExit, fn: Callable[..., Any]) -> str:
+    """Where ``sys.exit`` (or the ``exit``/``quit`` builtins) was called."""
+    return guard.user_frame(exc) or definition(fn)
 
 
 def _at(where: str | None) -> str:
     return f" at {where}" if where else ""
-
-
-class _ExitCalled(BaseException):
-    """``os._exit`` was called by the user's code while tracing."""
-
-    def __init__(self, name: str, where: str) -> None:
-        super().__init__(name)
-        self.name = name
-        self.where = where
-
-
-@contextlib.contextmanager
-def _no_process_exit() -> Iterator[None]:
-    """While tracing, ``os._exit`` raises instead of ending the build process."""
-    original = os._exit
-
-    def refuse(status: int) -> None:
-        raise _ExitCalled(f"os._exit({status!r})", user_location())
-
-    os._exit = refuse  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        os._exit = original

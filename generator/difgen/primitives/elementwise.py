@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1 + x)
 
 from difgen.core import simplify as identities
 from difgen.core.primitive import Linear, call, register, unbroadcast
@@ -73,11 +74,11 @@ UNARY = [
     unary("exp", np.exp, call("np.exp({0})"),
           deriv=lambda x, y: y, sympy=sp.exp),
     unary("expm1", np.expm1, call("np.expm1({0})"),
-          deriv=lambda x, y: y + 1.0, sympy=lambda x: sp.exp(x) - 1),
+          deriv=lambda x, y: y + 1.0, sympy=cfunctions.expm1),
     unary("log", np.log, call("np.log({0})"),
           deriv=lambda x, y: 1.0 / x, sympy=sp.log),
     unary("log1p", np.log1p, call("np.log1p({0})"),
-          deriv=lambda x, y: 1.0 / (1.0 + x), sympy=lambda x: sp.log(1 + x)),
+          deriv=lambda x, y: 1.0 / (1.0 + x), sympy=cfunctions.log1p),
     unary("sqrt", np.sqrt, call("np.sqrt({0})"),
           deriv=lambda x, y: 0.5 / y, sympy=sp.sqrt),
     unary("cbrt", np.cbrt, call("np.cbrt({0})"),

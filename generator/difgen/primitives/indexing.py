@@ -345,17 +345,30 @@ def _set_index_jvp(
 
 
 def _set_index_transpose(ct: Any, x: Any, value: Any, index: Any) -> list[Any]:
-    """The overwritten positions get no cotangent; the stored value gets theirs."""
-    if isinstance(value, Linear) and not positions_unique(tuple(np.shape(ct)), index):
-        raise NotImplementedError("reverse mode through an assignment that repeats "
-                                  "a position (the last write wins)")  # fmt: skip
+    """The overwritten positions get no cotangent; the stored value gets theirs.
+
+    Where the index repeats a position, the last write wins (as in NumPy), so only
+    that element of the value receives the position's cotangent.
+    """
     cx = set_index(ct, 0.0, index) if isinstance(x, Linear) else None
-    cv = (
-        unbroadcast(ct[to_index(index)], value.shape)
-        if isinstance(value, Linear)
-        else None
-    )
-    return [cx, cv]
+    if not isinstance(value, Linear):
+        return [cx, None]
+    shape = tuple(np.shape(ct))
+    read = ct[to_index(index)]
+    if not positions_unique(shape, index):
+        read = read * last_writes(shape, index).astype(np.float64)
+    return [cx, unbroadcast(read, value.shape)]
+
+
+def last_writes(shape: tuple[int, ...], index: Any) -> np.ndarray:
+    """A mask over the region ``x[index]``: True where an assignment through this
+    index writes last to its position (NumPy's ``x[[0, 0]] = v``: ``v[1]`` wins)."""
+    targets = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    flat = np.asarray(targets[to_index(index)]).ravel()
+    last = np.zeros(flat.size, dtype=bool)
+    _, first_from_end = np.unique(flat[::-1], return_index=True)
+    last[flat.size - 1 - first_from_end] = True
+    return last.reshape(np.shape(targets[to_index(index)]))
 
 
 def _set_index_batch(args: Any, batched: Any, k: int, index: Any) -> Any:

@@ -58,6 +58,58 @@ def _reduce_emit(ufunc: str) -> Any:
 _sum_emit = _reduce_emit("add")
 
 
+def pairwise(terms: list[Any]) -> Any:
+    """The sum of ``terms`` associated as NumPy's float64 pairwise summation adds
+    them (``pairwise_sum`` in NumPy's loops: a left fold below 8 terms, 8
+    interleaved partial sums up to 128, halves rounded to a multiple of 8 above).
+
+    On floats the association decides the rounding, and with cancellation much
+    more: NumPy's ``[1e200, -1e200, 0.5]`` sums to 0.5, another order to 0.
+    """
+    n = len(terms)
+    if n < 8:
+        return _left_fold(terms)
+    if n <= 128:
+        partial = list(terms[:8])
+        i = 8
+        while i < n - n % 8:
+            partial = [p + terms[i + j] for j, p in enumerate(partial)]
+            i += 8
+        total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) + (
+            (partial[4] + partial[5]) + (partial[6] + partial[7])
+        )
+        for term in terms[i:]:
+            total = total + term
+        return total
+    half = n // 2 - (n // 2) % 8
+    return pairwise(terms[:half]) + pairwise(terms[half:])
+
+
+def sum_in_numpy_order(x: Any, axes: Any) -> Any:
+    """``np.sum`` of an object array over ``axes``, each sum associated as NumPy
+    associates it on float64: pairwise over trailing (contiguous) axes, a left fold
+    over any other (NumPy adds whole rows there)."""
+    x = np.asarray(x, dtype=object)
+    axes = tuple(sorted(int(a) % x.ndim for a in axes))
+    kept = [a for a in range(x.ndim) if a not in axes]
+    trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
+    moved = np.transpose(x, kept + list(axes))
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    rows = moved.reshape(moved.shape[: len(kept)] + (count,))
+    fold = pairwise if trailing else _left_fold
+    out = np.empty(rows.shape[:-1], dtype=object)
+    for index in np.ndindex(*out.shape):
+        out[index] = fold(list(rows[index]))
+    return out
+
+
+def _left_fold(terms: list[Any]) -> Any:
+    total = terms[0] if terms else 0
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
 reduce_sum_p = register(
     reduction(
         "reduce_sum",
@@ -65,7 +117,7 @@ reduce_sum_p = register(
         _sum_emit,
         jvp=_sum_jvp,
         transpose=_sum_transpose,
-        sympy=_sum_impl,  # np.sum adds object arrays of SymPy values
+        sympy=sum_in_numpy_order,
         simplify=identities.reduce_sum_identities,
     )
 )
