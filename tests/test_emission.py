@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import build_and_import, write_config
+from difgen.backends.epilogue import LastResult, returns
 from difgen.core.expr import (
     ADD,
     ATOM,
@@ -118,3 +119,21 @@ def test_emitted_comparison_of_comparisons_runs(tmp_path: Path) -> None:
     assert "(x < 0.5) == (x > 0.3)" in text
     x = np.array([0.2, 0.4, 0.6])
     np.testing.assert_array_equal(mod.f(x), [0.4, 0.4, 1.2])
+
+
+def test_one_epilogue_for_both_emissions() -> None:
+    """value_and_ results first, the last bound to ``result`` and written into out."""
+    last = LastResult(" = [1.0, 2.0]", "np.array(result)")
+    assert returns(["value", "gradient"], ["v", "g"], last, takes_out=True) == [
+        "value = v",
+        "result = [1.0, 2.0]",
+        "if out is None:",
+        "    return value, np.array(result)",
+        "out[...] = result",
+        "return value, out",
+    ]
+    assert returns(["jvp"], ["t0"], LastResult(" = t0", "result"), False) == [
+        "result = t0",
+        "return result",
+    ]
+    assert returns(["value", "jvp"], ["1.0", "t0"], None, False) == ["return 1.0, t0"]

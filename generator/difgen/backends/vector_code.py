@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen.backends.epilogue import LastResult, returns
 from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
@@ -339,22 +340,14 @@ def emit_operator(
         else:
             results.append(expr)
     results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
-    if op.takes_out and graph.outputs[-1].shape != () and len(results) - 1 not in wrap:
-        head = [f"{kind}, " for kind in op.results[:-1]]
-        for kind, expr in zip(op.results[:-1], results[:-1]):
-            body.append(f"{kind} = {expr}")
-        body.append(f"{naming.RESULT}: NDArray[np.float64] = {results[-1]}")
-        body.append(f"if {naming.OUT} is None:")
-        body.append(f"    return {''.join(head)}{naming.RESULT}")
-        body.append(f"{naming.OUT}[...] = {naming.RESULT}")
-        body.append(f"return {''.join(head)}{naming.OUT}")
-    elif len(results) == 1 and graph.outputs[0].shape != () and 0 not in wrap:
-        body.append(f"{naming.RESULT}: NDArray[np.float64] = {results[0]}")
-        body.append(f"return {naming.RESULT}")
-    else:
-        body.append("return " + ", ".join(results))
-    params, returns = signature(op, spec, ys)
-    return Function(op.name, params, returns, docstring(op, spec, ys), tuple(body))
+    dense_array = graph.outputs[-1].shape != () and len(results) - 1 not in wrap
+    into_out = op.takes_out and dense_array
+    last = None
+    if into_out or (len(results) == 1 and dense_array):  # typed, for the reader
+        last = LastResult(f": NDArray[np.float64] = {results[-1]}", naming.RESULT)
+    body += returns(op.results, results, last, into_out)
+    params, annotation = signature(op, spec, ys)
+    return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
 
 
 def _is_view(graph: Graph, atom: Any, hoisted: set[Var] = frozenset()) -> bool:
