@@ -247,56 +247,34 @@ class GraphCode:
     hoisted: set[Var]
 
 
-def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
-    """Statements for ``graph`` with its inputs bound to ``arg_names``."""
-    names: dict[Var, Expr] = {v: atom(n) for v, n in zip(graph.inputs, arg_names)}
-    pending: dict[Var, Expr] = {}  # single-use values not yet written out
-    uses: dict[Var, int] = {}
-    for eqn in graph.eqns:
-        for a in eqn.inputs:
+HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
+
+
+@dataclass(frozen=True)
+class Inlining:
+    """The inlining policy: which values are hoisted to import time (they depend on
+    no argument and are of bounded size), and which are written into their single
+    use instead of being named (short enough to keep a line readable)."""
+
+    uses: dict[Var, int]
+    hoisted: frozenset[Var]
+
+    @classmethod
+    def of(cls, graph: Graph) -> Inlining:
+        """Count the uses of each value and find the hoistable equations, in order."""
+        uses: dict[Var, int] = {}
+        for a in [*(a for e in graph.eqns for a in e.inputs), *graph.outputs]:
             if isinstance(a, Var):
                 uses[a] = uses.get(a, 0) + 1
-    for o in graph.outputs:
-        if isinstance(o, Var):
-            uses[o] = uses.get(o, 0) + 1
-    lines: list[str] = []
-    counter = 0
-    hoisted: set[Var] = set()
+        hoisted: set[Var] = set()
+        for eqn in graph.eqns:
+            if _hoistable(eqn, hoisted):
+                hoisted.add(eqn.out)
+        return cls(uses, frozenset(hoisted))
 
-    def source(a: Any) -> Expr:
-        if isinstance(a, Lit):
-            return lit_source(a, pool)
-        if a in pending:
-            return pending.pop(a)
-        return names[a]
-
-    for eqn in graph.eqns:
-        params = {k: _index_param(v, pool) for k, v in eqn.params.as_dict().items()}
-        avals = [(a.shape, a.dtype) for a in eqn.inputs]
-        emitted = eqn.primitive.emit([source(a) for a in eqn.inputs], params, avals)
-        if _hoistable(eqn, hoisted):  # depends on no argument: computed at import
-            block = emitted if isinstance(emitted, list) else [f"OUT = {emitted.text}"]
-            names[eqn.out] = atom(pool.hoist(block))
-            hoisted.add(eqn.out)
-            continue
-        if isinstance(emitted, list):  # statements that build OUT
-            name = naming.temp(counter)
-            counter += 1
-            lines += [re.sub(r"\bOUT\b", name, s) for s in emitted]
-            names[eqn.out] = atom(name)
-            continue
-        if uses.get(eqn.out, 0) == 1 and len(emitted.text) <= INLINE_LENGTH:
-            pending[eqn.out] = emitted
-            continue
-        name = naming.temp(counter)
-        counter += 1
-        lines.append(f"{name} = {emitted.text}")
-        names[eqn.out] = atom(name)
-    outputs = [source(o).text for o in graph.outputs]
-    return GraphCode(lines, outputs, hoisted)
-
-
-HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
+    def inlines(self, var: Var, expr: Expr) -> bool:
+        """A value used once, whose expression is short, goes into its consumer."""
+        return self.uses.get(var, 0) == 1 and len(expr.text) <= INLINE_LENGTH
 
 
 def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
@@ -304,6 +282,76 @@ def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
     return eqn.out.size <= HOIST_LIMIT and all(
         isinstance(a, Lit) or a in hoisted for a in eqn.inputs
     )
+
+
+class _Statements:
+    """Statement building: each value becomes a name, a pending inline expression
+    or a hoisted module value, as the policy decides."""
+
+    def __init__(self, pool: Constants, names: dict[Var, Expr]) -> None:
+        self.pool = pool
+        self.names = names
+        self.pending: dict[Var, Expr] = {}  # single-use values not yet written out
+        self.lines: list[str] = []
+        self.counter = 0
+
+    def source(self, a: Any) -> Expr:
+        """A literal's source, or a value's pending expression (used up) or name."""
+        if isinstance(a, Lit):
+            return lit_source(a, self.pool)
+        if a in self.pending:
+            return self.pending.pop(a)
+        return self.names[a]
+
+    def emit(self, eqn: Any) -> Expr | list[str]:
+        """The equation's source form (index arrays in params become constants
+        first, then the operands, so module constants are numbered in that order)."""
+        params = {
+            k: _index_param(v, self.pool) for k, v in eqn.params.as_dict().items()
+        }
+        avals = [(a.shape, a.dtype) for a in eqn.inputs]
+        return eqn.primitive.emit([self.source(a) for a in eqn.inputs], params, avals)
+
+    def _temp(self, var: Var) -> str:
+        name = naming.temp(self.counter)
+        self.counter += 1
+        self.names[var] = atom(name)
+        return name
+
+    def hoist(self, var: Var, emitted: Expr | list[str]) -> None:
+        """Computed once at import, by the module's setup."""
+        block = emitted if isinstance(emitted, list) else [f"OUT = {emitted.text}"]
+        self.names[var] = atom(self.pool.hoist(block))
+
+    def block(self, var: Var, emitted: list[str]) -> None:
+        """Statements that build ``OUT``, under a fresh temporary's name."""
+        name = self._temp(var)
+        self.lines += [re.sub(r"\bOUT\b", name, line) for line in emitted]
+
+    def assign(self, var: Var, emitted: Expr) -> None:
+        self.lines.append(f"{self._temp(var)} = {emitted.text}")
+
+    def inline(self, var: Var, emitted: Expr) -> None:
+        self.pending[var] = emitted
+
+
+def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
+    """Statements for ``graph`` with its inputs bound to ``arg_names``: the policy
+    decides where each value goes, the statements are built accordingly."""
+    policy = Inlining.of(graph)
+    out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
+    for eqn in graph.eqns:
+        emitted = out.emit(eqn)
+        if eqn.out in policy.hoisted:  # depends on no argument: computed at import
+            out.hoist(eqn.out, emitted)
+        elif isinstance(emitted, list):
+            out.block(eqn.out, emitted)
+        elif policy.inlines(eqn.out, emitted):
+            out.inline(eqn.out, emitted)
+        else:
+            out.assign(eqn.out, emitted)
+    outputs = [out.source(o).text for o in graph.outputs]
+    return GraphCode(out.lines, outputs, set(policy.hoisted))
 
 
 def emit_operator(
