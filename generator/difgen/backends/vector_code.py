@@ -3,9 +3,8 @@
 Each equation is printed with its primitive's ``emit`` form, whose operands are
 :class:`~difgen.core.expr.Expr` values carrying their precedence. A value used once
 is inlined into its consumer when it is short (parenthesized where its slot needs
-it), so the code reads like hand-written NumPy. Constants
-are printed compactly and never grow with the number of elements when they have
-structure: uniform arrays as ``np.full``/``np.zeros``, integer runs (index arrays,
+it), so the code reads like hand-written NumPy. Constants are printed compactly
+and never grow with the number of elements when they have structure: uniform arrays as ``np.full``/``np.zeros``, integer runs (index arrays,
 ``np.arange``-like data) as ``np.arange`` pieces; larger ones become module constants
 ``C0, C1...`` shared by all functions of the module.
 """

@@ -1,4 +1,4 @@
-"""Emitted source expressions that carry their precedence, and the forms that build them.
+"""Emitted source expressions that carry their precedence, and the forms building them.
 
 A primitive's ``emit`` puts its operands' source into a form; whether an operand
 needs parentheses depends on how its *slot* binds and on the operand's loosest

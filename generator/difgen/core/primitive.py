@@ -34,6 +34,9 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
 - ``view``: the result may be a NumPy view of the first input (so a result that
   returns it is copied);
 - ``elementwise``: NumPy broadcasting applies (the identities narrow such operands).
+
+``linear`` and ``differentiable`` are read off ``transpose`` and ``jvp``, so they
+cannot disagree with the rules.
 """
 
 from __future__ import annotations
