@@ -11,11 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import difgen
 import numpy as np
 import pytest
-
-import difgen
 from difgen.config import ModuleSpec, load_config
+from difgen.core.ir import Eqn, FrozenArray, Graph, Params
 from difgen.hashing import (
     BODY_HASH_PLACEHOLDER,
     _feed_value,
@@ -25,7 +25,6 @@ from difgen.hashing import (
     spec_fingerprint,
     stamp_body_hash,
 )
-from difgen.core.ir import Eqn, FrozenArray, Graph, Params
 from difgen.load import load_function
 from difgen.pipeline import trace_spec
 

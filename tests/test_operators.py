@@ -8,9 +8,8 @@ import re
 import typing
 from pathlib import Path
 
-import pytest
-
 import difgen.operators
+import pytest
 from difgen.config import ArraySpec, ModuleSpec, check_output_fit, load_config
 from difgen.errors import ConfigError
 from difgen.operators import (

@@ -17,8 +17,9 @@ import pytest
 import sympy as sp
 from conftest import TESTS
 from difgen.ad import jvp, vjp, vmap
+from difgen.core.expr import call
 from difgen.core.ir import Graph
-from difgen.core.primitive import NOT_DIFFERENTIABLE, NOT_LINEAR, call, missing_fields
+from difgen.core.primitive import NOT_DIFFERENTIABLE, NOT_LINEAR, missing_fields
 from difgen.frontend import trace
 from difgen.primitives import PRIMITIVES
 from difgen.primitives.family import structural, unary

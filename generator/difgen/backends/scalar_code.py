@@ -15,6 +15,7 @@ import sympy as sp
 from sympy.printing.precedence import precedence
 from sympy.printing.pycode import PythonCodePrinter
 
+from difgen.backends.epilogue import LastResult, returns
 from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
 from difgen.emit import floats, naming
@@ -253,7 +254,7 @@ class SparseResult:
     shape: tuple[int, int]
 
     @classmethod
-    def from_dense(cls, dense: np.ndarray, shape: tuple[int, int]) -> "SparseResult":
+    def from_dense(cls, dense: np.ndarray, shape: tuple[int, int]) -> SparseResult:
         """Keep the entries that are not identically zero."""
         matrix = dense.reshape(shape)
         mask = np.array([[not (sp.sympify(e).is_zero is True) for e in row]
@@ -333,16 +334,10 @@ def emit_operator(
         literal = _literal(arr)
         array = arr.ndim == 0 or literal.startswith("np.zeros")
         sources.append(literal if array else f"np.array({literal})")
-    if op.takes_out and isinstance(results[-1], np.ndarray) and results[-1].ndim > 0:
-        for kind, source in zip(op.results[:-1], sources[:-1]):
-            body.append(f"{kind} = {source}")
-        body.append(f"{naming.RESULT} = {_literal(results[-1])}")
-        head = "".join(f"{kind}, " for kind in op.results[:-1])
-        body.append(f"if {naming.OUT} is None:")
-        body.append(f"    return {head}np.array({naming.RESULT})")
-        body.append(f"{naming.OUT}[...] = {naming.RESULT}")
-        body.append(f"return {head}{naming.OUT}")
-    else:
-        body.append("return " + ", ".join(sources))
-    params, returns = signature(op, spec, ys)
-    return Function(op.name, params, returns, docstring(op, spec, ys), tuple(body))
+    into_out = isinstance(results[-1], np.ndarray) and results[-1].ndim > 0
+    last = None
+    if op.takes_out and into_out:  # a nested list, written into out as it is
+        last = LastResult(f" = {_literal(results[-1])}", f"np.array({naming.RESULT})")
+    body += returns(op.results, sources, last, last is not None)
+    params, annotation = signature(op, spec, ys)
+    return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))

@@ -1,10 +1,10 @@
 """Vectorized NumPy statements from a Graph: one statement per equation.
 
-Each equation is printed with its primitive's ``emit`` form. A value used once is
-inlined into its consumer when it is short (parenthesized unless it is an atom: a
-name, a call, a subscript), so the code reads like hand-written NumPy. Constants
-are printed compactly and never grow with the number of elements when they have
-structure: uniform arrays as ``np.full``/``np.zeros``, integer runs (index arrays,
+Each equation is printed with its primitive's ``emit`` form, whose operands are
+:class:`~difgen.core.expr.Expr` values carrying their precedence. A value used once
+is inlined into its consumer when it is short (parenthesized where its slot needs
+it), so the code reads like hand-written NumPy. Constants are printed compactly
+and never grow with the number of elements when they have structure: uniform arrays as ``np.full``/``np.zeros``, integer runs (index arrays,
 ``np.arange``-like data) as ``np.arange`` pieces; larger ones become module constants
 ``C0, C1...`` shared by all functions of the module.
 """
@@ -18,12 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from difgen.backends.epilogue import LastResult, returns
 from difgen.config import ModuleSpec
+from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
 from difgen.emit import naming
 from difgen.emit.render import Constants, Function
 from difgen.emit.signatures import docstring, signature
 from difgen.operators import Operator
+from difgen.primitives.indexing import roll_of_arange
 
 INLINE_SIZE = 8  # arrays up to this many elements are written in place
 INLINE_LENGTH = 72  # a single-use expression longer than this gets its own line
@@ -78,15 +81,6 @@ def _runs(flat: np.ndarray) -> list[tuple[int, int, int]] | None:
     return runs
 
 
-def _roll_of_arange(flat: np.ndarray) -> int | None:
-    """The shift s if ``flat`` is ``np.roll(np.arange(len(flat)), s)``."""
-    n = len(flat)
-    if n < 2 or flat.dtype.kind not in "iu" or sorted(flat.tolist()) != list(range(n)):
-        return None
-    shift = (n - int(flat[0])) % n
-    return shift if np.array_equal(flat, np.roll(np.arange(n), shift)) else None
-
-
 def _arange(runs: list[tuple[int, int, int]], as_float: bool) -> str:
     dtype = ", dtype=np.float64" if as_float else ""
     parts = []
@@ -119,7 +113,7 @@ def array_source(value: np.ndarray) -> str:
             return f"np.zeros({shape!r})"
         return f"np.ones({shape!r})" if v == 1 else f"np.full({shape!r}, {number(v)})"
     reshape = "" if value.ndim == 1 else f".reshape({shape!r})"
-    if is_int and value.ndim == 1 and (shift := _roll_of_arange(flat)) is not None:
+    if is_int and value.ndim == 1 and (shift := roll_of_arange(flat)) is not None:
         return f"np.roll(np.arange({flat.size}), {shift})"
     if not is_bool and flat.size > INLINE_SIZE and (runs := _runs(flat)) is not None:
         return _arange(runs, as_float=not is_int) + reshape
@@ -166,9 +160,9 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
             k = int(np.argmax(np.diff(bounds)))
             start, stop = int(bounds[k]), int(bounds[k + 1])
             covered = stop - start + p
-            if stop - start >= p and covered >= MIN_RUN:
-                if best is None or covered > best[0]:
-                    best = (covered, p, start, stop)
+            longer = best is None or covered > best[0]
+            if stop - start >= p and covered >= MIN_RUN and longer:
+                best = (covered, p, start, stop)
     if best is None:
         if n > MAX_LITERAL:
             return None
@@ -237,168 +231,14 @@ def _index_param(value: Any, pool: Constants) -> Any:
     return value
 
 
-def lit_source(lit: Lit, pool: Constants) -> str:
+def lit_source(lit: Lit, pool: Constants) -> Expr:
     """A literal: numbers in place, small arrays in place, the rest as constants."""
     if lit.value.ndim == 0:
-        return number(lit.value[()])
+        return literal(number(lit.value[()]))
     source = array_source(lit.value)
     if lit.value.size <= INLINE_SIZE or (len(source) <= 40 and "\n" not in source):
-        return source
-    return _constant(pool, source)
-
-
-# ---------------------------------------------------------------- expressions
-# Python's operator precedence, lowest first; an atom (name, call, subscript) binds
-# tightest. Binary operators are emitted with spaces around them.
-_CMP, _ADD, _MUL, _UNARY, _POW, _ATOM = 1, 2, 3, 4, 5, 9
-_BINARY = {
-    "<": _CMP, "<=": _CMP, ">": _CMP, ">=": _CMP, "==": _CMP, "!=": _CMP,
-    "+": _ADD, "-": _ADD, "*": _MUL, "/": _MUL, "@": _MUL, "%": _MUL, "**": _POW,
-}  # fmt: skip
-_TOKEN = re.compile(r" (<=|>=|==|!=|\*\*|[-+*/@%<>]) ")
-
-
-def precedence(expr: str) -> int:
-    """Precedence of the loosest top-level operator of ``expr`` (atoms: highest)."""
-    depth, level = 0, _ATOM
-    masked = []
-    for ch in expr:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        masked.append(ch if depth == 0 or ch in ")]}" else "x")
-    flat = "".join(masked)
-    for match in _TOKEN.finditer(flat):
-        level = min(level, _BINARY[match.group(1)])
-    if flat.startswith("-") and level > _UNARY:
-        level = _UNARY
-    return level
-
-
-def is_atom(expr: str) -> bool:
-    """Whether ``expr`` needs no parentheses anywhere (a name, call or subscript)."""
-    return precedence(expr) == _ATOM
-
-
-def _operator_before(text: str) -> tuple[int, bool] | None:
-    """(precedence, is_unary) of the operator just left of a position, if any."""
-    before = text.rstrip()
-    if not before or before[-1] in "([,:=":
-        return None
-    for token, level in sorted(_BINARY.items(), key=lambda t: -len(t[0])):
-        if before.endswith(token):
-            rest = before[: -len(token)].rstrip()
-            unary = token == "-" and (not rest or rest[-1] in "([,:=")
-            return (_UNARY, True) if unary else (level, False)
-    return (_ATOM, False)  # an attribute or call follows: needs an atom
-
-
-def _operator_after(text: str) -> int | None:
-    after = text.lstrip()
-    if not after or after[0] in ")],:":
-        return None
-    for token, level in sorted(_BINARY.items(), key=lambda t: -len(t[0])):
-        if after.startswith(token):
-            return level
-    return _ATOM  # ".T", "[...]", "(...)": only an atom may stand there
-
-
-def _needs_parens(expr: str, before: str, after: str) -> bool:
-    """Parenthesize unless Python would group ``expr`` the same way without them.
-
-    A left operand keeps equal-precedence grouping (``a - b + c``); a right operand
-    does not (``a - (b - c)``), nor does a left operand of ``**``, which groups to
-    the right; a unary minus takes atoms only, for readability.
-    """
-    level = precedence(expr)
-    if level == _ATOM:
-        return False
-    left = _operator_before(before)
-    right = _operator_after(after)
-    if left is not None:
-        left_level, unary = left
-        if unary or level <= left_level:
-            return True
-    return right is not None and (level < right or level == right == _POW)
-
-
-def _placeholder(i: int) -> str:
-    return f"__arg{i}__"
-
-
-def _fill(template: str, exprs: Sequence[str]) -> str:
-    """Put ``exprs`` into a template, parenthesized where Python's grouping needs it."""
-    out = template
-    for i, expr in enumerate(exprs):
-        token = _placeholder(i)
-        while token in out:
-            start = out.index(token)
-            end = start + len(token)
-            wrap = _needs_parens(expr, out[:start], out[end:])
-            out = out[:start] + (f"({expr})" if wrap else expr) + out[end:]
-    return out
-
-
-def _rolled_axis(
-    index: tuple[Any, ...], shape: tuple[int, ...]
-) -> tuple[int, int] | None:
-    """(axis, shift) if ``index`` is ``roll(arange(n), shift)`` on one whole axis."""
-    full = ("slice", None, None, None)
-    arrays = [i for i, item in enumerate(index) if isinstance(item, FrozenArray)]
-    if len(arrays) != 1 or any(
-        item != full for i, item in enumerate(index) if i != arrays[0]
-    ):
-        return None
-    axis = arrays[0]
-    values = index[axis].value
-    if values.ndim != 1 or axis >= len(shape) or len(values) != shape[axis]:
-        return None
-    shift = _roll_of_arange(values)
-    if shift is None:
-        return None
-    return axis, shift - len(values) if shift > len(values) // 2 else shift
-
-
-def _roll_source(shift: int, axis: int, ndim: int) -> str:
-    where = "" if ndim == 1 else f", axis={axis}"
-    return f"np.roll({_placeholder(0)}, {shift}{where})"
-
-
-def _roll_getitem(eqn: Any) -> str | None:
-    """``x[..., roll(arange(n), s), ...]`` over one whole axis is ``np.roll(x, s)``."""
-    shape = eqn.inputs[0].shape
-    rolled = _rolled_axis(eqn.params.as_dict()["index"], shape)
-    return None if rolled is None else _roll_source(rolled[1], rolled[0], len(shape))
-
-
-def _roll_scatter(eqn: Any) -> str | None:
-    """Its transpose, a scatter through such an index, is ``np.roll(v, -s)``."""
-    params = eqn.params.as_dict()
-    shape = tuple(params["shape"])
-    if eqn.inputs[0].shape != shape:
-        return None
-    rolled = _rolled_axis(params["index"], shape)
-    return None if rolled is None else _roll_source(-rolled[1], rolled[0], len(shape))
-
-
-def _full_reduction(eqn: Any) -> str | None:
-    """A reduction over every axis: the ufunc's reduce, without np.sum's wrapper."""
-    if len(eqn.params.as_dict()["axes"]) != eqn.inputs[0].ndim:
-        return None
-    ufunc = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum"}
-    name = ufunc.get(eqn.primitive.name, "multiply")
-    axis = "" if eqn.inputs[0].ndim == 1 else ", axis=None"  # 1-D: the default axis
-    return f"np.{name}.reduce({_placeholder(0)}{axis})"
-
-
-PEEPHOLES = {
-    "getitem": _roll_getitem,
-    "scatter_add": _roll_scatter,
-    "reduce_sum": _full_reduction,
-    "reduce_max": _full_reduction,
-    "reduce_min": _full_reduction,
-    "reduce_prod": _full_reduction,
-}
-"""Source forms that need the input shapes (which ``Primitive.emit`` does not see)."""
+        return literal(source)
+    return atom(_constant(pool, source))
 
 
 @dataclass
@@ -410,62 +250,34 @@ class GraphCode:
     hoisted: set[Var]
 
 
-def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
-    """Statements for ``graph`` with its inputs bound to ``arg_names``."""
-    names: dict[Var, str] = dict(zip(graph.inputs, arg_names))
-    pending: dict[Var, str] = {}  # single-use values not yet written out
-    uses: dict[Var, int] = {}
-    for eqn in graph.eqns:
-        for a in eqn.inputs:
+HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
+
+
+@dataclass(frozen=True)
+class Inlining:
+    """The inlining policy: which values are hoisted to import time (they depend on
+    no argument and are of bounded size), and which are written into their single
+    use instead of being named (short enough to keep a line readable)."""
+
+    uses: dict[Var, int]
+    hoisted: frozenset[Var]
+
+    @classmethod
+    def of(cls, graph: Graph) -> Inlining:
+        """Count the uses of each value and find the hoistable equations, in order."""
+        uses: dict[Var, int] = {}
+        for a in [*(a for e in graph.eqns for a in e.inputs), *graph.outputs]:
             if isinstance(a, Var):
                 uses[a] = uses.get(a, 0) + 1
-    for o in graph.outputs:
-        if isinstance(o, Var):
-            uses[o] = uses.get(o, 0) + 1
-    lines: list[str] = []
-    counter = 0
-    hoisted: set[Var] = set()
+        hoisted: set[Var] = set()
+        for eqn in graph.eqns:
+            if _hoistable(eqn, hoisted):
+                hoisted.add(eqn.out)
+        return cls(uses, frozenset(hoisted))
 
-    def source(atom: Any) -> str:
-        if isinstance(atom, Lit):
-            return lit_source(atom, pool)
-        if atom in pending:
-            return pending.pop(atom)
-        return names[atom]
-
-    for eqn in graph.eqns:
-        peephole = PEEPHOLES.get(eqn.primitive.name)
-        emitted = peephole(eqn) if peephole is not None else None
-        if emitted is None:
-            params = {k: _index_param(v, pool) for k, v in eqn.params.as_dict().items()}
-            placeholders = [_placeholder(i) for i in range(len(eqn.inputs))]
-            emitted = eqn.primitive.emit(placeholders, params)
-        if _hoistable(eqn, hoisted):  # depends on no argument: computed at import
-            args = [source(a) for a in eqn.inputs]
-            block = emitted if isinstance(emitted, list) else [f"OUT = {emitted}"]
-            names[eqn.out] = pool.hoist([_fill(line, args) for line in block])
-            hoisted.add(eqn.out)
-            continue
-        args = [source(a) for a in eqn.inputs]
-        if isinstance(emitted, list):  # statements that build OUT
-            name = naming.temp(counter)
-            counter += 1
-            lines += [re.sub(r"\bOUT\b", name, _fill(s, args)) for s in emitted]
-            names[eqn.out] = name
-            continue
-        expr = _fill(emitted, args)
-        if uses.get(eqn.out, 0) == 1 and len(expr) <= INLINE_LENGTH:
-            pending[eqn.out] = expr
-            continue
-        name = naming.temp(counter)
-        counter += 1
-        lines.append(f"{name} = {expr}")
-        names[eqn.out] = name
-    outputs = [source(o) for o in graph.outputs]
-    return GraphCode(lines, outputs, hoisted)
-
-
-HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
+    def inlines(self, var: Var, expr: Expr) -> bool:
+        """A value used once, whose expression is short, goes into its consumer."""
+        return self.uses.get(var, 0) == 1 and len(expr.text) <= INLINE_LENGTH
 
 
 def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
@@ -473,6 +285,76 @@ def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
     return eqn.out.size <= HOIST_LIMIT and all(
         isinstance(a, Lit) or a in hoisted for a in eqn.inputs
     )
+
+
+class _Statements:
+    """Statement building: each value becomes a name, a pending inline expression
+    or a hoisted module value, as the policy decides."""
+
+    def __init__(self, pool: Constants, names: dict[Var, Expr]) -> None:
+        self.pool = pool
+        self.names = names
+        self.pending: dict[Var, Expr] = {}  # single-use values not yet written out
+        self.lines: list[str] = []
+        self.counter = 0
+
+    def source(self, a: Any) -> Expr:
+        """A literal's source, or a value's pending expression (used up) or name."""
+        if isinstance(a, Lit):
+            return lit_source(a, self.pool)
+        if a in self.pending:
+            return self.pending.pop(a)
+        return self.names[a]
+
+    def emit(self, eqn: Any) -> Expr | list[str]:
+        """The equation's source form (index arrays in params become constants
+        first, then the operands, so module constants are numbered in that order)."""
+        params = {
+            k: _index_param(v, self.pool) for k, v in eqn.params.as_dict().items()
+        }
+        avals = [(a.shape, a.dtype) for a in eqn.inputs]
+        return eqn.primitive.emit([self.source(a) for a in eqn.inputs], params, avals)
+
+    def _temp(self, var: Var) -> str:
+        name = naming.temp(self.counter)
+        self.counter += 1
+        self.names[var] = atom(name)
+        return name
+
+    def hoist(self, var: Var, emitted: Expr | list[str]) -> None:
+        """Computed once at import, by the module's setup."""
+        block = emitted if isinstance(emitted, list) else [f"OUT = {emitted.text}"]
+        self.names[var] = atom(self.pool.hoist(block))
+
+    def block(self, var: Var, emitted: list[str]) -> None:
+        """Statements that build ``OUT``, under a fresh temporary's name."""
+        name = self._temp(var)
+        self.lines += [re.sub(r"\bOUT\b", name, line) for line in emitted]
+
+    def assign(self, var: Var, emitted: Expr) -> None:
+        self.lines.append(f"{self._temp(var)} = {emitted.text}")
+
+    def inline(self, var: Var, emitted: Expr) -> None:
+        self.pending[var] = emitted
+
+
+def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
+    """Statements for ``graph`` with its inputs bound to ``arg_names``: the policy
+    decides where each value goes, the statements are built accordingly."""
+    policy = Inlining.of(graph)
+    out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
+    for eqn in graph.eqns:
+        emitted = out.emit(eqn)
+        if eqn.out in policy.hoisted:  # depends on no argument: computed at import
+            out.hoist(eqn.out, emitted)
+        elif isinstance(emitted, list):
+            out.block(eqn.out, emitted)
+        elif policy.inlines(eqn.out, emitted):
+            out.inline(eqn.out, emitted)
+        else:
+            out.assign(eqn.out, emitted)
+    outputs = [out.source(o).text for o in graph.outputs]
+    return GraphCode(out.lines, outputs, set(policy.hoisted))
 
 
 def emit_operator(
@@ -494,37 +376,29 @@ def emit_operator(
     code = emit_graph(graph, arg_names, pool)
     body = list(code.lines)
     results = []
-    for atom, expr in zip(graph.outputs, code.outputs):
-        if isinstance(atom, Lit) and atom.shape == ():
-            results.append(number(atom.value[()]))
-        elif atom.shape == ():
+    for out, expr in zip(graph.outputs, code.outputs):
+        if isinstance(out, Lit) and out.shape == ():
+            results.append(number(out.value[()]))
+        elif out.shape == ():
             results.append(f"float({expr})")
         elif (
-            isinstance(atom, Lit)
-            or atom in graph.inputs
-            or atom in code.hoisted
-            or _is_view(graph, atom, code.hoisted)
+            isinstance(out, Lit)
+            or out in graph.inputs
+            or out in code.hoisted
+            or _is_view(graph, out, code.hoisted)
         ):
             results.append(f"np.array({expr})")
         else:
             results.append(expr)
     results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
-    if op.takes_out and graph.outputs[-1].shape != () and len(results) - 1 not in wrap:
-        head = [f"{kind}, " for kind in op.results[:-1]]
-        for kind, expr in zip(op.results[:-1], results[:-1]):
-            body.append(f"{kind} = {expr}")
-        body.append(f"{naming.RESULT}: NDArray[np.float64] = {results[-1]}")
-        body.append(f"if {naming.OUT} is None:")
-        body.append(f"    return {''.join(head)}{naming.RESULT}")
-        body.append(f"{naming.OUT}[...] = {naming.RESULT}")
-        body.append(f"return {''.join(head)}{naming.OUT}")
-    elif len(results) == 1 and graph.outputs[0].shape != () and 0 not in wrap:
-        body.append(f"{naming.RESULT}: NDArray[np.float64] = {results[0]}")
-        body.append(f"return {naming.RESULT}")
-    else:
-        body.append("return " + ", ".join(results))
-    params, returns = signature(op, spec, ys)
-    return Function(op.name, params, returns, docstring(op, spec, ys), tuple(body))
+    dense_array = graph.outputs[-1].shape != () and len(results) - 1 not in wrap
+    into_out = op.takes_out and dense_array
+    last = None
+    if into_out or (len(results) == 1 and dense_array):  # typed, for the reader
+        last = LastResult(f": NDArray[np.float64] = {results[-1]}", naming.RESULT)
+    body += returns(op.results, results, last, into_out)
+    params, annotation = signature(op, spec, ys)
+    return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
 
 
 def _is_view(graph: Graph, atom: Any, hoisted: set[Var] = frozenset()) -> bool:

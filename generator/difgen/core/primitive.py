@@ -9,8 +9,10 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
 - ``impl``: NumPy evaluation (the reference interpreter, and constant folding);
 - ``shape_rule``: output (shape, dtype) from input (shape, dtype), called as
   ``shape_rule(*avals, **params)`` (elementwise rows: NumPy broadcasting);
-- ``emit``: its vectorized NumPy source form, ``emit(args, params) -> str`` (or a list
-  of statements assigning ``OUT``);
+- ``emit``: its vectorized NumPy source form, ``emit(args, params, avals)``: the
+  operands as :class:`~difgen.core.expr.Expr` (which carry their precedence) and
+  the input avals (for forms that depend on the shapes), returning an ``Expr``, or
+  a list of statements assigning ``OUT``;
 - ``jvp``: ``jvp(out, primals, tangents, **params) -> tangent`` written in plain NumPy
   on tracer values (a tangent of ``None`` is a symbolic zero), or
   ``NOT_DIFFERENTIABLE`` for selectors, whose outputs carry no tangent;
@@ -32,6 +34,9 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
 - ``view``: the result may be a NumPy view of the first input (so a result that
   returns it is copied);
 - ``elementwise``: NumPy broadcasting applies (the identities narrow such operands).
+
+``linear`` and ``differentiable`` are read off ``transpose`` and ``jvp``, so they
+cannot disagree with the rules.
 """
 
 from __future__ import annotations
@@ -41,11 +46,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+from difgen.core.expr import Aval, Emit
 from difgen.core.location import user_location
 from difgen.errors import TraceError
 
 Shape = tuple[int, ...]
-Aval = tuple[Shape, str]
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,7 @@ class Primitive:
     name: str
     impl: Callable[..., Any]
     shape_rule: Callable[..., Aval]
-    emit: Callable[..., Any]
+    emit: Emit
     jvp: Callable[..., Any] | Absent
     transpose: Callable[..., Any] | Absent
     batch: Callable[..., Any] | Absent
@@ -176,15 +181,6 @@ def register(prim: Primitive) -> Primitive:
         raise ValueError(f"primitive {prim.name!r} declared twice")
     PRIMITIVES[prim.name] = prim
     return prim
-
-
-def call(fmt: str) -> Callable[[list[str], dict[str, Any]], str]:
-    """An emitter from a format string: ``{0}``, ``{1}``... are the arguments."""
-
-    def emit(args: list[str], params: dict[str, Any]) -> str:
-        return fmt.format(*args, **params)
-
-    return emit
 
 
 def unbroadcast(value: Any, shape: Shape) -> Any:

@@ -90,7 +90,8 @@ Rule = Callable[[list[Atom], dict[str, Any], Context], Result]
 
 # ------------------------------------------------------------------ arithmetic
 def add_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
-    """``x + 0``, ``x + (-y)``, ``x + x``, scatters into zeros added, ``x + c*y`` with c < 0."""
+    """``x + 0``, ``x + (-y)``, ``x + x``, added scatters into zeros, ``x + c*y``
+    with c < 0."""
     a, b = atoms
     if _is_const(b, 0.0):
         return _keep(a, atoms)

@@ -16,7 +16,8 @@ import sympy as sp
 from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1 + x)
 
 from difgen.core import simplify as identities
-from difgen.core.primitive import Linear, call, register, unbroadcast
+from difgen.core.expr import call, infix, negation
+from difgen.core.primitive import Linear, register, unbroadcast
 from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
@@ -107,7 +108,7 @@ neg_p = register(
     elementwise(
         "neg",
         np.negative,
-        call("-{0}"),
+        negation,
         arity=1,
         jvp=_neg_jvp,
         transpose=_neg_transpose,
@@ -234,20 +235,19 @@ def _div_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
 
 
 BINARY = [
-    binary("add", np.add, call("{0} + {1}"),
+    binary("add", np.add, infix("+"),
            jvp=_add_jvp, transpose=_add_transpose, sympy=operator.add,
            simplify=identities.add_identities, commutative=True),
-    binary("sub", np.subtract, call("{0} - {1}"),
+    binary("sub", np.subtract, infix("-"),
            jvp=_sub_jvp, transpose=_sub_transpose, sympy=operator.sub,
            simplify=identities.sub_identities),
-    binary("mul", np.multiply, call("{0} * {1}"),
+    binary("mul", np.multiply, infix("*"),
            jvp=_mul_jvp, transpose=_mul_transpose, sympy=operator.mul,
            simplify=identities.mul_identities, commutative=True),
-    binary("div", np.divide, call("{0} / {1}"),
+    binary("div", np.divide, infix("/"),
            jvp=_div_jvp, transpose=_div_transpose, sympy=operator.truediv,
            simplify=identities.div_identities),
-    binary("pow", np.power, call("{0} ** {1}"), jvp=_pow_jvp,
-           sympy=_sympy_pow,
+    binary("pow", np.power, infix("**"), jvp=_pow_jvp, sympy=_sympy_pow,
            simplify=identities.pow_identities),
     binary("arctan2", np.arctan2, call("np.arctan2({0}, {1})"),
            jvp=_arctan2_jvp, sympy=sp.atan2),
@@ -269,13 +269,13 @@ def _unevaluated(relation: Any) -> Any:
 
 
 SELECTORS = [
-    selector("lt", np.less, call("{0} < {1}"), sympy=_unevaluated(sp.Lt)),
-    selector("le", np.less_equal, call("{0} <= {1}"), sympy=_unevaluated(sp.Le)),
-    selector("gt", np.greater, call("{0} > {1}"), sympy=_unevaluated(sp.Gt)),
-    selector("ge", np.greater_equal, call("{0} >= {1}"), sympy=_unevaluated(sp.Ge)),
-    selector("eq", np.equal, call("{0} == {1}"), sympy=_unevaluated(sp.Eq),
+    selector("lt", np.less, infix("<"), sympy=_unevaluated(sp.Lt)),
+    selector("le", np.less_equal, infix("<="), sympy=_unevaluated(sp.Le)),
+    selector("gt", np.greater, infix(">"), sympy=_unevaluated(sp.Gt)),
+    selector("ge", np.greater_equal, infix(">="), sympy=_unevaluated(sp.Ge)),
+    selector("eq", np.equal, infix("=="), sympy=_unevaluated(sp.Eq),
              commutative=True),
-    selector("ne", np.not_equal, call("{0} != {1}"), sympy=_unevaluated(sp.Ne),
+    selector("ne", np.not_equal, infix("!="), sympy=_unevaluated(sp.Ne),
              commutative=True),
     selector("logical_and", np.logical_and, call("np.logical_and({0}, {1})"),
              sympy=sp.And, commutative=True),

@@ -9,12 +9,14 @@ including whether a scatter may assign (unique positions) or must accumulate.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
+from difgen.core.expr import Aval, Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import Linear, dummy, register, unbroadcast
@@ -146,11 +148,57 @@ def _getitem_shape(x: Any, index: Any) -> Any:
     return tuple(dummy(*x)[to_index(index)].shape), x[1]
 
 
+def roll_of_arange(flat: np.ndarray) -> int | None:
+    """The shift s if ``flat`` is ``np.roll(np.arange(len(flat)), s)``."""
+    n = len(flat)
+    if n < 2 or flat.dtype.kind not in "iu" or sorted(flat.tolist()) != list(range(n)):
+        return None
+    shift = (n - int(flat[0])) % n
+    return shift if np.array_equal(flat, np.roll(np.arange(n), shift)) else None
+
+
+def _rolled_axis(
+    index: tuple[Any, ...], shape: tuple[int, ...]
+) -> tuple[int, int] | None:
+    """(axis, shift) if ``index`` is ``roll(arange(n), shift)`` on one whole axis."""
+    full = ("slice", None, None, None)
+    arrays = [i for i, item in enumerate(index) if isinstance(item, FrozenArray)]
+    if len(arrays) != 1 or any(
+        item != full for i, item in enumerate(index) if i != arrays[0]
+    ):
+        return None
+    axis = arrays[0]
+    values = index[axis].value
+    if values.ndim != 1 or axis >= len(shape) or len(values) != shape[axis]:
+        return None
+    shift = roll_of_arange(values)
+    if shift is None:
+        return None
+    return axis, shift - len(values) if shift > len(values) // 2 else shift
+
+
+def _roll(x: Expr, shift: int, axis: int, ndim: int) -> Expr:
+    where = "" if ndim == 1 else f", axis={axis}"
+    return atom(f"np.roll({argument(x)}, {shift}{where})")
+
+
+def _getitem_emit(
+    args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
+) -> Expr:
+    """``x[index]``; over one whole axis, ``x[..., roll(arange(n), s), ...]`` is
+    ``np.roll(x, s)``, which reads better and needs no index array."""
+    shape = avals[0][0]
+    rolled = _rolled_axis(params["index"], shape)
+    if rolled is not None:
+        return _roll(args[0], rolled[1], rolled[0], len(shape))
+    return atom(f"{base(args[0])}[{index_source(params['index'])}]")
+
+
 getitem_p = register(
     structural(
         name="getitem",
         impl=lambda x, index: np.asarray(x[to_index(index)]),
-        emit=lambda args, params: f"{args[0]}[{index_source(params['index'])}]",
+        emit=_getitem_emit,
         jvp=_getitem_jvp,
         transpose=_getitem_transpose,
         shape_rule=_getitem_shape,
@@ -178,12 +226,20 @@ def _scatter_impl(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
     return out
 
 
-def _scatter_emit(args: list[str], params: dict[str, Any]) -> list[str]:
-    idx = index_source(params["index"])
+def _scatter_emit(
+    args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
+) -> Expr | list[str]:
+    """Zeros, then one assignment (or ``np.add.at`` where positions repeat); the
+    transpose of a rolled read is ``np.roll(v, -s)``."""
+    shape = tuple(params["shape"])
+    rolled = _rolled_axis(params["index"], shape) if avals[0][0] == shape else None
+    if rolled is not None:
+        return _roll(args[0], -rolled[1], rolled[0], len(shape))
+    idx, value = index_source(params["index"]), argument(args[0])
     if positions_unique(params["shape"], params["index"]):
-        store = f"OUT[{idx}] = {args[0]}"
+        store = f"OUT[{idx}] = {value}"
     else:
-        store = f"np.add.at(OUT, np.s_[{idx}], {args[0]})"
+        store = f"np.add.at(OUT, np.s_[{idx}], {value})"
     return [f"OUT = np.zeros({params['shape']!r})", store]
 
 
@@ -240,13 +296,15 @@ def _scatter_sum_impl(*values: Any, indices: Any, shape: Any) -> Any:
 _COVER_LIMIT = 1 << 22  # track which positions are written up to this many elements
 
 
-def _scatter_sum_emit(args: list[str], params: dict[str, Any]) -> list[str]:
+def _scatter_sum_emit(
+    args: Sequence[Expr], params: Mapping[str, Any], avals: Any
+) -> list[str]:
     """One zero buffer: the first writes of each position assign, later ones add."""
     shape = tuple(params["shape"])
     lines = [f"OUT = np.zeros({shape!r})"]
     size = int(np.prod(shape, dtype=np.int64))
     covered = np.zeros(shape, dtype=bool) if size <= _COVER_LIMIT else None
-    for arg, index in zip(args, params["indices"]):
+    for arg, index in zip(map(argument, args), params["indices"]):
         src = index_source(index)
         if not positions_unique(shape, index):
             lines.append(f"np.add.at(OUT, np.s_[{src}], {arg})")
@@ -323,10 +381,12 @@ def _set_index_impl(x: Any, value: Any, index: Any) -> Any:
     return out
 
 
-def _set_index_emit(args: list[str], params: dict[str, Any]) -> list[str]:
+def _set_index_emit(
+    args: Sequence[Expr], params: Mapping[str, Any], avals: Any
+) -> list[str]:
     return [
-        f"OUT = {args[0]}.copy()",
-        f"OUT[{index_source(params['index'])}] = {args[1]}",
+        f"OUT = {base(args[0])}.copy()",
+        f"OUT[{index_source(params['index'])}] = {argument(args[1])}",
     ]
 
 

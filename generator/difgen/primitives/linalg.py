@@ -10,6 +10,7 @@ rows are nonlinear; their JVPs are written with ``solve``, ``inv`` and ``matmul`
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,11 +18,11 @@ import sympy as sp
 
 from difgen.core import simplify as identities
 from difgen.core.batching import lift_batched
+from difgen.core.expr import Expr, argument, atom, call, infix
 from difgen.core.ir import Eqn
 from difgen.core.primitive import (
     NOT_DIFFERENTIABLE,
     Linear,
-    call,
     register,
     unbroadcast,
 )
@@ -113,7 +114,7 @@ register(
     contraction(
         "matmul",
         np.matmul,
-        lambda args, params: f"{args[0]} @ {args[1]}",
+        infix("@"),
         jvp=_matmul_jvp,
         transpose=_matmul_transpose,
         sympy=lambda a, b: np.asarray(np.matmul(a, b), dtype=object),
@@ -183,12 +184,16 @@ def _einsum_batch(args: Any, batched: Any, k: int, spec: str) -> Any:
     return np.einsum(",".join(ins) + "->" + letter + out, *args)
 
 
+def _einsum_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    return atom(f"np.einsum({params['spec']!r}, {', '.join(map(argument, args))})")
+
+
 def _einsum_work(eqn: Eqn) -> int:
     """A multiply-add per output element and combination of the summed indices."""
     ins, out = _parse(eqn.params.as_dict()["spec"])
     sizes: dict[str, int] = {}
-    for sub, atom in zip(ins, eqn.inputs):
-        sizes.update(zip(sub, atom.shape))
+    for sub, operand in zip(ins, eqn.inputs):
+        sizes.update(zip(sub, operand.shape))
     summed = [n for c, n in sizes.items() if c not in out]
     return max(eqn.out.size, 1) * int(np.prod(summed, dtype=np.int64))
 
@@ -197,7 +202,7 @@ register(
     contraction(
         "einsum",
         lambda *ops, spec: np.einsum(spec, *ops),
-        lambda args, params: f"np.einsum({params['spec']!r}, {', '.join(args)})",
+        _einsum_emit,
         jvp=_einsum_jvp,
         transpose=_einsum_transpose,
         sympy=lambda *ops, spec: np.asarray(np.einsum(spec, *ops), dtype=object),
@@ -329,22 +334,25 @@ _STACK = lambda a: (a[0][:-2], "float64")
 
 inv_p = register(
     matrix_function("inv", np.linalg.inv, call("np.linalg.inv({0})"), jvp=_inv_jvp,
-                    sympy=_sym_matrix(lambda m: m.inv(), False), shape_rule=_SQUARE)
+                    sympy=_sym_matrix(lambda m: m.inv(), scalar=False),
+                    shape_rule=_SQUARE)
 )  # fmt: skip
 for _prim in (
     matrix_function("det", np.linalg.det, call("np.linalg.det({0})"), jvp=_det_jvp,
-                    sympy=_sym_matrix(lambda m: m.det(), True), shape_rule=_STACK),
+                    sympy=_sym_matrix(lambda m: m.det(), scalar=True),
+                    shape_rule=_STACK),
     matrix_function("logabsdet", lambda a: np.linalg.slogdet(a)[1],
                     call("np.linalg.slogdet({0})[1]"), jvp=_logabsdet_jvp,
-                    sympy=_sym_matrix(lambda m: sp.log(sp.Abs(m.det())), True),
+                    sympy=_sym_matrix(lambda m: sp.log(sp.Abs(m.det())), scalar=True),
                     shape_rule=_STACK),
     matrix_function("detsign", lambda a: np.linalg.slogdet(a)[0],
                     call("np.linalg.slogdet({0})[0]"), jvp=NOT_DIFFERENTIABLE,
-                    sympy=_sym_matrix(lambda m: sp.sign(m.det()), True),
+                    sympy=_sym_matrix(lambda m: sp.sign(m.det()), scalar=True),
                     shape_rule=_STACK, sparsity=patterns.no_dependence),
     matrix_function("cholesky", np.linalg.cholesky, call("np.linalg.cholesky({0})"),
                     jvp=_cholesky_jvp,
-                    sympy=_sym_matrix(lambda m: m.cholesky(hermitian=False), False),
+                    sympy=_sym_matrix(lambda m: m.cholesky(hermitian=False),
+                                      scalar=False),
                     shape_rule=_SQUARE),
 ):  # fmt: skip
     register(_prim)

@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from difgen.core import simplify as identities
+from difgen.core.expr import Emit, Expr, argument, atom, call
 from difgen.core.primitive import register
 from difgen.primitives import patterns
 from difgen.primitives.family import reduction
@@ -45,12 +47,18 @@ def _sum_impl(x: Any, axes: Any) -> Any:
     return np.asarray(np.sum(x, axis=axes))
 
 
-def _reduce_emit(ufunc: str) -> Any:
+def _reduce_emit(ufunc: str) -> Emit:
     """``np.add.reduce(x, axis=...)``: the ufunc method, without the Python wrapper of
     ``np.sum`` (about 1 us per call on small arrays)."""
 
-    def emit(args: list[str], params: dict[str, Any]) -> str:
-        return f"np.{ufunc}.reduce({args[0]}, axis={_axes_src(params['axes'])})"
+    def emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+        """Over every axis: ``axis=None`` (nothing for 1-D, where it is the default)."""
+        axes, ndim = params["axes"], len(avals[0][0])
+        if len(axes) == ndim:
+            axis = "" if ndim == 1 else ", axis=None"
+        else:
+            axis = f", axis={_axes_src(axes)}"
+        return atom(f"np.{ufunc}.reduce({argument(args[0])}{axis})")
 
     return emit
 
@@ -200,7 +208,7 @@ register(
     reduction(
         "cumsum",
         lambda x, axis: np.cumsum(x, axis=axis),
-        lambda args, params: f"np.cumsum({args[0]}, axis={params['axis']})",
+        call("np.cumsum({0}, axis={axis})"),
         jvp=_cumsum_jvp,
         transpose=_cumsum_transpose,
         sympy=_object_accumulate(lambda a, b: a + b),
@@ -212,7 +220,7 @@ register(
     reduction(
         "cumprod",
         lambda x, axis: np.cumprod(x, axis=axis),
-        lambda args, params: f"np.cumprod({args[0]}, axis={params['axis']})",
+        call("np.cumprod({0}, axis={axis})"),
         jvp=_cumprod_jvp,
         sympy=_object_accumulate(lambda a, b: a * b),
         shape_rule=_same_shape,

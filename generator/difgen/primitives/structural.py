@@ -7,12 +7,14 @@ of scalars), and the ``basis`` seed. Indexing (getitem, scatters, set_index) is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
+from difgen.core.expr import Expr, argument, atom, base
 from difgen.core.primitive import (
     NO_IDENTITIES,
     NO_INPUTS,
@@ -59,11 +61,20 @@ def _broadcast_jvp(
     return None if tangents[0] is None else np.broadcast_to(tangents[0], shape)
 
 
-def _transpose_src(args: list[str], params: dict[str, Any]) -> str:
+def _reshape_src(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    return atom(f"np.reshape({argument(args[0])}, {tuple(params['shape'])!r})")
+
+
+def _transpose_src(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    """A full reversal is ``.T`` (of an atom)."""
     axes = tuple(params["axes"])
     if axes == tuple(reversed(range(len(axes)))):
-        return f"{args[0]}.T"
-    return f"np.transpose({args[0]}, {axes!r})"
+        return atom(f"{base(args[0])}.T")
+    return atom(f"np.transpose({argument(args[0])}, {axes!r})")
+
+
+def _broadcast_src(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    return atom(f"np.broadcast_to({argument(args[0])}, {tuple(params['shape'])!r})")
 
 
 def _reshape_batch(args: Any, batched: Any, k: int, shape: Any) -> Any:
@@ -89,7 +100,7 @@ register(
     structural(
         name="reshape",
         impl=lambda x, shape: np.reshape(x, shape),
-        emit=lambda args, params: f"np.reshape({args[0]}, {tuple(params['shape'])!r})",
+        emit=_reshape_src,
         jvp=_reshape_jvp,
         transpose=lambda ct, x, shape: [np.reshape(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
@@ -117,7 +128,7 @@ register(
     structural(
         name="broadcast_to",
         impl=lambda x, shape: np.broadcast_to(x, shape),
-        emit=lambda args, params: f"np.broadcast_to({args[0]}, {tuple(params['shape'])!r})",
+        emit=_broadcast_src,
         jvp=_broadcast_jvp,
         transpose=lambda ct, x, shape: [unbroadcast(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
@@ -157,9 +168,10 @@ def _concat_transpose(ct: Any, *inputs: Any, axis: int) -> list[Any]:
     return cts
 
 
-def _concat_src(args: list[str], params: dict[str, Any]) -> str:
-    items = ", ".join(args) + ("," if len(args) == 1 else "")
-    return f"np.concatenate(({items}), axis={params['axis']})"
+def _concat_src(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    """The pieces as a tuple (a one-piece tuple keeps its comma)."""
+    items = ", ".join(map(argument, args)) + ("," if len(args) == 1 else "")
+    return atom(f"np.concatenate(({items}), axis={params['axis']})")
 
 
 def _concat_batch(args: Any, batched: Any, k: int, axis: int) -> Any:
@@ -195,11 +207,15 @@ def _pad_transpose(ct: Any, x: Any, widths: Any) -> list[Any]:
     return [ct[to_index(index)]]
 
 
+def _pad_src(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    return atom(f"np.pad({argument(args[0])}, {tuple(params['widths'])!r})")
+
+
 register(
     structural(
         name="pad",
         impl=lambda x, widths: np.pad(x, widths),
-        emit=lambda args, params: f"np.pad({args[0]}, {tuple(params['widths'])!r})",
+        emit=_pad_src,
         jvp=lambda out, primals, tangents, widths: (
             None if tangents[0] is None else np.pad(tangents[0], widths)
         ),
@@ -215,9 +231,20 @@ register(
 
 
 # ------------------------------------------------------------------------ pack
-def _pack_src(args: list[str], params: dict[str, Any]) -> str:
-    nested = np.array(args, dtype=object).reshape(params["shape"])
-    return "np.array(" + repr(nested.tolist()).replace("'", "") + ")"
+def _pack_src(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    """``np.array`` of a nested list literal of the scalars, laid out in ``shape``."""
+    return atom(f"np.array({_nested_list(list(map(argument, args)), params['shape'])})")
+
+
+def _nested_list(items: list[str], shape: Sequence[int]) -> str:
+    """``items`` (row-major) as a nested list literal of ``shape``."""
+    if not shape:
+        return items[0]
+    if shape[0] == 0:
+        return "[]"
+    step = len(items) // shape[0]
+    rows = [items[i * step : (i + 1) * step] for i in range(shape[0])]
+    return "[" + ", ".join(_nested_list(row, shape[1:]) for row in rows) + "]"
 
 
 def _pack_jvp(out: Any, primals: list[Any], tangents: list[Any], shape: Any) -> Any:
@@ -277,12 +304,12 @@ def _basis_impl(shape: Any) -> np.ndarray:
     return np.eye(n).reshape((n, *shape))
 
 
-def _basis_emit(args: list[str], params: dict[str, Any]) -> str:
+def _basis_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
     shape = tuple(params["shape"])
     n = int(np.prod(shape, dtype=np.int64))
-    return (
-        f"np.eye({n})" if len(shape) == 1 else f"np.eye({n}).reshape({(n, *shape)!r})"
-    )
+    if len(shape) == 1:
+        return atom(f"np.eye({n})")
+    return atom(f"np.eye({n}).reshape({(n, *shape)!r})")
 
 
 def _basis_sympy(shape: Any) -> np.ndarray:
