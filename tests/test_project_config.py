@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from difgen.cli import main
 from difgen.config import find_config, load_config
 from difgen.errors import ConfigError
 from difgen.hashing import spec_fingerprint
@@ -130,6 +131,27 @@ def test_find_config(tmp_path: Path) -> None:
     (tmp_path / "difgen.toml").unlink()
     with pytest.raises(ConfigError, match=r"pyproject.toml:1: "):
         find_config(tmp_path)
+
+
+def test_cli_without_config_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["check"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"difgen: error: {Path.cwd()}: no difgen.toml and no pyproject.toml with a "
+        "[tool.difgen] table here; create one, or name the config file\n"
+    )
+    (tmp_path / "fn.py").write_text(FN_SOURCE)
+    (tmp_path / "pyproject.toml").write_text(as_pyproject(MODULE))
+    assert main(["check"]) == 1
+    out, err = capsys.readouterr()
+    assert err == "difgen: using pyproject.toml [tool.difgen]\n"
+    assert out.splitlines() == [
+        f"{Path('generated/seed.py')}: seed: missing",
+        "1 of 1 modules not up to date; run: difgen build",
+    ]
 
 
 def write_package(root: Path, name: str = "mypkg", scale: float = 2.0) -> None:
