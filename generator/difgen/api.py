@@ -109,8 +109,8 @@ class ModuleCheck:
     def describe(self) -> str:
         """The state as ``difgen check`` prints it.
 
-        >>> ModuleCheck("m", Path("m.py"), Status.STALE, "the function changed").describe()
-        'stale (the function changed)'
+        >>> ModuleCheck("m", Path("m.py"), Status.STALE, "it changed").describe()
+        'stale (it changed)'
         """
         if self.status is Status.STALE:
             return f"stale ({self.reason})"
@@ -118,7 +118,7 @@ class ModuleCheck:
             return f"foreign file (not written by difgen: {self.reason})"
         if self.status is Status.EDITED:
             return "edited by hand"
-        return self.status.value
+        return str(self.status.value)
 
 
 @dataclass(frozen=True)

@@ -229,17 +229,19 @@ class _Point:
     def d1(self, v: Array) -> Array:
         """Central difference of f along ``v``: about ``J @ v``."""
         h = H_FIRST
-        return (self.f(self.x + h * v) - self.f(self.x - h * v)) / (2 * h)
+        difference: Array = self.f(self.x + h * v) - self.f(self.x - h * v)
+        return difference / (2 * h)
 
     def d2(self, v: Array, w: Array) -> Array:
         """Second central difference: about ``w' H v`` (per output element)."""
         h, x = H_SECOND, self.x
-        return (
+        difference: Array = (
             self.f(x + h * v + h * w)
             - self.f(x + h * v - h * w)
             - self.f(x - h * v + h * w)
             + self.f(x - h * v - h * w)
-        ) / (4 * h * h)
+        )
+        return difference / (4 * h * h)
 
     def check(self, module: ModuleType, name: str) -> Iterator[tuple[str, float]]:
         """Call one operator; yield ``(result kind, error)`` for each result."""
