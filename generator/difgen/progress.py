@@ -118,7 +118,7 @@ class Reporter:
             f"{module}: {stage_name} {now - start:.1f} s"
             for module, (stage_name, start) in self.active.items()
         ]
-        return f"difgen: {self.finished}/{self.total} done | " + " | ".join(parts)
+        return " | ".join([f"difgen: {self.finished}/{self.total} done", *parts])
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
