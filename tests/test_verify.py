@@ -231,3 +231,12 @@ def test_error_measure() -> None:
     assert error(np.array([np.inf]), np.array([np.inf])) == 0.0
     assert error(np.array([np.nan]), np.array([1.0])) == np.inf
     assert error(np.zeros(2), np.zeros(3)) == np.inf
+
+
+def test_sparse_modules_say_they_import_scipy(built: Path) -> None:
+    """A module built with sparse = true imports SciPy, and its docstring says so."""
+    for name, sparse in [("sparse_jacobian", True), ("dense_jacobian", False)]:
+        text = (built / "out" / f"{name}.py").read_text()
+        docstring = text.split('"""')[1]
+        assert ("Requires NumPy and SciPy" in docstring) is sparse
+        assert ("import scipy.sparse" in text) is sparse
