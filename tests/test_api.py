@@ -11,7 +11,7 @@ from pathlib import Path
 import difgen
 import pytest
 from difgen.api import Action, BuildResult, Status
-from difgen.budget import Progress, reporting, stage
+from difgen.budget import BuildTimeout, Progress, reporting, stage
 from difgen.cli import main
 from difgen.config import load_config
 from difgen.errors import ConfigError, TraceError, UsageError
@@ -182,13 +182,37 @@ def test_jobs_give_the_same_bytes_and_progress(tmp_path: Path) -> None:
 
 
 def test_jobs_failure_writes_nothing(tmp_path: Path) -> None:
-    (tmp_path / "fn.py").write_text(
-        JOBS_SOURCE
-        + "\n\ndef bad(x):\n    if x > 0:\n        return x\n    return -x\n"
-    )
-    (tmp_path / "difgen.toml").write_text(JOBS_CONFIG.replace("fn.py:f", "fn.py:bad"))
-    with pytest.raises(TraceError, match="fn.py:"):
+    """A worker's error reaches the caller whole (a ConfigError keeps its file and
+    line across the process boundary), and nothing is written."""
+    (tmp_path / "fn.py").write_text(JOBS_SOURCE + "\n\ndef two(x, y):\n    return x\n")
+    (tmp_path / "difgen.toml").write_text(JOBS_CONFIG.replace("fn.py:g", "fn.py:two"))
+    with pytest.raises(ConfigError) as info:
         difgen.build(tmp_path / "difgen.toml", jobs=2)
+    assert (info.value.path, info.value.line) == (str(tmp_path / "difgen.toml"), 10)
+    assert "fn.py:two takes (x, y), but difgen calls it with the input alone" in str(
+        info.value
+    )
+    assert not (tmp_path / "generated").exists()
+
+
+SLOW_SOURCE = """\
+def slow(x):
+    for _ in range(10**7):
+        pass
+    return x * x
+"""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_timeout_names_the_module_and_stage(tmp_path: Path, jobs: int) -> None:
+    """A module over its time limit stops in its stage, in a worker too."""
+    (tmp_path / "fn.py").write_text(SOURCE + "\n\n" + SLOW_SOURCE)
+    (tmp_path / "difgen.toml").write_text(CONFIG.replace("fn.py:f", "fn.py:slow"))
+    with pytest.raises(BuildTimeout) as info:
+        difgen.build(tmp_path / "difgen.toml", timeout=0.3, jobs=jobs)
+    assert str(info.value).startswith(
+        "module 'alpha': stopped after 0.3 s in stage 'trace'"
+    )
     assert not (tmp_path / "generated").exists()
 
 

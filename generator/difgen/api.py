@@ -167,7 +167,9 @@ def build(
     ``timeout`` bounds each module's generation in seconds (a module's own
     ``timeout`` key wins). ``jobs > 1`` generates modules in that many worker
     processes; the files are still written once, by this process, all or none, and
-    their bytes are the same as with ``jobs=1``. ``progress`` is called with a
+    their bytes are the same as with ``jobs=1``. The workers are spawned, so a
+    script that calls ``build(jobs=N)`` needs the usual ``if __name__ ==
+    "__main__":`` guard of multiprocessing. ``progress`` is called with a
     :class:`~difgen.budget.Progress` as each module enters each stage (in this
     process and thread, whatever ``jobs`` is).
 
@@ -316,10 +318,11 @@ def _generate(
 ) -> _Generated:
     """Load, trace, differentiate and render one module, timing each stage."""
     limit = spec.timeout if spec.timeout is not None else timeout
+    pipeline = _pipeline()  # imported before the clock starts: not the module's time
     with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
         with stage("load"):
             fn = load_function(spec)
-        text: str = _pipeline().generate_module(spec, config, fn)
+        text: str = pipeline.generate_module(spec, config, fn)
     return _Generated(text, tracker.elapsed, tracker.stage_times())
 
 
@@ -328,9 +331,11 @@ _WORKER_QUEUE: Any = None
 
 
 def _start_worker(queue: Any) -> None:
-    """Initializer of each worker process: remember the progress queue."""
+    """Initializer of each worker process: remember the progress queue, and import
+    the pipeline now, so that no module's time limit pays for it."""
     global _WORKER_QUEUE
     _WORKER_QUEUE = queue
+    _pipeline()
 
 
 def _generate_in_worker(

@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_positive_seconds,
+        type=_positive_number,
         default=None,
         help="stop a module whose build takes longer (a module's timeout key wins)",
     )
@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--tolerance-factor",
         metavar="F",
-        type=_positive_seconds,
+        type=_positive_number,
         default=1.0,
         help="multiply every tolerance by F (default 1)",
     )
@@ -157,8 +157,8 @@ def _verbosity(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive_seconds(text: str) -> float:
-    """``--timeout``'s value: a positive number of seconds."""
+def _positive_number(text: str) -> float:
+    """``--timeout``'s and ``--tolerance-factor``'s value: a positive number."""
     try:
         seconds = float(text)
     except ValueError:
