@@ -230,6 +230,15 @@ def test_cli_quiet_and_verbose(
     assert lines[1].startswith("difgen: [1/2] alpha: ")
     assert lines[3].startswith("difgen: [2/2] beta: ")
     assert main(["build", "difgen.toml", "--quiet", "--verbose"]) == 2
+    capsys.readouterr()
+    assert main(["check", "difgen.toml", "-q"]) == 0
+    assert capsys.readouterr() == ("", "")
+    (project / "generated" / "beta.py").unlink()
+    assert main(["check", "difgen.toml", "-q"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{BETA}: beta: missing",
+        "1 of 2 modules not up to date; run: difgen build difgen.toml",
+    ]
 
 
 class FakeTerminal(io.StringIO):
