@@ -1,12 +1,25 @@
-"""Bounded builds: which stage a module's build is in, and a time limit on it.
+"""Bounded, observable builds: which stage a module's build is in, a time limit on
+it, and progress reports to whoever is watching.
 
 ``difgen build --timeout SECONDS`` (or a module's ``timeout`` key) stops a module
 whose tracing or generation runs too long, with a message naming the module and the
 stage it was in, instead of a build that never finishes.
 
+Inside :func:`reporting`, entering a :func:`stage` calls the progress callback with
+a :class:`Progress` (module, stage, elapsed seconds), and leaving the block reports
+``"done"`` with the time spent in each stage. The stages of a module's build are
+:data:`STAGES`; a backend may mark finer stages inside ``derivatives`` (each report
+names the innermost stage).
+
 >>> with stage("trace"):
 ...     current_stage()
 'trace'
+>>> seen = []
+>>> with reporting("seed", seen.append):
+...     with stage("trace"):
+...         pass
+>>> [(p.module, p.stage) for p in seen]
+[('seed', 'trace'), ('seed', 'done')]
 """
 
 from __future__ import annotations
@@ -14,15 +27,83 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from difgen.errors import DifgenError
+
+STAGES = ("load", "trace", "derivatives", "emit", "write")
+"""The stages of a module's build, in order: load the user's function, trace it,
+run the backend (derivatives, then its passes and emission), render the module's
+text, write the files (once, for all modules)."""
+
+DONE = "done"
+"""The stage a :class:`Progress` names when a module's generation has finished."""
 
 _STAGES: list[str] = []
 
 
 class BuildTimeout(DifgenError):
     """A module's build went over its time limit."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One report of a build's progress.
+
+    ``module`` is None for steps of the whole build (``write``). ``elapsed`` is
+    the seconds since the module's build started. On ``"done"``, ``stages`` holds
+    the seconds spent in each stage, in the order they were first entered.
+    """
+
+    module: str | None
+    stage: str
+    elapsed: float
+    stages: tuple[tuple[str, float], ...] = field(default=())
+
+
+ProgressCallback = Callable[[Progress], None]
+"""What :func:`difgen.build` calls with each :class:`Progress` (``progress=``)."""
+
+
+class _Tracker:
+    """Times the stages of one module and reports them to a callback."""
+
+    def __init__(self, module: str, callback: ProgressCallback | None) -> None:
+        self.module = module
+        self.callback = callback
+        self.start = self.last = time.perf_counter()
+        self.times: dict[str, float] = {}
+
+    def account(self) -> None:
+        """Charge the time since the last change to the innermost stage."""
+        now = time.perf_counter()
+        name = current_stage()
+        self.times[name] = self.times.get(name, 0.0) + (now - self.last)
+        self.last = now
+
+    def report(
+        self, stage_name: str, stages: tuple[tuple[str, float], ...] = ()
+    ) -> None:
+        if self.callback is not None:
+            elapsed = time.perf_counter() - self.start
+            self.callback(Progress(self.module, stage_name, elapsed, stages))
+
+    @property
+    def elapsed(self) -> float:
+        return self.last - self.start
+
+    def stage_times(self) -> tuple[tuple[str, float], ...]:
+        """Seconds per stage; time outside any stage only when it is noticeable."""
+        return tuple(
+            (name, seconds)
+            for name, seconds in self.times.items()
+            if name != "setup" or seconds >= 0.01
+        )
+
+
+_TRACKERS: list[_Tracker] = []
 
 
 def current_stage() -> str:
@@ -32,12 +113,37 @@ def current_stage() -> str:
 
 @contextlib.contextmanager
 def stage(name: str) -> Iterator[None]:
-    """Mark the block as one stage of a module's build."""
+    """Mark the block as one stage of a module's build (and report entering it)."""
+    tracker = _TRACKERS[-1] if _TRACKERS else None
+    if tracker is not None:
+        tracker.account()
     _STAGES.append(name)
+    if tracker is not None:
+        tracker.report(name)
     try:
         yield
     finally:
+        if tracker is not None:
+            tracker.account()
         _STAGES.pop()
+
+
+@contextlib.contextmanager
+def reporting(module: str, callback: ProgressCallback | None) -> Iterator[_Tracker]:
+    """Time the stages entered in the block as the build of ``module``.
+
+    Each stage entered is reported to ``callback`` (if any); leaving the block
+    normally reports ``"done"`` with the time per stage. The tracker yielded
+    keeps those times for the caller (``elapsed``, ``stage_times()``).
+    """
+    tracker = _Tracker(module, callback)
+    _TRACKERS.append(tracker)
+    try:
+        yield tracker
+        tracker.account()
+    finally:
+        _TRACKERS.pop()
+    tracker.report(DONE, tracker.stage_times())
 
 
 @contextlib.contextmanager

@@ -1,7 +1,13 @@
-"""The ``difgen`` command: ``build``, ``check`` and ``ir``.
+"""The ``difgen`` command: ``build``, ``check``, ``verify`` and ``ir``.
 
-Every :class:`~difgen.errors.DifgenError` is printed as ``difgen: error: <message>``
-on stderr, without a traceback, and the command exits 1.
+A thin layer over :mod:`difgen.api`: it finds the config, calls the API and prints
+the results. Every :class:`~difgen.errors.DifgenError` is printed as
+``difgen: error: <message>`` on stderr, without a traceback, and the command exits
+1; Ctrl-C exits 130.
+
+Without a CONFIG argument, ``build``, ``check`` and ``verify`` use ``difgen.toml``
+in the current directory, else ``pyproject.toml`` if it has a ``[tool.difgen]``
+table, and say on stderr which one.
 
 >>> main(["build", "difgen.toml"])  # doctest: +SKIP
 wrote generated/seed.py
@@ -11,26 +17,16 @@ wrote generated/seed.py
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 import difgen
-from difgen.budget import stage, time_limit
-from difgen.config import Config, ModuleSpec, load_config
-from difgen.errors import ConfigError, DifgenError
-from difgen.hashing import source_hash
-from difgen.load import load_function
-from difgen.write import State, WriteTransaction, inspect_file
-
-UP_TO_DATE = "up to date"
-STALE = "stale (the function or its config changed)"
-STALE_BROKEN = "stale, and the function no longer builds"
-FOREIGN = "foreign file"
-"""The states ``difgen check`` reports that the CLI itself needs to recognise."""
+from difgen.config import find_config
+from difgen.errors import DifgenError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,28 +64,64 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
 
     build = commands.add_parser("build", help="write the generated modules")
-    build.add_argument("config", metavar="CONFIG", help="path to difgen.toml")
+    _config_argument(build)
     build.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_positive_seconds,
+        type=_positive_number,
         default=None,
         help="stop a module whose build takes longer (a module's timeout key wins)",
     )
+    _module_option(build, "build only this module (repeatable); default: all")
     build.add_argument(
-        "--module",
-        metavar="NAME",
-        action="append",
-        help="build only this module (repeatable); default: all",
+        "-j",
+        "--jobs",
+        metavar="N",
+        type=_positive_int,
+        default=1,
+        help="generate modules in N processes (default 1); files are still "
+        "written all or nothing, with the same bytes",
     )
+    _verbosity(build)
     build.set_defaults(run=_build)
 
     check = commands.add_parser(
         "check",
         help="exit 1 unless every generated module is up to date and unedited",
     )
-    check.add_argument("config", metavar="CONFIG", help="path to difgen.toml")
+    _config_argument(check)
+    check.add_argument(
+        "-q", "--quiet", action="store_true", help="print only the modules at fault"
+    )
     check.set_defaults(run=_check)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check the generated modules numerically against the function",
+    )
+    _config_argument(verify)
+    _module_option(verify, "verify only this module (repeatable); default: all")
+    verify.add_argument(
+        "--points",
+        metavar="N",
+        type=_positive_int,
+        default=3,
+        help="random points per module (default 3)",
+    )
+    verify.add_argument(
+        "--seed", type=int, default=0, help="seed of the random points (default 0)"
+    )
+    verify.add_argument(
+        "--tolerance-factor",
+        metavar="F",
+        type=_positive_number,
+        default=1.0,
+        help="multiply every tolerance by F (default 1)",
+    )
+    verify.add_argument(
+        "-q", "--quiet", action="store_true", help="print only the failures"
+    )
+    verify.set_defaults(run=_verify)
 
     ir = commands.add_parser("ir", help="print the IR of one module at one stage")
     ir.add_argument("config", metavar="CONFIG", help="path to difgen.toml")
@@ -101,8 +133,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_seconds(text: str) -> float:
-    """``--timeout``'s value: a positive number of seconds."""
+def _config_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "config",
+        metavar="CONFIG",
+        nargs="?",
+        help="difgen.toml, or a pyproject.toml with [tool.difgen] (default: "
+        "whichever of the two is in the current directory)",
+    )
+
+
+def _module_option(command: argparse.ArgumentParser, text: str) -> None:
+    command.add_argument("--module", metavar="NAME", action="append", help=text)
+
+
+def _verbosity(command: argparse.ArgumentParser) -> None:
+    group = command.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q", "--quiet", action="store_true", help="print nothing but errors"
+    )
+    group.add_argument(
+        "-v", "--verbose", action="store_true", help="print each stage of each module"
+    )
+
+
+def _positive_number(text: str) -> float:
+    """``--timeout``'s and ``--tolerance-factor``'s value: a positive number."""
     try:
         seconds = float(text)
     except ValueError:
@@ -112,106 +168,128 @@ def _positive_seconds(text: str) -> float:
     return seconds
 
 
+def _positive_int(text: str) -> int:
+    """``--jobs``' and ``--points``' value: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _config_path(args: argparse.Namespace) -> Path:
+    """CONFIG as given, or the one found in the current directory (said on stderr)."""
+    if args.config is not None:
+        return Path(args.config)
+    path = find_config()
+    if not getattr(args, "quiet", False):
+        table = " [tool.difgen]" if path.name == "pyproject.toml" else ""
+        print(f"difgen: using {_display(path)}{table}", file=sys.stderr)
+    return path
+
+
 def _build(args: argparse.Namespace) -> int:
     """Generate every selected module first, then write them all or none."""
-    config = load_config(args.config)
-    specs = _select(config, args.module)
-    pipeline = _pipeline()
-    outputs: list[tuple[Path, str]] = []
-    for spec in specs:
-        limit = spec.timeout if spec.timeout is not None else args.timeout
-        with time_limit(limit, spec.name):
-            with stage("load"):
-                fn = load_function(spec)
-            text = pipeline.generate_module(spec, config, fn)
-        outputs.append((_output_path(config, spec), text))
-    transaction = WriteTransaction(outputs)  # refuses foreign files before writing
-    changed = transaction.commit()
-    for leftover in transaction.removed_leftovers:
+    from difgen.api import Action, build, select_modules
+    from difgen.config import load_config
+    from difgen.progress import Reporter
+
+    config = load_config(_config_path(args))
+    total = len(select_modules(config, args.module))
+    reporter = None if args.quiet else Reporter(sys.stderr, total, args.verbose)
+    with reporter or contextlib.nullcontext():
+        result = build(
+            config, args.module, timeout=args.timeout, jobs=args.jobs, progress=reporter
+        )
+    if args.quiet:
+        return 0
+    for leftover in result.removed_leftovers:
         print(f"removed leftover {_display(leftover)}")
-    for (path, _), wrote in zip(outputs, changed):
-        print(f"{'wrote' if wrote else 'unchanged'} {_display(path)}")
+    for module in result.modules:
+        verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
+        print(f"{verb} {_display(module.path)}")
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
     """One line per module; exit 1 unless every module is up to date."""
-    config = load_config(args.config)
-    problems = foreign = 0
-    for spec in config.modules:
-        path = _output_path(config, spec)
-        state = _module_state(spec, path)
-        print(f"{_display(path)}: {spec.name}: {state}")
-        problems += state != UP_TO_DATE
-        foreign += state.startswith(FOREIGN)
-    count = len(config.modules)
-    if not problems:
-        print(f"{count} module{'s' if count != 1 else ''} up to date")
+    from difgen.api import Status, check
+
+    result = check(_config_path(args))
+    for module in result.modules:
+        if not (args.quiet and module.ok):
+            print(f"{_display(module.path)}: {module.name}: {module.describe()}")
+    count = len(result.modules)
+    if result.ok:
+        if not args.quiet:
+            print(f"{count} module{'s' if count != 1 else ''} up to date")
         return 0
-    advice = f"run: difgen build {args.config}"
-    if foreign:
+    advice = "run: difgen build" + (f" {args.config}" if args.config else "")
+    if any(m.status is Status.FOREIGN for m in result.modules):
         advice = (
             "move the foreign files away (difgen never overwrites them), then " + advice
         )
-    print(f"{problems} of {count} modules need attention; {advice}")
+    print(f"{len(result.problems)} of {count} modules need attention; {advice}")
     return 1
 
 
-def _module_state(spec: ModuleSpec, path: Path) -> str:
-    """What ``difgen check`` says about one module.
+def _verify(args: argparse.Namespace) -> int:
+    """A line per operator of each module; exit 1 if any is past its tolerance."""
+    from difgen.api import verify
 
-    The file is read first: only an intact module is worth re-tracing the function
-    for (tracing runs no backend, so it is cheap).
-    """
-    found = inspect_file(path)
-    if found.state is State.MISSING:
-        return "missing"
-    if not found.state.ours:
-        return f"{FOREIGN} (not written by difgen: {found.detail})"
-    if found.state is State.EDITED:
-        return "edited by hand"
-    if found.state is State.TRUNCATED:
-        return "truncated"
-    if found.state is State.LEGACY:
-        return "stale (written by an older difgen, without BODY_HASH)"
-    try:
-        graph = _pipeline().trace_spec(spec, load_function(spec))
-    except DifgenError as exc:  # the config or the function changed beyond building
-        return f"{STALE_BROKEN} ({exc})"
-    return UP_TO_DATE if found.source_hash == source_hash(spec, graph) else STALE
-
-
-def _ir(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    (spec,) = _select(config, [args.module])
-    text = _pipeline().ir_text(spec, load_function(spec), args.stage)
-    print(text, end="" if text.endswith("\n") else "\n")
+    result = verify(
+        _config_path(args),
+        args.module,
+        points=args.points,
+        seed=args.seed,
+        tolerance_factor=args.tolerance_factor,
+    )
+    failed = 0
+    for module in result.modules:
+        failed += not module.passed
+        where = f"{_display(module.path)}: {module.name}"
+        if module.problem is not None:
+            print(f"{where}: FAIL: {module.problem}")
+            continue
+        stale = " (stale: the function changed since it was built)"
+        if not (args.quiet and module.passed):
+            print(where + (stale if module.stale else ""))
+        labels = [
+            op.operator + (f" [{op.worst.kind}]" if len(op.results) > 1 else "")
+            for op in module.operators
+        ]
+        width = max(map(len, labels), default=0)
+        for op, label in zip(module.operators, labels):
+            if not (args.quiet and op.passed):
+                print(
+                    f"  {label:<{width}}  error {op.worst.error:7.1e}  tolerance "
+                    f"{op.worst.tolerance:.0e}  {'ok' if op.passed else 'FAIL'}"
+                )
+    count = len(result.modules)
+    points = f"{result.points} random point{'s' if result.points != 1 else ''}"
+    if failed:
+        print(f"{failed} of {count} modules failed at {points} (seed {result.seed})")
+        return 1
+    if not args.quiet:
+        plural = "s" if count != 1 else ""
+        print(f"{count} module{plural} verified at {points} (seed {result.seed})")
     return 0
 
 
-def _select(config: Config, names: list[str] | None) -> list[ModuleSpec]:
-    """The modules named on the command line, in config order (all if none)."""
-    if not names:
-        return list(config.modules)
-    available = [spec.name for spec in config.modules]
-    for name in names:
-        if name not in available:
-            raise ConfigError(
-                config.path,
-                None,
-                f"no module named '{name}'; available: {', '.join(available)}",
-            )
-    return [spec for spec in config.modules if spec.name in names]
+def _ir(args: argparse.Namespace) -> int:
+    from difgen.api import select_modules
+    from difgen.config import load_config
+    from difgen.load import load_function
 
-
-def _pipeline() -> ModuleType:
-    # Imported here: the pipeline pulls in SymPy and the tracer, which the
-    # config and check paths never need.
-    return importlib.import_module("difgen.pipeline")
-
-
-def _output_path(config: Config, spec: ModuleSpec) -> Path:
-    return Path(config.output_dir, f"{spec.name}.py")
+    config = load_config(args.config)
+    (spec,) = select_modules(config, [args.module])
+    # Imported here: the pipeline pulls in SymPy and the tracer.
+    pipeline = importlib.import_module("difgen.pipeline")
+    text = pipeline.ir_text(spec, load_function(spec), args.stage)
+    print(text, end="" if text.endswith("\n") else "\n")
+    return 0
 
 
 def _display(path: Path) -> str:

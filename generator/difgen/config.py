@@ -1,9 +1,15 @@
-"""Read ``difgen.toml`` into frozen, validated values.
+"""Read ``difgen.toml`` (or ``[tool.difgen]`` in ``pyproject.toml``) into frozen,
+validated values.
 
 Every mistake in the file is a :class:`~difgen.errors.ConfigError` naming the file,
 the line of the offending key and what was expected. ``tomllib`` reports no line
 numbers for values, so :class:`~difgen.toml_lines.Locator` recovers them from the
 raw text.
+
+In ``pyproject.toml`` the schema is the same, one level down: the keys of
+``[difgen]`` go in ``[tool.difgen]`` and each ``[[module]]`` is a
+``[[tool.difgen.module]]``; errors point at the lines of ``pyproject.toml``.
+:func:`find_config` finds either in a directory.
 
 >>> spec = load_config("examples/difgen.toml").modules[0]  # doctest: +SKIP
 >>> spec.name, spec.operators, spec.input.shape  # doctest: +SKIP
@@ -31,6 +37,11 @@ BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
 EMITS = ("auto", "scalar", "vector")
 DTYPES = ("float64",)
+
+CONFIG_NAME = "difgen.toml"
+PYPROJECT_NAME = "pyproject.toml"
+PYPROJECT_TABLE: tuple[str, ...] = ("tool", "difgen")
+"""Where difgen's settings live in ``pyproject.toml``: ``[tool.difgen]``."""
 
 _TOP_KEYS = ("difgen", "module")
 _DIFGEN_KEYS = ("output_dir",)
@@ -118,11 +129,70 @@ class Config:
 def load_config(path: str | Path) -> Config:
     """Read and validate a difgen config file.
 
-    ``output_dir`` is resolved against the config file's directory; each module's
-    ``operators`` are deduplicated and put in the order of
-    :data:`difgen.operators.TABLE`.
+    A file named ``pyproject.toml`` is read from its ``[tool.difgen]`` table; any
+    other name as a whole ``difgen.toml``. ``output_dir`` is resolved against the
+    config file's directory; each module's ``operators`` are deduplicated and put
+    in the order of :data:`difgen.operators.TABLE`.
     """
     path = Path(path)
+    text, data = _read_toml(path)
+    if path.name != PYPROJECT_NAME:
+        return _Reader(path, Locator(text)).config(data)
+    table = _pyproject_table(data)
+    if table is None:
+        raise ConfigError(
+            path, None, "no [tool.difgen] table: difgen is not configured here"
+        )
+    return _Reader(path, Locator(text), PYPROJECT_TABLE).config(table)
+
+
+def find_config(directory: str | Path | None = None) -> Path:
+    """The config file of the project in ``directory`` (default: the current one).
+
+    ``difgen.toml`` if it exists, else ``pyproject.toml`` if it has a
+    ``[tool.difgen]`` table. Both at once is an error (which one would be meant?);
+    neither is an error that says what was looked for.
+    """
+    base = Path.cwd() if directory is None else Path(directory)
+    toml = base / CONFIG_NAME
+    pyproject = base / PYPROJECT_NAME
+    if toml.is_file():
+        if _configures_difgen(pyproject, strict=False):
+            raise ConfigError(
+                pyproject,
+                Locator(pyproject.read_text(encoding="utf-8")).line(PYPROJECT_TABLE),
+                f"both {CONFIG_NAME} and this [tool.difgen] table configure difgen "
+                f"in {base}; keep one, or name the file to use",
+            )
+        return toml
+    if _configures_difgen(pyproject, strict=True):
+        return pyproject
+    raise ConfigError(
+        base,
+        None,
+        f"no {CONFIG_NAME} and no {PYPROJECT_NAME} with a [tool.difgen] table here; "
+        "create one, or name the config file",
+    )
+
+
+def _configures_difgen(pyproject: Path, strict: bool) -> bool:
+    """True if ``pyproject`` exists and has a ``[tool.difgen]`` table.
+
+    With ``strict`` a file that cannot be read or parsed is a ConfigError (it may
+    be the config meant); otherwise it counts as not configuring difgen.
+    """
+    if not pyproject.is_file():
+        return False
+    try:
+        return _pyproject_table(_read_toml(pyproject)[1]) is not None
+    except ConfigError:
+        if strict:
+            raise
+        return False
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text and the parsed document of a TOML file; ConfigError if unreadable."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -130,10 +200,21 @@ def load_config(path: str | Path) -> Config:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, None, f"cannot read config file: {exc}") from None
     try:
-        data = tomllib.loads(text)
+        return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(path, _toml_error_line(exc, text), str(exc)) from None
-    return _Reader(path, Locator(text)).config(data)
+
+
+def _pyproject_table(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``[tool.difgen]`` table of a parsed ``pyproject.toml`` (None if absent).
+
+    A ``tool.difgen`` that is not a table is returned as is: the reader reports it.
+    """
+    tool = data.get("tool")
+    if not isinstance(tool, dict) or "difgen" not in tool:
+        return None
+    table: dict[str, Any] = tool["difgen"]
+    return table
 
 
 def check_output_fit(spec: ModuleSpec, output_shape: tuple[int, ...]) -> None:
@@ -245,22 +326,44 @@ def _dotted(key: Key) -> str:
 
 
 class _Reader:
-    """Validates the parsed document, locating each error with the locator."""
+    """Validates the parsed document, locating each error with the locator.
 
-    def __init__(self, path: Path, locator: Locator) -> None:
+    Keys are paths into the document as ``difgen.toml`` lays it out
+    (``("difgen", "output_dir")``, ``("module", 0, "name")``). For
+    ``pyproject.toml``, ``prefix`` is ``("tool", "difgen")``: the settings sit in
+    that table itself and the modules in its ``module`` array, and :meth:`line`
+    maps each key to where it is written there.
+    """
+
+    def __init__(self, path: Path, locator: Locator, prefix: Key = ()) -> None:
         self.path = path
         self.locator = locator
+        self.prefix = prefix
+        table = ".".join(str(part) for part in prefix)
+        self.settings_table = f"[{table}]" if prefix else "[difgen]"
+        self.module_table = f"[[{table}.module]]" if prefix else "[[module]]"
+
+    def line(self, key: Key) -> int | None:
+        """Line of ``key`` (a ``difgen.toml`` path) in this file."""
+        if self.prefix and key[:1] == ("difgen",):
+            key = key[1:]
+        return self.locator.line(self.prefix + key)
 
     def error(self, key: Key, message: str) -> ConfigError:
-        return ConfigError(self.path, self.locator.line(key), message)
+        return ConfigError(self.path, self.line(key), message)
 
     def check_keys(
         self, table: dict[str, Any], key: Key, allowed: tuple[str, ...]
     ) -> None:
-        places: dict[Key, str] = {(): "at top level", ("difgen",): "in [difgen]"}
+        places: dict[Key, str] = {
+            (): "at top level",
+            ("difgen",): f"in {self.settings_table}",
+        }
         where = places.get(key)
         if where is None:
-            where = "in [[module]]" if len(key) == 2 else f"in {_dotted(key[2:])}"
+            where = (
+                f"in {self.module_table}" if len(key) == 2 else f"in {_dotted(key[2:])}"
+            )
         for name in table:
             if name not in allowed:
                 raise self.error(
@@ -294,7 +397,10 @@ class _Reader:
         return value
 
     def config(self, data: dict[str, Any]) -> Config:
-        self.check_keys(data, (), _TOP_KEYS)
+        if self.prefix:
+            data = self.unprefixed(data)
+        else:
+            self.check_keys(data, (), _TOP_KEYS)
         settings = data.get("difgen", {})
         if not isinstance(settings, dict):
             raise self.error(("difgen",), "'difgen' must be a table: [difgen]")
@@ -307,11 +413,13 @@ class _Reader:
                 f"to this file); got {_show(output_dir)}",
             )
         if "module" not in data:
-            raise ConfigError(self.path, None, "no [[module]] tables: nothing to build")
+            raise ConfigError(
+                self.path, None, f"no {self.module_table} tables: nothing to build"
+            )
         tables = data["module"]
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
             raise self.error(
-                ("module",), "'module' must be an array of tables: [[module]]"
+                ("module",), f"'module' must be an array of tables: {self.module_table}"
             )
         if not tables:
             raise self.error(("module",), "'module' must not be empty")
@@ -323,11 +431,30 @@ class _Reader:
                     raise self.error(
                         ("module", index, "name"),
                         f"duplicate module name '{spec.name}' (first defined in "
-                        f"the [[module]] at line {other.line})",
+                        f"the {self.module_table} at line {other.line})",
                     )
             modules.append(spec)
         output = Path(os.path.normpath(self.path.parent / output_dir))
         return Config(path=self.path, output_dir=output, modules=tuple(modules))
+
+    def unprefixed(self, table: Any) -> dict[str, Any]:
+        """``[tool.difgen]`` laid out as a ``difgen.toml`` document.
+
+        Its keys other than ``module`` are the ``[difgen]`` settings.
+        """
+        if not isinstance(table, dict):
+            raise ConfigError(
+                self.path,
+                self.locator.line(self.prefix),
+                f"'tool.difgen' must be a table: {self.settings_table}; "
+                f"got {_show(table)}",
+            )
+        settings = {name: value for name, value in table.items() if name != "module"}
+        self.check_keys(settings, ("difgen",), _DIFGEN_KEYS + ("module",))
+        document: dict[str, Any] = {"difgen": settings}
+        if "module" in table:
+            document["module"] = table["module"]
+        return document
 
     def module(self, table: dict[str, Any], index: int) -> ModuleSpec:
         at: Key = ("module", index)
@@ -335,7 +462,7 @@ class _Reader:
         for required in ("name", "function", "operators", "input"):
             if required not in table:
                 raise self.error(
-                    at, f"[[module]] is missing the required key '{required}'"
+                    at, f"{self.module_table} is missing the required key '{required}'"
                 )
         name = self.get(table, at + ("name",), str, "a string")
         problem = naming.module_name_problem(name)
@@ -389,7 +516,7 @@ class _Reader:
             emit=self.choice(table, at + ("emit",), EMITS, "auto"),
             timeout=None if timeout is None else float(timeout),
             config_path=self.path,
-            line=self.locator.line(at) or 0,
+            line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
         )
 
@@ -500,7 +627,7 @@ class _Reader:
             keys += [("contexts", index, name) for name in context]
         found = []
         for key in keys:
-            line = self.locator.line(at + key)
+            line = self.line(at + key)
             if line is not None:
                 found.append((".".join(str(part) for part in key), line))
         return tuple(found)

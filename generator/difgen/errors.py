@@ -23,6 +23,16 @@ class ConfigError(DifgenError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, int | None, str]]:
+        """Pickle by the constructor's arguments (``difgen build --jobs`` sends
+        errors from worker processes).
+
+        >>> import pickle
+        >>> print(pickle.loads(pickle.dumps(ConfigError("a.toml", 2, "bad"))))
+        a.toml:2: bad
+        """
+        return (type(self), (self.path, self.line, self.message))
+
 
 class LoadError(DifgenError):
     """The user's function could not be imported."""
@@ -42,3 +52,7 @@ class InternalError(DifgenError):
     Raised instead of writing a module that would silently differ from the user's
     function (for example one that uses one name for two things).
     """
+
+
+class UsageError(DifgenError):
+    """A call of difgen's Python API with an argument it cannot use (``jobs=0``)."""

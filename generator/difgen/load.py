@@ -1,12 +1,21 @@
 """Import the user's function named by a module's ``function`` key.
 
-Two forms are accepted, both resolved against the config file's directory:
+The two forms of ``function`` are resolved against the config file's directory:
 
-- ``"pkg.mod:attr"`` is imported with :func:`importlib.import_module`, with that
-  directory first on ``sys.path`` while importing;
-- ``"path/file.py:attr"`` is executed from that file as module
+- ``"pkg.mod:attr"`` is imported with :func:`importlib.import_module`, with the
+  project's package roots first on ``sys.path`` while importing: ``src/`` next to
+  the config file when it exists (the src layout), then the config file's
+  directory. ``pkg.mod`` is an ordinary module of its package, so relative imports
+  (``from .helpers import g``) work;
+- ``"path/file.py:attr"`` inside a package (its directory has an ``__init__.py``)
+  is imported the same way, as ``pkg.file`` from the directory above the
+  outermost package, so its relative imports work too;
+- any other ``"path/file.py:attr"`` is executed from that file as module
   ``_difgen_user_<stem>``, registered in ``sys.modules`` so that ``inspect`` (and
   therefore error messages naming the user's lines) can find its source.
+
+Modules imported by name are cached in ``sys.modules`` like any import; a
+stand-alone file is executed afresh on every load.
 
 Every failure is a :class:`~difgen.errors.ConfigError` at the line of ``function``.
 
@@ -57,9 +66,9 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
     module_ref, attr = parts
     base = Path(spec.config_path).resolve().parent
     if module_ref.endswith(".py"):
-        module = _exec_file(base / module_ref, fail)
+        module = _load_file(base / module_ref, fail)
     else:
-        module = _import(module_ref, base, fail)
+        module = _import(module_ref, package_roots(base), fail)
     value: Any = module
     for name in attr.split("."):
         if not hasattr(value, name):
@@ -69,7 +78,9 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
         raise fail(f"'{attr}' is not a function (it has type {type(value).__name__})")
     problem = _untraceable(value)
     if problem is not None:
-        raise fail(f"'{attr}' is {problem}; name a Python function that difgen can trace")
+        raise fail(
+            f"'{attr}' is {problem}; name a Python function that difgen can trace"
+        )
     return cast("Callable[..., Any]", value)
 
 
@@ -81,7 +92,7 @@ def _untraceable(value: Any) -> str | None:
         return "a class"
     if inspect.isfunction(inspect.unwrap(value)) or inspect.ismethod(value):
         return None
-    call = getattr(type(value), "__call__", None)
+    call = getattr(type(value), "__call__", None)  # noqa: B004 (its kind, not callable)
     if inspect.isfunction(call):
         return None  # an instance of a Python class with __call__
     return f"a builtin or extension callable ({type(value).__name__})"
@@ -102,6 +113,58 @@ def function_source_files(fn: Callable[..., Any]) -> list[Path]:
         return []
     path = Path(filename)
     return [path] if path.is_file() else []
+
+
+def package_roots(base: Path) -> list[Path]:
+    """Where ``"pkg.mod"`` functions are looked for, in order.
+
+    ``base/src`` when it is a directory (a src-layout project keeps its packages
+    there), then ``base``, the config file's directory.
+    """
+    src = base / "src"
+    return [src, base] if src.is_dir() else [base]
+
+
+def package_of(path: Path) -> tuple[Path, str] | None:
+    """``(root, "pkg.sub.mod")`` for a file inside a package, else None.
+
+    The package is the chain of directories holding an ``__init__.py`` above the
+    file; ``root`` is the directory that holds the outermost one.
+
+    >>> package_of(Path("/nowhere/at/all.py")) is None
+    True
+    """
+    if not path.stem.isidentifier():
+        return None
+    names = [path.stem] if path.stem != "__init__" else []
+    directory = path.parent
+    while (directory / "__init__.py").is_file() and directory.name.isidentifier():
+        names.insert(0, directory.name)
+        directory = directory.parent
+    if directory == path.parent:
+        return None
+    return directory, ".".join(names)
+
+
+def _load_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
+    """Import a file inside a package as part of it; execute a lone file."""
+    path = path.resolve()
+    if not path.is_file():
+        raise fail(f"file {path} not found")
+    found = package_of(path)
+    if found is None:
+        return _exec_file(path, fail)
+    root, name = found
+    module = _import(name, [root], fail)
+    loaded = getattr(module, "__file__", None)
+    if loaded is None or Path(loaded).resolve() != path:
+        raise fail(
+            f"{path} is module '{name}' of a package, but importing '{name}' loads "
+            f"{loaded or 'something without a file'} (another copy of the package "
+            "is imported or installed first?); name the function as "
+            f'"{name}:..." or remove the other copy'
+        )
+    return cast(ModuleType, module)
 
 
 def _module_name(path: Path) -> str:
@@ -134,13 +197,15 @@ def _exec_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
     return module
 
 
-def _import(module_ref: str, base: Path, fail: Callable[[str], ConfigError]) -> Any:
+def _import(
+    module_ref: str, roots: list[Path], fail: Callable[[str], ConfigError]
+) -> Any:
     try:
-        with _on_sys_path(base), guard.no_process_exit():
+        with _on_sys_path(*roots), guard.no_process_exit():
             return importlib.import_module(module_ref)
     except ModuleNotFoundError as exc:
         if exc.name and (module_ref + ".").startswith(exc.name + "."):
-            where = f"looked in {base} and on sys.path"
+            where = f"looked in {', '.join(map(str, roots))} and on sys.path"
             raise fail(f"no module named '{exc.name}' ({where})") from None
         raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
     except KeyboardInterrupt:
@@ -157,14 +222,15 @@ def _describe(exc: BaseException) -> str:
 
 
 @contextmanager
-def _on_sys_path(directory: Path) -> Iterator[None]:
-    """Put ``directory`` first on ``sys.path`` for the duration of the block."""
-    entry = str(directory)
-    sys.path.insert(0, entry)
+def _on_sys_path(*directories: Path) -> Iterator[None]:
+    """Put ``directories`` first on ``sys.path``, in order, for the block."""
+    entries = [str(directory) for directory in directories]
+    sys.path[:0] = entries
     try:
         yield
     finally:
-        try:
-            sys.path.remove(entry)  # removes the first occurrence: ours
-        except ValueError:
-            pass
+        for entry in entries:
+            try:
+                sys.path.remove(entry)  # removes the first occurrence: ours
+            except ValueError:
+                pass

@@ -1,6 +1,8 @@
 """One module's build, stage by stage: trace -> backend -> render (docs/design.md §2).
 
-``difgen.cli`` drives it for a whole config; each stage is testable alone.
+:mod:`difgen.api` drives it for a whole config; each stage is testable alone.
+:func:`generate_module` marks the stages of :data:`difgen.budget.STAGES` it runs
+(``trace``, ``derivatives``, ``emit``), which time limits and progress reports name.
 """
 
 from __future__ import annotations
@@ -94,9 +96,11 @@ def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) ->
     with stage("trace"):
         graph = trace_spec(spec, fn)
         digest = source_hash(spec, graph)  # of the graph as traced, before any backend
-    with stage(f"{spec.backend} backend: derivatives and emission"):
+    # The backend differentiates, runs its passes and emits the operators' code;
+    # it may mark finer stages inside this one (progress names the innermost).
+    with stage("derivatives"):
         parts = build_parts(spec, graph)
-    with stage("render"):
+    with stage("emit"):
         return render_module(spec, config, parts, digest)
 
 

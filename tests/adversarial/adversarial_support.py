@@ -106,11 +106,24 @@ def line_of(text: str, needle: str) -> int:
 
 @dataclass(frozen=True)
 class Result:
-    """What one run of the command printed and returned."""
+    """What one run of the command printed and returned.
+
+    ``err`` leaves out the per-module progress lines (``difgen: [1/2] name: ...``)
+    that a build prints on stderr when it is not a terminal: the cases are about
+    the error message.
+    """
 
     status: int
     out: str
     err: str
+
+    def __post_init__(self) -> None:
+        lines = self.err.splitlines(keepends=True)
+        kept = "".join(line for line in lines if not PROGRESS.match(line))
+        object.__setattr__(self, "err", kept)
+
+
+PROGRESS = re.compile(r"difgen: \[\d+/\d+\] ")
 
 
 class Project:

@@ -1,0 +1,439 @@
+"""difgen from Python: :func:`build`, :func:`check` and :func:`verify`.
+
+The ``difgen`` command is a thin layer over these functions: it prints their
+results. Each takes a config as a path (``difgen.toml``, or a ``pyproject.toml``
+with a ``[tool.difgen]`` table), an already loaded :class:`~difgen.config.Config`,
+or None to find one in the current directory (:func:`difgen.config.find_config`).
+Bad input raises a :class:`~difgen.errors.DifgenError` subclass whose message names
+the file and line at fault; nothing is printed.
+
+Importing this module is cheap: the pipeline (SymPy, the tracer, the backends) is
+imported on the first call that needs it, like the command line does.
+
+>>> result = build("difgen.toml")  # doctest: +SKIP
+>>> [(m.name, m.action.value) for m in result.modules]  # doctest: +SKIP
+[('seed', 'written'), ('rosenbrock', 'unchanged')]
+>>> check("difgen.toml").ok  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Union
+
+from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
+from difgen.config import Config, ModuleSpec, find_config, load_config
+from difgen.errors import ConfigError, DifgenError, UsageError
+from difgen.load import load_function
+from difgen.write import State, WriteTransaction, inspect_file
+
+if TYPE_CHECKING:
+    from difgen.verification import ModuleVerification
+
+ConfigLike = Union[str, "os.PathLike[str]", Config, None]
+"""What the API accepts as a config: a path, a loaded Config, or None (find it)."""
+
+
+class Action(enum.Enum):
+    """What a build did to a module's file."""
+
+    WRITTEN = "written"
+    UNCHANGED = "unchanged"
+
+
+class Status(enum.Enum):
+    """What :func:`check` found at a module's path."""
+
+    UP_TO_DATE = "up to date"
+    STALE = "stale"
+    MISSING = "missing"
+    EDITED = "edited"
+    TRUNCATED = "truncated"
+    FOREIGN = "foreign"
+
+
+@dataclass(frozen=True)
+class BuiltModule:
+    """One module of a build: where it went, what happened, why, how long."""
+
+    name: str
+    path: Path
+    action: Action
+    reason: str
+    """``"new file"``, ``"contents changed"`` or ``"identical bytes"``."""
+    seconds: float
+    """Time to generate the module's text (load, trace, derivatives, emit)."""
+    stages: tuple[tuple[str, float], ...]
+    """Seconds per stage, in the order the stages ran."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What :func:`build` did, module by module, in config order."""
+
+    config: Path
+    modules: tuple[BuiltModule, ...]
+    removed_leftovers: tuple[Path, ...] = ()
+    """Temporary files of an interrupted earlier build, removed by this one."""
+
+    @property
+    def written(self) -> tuple[BuiltModule, ...]:
+        """The modules whose file changed."""
+        return tuple(m for m in self.modules if m.action is Action.WRITTEN)
+
+
+@dataclass(frozen=True)
+class ModuleCheck:
+    """The state of one generated module, and why."""
+
+    name: str
+    path: Path
+    status: Status
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the module is up to date (and unedited)."""
+        return self.status is Status.UP_TO_DATE
+
+    def describe(self) -> str:
+        """The state as ``difgen check`` prints it.
+
+        >>> ModuleCheck("m", Path("m.py"), Status.STALE, "it changed").describe()
+        'stale (it changed)'
+        """
+        if self.status is Status.STALE:
+            return f"stale ({self.reason})"
+        if self.status is Status.FOREIGN:
+            return f"foreign file (not written by difgen: {self.reason})"
+        if self.status is Status.EDITED:
+            return "edited by hand"
+        return str(self.status.value)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What :func:`check` found, module by module, in config order."""
+
+    config: Path
+    modules: tuple[ModuleCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every module is up to date."""
+        return all(m.ok for m in self.modules)
+
+    @property
+    def problems(self) -> tuple[ModuleCheck, ...]:
+        """The modules that are not up to date."""
+        return tuple(m for m in self.modules if not m.ok)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What :func:`verify` measured, module by module, in config order."""
+
+    config: Path
+    modules: tuple[ModuleVerification, ...]
+    points: int
+    seed: int
+
+    @property
+    def ok(self) -> bool:
+        """True when every operator of every module is within its tolerance."""
+        return all(m.passed for m in self.modules)
+
+
+def build(
+    config: ConfigLike = None,
+    modules: Sequence[str] | None = None,
+    *,
+    timeout: float | None = None,
+    jobs: int = 1,
+    progress: ProgressCallback | None = None,
+) -> BuildResult:
+    """Generate the modules (all, or those named), then write them all or none.
+
+    ``timeout`` bounds each module's generation in seconds (a module's own
+    ``timeout`` key wins). ``jobs > 1`` generates modules in that many worker
+    processes; the files are still written once, by this process, all or none, and
+    their bytes are the same as with ``jobs=1``. The workers are spawned, so a
+    script that calls ``build(jobs=N)`` needs the usual ``if __name__ ==
+    "__main__":`` guard of multiprocessing. ``progress`` is called with a
+    :class:`~difgen.budget.Progress` as each module enters each stage (in this
+    process and thread, whatever ``jobs`` is).
+
+    Raises :class:`~difgen.errors.DifgenError` (nothing written) on a bad config,
+    a function that cannot be loaded or traced, a timeout, or a file difgen did
+    not write in the way.
+    """
+    cfg = _config(config)
+    specs = select_modules(cfg, modules)
+    if type(jobs) is not int or jobs < 1:
+        raise UsageError(f"jobs must be a positive integer; got {jobs!r}")
+    _pipeline()  # import errors surface here, before any worker starts
+    start = time.perf_counter()
+    if jobs == 1 or len(specs) == 1:
+        generated = [_generate(spec, cfg, timeout, progress) for spec in specs]
+    else:
+        generated = _generate_in_parallel(specs, cfg, timeout, jobs, progress)
+    outputs = [(output_path(cfg, spec), g.text) for spec, g in zip(specs, generated)]
+    existed = [path.exists() for path, _ in outputs]
+    if progress is not None:
+        progress(Progress(None, "write", time.perf_counter() - start))
+    transaction = WriteTransaction(outputs)  # refuses foreign files before writing
+    changed = transaction.commit()
+    built = []
+    for spec, (path, _), g, wrote, was in zip(
+        specs, outputs, generated, changed, existed
+    ):
+        reason = "identical bytes"
+        if wrote:
+            reason = "contents changed" if was else "new file"
+        action = Action.WRITTEN if wrote else Action.UNCHANGED
+        built.append(BuiltModule(spec.name, path, action, reason, g.seconds, g.stages))
+    return BuildResult(cfg.path, tuple(built), tuple(transaction.removed_leftovers))
+
+
+def check(
+    config: ConfigLike = None, modules: Sequence[str] | None = None
+) -> CheckResult:
+    """The state of each generated module (all, or those named); writes nothing.
+
+    The file is read first: only an intact module is worth re-tracing the function
+    for (tracing runs no backend, so it is cheap). Raises
+    :class:`~difgen.errors.DifgenError` on a bad config or a function that cannot
+    be loaded or traced.
+    """
+    cfg = _config(config)
+    return CheckResult(
+        cfg.path,
+        tuple(
+            _check_module(spec, output_path(cfg, spec))
+            for spec in select_modules(cfg, modules)
+        ),
+    )
+
+
+def verify(
+    config: ConfigLike = None,
+    modules: Sequence[str] | None = None,
+    *,
+    points: int = 3,
+    seed: int = 0,
+    tolerance_factor: float = 1.0,
+) -> VerifyResult:
+    """Check each generated module numerically against the traced function.
+
+    Imports each module from its file (in this process) and calls every operator
+    at ``points`` random points; values are compared with the traced graph run by
+    the reference interpreter, derivatives with central differences of it. See
+    :mod:`difgen.verification` for the points, seeds, errors and tolerances
+    (``tolerance_factor`` multiplies every tolerance). A module that is missing,
+    not difgen's, or fails to import is reported as failed, not raised.
+    """
+    from difgen import verification
+
+    cfg = _config(config)
+    specs = select_modules(cfg, modules)
+    if type(points) is not int or points < 1:
+        raise UsageError(f"points must be a positive integer; got {points!r}")
+    if not tolerance_factor > 0:
+        raise UsageError(f"tolerance_factor must be positive; got {tolerance_factor!r}")
+    pipeline = _pipeline()
+    results = []
+    for spec in specs:
+        path = output_path(cfg, spec)
+        graph = pipeline.trace_spec(spec, load_function(spec))
+        results.append(
+            verification.verify_module(
+                spec, path, graph, points=points, seed=seed, factor=tolerance_factor
+            )
+        )
+    return VerifyResult(cfg.path, tuple(results), points, seed)
+
+
+def output_path(config: Config, spec: ModuleSpec) -> Path:
+    """Where a module's file goes: ``OUTPUT_DIR/NAME.py``."""
+    return Path(config.output_dir, f"{spec.name}.py")
+
+
+def _config(config: ConfigLike) -> Config:
+    """A loaded Config from whatever the caller passed."""
+    if isinstance(config, Config):
+        return config
+    if config is None:
+        return load_config(find_config())
+    return load_config(Path(os.fspath(config)))
+
+
+def select_modules(config: Config, names: Sequence[str] | None) -> list[ModuleSpec]:
+    """The modules named, in config order (all if none); ConfigError for a name
+    the config does not have."""
+    if names is None or len(names) == 0:
+        return list(config.modules)
+    if isinstance(names, str):
+        raise UsageError(f"modules must be a list of names, not the string {names!r}")
+    available = [spec.name for spec in config.modules]
+    for name in names:
+        if name not in available:
+            raise ConfigError(
+                config.path,
+                None,
+                f"no module named '{name}'; available: {', '.join(available)}",
+            )
+    return [spec for spec in config.modules if spec.name in names]
+
+
+def _pipeline() -> ModuleType:
+    # Imported here: the pipeline pulls in SymPy and the tracer, which `import
+    # difgen` and the config never need.
+    return importlib.import_module("difgen.pipeline")
+
+
+@dataclass(frozen=True)
+class _Generated:
+    """A module's text, and how long generating it took."""
+
+    text: str
+    seconds: float
+    stages: tuple[tuple[str, float], ...]
+
+
+def _generate(
+    spec: ModuleSpec,
+    config: Config,
+    timeout: float | None,
+    progress: ProgressCallback | None,
+) -> _Generated:
+    """Load, trace, differentiate and render one module, timing each stage."""
+    limit = spec.timeout if spec.timeout is not None else timeout
+    pipeline = _pipeline()  # imported before the clock starts: not the module's time
+    with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
+        with stage("load"):
+            fn = load_function(spec)
+        text: str = pipeline.generate_module(spec, config, fn)
+    return _Generated(text, tracker.elapsed, tracker.stage_times())
+
+
+_WORKER_QUEUE: Any = None
+"""In a worker process of ``build(jobs=N)``: where its progress reports go."""
+
+
+def _start_worker(queue: Any) -> None:
+    """Initializer of each worker process: remember the progress queue, and import
+    the pipeline now, so that no module's time limit pays for it."""
+    global _WORKER_QUEUE
+    _WORKER_QUEUE = queue
+    _pipeline()
+
+
+def _generate_in_worker(
+    spec: ModuleSpec, config: Config, timeout: float | None
+) -> _Generated:
+    """One module, in a worker process; progress goes to the parent's queue."""
+    callback = None if _WORKER_QUEUE is None else _WORKER_QUEUE.put
+    return _generate(spec, config, timeout, callback)
+
+
+def _generate_in_parallel(
+    specs: list[ModuleSpec],
+    config: Config,
+    timeout: float | None,
+    jobs: int,
+    progress: ProgressCallback | None,
+) -> list[_Generated]:
+    """Generate in ``jobs`` worker processes; the texts come back in config order.
+
+    Workers are started with ``spawn`` (a fresh interpreter, the same on every
+    platform, safe with threads). Progress reports come back through a queue and
+    are passed to ``progress`` in this thread. The first failure stops the other
+    workers and is raised here: nothing has been written yet.
+    """
+    context = multiprocessing.get_context("spawn")
+    queue = context.SimpleQueue() if progress is not None else None
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(specs)),
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(queue,),
+    )
+    results: list[_Generated | None] = [None] * len(specs)
+    try:
+        futures: dict[Future[_Generated], int] = {
+            pool.submit(_generate_in_worker, spec, config, timeout): index
+            for index, spec in enumerate(specs)
+        }
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            _relay(queue, progress)
+            for future in done:
+                results[futures[future]] = future.result()
+        _relay(queue, progress)
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+    return [r for r in results if r is not None]
+
+
+def _relay(queue: Any, progress: ProgressCallback | None) -> None:
+    """Pass the progress reports the workers have sent so far to ``progress``."""
+    if queue is None or progress is None:
+        return
+    while not queue.empty():
+        progress(queue.get())
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers still generating.
+
+    ``ProcessPoolExecutor`` has no public way to end running tasks before Python
+    3.14 (``terminate_workers``); its ``_processes`` is the fallback.
+    """
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+    else:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
+    """What :func:`check` says about one module."""
+    found = inspect_file(path)
+
+    def result(status: Status, reason: str = "") -> ModuleCheck:
+        return ModuleCheck(spec.name, path, status, reason)
+
+    if found.state is State.MISSING:
+        return result(Status.MISSING, "there is no file")
+    if not found.state.ours:
+        return result(Status.FOREIGN, found.detail)
+    if found.state is State.EDITED:
+        return result(Status.EDITED, found.detail)
+    if found.state is State.TRUNCATED:
+        return result(Status.TRUNCATED, found.detail)
+    if found.state is State.LEGACY:
+        return result(Status.STALE, "written by an older difgen, without BODY_HASH")
+    from difgen.hashing import source_hash
+
+    try:
+        graph = _pipeline().trace_spec(spec, load_function(spec))
+    except DifgenError as exc:  # the config or the function changed beyond building
+        return result(Status.STALE, f"and the function no longer builds: {exc}")
+    if found.source_hash == source_hash(spec, graph):
+        return result(Status.UP_TO_DATE)
+    return result(Status.STALE, "the function or its config changed")

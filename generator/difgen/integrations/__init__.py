@@ -1,0 +1,56 @@
+"""difgen in a package's build: a hatchling build hook and a setuptools command.
+
+Both call :func:`regenerate` at the start of every build (sdist and wheel, editable
+installs included): modules that are missing, stale, edited or cut short are
+generated again, up-to-date ones are left alone (checking costs a trace, not a
+build), and a file difgen did not write stops the build. The generated modules are
+then ordinary files of the package, so they go into the sdist and the wheel.
+
+- hatchling: ``[tool.hatch.build.hooks.difgen]`` in ``pyproject.toml``
+  (:mod:`difgen.integrations.hatch_hook`, registered by difgen's ``hatch`` entry
+  point);
+- setuptools: ``[tool.setuptools.cmdclass] build_py =
+  "difgen.integrations.setuptools.build_py"``
+  (:mod:`difgen.integrations.setuptools`).
+
+Either way ``difgen`` must be in ``[build-system] requires``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from difgen.api import Status, build, check
+from difgen.config import find_config, load_config
+
+
+def regenerate(
+    root: str | Path,
+    config: str | Path | None = None,
+    log: Callable[[str], object] = print,
+) -> list[Path]:
+    """Bring the project's generated modules up to date; return all their paths.
+
+    ``config`` is the config file relative to ``root``; by default
+    :func:`difgen.config.find_config` looks in ``root`` (``difgen.toml``, else
+    ``pyproject.toml`` with ``[tool.difgen]``). Raises
+    :class:`~difgen.errors.DifgenError` (and writes nothing) when a module cannot
+    be built or a foreign file is in the way.
+    """
+    base = Path(root)
+    path = base / config if config is not None else find_config(base)
+    cfg = load_config(path)
+    report = check(cfg)
+    outdated = [m for m in report.modules if m.status is not Status.UP_TO_DATE]
+    if not outdated:
+        count = len(report.modules)
+        plural = "s" if count != 1 else ""
+        log(f"difgen: {count} generated module{plural} up to date ({path.name})")
+        return [m.path for m in report.modules]
+    for module in outdated:
+        log(f"difgen: {module.name}: {module.describe()}; generating it")
+    result = build(cfg, [m.name for m in outdated])
+    for built in result.modules:
+        log(f"difgen: {built.action.value} {built.path} ({built.seconds:.1f} s)")
+    return [m.path for m in report.modules]

@@ -1,0 +1,81 @@
+"""difgen as a setuptools ``build_py`` command.
+
+Put it in the project's ``pyproject.toml``; it finds ``difgen.toml`` or
+``[tool.difgen]`` in the project root::
+
+    [build-system]
+    requires = ["setuptools>=64", "difgen"]
+    build-backend = "setuptools.build_meta"
+
+    [tool.setuptools.cmdclass]
+    build_py = "difgen.integrations.setuptools.build_py"
+
+(or ``cmdclass={"build_py": build_py}`` in ``setup.py``).
+
+Why ``finalize_options`` and not ``run``: setuptools lists a package's modules from
+the files present when the command is finalized, and the sdist asks ``build_py``
+for its source files without ever running it. Generating in ``run`` is too late for
+both (the wheel or the sdist comes out without the module). So the modules are
+regenerated (:func:`difgen.integrations.regenerate`) as soon as ``build_py`` is
+finalized, once per process; a generated module in a directory below a package
+that setuptools did not discover (no ``__init__.py`` yet) is added as a package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setuptools.command.build_py import (  # type: ignore[import-untyped]
+    build_py as _build_py,
+)
+
+
+class build_py(_build_py):  # type: ignore[misc]
+    """setuptools' ``build_py`` that first brings difgen's modules up to date.
+
+    Named in lower case like the command it replaces.
+    """
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if getattr(self, "_difgen_done", False):
+            return
+        from difgen.integrations import regenerate
+
+        root = Path(self.distribution.src_root or Path.cwd()).resolve()
+        for path in regenerate(root, log=self.announce_info):
+            self._include(path.resolve(), root)
+        self._difgen_done = True
+
+    def announce_info(self, message: str) -> None:
+        """setuptools' logging at INFO (what ``pip -v`` shows)."""
+        self.announce(message, level=2)
+
+    def _include(self, path: Path, root: Path) -> None:
+        """Make sure the package holding ``path`` is one setuptools builds."""
+        packages = self.packages or []
+        for package in list(packages):
+            directory = Path(self.get_package_dir(package))
+            if not directory.is_absolute():
+                directory = root / directory
+            directory = directory.resolve()
+            if path.parent == directory:
+                return
+            try:
+                relative = path.parent.relative_to(directory)
+            except ValueError:
+                continue
+            if all(part.isidentifier() for part in relative.parts):
+                name = ".".join((package, *relative.parts))
+                packages.append(name)
+                if name not in (self.distribution.packages or []):
+                    self.distribution.packages = [
+                        *(self.distribution.packages or []),
+                        name,
+                    ]
+                return
+        self.announce(
+            f"difgen: {path} is in no package of this distribution; it is not "
+            "packaged (put output_dir inside a package)",
+            level=3,
+        )

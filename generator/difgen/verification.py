@@ -1,0 +1,375 @@
+"""``difgen verify``: check a generated module numerically against the traced function.
+
+The check a user runs in CI after upgrading NumPy or difgen: it needs only the
+config, the user's function and the generated files.
+
+For each module, at ``points`` random points (default 3):
+
+- ``x`` and every context are drawn uniformly from [-1, 1], and so is every seed
+  (``dx``, ``dy``, ``v``; with ``batch = k`` they have a leading axis of k). The
+  generator is NumPy's ``default_rng([seed, crc32(module name)])``: the same
+  points on every run and every machine, different for each module.
+- Every operator of the module (``f`` included) is called once; each result is
+  compared with a reference computed from the *traced graph* of the function, run
+  by the reference interpreter (:meth:`difgen.core.ir.Graph.evaluate`), which
+  shares no code with the generated module:
+
+  - values (``value``) with the graph's value;
+  - first derivatives (``jvp``, ``vjp``, ``derivative``, ``gradient``,
+    ``jacobian``) with central differences of the graph, ``(f(x + h v) - f(x - h
+    v)) / 2h`` with ``h = 2**-17``, along every basis direction when ``x`` has at
+    most :data:`FULL_BASIS` elements and along :data:`PROBES` random directions
+    otherwise (a ``vjp`` or ``gradient`` is compared through its inner products
+    with the directions, a ``jacobian`` through ``J @ v``);
+  - second derivatives (``second_derivative``, ``hvp``, ``hessian``) with second
+    central differences, ``w' H v`` from four evaluations with ``h = 2**-13``; a
+    hessian entry by entry when ``x`` has at most :data:`FULL_HESSIAN` elements.
+
+  Sparse (CSR) results are compared as ``.toarray()``, reshaped to the dense
+  shape.
+
+- The error of a result is ``max |generated - reference| / max(1, max |reference|)``
+  over its entries: relative for results of magnitude above 1, absolute below.
+  Where the reference is not finite the generated value must be the same (NaN
+  where NaN, the same infinity), else the error is infinite. The worst error over
+  the points is compared with the tolerance of the result's order,
+  :data:`TOLERANCES` (times ``factor``): finite differences are only that
+  accurate, while a wrong derivative is typically off by order 1.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+import sys
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from difgen.config import ModuleSpec
+from difgen.core.ir import Graph
+from difgen.emit.signatures import is_sparse
+from difgen.hashing import source_hash
+from difgen.operators import OPERATORS, result_shape, seed_shape
+from difgen.write import inspect_file
+
+FULL_BASIS = 32
+"""Inputs with at most this many elements are checked along every basis vector."""
+
+FULL_HESSIAN = 12
+"""Hessians of inputs with at most this many elements are checked entry by entry."""
+
+PROBES = 3
+"""Random directions (or pairs of them, for a hessian) for larger inputs."""
+
+H_FIRST = 2.0**-17
+"""Step of the first central difference (about the cube root of float64's epsilon)."""
+
+H_SECOND = 2.0**-13
+"""Step of the second central difference (about its fourth root)."""
+
+ORDER = {
+    "value": "value",
+    "jvp": "first",
+    "vjp": "first",
+    "derivative": "first",
+    "gradient": "first",
+    "jacobian": "first",
+    "second_derivative": "second",
+    "hvp": "second",
+    "hessian": "second",
+}
+"""The order of each result kind of :mod:`difgen.operators`."""
+
+TOLERANCES = {"value": 1e-8, "first": 1e-5, "second": 1e-3}
+"""The largest error accepted for each order (before ``factor``)."""
+
+Array = np.ndarray
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ResultCheck:
+    """The worst error of one result of an operator over all points."""
+
+    kind: str
+    error: float
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        return self.error <= self.tolerance
+
+
+@dataclass(frozen=True)
+class OperatorCheck:
+    """One operator: the worst error of each of its results."""
+
+    operator: str
+    results: tuple[ResultCheck, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def worst(self) -> ResultCheck:
+        """The result closest to (or furthest past) its tolerance."""
+        return max(self.results, key=lambda r: r.error / r.tolerance)
+
+
+@dataclass(frozen=True)
+class ModuleVerification:
+    """One module: its operators' errors, or why it could not be checked."""
+
+    name: str
+    path: Path
+    operators: tuple[OperatorCheck, ...] = ()
+    problem: str | None = None
+    """Why the module could not be checked (missing, foreign, import failed)."""
+    stale: bool = False
+    """The file's SOURCE_HASH is not the function's: errors are expected."""
+
+    @property
+    def passed(self) -> bool:
+        return self.problem is None and all(op.passed for op in self.operators)
+
+
+def verify_module(
+    spec: ModuleSpec,
+    path: Path,
+    graph: Graph,
+    points: int = 3,
+    seed: int = 0,
+    factor: float = 1.0,
+) -> ModuleVerification:
+    """Check the module at ``path`` against ``graph``, the traced function."""
+    found = inspect_file(path)
+    if not found.state.ours:
+        problem = "missing" if found.state.value == "missing" else found.detail
+        if found.state.value != "missing":
+            problem = f"not written by difgen: {problem}"
+        return ModuleVerification(spec.name, path, problem=problem)
+    stale = found.source_hash != source_hash(spec, graph)
+    try:
+        module = _import_file(path)
+    except Exception as exc:  # noqa: BLE001 (a broken file, SciPy missing: a finding)
+        return ModuleVerification(
+            spec.name, path, problem=f"importing it raised {type(exc).__name__}: {exc}"
+        )
+    rng = np.random.default_rng([seed, zlib.crc32(spec.name.encode())])
+    worst: dict[tuple[str, str], float] = {}
+    names = ("f", *spec.operators)
+    for _ in range(points):
+        point = _Point(spec, graph, rng)
+        for name in names:
+            for kind, error in point.check(module, name):
+                key = (name, kind)
+                worst[key] = max(worst.get(key, 0.0), error)
+    checks = tuple(
+        OperatorCheck(
+            name,
+            tuple(
+                ResultCheck(kind, worst[(name, kind)], TOLERANCES[ORDER[kind]] * factor)
+                for kind in OPERATORS[name].results
+            ),
+        )
+        for name in names
+    )
+    return ModuleVerification(spec.name, path, checks, stale=stale)
+
+
+def error(generated: Any, reference: Any) -> float:
+    """``max |generated - reference| / max(1, max |reference|)``; inf on mismatch.
+
+    >>> error(np.array([1.0, 200.0]), np.array([1.0, 201.0]))
+    0.004975124378109453
+    >>> error(np.array([np.nan]), np.array([np.nan])), error(1.0, np.inf)
+    (0.0, inf)
+    """
+    gen = np.asarray(generated, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    if gen.shape != ref.shape:
+        return math.inf
+    finite = np.isfinite(gen) & np.isfinite(ref)
+    same = (gen == ref) | (np.isnan(gen) & np.isnan(ref))
+    if np.any(~finite & ~same):
+        return math.inf
+    if not finite.any():
+        return 0.0
+    diff = float(np.max(np.abs(gen[finite] - ref[finite])))
+    scale = max(1.0, float(np.max(np.abs(ref[finite]))))
+    return diff / scale
+
+
+class _Point:
+    """One random point: the arguments, and references computed from the graph."""
+
+    def __init__(self, spec: ModuleSpec, graph: Graph, rng: np.random.Generator):
+        self.spec = spec
+        self.graph = graph
+        self.rng = rng
+        self.xs: Shape = tuple(spec.input.shape)
+        self.ys: Shape = tuple(graph.outputs[0].shape)
+        self.x = rng.uniform(-1.0, 1.0, self.xs)
+        self.contexts = [rng.uniform(-1.0, 1.0, tuple(c.shape)) for c in spec.contexts]
+        self.directions = _directions(self.xs, rng)
+        self._along: list[Array] | None = None
+
+    def f(self, x: Array) -> Array:
+        """The traced function at ``x`` (the reference interpreter)."""
+        return np.asarray(self.graph.evaluate(x, *self.contexts)[0], dtype=np.float64)
+
+    def d1(self, v: Array) -> Array:
+        """Central difference of f along ``v``: about ``J @ v``."""
+        h = H_FIRST
+        difference: Array = self.f(self.x + h * v) - self.f(self.x - h * v)
+        return difference / (2 * h)
+
+    def d2(self, v: Array, w: Array) -> Array:
+        """Second central difference: about ``w' H v`` (per output element)."""
+        h, x = H_SECOND, self.x
+        difference: Array = (
+            self.f(x + h * v + h * w)
+            - self.f(x + h * v - h * w)
+            - self.f(x - h * v + h * w)
+            + self.f(x - h * v - h * w)
+        )
+        return difference / (4 * h * h)
+
+    def check(self, module: ModuleType, name: str) -> Iterator[tuple[str, float]]:
+        """Call one operator; yield ``(result kind, error)`` for each result."""
+        op = OPERATORS[name]
+        batch = self.spec.batch
+        seeds = {
+            s: self.rng.uniform(-1.0, 1.0, seed_shape(s, self.xs, self.ys, batch))
+            for s in op.seeds
+        }
+        args = [self.x, *(seeds[s] for s in op.seeds), *self.contexts]
+        out = getattr(module, name)(*(_plain(a) for a in args))
+        results = out if len(op.results) > 1 else (out,)
+        for kind, value in zip(op.results, results):
+            dense = self.dense(kind, value)
+            yield kind, self.compare(kind, dense, seeds)
+
+    def dense(self, kind: str, value: Any) -> Array:
+        """A result as a float64 array of its dense shape (CSR via ``toarray``)."""
+        shape = result_shape(kind, self.xs, self.ys, self.spec.batch)
+        if is_sparse(kind, self.spec):
+            return np.asarray(value.toarray(), dtype=np.float64).reshape(shape)
+        return np.asarray(value, dtype=np.float64)
+
+    def compare(self, kind: str, value: Array, seeds: dict[str, Array]) -> float:
+        """The error of one result against its reference."""
+        if kind == "value":
+            return error(value, self.f(self.x))
+        if kind == "derivative":
+            return error(value, self.d1(np.ones(())))
+        if kind == "second_derivative":
+            return error(value, self.d2(np.ones(()), np.ones(())))
+        if kind == "jvp":
+            return self.rows(
+                value, seeds["dx"], lambda row, dx: error(row, self.d1(dx))
+            )
+        if kind == "vjp":
+            return self.rows(value, seeds["dy"], self.vjp_error)
+        if kind == "gradient":
+            generated = [np.vdot(value, v) for v in self.directions]
+            return error(np.array(generated), np.array(self.along_directions()))
+        if kind == "jacobian":
+            axes = len(self.xs)
+            generated = [np.tensordot(value, v, axes=axes) for v in self.directions]
+            return error(np.stack(generated), np.stack(self.along_directions()))
+        if kind == "hvp":
+            generated = [np.vdot(value, w) for w in self.directions]
+            reference = [self.d2(seeds["v"], w) for w in self.directions]
+            return error(np.array(generated), np.array(reference))
+        if kind == "hessian":
+            return self.hessian_error(value)
+        raise ValueError(f"no reference for result kind {kind!r}")
+
+    def rows(
+        self, value: Array, seed: Array, one: Callable[[Array, Array], float]
+    ) -> float:
+        """``one(result, seed)``, worst over a batch's rows (or the single seed)."""
+        if self.spec.batch == 1:
+            return one(value, seed)
+        return max(one(row, s) for row, s in zip(value, seed))
+
+    def along_directions(self) -> list[Array]:
+        """``J @ v`` by central differences for each direction (computed once)."""
+        if self._along is None:
+            self._along = [self.d1(v) for v in self.directions]
+        return self._along
+
+    def vjp_error(self, row: Array, dy: Array) -> float:
+        """``dy @ J`` through its inner products with the directions:
+        ``<dy @ J, v> = <dy, J @ v>``."""
+        generated = [np.vdot(row, v) for v in self.directions]
+        reference = [np.vdot(dy, jv) for jv in self.along_directions()]
+        return error(np.array(generated), np.array(reference))
+
+    def hessian_error(self, value: Array) -> float:
+        """Every entry for small inputs, else ``w' H v`` for random pairs."""
+        n = math.prod(self.xs)
+        matrix = value.reshape(n, n)
+        if n <= FULL_HESSIAN:
+            basis = list(_basis(self.xs))
+            pairs = [(i, j) for i, j in itertools.product(range(n), repeat=2)]
+            generated = np.array([matrix[i, j] for i, j in pairs])
+            reference = np.array([self.d2(basis[j], basis[i]) for i, j in pairs])
+            return error(generated, reference)
+        vs = [self.rng.uniform(-1.0, 1.0, self.xs) for _ in range(2 * PROBES)]
+        pairs_v = list(zip(vs[:PROBES], vs[PROBES:]))
+        generated = np.array([w.ravel() @ matrix @ v.ravel() for v, w in pairs_v])
+        reference = np.array([self.d2(v, w) for v, w in pairs_v])
+        return error(generated, reference)
+
+
+def _plain(value: Array) -> Any:
+    """A scalar argument as a Python float (what the generated code expects)."""
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def _basis(shape: Shape) -> Iterator[Array]:
+    """The standard basis of arrays of ``shape``."""
+    n = math.prod(shape)
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = 1.0
+        yield e.reshape(shape)
+
+
+def _directions(shape: Shape, rng: np.random.Generator) -> Sequence[Array]:
+    """The basis for small inputs, else :data:`PROBES` random directions."""
+    if math.prod(shape) <= FULL_BASIS:
+        return list(_basis(shape))
+    return [rng.uniform(-1.0, 1.0, shape) for _ in range(PROBES)]
+
+
+_counter = itertools.count()
+
+
+def _import_file(path: Path) -> ModuleType:
+    """Import a generated module from its file under a fresh private name.
+
+    It is registered in ``sys.modules`` only while it executes, so verifying never
+    leaves it (or a stale copy of it) importable by name.
+    """
+    name = f"_difgen_verify_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    return module
