@@ -5,9 +5,8 @@
 shapes, seeds and mode decided at build time.
 
 From Python, :func:`difgen.build`, :func:`difgen.check` and :func:`difgen.verify`
-do what the commands do and return typed results (:mod:`difgen.api`). They are
-imported on first use, so ``import difgen`` itself stays cheap: it loads neither
-NumPy nor SymPy nor the pipeline.
+do what the commands do and return typed results (:mod:`difgen.api`). ``import
+difgen`` stays cheap: SymPy and the pipeline are imported by the first build.
 
 >>> import difgen
 >>> difgen.check("difgen.toml").ok  # doctest: +SKIP
@@ -16,24 +15,7 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-__version__ = "0.1.0"
+from difgen.api import build, check, verify
+from difgen.version import VERSION as __version__
 
 __all__ = ["__version__", "build", "check", "verify"]
-
-if TYPE_CHECKING:
-    from difgen.api import build, check, verify
-
-_API = ("build", "check", "verify")
-
-
-def __getattr__(name: str) -> Any:
-    """``difgen.build`` and friends, imported from :mod:`difgen.api` when first used."""
-    if name in _API:
-        from difgen import api
-
-        value = getattr(api, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'difgen' has no attribute {name!r}")

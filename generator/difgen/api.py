@@ -29,16 +29,16 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
+import difgen.verification as verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
+from difgen.hashing import source_hash
 from difgen.load import load_function
+from difgen.verification import ModuleVerification
 from difgen.write import State, WriteTransaction, inspect_file
-
-if TYPE_CHECKING:
-    from difgen.verification import ModuleVerification
 
 ConfigLike = Union[str, "os.PathLike[str]", Config, None]
 """What the API accepts as a config: a path, a loaded Config, or None (find it)."""
@@ -242,7 +242,6 @@ def verify(
     (``tolerance_factor`` multiplies every tolerance). A module that is missing,
     not difgen's, or fails to import is reported as failed, not raised.
     """
-    from difgen import verification
 
     cfg = _config(config)
     specs = select_modules(cfg, modules)
@@ -428,7 +427,6 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
         return result(Status.TRUNCATED, found.detail)
     if found.state is State.LEGACY:
         return result(Status.STALE, "written by an older difgen, without BODY_HASH")
-    from difgen.hashing import source_hash
 
     try:
         graph = _pipeline().trace_spec(spec, load_function(spec))

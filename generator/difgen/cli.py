@@ -24,9 +24,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import difgen
-from difgen.config import find_config
+from difgen.api import Action, Status, build, check, select_modules, verify
+from difgen.config import find_config, load_config
 from difgen.errors import DifgenError
+from difgen.load import load_function
+from difgen.progress import Reporter
+from difgen.version import VERSION
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -59,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Generate standalone derivative modules for NumPy functions.",
     )
     parser.add_argument(
-        "--version", action="version", version=f"difgen {difgen.__version__}"
+        "--version", action="version", version=f"difgen {VERSION}"
     )
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
 
@@ -192,9 +195,6 @@ def _config_path(args: argparse.Namespace) -> Path:
 
 def _build(args: argparse.Namespace) -> int:
     """Generate every selected module first, then write them all or none."""
-    from difgen.api import Action, build, select_modules
-    from difgen.config import load_config
-    from difgen.progress import Reporter
 
     config = load_config(_config_path(args))
     total = len(select_modules(config, args.module))
@@ -215,7 +215,6 @@ def _build(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     """One line per module; exit 1 unless every module is up to date."""
-    from difgen.api import Status, check
 
     result = check(_config_path(args))
     for module in result.modules:
@@ -237,7 +236,6 @@ def _check(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     """A line per operator of each module; exit 1 if any is past its tolerance."""
-    from difgen.api import verify
 
     result = verify(
         _config_path(args),
@@ -279,9 +277,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _ir(args: argparse.Namespace) -> int:
-    from difgen.api import select_modules
-    from difgen.config import load_config
-    from difgen.load import load_function
 
     config = load_config(args.config)
     (spec,) = select_modules(config, [args.module])

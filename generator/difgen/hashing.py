@@ -29,9 +29,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-import difgen
 from difgen.config import ModuleSpec
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
+from difgen.version import VERSION
 
 HASH_LENGTH = 16
 _LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines", "timeout"})
@@ -69,7 +69,7 @@ def spec_fingerprint(spec: ModuleSpec) -> str:
 def source_hash(spec: ModuleSpec, graph: Graph) -> str:
     """The first 16 hex digits of a SHA-256 over version, spec and traced IR."""
     digest = hashlib.sha256()
-    _put(digest, b"V", ("difgen " + difgen.__version__).encode())
+    _put(digest, b"V", ("difgen " + VERSION).encode())
     _put(digest, b"S", spec_fingerprint(spec).encode())
     feed_graph(digest, graph)
     return digest.hexdigest()[:HASH_LENGTH]

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-from difgen import guard
+import difgen.guard as guard
 from difgen.config import ModuleSpec, split_function_ref
 from difgen.errors import ConfigError
 

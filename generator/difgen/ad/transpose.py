@@ -18,10 +18,9 @@ import numpy as np
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp
 from difgen.core.ir import Eqn, Graph, Var
-from difgen.core.primitive import Absent
+from difgen.core.primitive import Absent, Linear
 from difgen.core.tracer import Tracer, current_builder, relaxed
 from difgen.errors import DifgenError
-from difgen.primitives import Linear
 
 
 def vjp_eval(

@@ -18,13 +18,13 @@ from pathlib import Path
 import black
 import jinja2
 
-import difgen
 from difgen.config import Config, ModuleSpec
 from difgen.emit import floats, naming
 from difgen.emit.signatures import argument_checks
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
+from difgen.version import VERSION
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def render_module(
         _environment()
         .get_template("module.py.j2")
         .render(
-            version=difgen.__version__,
+            version=VERSION,
             function=spec.function,
             backend=spec.backend,
             mode=spec.mode,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np  # noqa: F401  (the doctest's np)
 
-from difgen import guard
+import difgen.guard as guard
 from difgen.core.ir import Graph
 from difgen.core.tracer import Tracer, contains_tracer, finish, tracing
 from difgen.errors import DifgenError, TraceError

@@ -28,6 +28,8 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
+from difgen.integrations import regenerate
+
 
 class DifgenBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     """Regenerates stale difgen modules and ships all of them."""
@@ -36,7 +38,6 @@ class DifgenBuildHook(BuildHookInterface):  # type: ignore[type-arg]
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         """Called by hatchling before it collects the target's files."""
-        from difgen.integrations import regenerate
 
         config = self.config.get("config")
         if config is not None and not isinstance(config, str):

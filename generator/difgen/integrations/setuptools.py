@@ -29,6 +29,8 @@ from setuptools.command.build_py import (  # type: ignore[import-untyped]
     build_py as _build_py,
 )
 
+from difgen.integrations import regenerate
+
 
 class build_py(_build_py):  # type: ignore[misc]
     """setuptools' ``build_py`` that first brings difgen's modules up to date.
@@ -40,7 +42,6 @@ class build_py(_build_py):  # type: ignore[misc]
         super().finalize_options()
         if getattr(self, "_difgen_done", False):
             return
-        from difgen.integrations import regenerate
 
         root = Path(self.distribution.src_root or Path.cwd()).resolve()
         for path in regenerate(root, log=self.announce_info):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Aval, Expr, argument, atom, base
@@ -21,7 +22,6 @@ from difgen.core.indexing import to_index
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import Linear, dummy, register, unbroadcast
 from difgen.core.tracer import bind
-from difgen.primitives import patterns
 from difgen.primitives.family import structural
 
 
