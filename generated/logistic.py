@@ -14,13 +14,14 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "0c27ea991a290ef4"
-BODY_HASH = "dc88b2763ae40a94"
+BODY_HASH = "8646550fbd3d508a"
 INPUT_SHAPE: tuple[int, ...] = (20,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
 __all__ = ["f", "gradient", "hessian", "hvp", "value_and_gradient"]
 
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray  # a module global: one lookup less per argument check
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
@@ -55,15 +56,11 @@ def f(
     x: NDArray[np.float64], X: NDArray[np.float64], labels: NDArray[np.float64]
 ) -> float:
     """The function itself. Returns value ()."""
-    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (20,) or x.dtype is not _F64:
         x = _as_array("x", x, (20,))
-    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+    if type(X) is not _ND or X.shape != (1000, 20) or X.dtype is not _F64:
         X = _as_array("X", X, (1000, 20))
-    if (
-        type(labels) is not np.ndarray
-        or labels.shape != (1000,)
-        or labels.dtype is not _F64
-    ):
+    if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
     t0 = (1.0 - 2.0 * labels) * (X @ x)
     return float(
@@ -78,15 +75,11 @@ def gradient(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (20,)."""
-    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (20,) or x.dtype is not _F64:
         x = _as_array("x", x, (20,))
-    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+    if type(X) is not _ND or X.shape != (1000, 20) or X.dtype is not _F64:
         X = _as_array("X", X, (1000, 20))
-    if (
-        type(labels) is not np.ndarray
-        or labels.shape != (1000,)
-        or labels.dtype is not _F64
-    ):
+    if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
     if out is not None:
         _check_out(out, (20,))
@@ -108,15 +101,11 @@ def value_and_gradient(
     out: NDArray[np.float64] | None = None,
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (20,)."""
-    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (20,) or x.dtype is not _F64:
         x = _as_array("x", x, (20,))
-    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+    if type(X) is not _ND or X.shape != (1000, 20) or X.dtype is not _F64:
         X = _as_array("X", X, (1000, 20))
-    if (
-        type(labels) is not np.ndarray
-        or labels.shape != (1000,)
-        or labels.dtype is not _F64
-    ):
+    if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
     if out is not None:
         _check_out(out, (20,))
@@ -139,17 +128,13 @@ def hvp(
     labels: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (20,)."""
-    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (20,) or x.dtype is not _F64:
         x = _as_array("x", x, (20,))
-    if type(v) is not np.ndarray or v.shape != (20,) or v.dtype is not _F64:
+    if type(v) is not _ND or v.shape != (20,) or v.dtype is not _F64:
         v = _as_array("v", v, (20,))
-    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+    if type(X) is not _ND or X.shape != (1000, 20) or X.dtype is not _F64:
         X = _as_array("X", X, (1000, 20))
-    if (
-        type(labels) is not np.ndarray
-        or labels.shape != (1000,)
-        or labels.dtype is not _F64
-    ):
+    if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
@@ -168,15 +153,11 @@ def hessian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (20, 20)."""
-    if type(x) is not np.ndarray or x.shape != (20,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (20,) or x.dtype is not _F64:
         x = _as_array("x", x, (20,))
-    if type(X) is not np.ndarray or X.shape != (1000, 20) or X.dtype is not _F64:
+    if type(X) is not _ND or X.shape != (1000, 20) or X.dtype is not _F64:
         X = _as_array("X", X, (1000, 20))
-    if (
-        type(labels) is not np.ndarray
-        or labels.shape != (1000,)
-        or labels.dtype is not _F64
-    ):
+    if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
     if out is not None:
         _check_out(out, (20, 20))

@@ -14,13 +14,14 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "28ec7b7eea243feb"
-BODY_HASH = "50696f1cb09a1441"
+BODY_HASH = "42fd0e5eeeb18deb"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 
 __all__ = ["f", "jacobian", "pullback", "pushforward"]
 
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray  # a module global: one lookup less per argument check
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
@@ -53,9 +54,9 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
 
 def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
     """The function itself. Returns value (3,)."""
-    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
         x = _as_array("x", x, (3,))
-    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
         p = _as_array("p", p, (3,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2 = x_flat
@@ -68,11 +69,11 @@ def pushforward(
     x: NDArray[np.float64], dx: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pushforward (JVP): J(x) @ dx. Returns jvp (3,)."""
-    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
         x = _as_array("x", x, (3,))
-    if type(dx) is not np.ndarray or dx.shape != (3,) or dx.dtype is not _F64:
+    if type(dx) is not _ND or dx.shape != (3,) or dx.dtype is not _F64:
         dx = _as_array("dx", dx, (3,))
-    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
         p = _as_array("p", p, (3,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2 = x_flat
@@ -93,11 +94,11 @@ def pullback(
     x: NDArray[np.float64], dy: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pullback (VJP): dy @ J(x). Returns vjp (3,)."""
-    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
         x = _as_array("x", x, (3,))
-    if type(dy) is not np.ndarray or dy.shape != (3,) or dy.dtype is not _F64:
+    if type(dy) is not _ND or dy.shape != (3,) or dy.dtype is not _F64:
         dy = _as_array("dy", dy, (3,))
-    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
         p = _as_array("p", p, (3,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2 = x_flat
@@ -121,9 +122,9 @@ def jacobian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (3, 3)."""
-    if type(x) is not np.ndarray or x.shape != (3,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
         x = _as_array("x", x, (3,))
-    if type(p) is not np.ndarray or p.shape != (3,) or p.dtype is not _F64:
+    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
         p = _as_array("p", p, (3,))
     if out is not None:
         _check_out(out, (3, 3))

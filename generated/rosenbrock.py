@@ -13,13 +13,14 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "fe1698f266980735"
-BODY_HASH = "792fd6fd97ee710b"
+BODY_HASH = "a62d9ca20f8d9312"
 INPUT_SHAPE: tuple[int, ...] = (10,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
 __all__ = ["f", "gradient", "hessian", "hvp", "value_and_gradient"]
 
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray  # a module global: one lookup less per argument check
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
@@ -52,7 +53,7 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
 
 def f(x: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
-    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
         x = _as_array("x", x, (10,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
@@ -98,7 +99,7 @@ def gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (10,)."""
-    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
         x = _as_array("x", x, (10,))
     if out is not None:
         _check_out(out, (10,))
@@ -135,7 +136,7 @@ def value_and_gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (10,)."""
-    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
         x = _as_array("x", x, (10,))
     if out is not None:
         _check_out(out, (10,))
@@ -206,9 +207,9 @@ def value_and_gradient(
 
 def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (10,)."""
-    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
         x = _as_array("x", x, (10,))
-    if type(v) is not np.ndarray or v.shape != (10,) or v.dtype is not _F64:
+    if type(v) is not _ND or v.shape != (10,) or v.dtype is not _F64:
         v = _as_array("v", v, (10,))
     x_flat: list[float] = x.tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
@@ -243,7 +244,7 @@ def hessian(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (10, 10)."""
-    if type(x) is not np.ndarray or x.shape != (10,) or x.dtype is not _F64:
+    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
         x = _as_array("x", x, (10,))
     if out is not None:
         _check_out(out, (10, 10))

@@ -48,10 +48,11 @@ MODULES = ("np", "math", "sp")
 ARGUMENTS = (INPUT, TANGENT, COTANGENT, DIRECTION, OUT)
 LOCALS = (RESULT, VALUE)
 F64 = "_F64"
+NDARRAY = "_ND"
 AS_ARRAY = "_as_array"
 AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
-HELPERS = (F64, AS_ARRAY, AS_SCALAR, CHECK_OUT)
+HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT)
 FLOAT_HELPERS = floats.NAMES
 """NumPy-semantics helpers of scalar code (:mod:`difgen.emit.floats`)."""
 """Module-level helpers that check the arguments of every generated operator."""
