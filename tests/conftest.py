@@ -6,11 +6,13 @@ import importlib.util
 import itertools
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
+
 from difgen.config import load_config
 from difgen.load import load_function
 from difgen.pipeline import generate_module

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import build_and_import, write_config
 from difgen.backends.epilogue import LastResult, returns
 from difgen.core.expr import (

@@ -241,8 +241,9 @@ def test_setuptools_adds_a_generated_subpackage(
 ) -> None:
     """A module generated into a directory that package discovery could not see
     (it did not exist yet) is still built: its package is added."""
-    from difgen.integrations.setuptools import build_py
     from setuptools import Distribution
+
+    from difgen.integrations.setuptools import build_py
 
     project = sample_project(tmp_path, "setuptools")
     pyproject = project / "pyproject.toml"

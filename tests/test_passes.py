@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from difgen.ad import build_graph, jvp, jvp_eval, vjp, vjp_eval
 from difgen.core.ir import Graph, Lit, dce
 from difgen.core.tracer import relaxed

@@ -12,9 +12,10 @@ import functools
 from typing import Any
 
 import numpy as np
-import primitive_cases as cases
 import pytest
 import sympy as sp
+
+import primitive_cases as cases
 from conftest import TESTS
 from difgen.ad import jvp, vjp, vmap
 from difgen.core.expr import call

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import oracle
 import pytest
+
+import oracle
 import scenarios
 import tracer_cases as cases
 from difgen.frontend import trace

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import oracle
 import pytest
+
+import oracle
 from conftest import build_and_import, import_file, write_config
 from difgen.backends.trace_backend import Derivatives
 from difgen.config import load_config

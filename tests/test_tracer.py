@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 import pytest
+
 import tracer_cases as cases
 from difgen.errors import TraceError
 from difgen.frontend import trace

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from difgen.emit import naming
 
 from .adversarial_support import (

@@ -60,7 +60,7 @@ def vjp_eval(
         if isinstance(prim.transpose, Absent):
             raise DifgenError(f"primitive {prim.name!r} has no transpose rule")
         args = [
-            Linear(a.shape, a.dtype) if a in linear else read(env, a)  # type: ignore
+            Linear(a.shape, a.dtype) if a in linear else read(env, a)
             for a in eqn.inputs
         ]
         with relaxed():  # a derivative computation: finite-only identities allowed

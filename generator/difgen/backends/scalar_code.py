@@ -257,7 +257,7 @@ class SparseResult:
     def from_dense(cls, dense: np.ndarray, shape: tuple[int, int]) -> SparseResult:
         """Keep the entries that are not identically zero."""
         matrix = dense.reshape(shape)
-        mask = np.array([[not (sp.sympify(e).is_zero is True) for e in row]
+        mask = np.array([[sp.sympify(e).is_zero is not True for e in row]
                          for row in matrix], dtype=bool).reshape(matrix.shape)  # fmt: skip
         data = np.empty(int(mask.sum()), dtype=object)
         data[:] = list(matrix[mask])  # row-major: the CSR order

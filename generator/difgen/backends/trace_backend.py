@@ -451,8 +451,9 @@ def ir_stage(spec: ModuleSpec, graph: Graph, stage: str) -> str:
         return str(vjp(graph, (True, *ctx)))
     if stage == "all":
         sections = [f"# traced\n{graph}"]
-        for name in ("jvp", "vjp"):
-            sections.append(f"# {name}\n{ir_stage(spec, graph, name)}")
+        sections.extend(
+            f"# {name}\n{ir_stage(spec, graph, name)}" for name in ("jvp", "vjp")
+        )
         for name in ("f", *spec.operators):
             for suffix in (":unoptimized", ""):
                 text = ir_stage(spec, graph, name + suffix)

@@ -20,7 +20,7 @@ def user_location() -> str:
     frame = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_DIFGEN_DIR) or path.startswith(_NUMPY_DIR)):
+        if not path.startswith((_DIFGEN_DIR, _NUMPY_DIR)):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"

@@ -46,6 +46,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+
 from difgen.core.expr import Aval, Emit
 from difgen.core.location import user_location
 from difgen.errors import TraceError

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
 from difgen.core.ir import Atom, Lit, Params, Var
 from difgen.core.primitive import PRIMITIVES, Absent
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from difgen.core.indexing import freeze_index
 from difgen.core.ir import Atom, Eqn, FrozenArray, Graph, Lit, Params, Var, dce
 from difgen.core.location import user_location
@@ -31,7 +32,7 @@ from difgen.core.primitive import PRIMITIVES, Primitive
 from difgen.core.simplify import simplify
 from difgen.errors import TraceError
 
-BUILDERS: list["Builder"] = []
+BUILDERS: list[Builder] = []
 _RELAXED: list[bool] = [False]
 
 
@@ -178,7 +179,7 @@ def _bind_atoms(
     return np.asarray(out)
 
 
-def constant(value: np.ndarray) -> "Tracer":
+def constant(value: np.ndarray) -> Tracer:
     """A constant in a tracer's clothes, in the innermost trace (mutable by item
     assignment, which ``np.zeros(n)`` followed by ``out[i] = ...`` needs)."""
     return Tracer(current_builder(), Lit(value))
@@ -291,7 +292,7 @@ class View:
     ``version`` is the base's write count when the view's value was last derived.
     """
 
-    base: "Tracer"
+    base: Tracer
     derive: Callable[[Any], Any]
     version: int
     writable: bool
@@ -594,8 +595,8 @@ def _is_basic(index: Any) -> bool:
     return all(
         item is None
         or item is Ellipsis
-        or isinstance(item, (slice, int, np.integer))
-        and not isinstance(item, (bool, np.bool_))
+        or (isinstance(item, (slice, int, np.integer))
+        and not isinstance(item, (bool, np.bool_)))
         for item in items
     )
 

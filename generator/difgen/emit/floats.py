@@ -14,6 +14,7 @@ NumPy's own). A generated module defines the helpers its code uses, and only tho
 
 from __future__ import annotations
 
+import math
 import re
 
 FAST_UNARY = {
@@ -110,7 +111,7 @@ def used_helpers(source: str) -> list[str]:
 
 def constant_name(value: float) -> str:
     """The name of a non-finite constant (``inf`` -> ``_INF``)."""
-    if value != value:
+    if math.isnan(value):
         return "_NAN"
     return "_INF" if value > 0 else "_NINF"
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import types
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         _check_traced_dtype(dtype, "np.array")
         value = lift(obj, force=True)
         return value.copy() if value is obj else value
-    value = np.array(obj, dtype=dtype, *args, **kwargs)
+    value = np.array(obj, *args, dtype=dtype, **kwargs)
     if value.dtype.kind not in "fb":
         return value
     return constant(value.astype(np.float64) if value.dtype.kind == "f" else value)

@@ -8,7 +8,8 @@ not in them is an error that names the function and the user's line.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -410,10 +411,8 @@ def _binary(name: str) -> Callable[[Any, Any], Any]:
 
 
 UFUNCS: dict[str, Callable[..., Any]] = {
-    **{name: _unary(name) for name in (
-        "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh "
-        "exp expm1 log log1p sqrt cbrt sign").split()},
-    **{name: _binary(name) for name in "arctan2 maximum minimum logical_and logical_or".split()},
+    **{name: _unary(name) for name in ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "exp", "expm1", "log", "log1p", "sqrt", "cbrt", "sign"]},
+    **{name: _binary(name) for name in ["arctan2", "maximum", "minimum", "logical_and", "logical_or"]},
     "negative": _unary("neg"), "positive": lambda x: x, "absolute": _unary("abs"),
     "fabs": _unary("abs"), "logical_not": _unary("logical_not"),
     "add": _binary("add"), "subtract": _binary("sub"), "multiply": _binary("mul"),

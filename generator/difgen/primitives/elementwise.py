@@ -15,10 +15,10 @@ import numpy as np
 import sympy as sp
 from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1 + x)
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.expr import call, infix, negation
 from difgen.core.primitive import Linear, register, unbroadcast
+from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
     binary,

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-import difgen.primitives.patterns as patterns
 from difgen.core.batching import axes_batch, elementwise_batch
 from difgen.core.ir import Eqn
 from difgen.core.primitive import (
@@ -32,6 +31,7 @@ from difgen.core.primitive import (
     broadcasting,
 )
 from difgen.core.tracer import bind_name
+from difgen.primitives import patterns
 
 Rule = Callable[..., Any]
 

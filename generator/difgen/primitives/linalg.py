@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.batching import lift_batched
 from difgen.core.expr import Expr, argument, atom, call, infix
@@ -28,6 +27,7 @@ from difgen.core.primitive import (
     unbroadcast,
 )
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
 from difgen.primitives.family import contraction, matrix_function
 
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.expr import Emit, Expr, argument, atom, call
 from difgen.core.primitive import register
+from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
 

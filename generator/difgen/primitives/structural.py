@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Expr, argument, atom, base
@@ -27,6 +26,7 @@ from difgen.core.primitive import (
     unbroadcast,
 )
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
 from difgen.primitives.family import size_work, structural
 from difgen.primitives.indexing import (  # noqa: F401  (re-exported)
     advanced_first,
