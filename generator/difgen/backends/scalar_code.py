@@ -45,7 +45,8 @@ def inert(expr: Any) -> Any:
     args = [inert(a) for a in expr.args]
     func = expr.func
     if func in (sp.Add, sp.Mul, sp.Pow) or (
-        isinstance(func, sp.FunctionClass) and issubclass(func, sp.Function)
+        isinstance(func, sp.FunctionClass)
+        and issubclass(func, sp.Function)
         and not func.__name__.startswith(INERT_PREFIX)
         and func not in (sp.Max, sp.Min, sp.Piecewise)
     ):
@@ -257,8 +258,10 @@ class SparseResult:
     def from_dense(cls, dense: np.ndarray, shape: tuple[int, int]) -> SparseResult:
         """Keep the entries that are not identically zero."""
         matrix = dense.reshape(shape)
-        mask = np.array([[sp.sympify(e).is_zero is not True for e in row]
-                         for row in matrix], dtype=bool).reshape(matrix.shape)  # fmt: skip
+        mask = np.array(
+            [[sp.sympify(e).is_zero is not True for e in row] for row in matrix],
+            dtype=bool,
+        ).reshape(matrix.shape)
         data = np.empty(int(mask.sum()), dtype=object)
         data[:] = list(matrix[mask])  # row-major: the CSR order
         indices, indptr = csr_layout(mask)

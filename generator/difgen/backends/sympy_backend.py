@@ -52,8 +52,10 @@ def symbols(base: str, shape: tuple[int, ...], batch: int | None = None) -> np.n
     """An object array of real symbols named like the unpacked elements."""
     if shape == () and batch is None:
         return np.asarray(sp.Symbol(base, real=True), dtype=object)
-    flat = [sp.Symbol(naming.element(base, i, batch), real=True)
-            for i in range(int(np.prod(shape, dtype=np.int64)))]  # fmt: skip
+    flat = [
+        sp.Symbol(naming.element(base, i, batch), real=True)
+        for i in range(int(np.prod(shape, dtype=np.int64)))
+    ]
     out = np.empty(len(flat), dtype=object)
     out[:] = flat
     return out.reshape(shape)
@@ -221,12 +223,15 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
             for kind, r in zip(op.results, results)
         ]
         code = ScalarCode(
-            arrays={naming.INPUT: fn.x, **dict(zip(op.seeds, seeds.values())),
-                    **{c.name: s for c, s in zip(spec.contexts, fn.contexts)}},
+            arrays={
+                naming.INPUT: fn.x,
+                **dict(zip(op.seeds, seeds.values())),
+                **{c.name: s for c, s in zip(spec.contexts, fn.contexts)},
+            },
             order=[naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)],
             results=results,
             constants=constants,
-        )  # fmt: skip
+        )
         functions.append(emit_operator(op, spec, fn.ys, code))
     return ModuleParts(
         functions=functions,

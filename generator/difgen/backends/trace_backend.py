@@ -359,8 +359,10 @@ def _scalar_function(
     flat = [e for r in results for e in r.ravel()]
     temps, reduced = sp.cse(flat, order="canonical")
     ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
-    used = set().union(*(sp.sympify(e).free_symbols for _, e in temps), *(
-        sp.sympify(e).free_symbols for e in reduced))  # fmt: skip
+    used = set().union(
+        *(sp.sympify(e).free_symbols for _, e in temps),
+        *(sp.sympify(e).free_symbols for e in reduced),
+    )
     read = [a for a in arrays.values() if a.ndim and any(s in used for s in a.ravel())]
     elements = sum(a.size for a in read)
     cost = cost_model.scalar_cost(

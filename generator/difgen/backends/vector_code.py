@@ -155,8 +155,9 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
     if n >= MIN_RUN and depth < 16:
         for p in range(1, min(MAX_PERIOD, n // 2, MAX_WORK // n) + 1):
             steps = values[p:] - values[:-p]
-            bounds = np.concatenate(([0], np.flatnonzero(np.diff(steps)) + 1,
-                                     [len(steps)]))  # fmt: skip
+            bounds = np.concatenate(
+                ([0], np.flatnonzero(np.diff(steps)) + 1, [len(steps)])
+            )
             k = int(np.argmax(np.diff(bounds)))
             start, stop = int(bounds[k]), int(bounds[k + 1])
             covered = stop - start + p
@@ -174,8 +175,10 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
         return None
     shift, block = int(values[start + p] - values[start]), values[start : start + p]
     reps = -(-covered // p)
-    run = (f"(np.array({block.tolist()!r}) + {shift} * np.arange({reps})[:, None])"
-           f".ravel()[:{covered}]")  # fmt: skip
+    run = (
+        f"(np.array({block.tolist()!r}) + {shift} * np.arange({reps})[:, None])"
+        f".ravel()[:{covered}]"
+    )
     return [*left, run, *right]
 
 

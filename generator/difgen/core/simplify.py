@@ -212,7 +212,9 @@ def _into_where(a: Atom, b: Atom, name: str, cx: Context) -> Result:
             return _broadcast(cx.bind("where", cond, cx.bind(name, *args), no), out, cx)
         if _is_const(yes, 0.0) and not _is_const(no, 0.0):
             args = (factor, no) if name == "mul" else (no, factor)
-            return _broadcast(cx.bind("where", cond, yes, cx.bind(name, *args)), out, cx)
+            return _broadcast(
+                cx.bind("where", cond, yes, cx.bind(name, *args)), out, cx
+            )
     return None
 
 

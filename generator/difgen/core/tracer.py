@@ -85,9 +85,9 @@ class Builder:
 
 
 @contextlib.contextmanager
-def tracing(avals: Sequence[tuple[tuple[int, ...], str]]) -> Iterator[
-    tuple[Builder, tuple[Var, ...]]
-]:
+def tracing(
+    avals: Sequence[tuple[tuple[int, ...], str]],
+) -> Iterator[tuple[Builder, tuple[Var, ...]]]:
     """A new trace, innermost while the block runs: its builder and input Vars."""
     builder = Builder()
     inputs = tuple(Var(tuple(shape), dtype) for shape, dtype in avals)
@@ -595,8 +595,10 @@ def _is_basic(index: Any) -> bool:
     return all(
         item is None
         or item is Ellipsis
-        or (isinstance(item, (slice, int, np.integer))
-        and not isinstance(item, (bool, np.bool_)))
+        or (
+            isinstance(item, (slice, int, np.integer))
+            and not isinstance(item, (bool, np.bool_))
+        )
         for item in items
     )
 

@@ -58,9 +58,7 @@ def _unary_source(name: str) -> str:
     )
 
 
-HELPERS: dict[str, str] = {
-    helper(name): _unary_source(name) for name in FAST_UNARY
-}
+HELPERS: dict[str, str] = {helper(name): _unary_source(name) for name in FAST_UNARY}
 HELPERS["_div"] = (
     "def _div(a: float, b: float) -> float:\n"
     "    try:\n"

@@ -64,7 +64,8 @@ def definition(fn: Callable[..., Any]) -> str:
     """``file:line`` of the ``def`` of ``fn`` (or its name when it has no code)."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is None:
-        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)  # noqa: B004
+        method = getattr(type(fn), "__call__", None)  # noqa: B004  (for __code__)
+        code = getattr(method, "__code__", None)
     if code is None:
         return getattr(fn, "__qualname__", repr(fn))
     return f"{code.co_filename}:{code.co_firstlineno}"

@@ -207,7 +207,8 @@ def matmul(eqn: Eqn, patterns: list[Pattern], n: int) -> Pattern:
             cols = np.broadcast_to(pb.any(axis=-2), (*out_shape, n))
         else:
             cols = pb.any(axis=-3)  # (..., p, n)
-            cols = np.broadcast_to(cols if a.ndim == 1 else cols[..., None, :, :],
-                                   (*out_shape, n))  # fmt: skip
+            cols = np.broadcast_to(
+                cols if a.ndim == 1 else cols[..., None, :, :], (*out_shape, n)
+            )
         terms.append(cols)
     return _union(terms, out_shape, n) if terms else None
