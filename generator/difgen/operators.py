@@ -258,7 +258,7 @@ def seed_shape(seed: str, xs: Shape, ys: Shape, batch: int) -> Shape:
     return {"dx": lead + xs, "dy": lead + ys, "v": xs}[seed]
 
 
-def sparse_shape(kind: str, xs: Shape, ys: Shape) -> Shape:
+def sparse_shape(kind: str, xs: Shape, ys: Shape) -> tuple[int, int]:
     """The 2-D shape of a sparse jacobian (y.size, x.size) or hessian (x.size, x.size).
 
     >>> sparse_shape("jacobian", (4,), (2, 3))

@@ -67,7 +67,7 @@ def eval_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
 def is_zero(value: Any) -> bool:
     """Whether ``value`` is a constant (not traced) whose elements are all zero."""
     if isinstance(value, Tracer):
-        if value.is_var:
+        if isinstance(value.atom, Var):
             return False
         value = value.atom.value
     arr = np.asarray(value)

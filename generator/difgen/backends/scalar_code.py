@@ -323,7 +323,8 @@ def emit_operator(
     body = [line for n in code.order for line in _unpack(n, code.arrays[n], used)]
     body += [f"{t} = {PRINTER.doprint(e)}" for t, e in temps]
     it = iter(reduced)
-    results, sources = [], []
+    results: list[Any] = []  # object arrays, or SparseResult (as ScalarCode's)
+    sources: list[str] = []
     for kind, r in zip(op.results, code.results):
         if isinstance(r, SparseResult):
             data = ", ".join(PRINTER.doprint(next(it)) for _ in range(r.size))

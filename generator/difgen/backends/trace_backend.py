@@ -352,7 +352,7 @@ def _scalar_function(
     arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
     args = [arrays[n] for n in names]
     exact = lower(graph, args, exact=True) if "value" in op.results else []
-    results = [
+    results: list[Any] = [  # object arrays; the sparse ones become SparseResult
         exact[i] if kind == "value" else simplest_all(r)
         for i, (kind, r) in enumerate(zip(op.results, lower(graph, args)))
     ]

@@ -28,6 +28,8 @@ from difgen.core.ir import Atom, Lit, Params, Var
 from difgen.core.primitive import PRIMITIVES, Absent
 
 Result = Var | np.ndarray | None
+# What recording an equation gives back: a Var, or an array when it folded.
+Bound = Var | np.ndarray
 
 
 def _is_const(atom: Atom, value: float) -> bool:
@@ -59,7 +61,7 @@ def _zeros(atoms: list[Atom]) -> np.ndarray:
     return np.zeros(_out_shape(atoms))
 
 
-BindAtoms = Callable[[Any, str, Sequence[Atom | np.ndarray], dict[str, Any]], Result]
+BindAtoms = Callable[[Any, str, Sequence[Atom | np.ndarray], dict[str, Any]], Bound]
 
 
 class Context:
@@ -81,7 +83,7 @@ class Context:
         eqn = self.producer(atom)
         return eqn if eqn is not None and eqn.primitive.name == name else None
 
-    def bind(self, name: str, *atoms: Atom | np.ndarray, **params: Any) -> Result:
+    def bind(self, name: str, *atoms: Atom | np.ndarray, **params: Any) -> Bound:
         """Record (or simplify, or fold) ``name(*atoms, **params)``."""
         return self._bind_atoms(self.builder, name, atoms, params)
 

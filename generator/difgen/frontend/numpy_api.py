@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -314,7 +314,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         return out
     if mode in ("edge", "wrap", "reflect", "symmetric"):
         for ax, (lo, hi) in enumerate(widths):
-            idx = np.pad(np.arange(np.shape(array)[ax]), (lo, hi), mode=mode)
+            # mode is one of the four above; the stubs want it as a Literal
+            idx = np.pad(np.arange(np.shape(array)[ax]), (lo, hi), mode=cast(Any, mode))
             array = _take_along(array, ax, idx)
         return array
     raise TraceError(f"{_where()}: np.pad mode {mode!r} is not supported")
@@ -592,7 +593,7 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
 
 
 # ------------------------------------------------------------------ np.linalg
-class SlogdetResult(tuple):  # type: ignore[type-arg]
+class SlogdetResult(tuple):
     """``(sign, logabsdet)``, with NumPy's field names."""
 
     @property

@@ -54,14 +54,18 @@ def positions_unique(shape: tuple[int, ...], frozen: tuple[Any, ...]) -> bool:
     if not any(isinstance(item, FrozenArray) for item in frozen):
         return True
     dims = _dims_of(shape, frozen)
-    arrays = [
-        (np.asarray(item.value) % n) if isinstance(item, FrozenArray) else item % n
+    indexed = [
+        (item, n)
         for item, n in zip(frozen, dims)
         if isinstance(item, (FrozenArray, int)) and n is not None
     ]
+    arrays = [
+        (np.asarray(item.value) % n) if isinstance(item, FrozenArray) else item % n
+        for item, n in indexed
+    ]
     flat = np.ravel_multi_index(
-        [np.ravel(a) for a in np.broadcast_arrays(*arrays)],
-        [n for item, n in zip(frozen, dims) if isinstance(item, (FrozenArray, int))],
+        tuple(np.ravel(a) for a in np.broadcast_arrays(*arrays)),
+        tuple(n for _, n in indexed),
     )
     return len(np.unique(flat)) == flat.size
 

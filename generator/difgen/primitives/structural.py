@@ -15,6 +15,7 @@ import numpy as np
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Expr, argument, atom, base
+from difgen.core.indexing import to_index
 from difgen.core.primitive import (
     NO_IDENTITIES,
     NO_INPUTS,
@@ -39,7 +40,6 @@ from difgen.primitives.indexing import (  # noqa: F401  (re-exported)
     scatter_sum_p,
     set_index,
     set_index_p,
-    to_index,
 )
 
 
