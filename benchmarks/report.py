@@ -100,31 +100,103 @@ LIMIT, F = "<limit>", "<f>"
 PASS, FAIL = "PASS", "FAIL"  # nothing else: a bar that cannot be judged fails
 # (what, case, numerator tool, denominator tool, "<=" | ">=" | "<", threshold)
 BARS = [
-    ("seed: difgen sympy derivative / hand-written 81.0*x", "seed",
-     "difgen sympy", LIMIT, "<=", 2.0),
-    ("seed: jax.jit(grad) / difgen sympy derivative", "seed",
-     "jax.jit(grad)", "difgen sympy", ">=", 100.0),
-    ("seed: difgen trace reverse / trace forward", "seed",
-     "difgen trace reverse", "difgen trace forward", "<=", 1.1),
-    ("Rosenbrock n=2: difgen gradient / hand-written straight-line",
-     "rosenbrock_n2_gradient", "difgen sympy", LIMIT, "<=", 1.3),
-    ("Rosenbrock n=2: scipy rosen_der / difgen gradient", "rosenbrock_n2_gradient",
-     "scipy rosen_der", "difgen sympy", ">=", 10.0),
-    ("Rosenbrock n=100: difgen gradient / jax.jit(grad)", "rosenbrock_n100_gradient",
-     "difgen trace", "jax.jit(grad)", "<", 1.0),
-    ("Rosenbrock n=100: difgen gradient / scipy rosen_der", "rosenbrock_n100_gradient",
-     "difgen trace", "scipy rosen_der", "<", 1.0),
-    ("Rosenbrock n=10,000: difgen gradient / scipy rosen_der",
-     "rosenbrock_n10000_gradient", "difgen trace", "scipy rosen_der", "<=", 1.2),
-    ("Rosenbrock n=10,000: difgen gradient / f", "rosenbrock_n10000_gradient",
-     "difgen trace", F, "<=", 2.5),
-    ("Lorenz: difgen jacobian / hand-written (unpacked floats)", "lorenz_jacobian",
-     "difgen sympy", LIMIT, "<=", 1.3),
-    ("logistic: difgen gradient / hand-written", "logistic_gradient",
-     "difgen trace", LIMIT, "<=", 1.2),
-    ("logsumexp: difgen gradient / hand-written", "logsumexp_gradient",
-     "difgen trace", LIMIT, "<=", 1.2),
-]  # fmt: skip
+    (
+        "seed: difgen sympy derivative / hand-written 81.0*x",
+        "seed",
+        "difgen sympy",
+        LIMIT,
+        "<=",
+        2.0,
+    ),
+    (
+        "seed: jax.jit(grad) / difgen sympy derivative",
+        "seed",
+        "jax.jit(grad)",
+        "difgen sympy",
+        ">=",
+        100.0,
+    ),
+    (
+        "seed: difgen trace reverse / trace forward",
+        "seed",
+        "difgen trace reverse",
+        "difgen trace forward",
+        "<=",
+        1.1,
+    ),
+    (
+        "Rosenbrock n=2: difgen gradient / hand-written straight-line",
+        "rosenbrock_n2_gradient",
+        "difgen sympy",
+        LIMIT,
+        "<=",
+        1.3,
+    ),
+    (
+        "Rosenbrock n=2: scipy rosen_der / difgen gradient",
+        "rosenbrock_n2_gradient",
+        "scipy rosen_der",
+        "difgen sympy",
+        ">=",
+        10.0,
+    ),
+    (
+        "Rosenbrock n=100: difgen gradient / jax.jit(grad)",
+        "rosenbrock_n100_gradient",
+        "difgen trace",
+        "jax.jit(grad)",
+        "<",
+        1.0,
+    ),
+    (
+        "Rosenbrock n=100: difgen gradient / scipy rosen_der",
+        "rosenbrock_n100_gradient",
+        "difgen trace",
+        "scipy rosen_der",
+        "<",
+        1.0,
+    ),
+    (
+        "Rosenbrock n=10,000: difgen gradient / scipy rosen_der",
+        "rosenbrock_n10000_gradient",
+        "difgen trace",
+        "scipy rosen_der",
+        "<=",
+        1.2,
+    ),
+    (
+        "Rosenbrock n=10,000: difgen gradient / f",
+        "rosenbrock_n10000_gradient",
+        "difgen trace",
+        F,
+        "<=",
+        2.5,
+    ),
+    (
+        "Lorenz: difgen jacobian / hand-written (unpacked floats)",
+        "lorenz_jacobian",
+        "difgen sympy",
+        LIMIT,
+        "<=",
+        1.3,
+    ),
+    (
+        "logistic: difgen gradient / hand-written",
+        "logistic_gradient",
+        "difgen trace",
+        LIMIT,
+        "<=",
+        1.2,
+    ),
+    (
+        "logsumexp: difgen gradient / hand-written",
+        "logsumexp_gradient",
+        "difgen trace",
+        LIMIT,
+        "<=",
+        1.2,
+    ),
+]
 
 
 def _row(case: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str]:
@@ -192,9 +264,8 @@ def bars(
                 "; ".join(filter(None, (why_a, why_b))),
             )
         )
-    for case in cases:  # every difgen derivative faster than jax, autograd, torch.func
-        for label in case["difgen"]:
-            out.append(_faster_than_peers(case, label))
+    # every difgen derivative faster than jax, autograd, torch.func
+    out.extend(_faster_than_peers(c, label) for c in cases for label in c["difgen"])
     return out
 
 
@@ -358,10 +429,16 @@ def write_json(results: dict[str, Any], path: Path) -> None:
 
 
 COLORS = {
-    "difgen": "#1f77b4", "hand": "#2ca02c", "f": "#7f7f7f", "scipy": "#bcbd22",
-    "jax": "#ff7f0e", "torch": "#d62728", "autograd": "#9467bd", "sympy": "#8c564b",
+    "difgen": "#1f77b4",
+    "hand": "#2ca02c",
+    "f": "#7f7f7f",
+    "scipy": "#bcbd22",
+    "jax": "#ff7f0e",
+    "torch": "#d62728",
+    "autograd": "#9467bd",
+    "sympy": "#8c564b",
     "fd": "#e377c2",
-}  # fmt: skip
+}
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -461,8 +538,11 @@ def summary(results: dict[str, Any]) -> str:
     for case in results["cases"]:
         ok = [r for r in case["rows"] if r["status"] == "ok" and r["median_us"]]
         hand = next((r for r in ok if r["role"] == "limit"), None)
-        jax = min((r for r in ok if r["family"] == "jax"),
-                  key=lambda r: r["median_us"], default=None)  # fmt: skip
+        jax = min(
+            (r for r in ok if r["family"] == "jax"),
+            key=lambda r: r["median_us"],
+            default=None,
+        )
         problem = f"{case['name']} ({case['operator']})"
         if case.get("note"):
             notes.append(case["note"])

@@ -6,11 +6,13 @@ import importlib.util
 import itertools
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
+
 from difgen.config import load_config
 from difgen.load import load_function
 from difgen.pipeline import generate_module
@@ -42,7 +44,8 @@ def write_config(
     directory.mkdir(parents=True, exist_ok=True)
     shutil.copy(source, directory / source.name)
     ctx = ", ".join(
-        f'{{ name = "c{i}", shape = {_toml_value(list(s))} }}' for i, s in enumerate(contexts)
+        f'{{ name = "c{i}", shape = {_toml_value(list(s))} }}'
+        for i, s in enumerate(contexts)
     )
     lines = [
         "[difgen]",
@@ -88,15 +91,27 @@ def module_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Build each (function, options) module once per test session."""
     cache: dict[Any, tuple[ModuleType, str]] = {}
 
-    def get(source: Path, function: str, input_shape: Sequence[int],
-            operators: Sequence[str], contexts: Sequence[Sequence[int]] = (),
-            **options: Any) -> tuple[ModuleType, str]:  # fmt: skip
-        key = (str(source), function, tuple(input_shape), tuple(operators),
-               tuple(map(tuple, contexts)), tuple(sorted(options.items())))  # fmt: skip
+    def get(
+        source: Path,
+        function: str,
+        input_shape: Sequence[int],
+        operators: Sequence[str],
+        contexts: Sequence[Sequence[int]] = (),
+        **options: Any,
+    ) -> tuple[ModuleType, str]:
+        key = (
+            str(source),
+            function,
+            tuple(input_shape),
+            tuple(operators),
+            tuple(map(tuple, contexts)),
+            tuple(sorted(options.items())),
+        )
         if key not in cache:
             directory = tmp_path_factory.mktemp(function)
-            cfg = write_config(directory, source, function, input_shape, operators,
-                               contexts, **options)  # fmt: skip
+            cfg = write_config(
+                directory, source, function, input_shape, operators, contexts, **options
+            )
             cache[key] = build_and_import(cfg)
         return cache[key]
 

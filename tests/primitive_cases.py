@@ -285,32 +285,70 @@ def r_cholesky(x):
 
 # primitive name: (function, input shape)
 ROWS = {
-    "sin": (r_sin, (4,)), "cos": (r_cos, (4,)), "tan": (r_tan, (4,)),
-    "arcsin": (r_arcsin, (4,)), "arccos": (r_arccos, (4,)), "arctan": (r_arctan, (4,)),
-    "sinh": (r_sinh, (4,)), "cosh": (r_cosh, (4,)), "tanh": (r_tanh, (4,)),
-    "arcsinh": (r_arcsinh, (4,)), "arccosh": (r_arccosh, (4,)),
-    "arctanh": (r_arctanh, (4,)), "exp": (r_exp, (4,)), "expm1": (r_expm1, (4,)),
-    "log": (r_log, (4,)), "log1p": (r_log1p, (4,)), "sqrt": (r_sqrt, (4,)),
-    "cbrt": (r_cbrt, (4,)), "abs": (r_abs, (4,)), "sign": (r_sign, (4,)),
-    "neg": (r_neg, (4,)), "add": (r_add, (4,)), "sub": (r_sub, (4,)),
-    "mul": (r_mul, (4,)), "div": (r_div, (4,)), "pow": (r_pow, (4,)),
-    "arctan2": (r_arctan2, (4,)), "maximum": (r_maximum, (4,)),
-    "minimum": (r_minimum, (4,)), "where": (r_where, (4,)),
-    "lt": (r_lt, (4,)), "le": (r_le, (4,)), "gt": (r_gt, (4,)), "ge": (r_ge, (4,)),
-    "eq": (r_eq, (4,)), "ne": (r_ne, (4,)), "logical_and": (r_logical_and, (4,)),
-    "logical_or": (r_logical_or, (4,)), "logical_not": (r_logical_not, (4,)),
-    "reduce_sum": (r_reduce_sum, (3, 3)), "reduce_max": (r_reduce_max, (3, 3)),
-    "reduce_min": (r_reduce_min, (3, 3)), "reduce_prod": (r_reduce_prod, (3, 3)),
-    "cumsum": (r_cumsum, (3, 3)), "cumprod": (r_cumprod, (3, 3)),
-    "getitem": (r_getitem, (3, 4)), "scatter_add": (r_scatter_add, (3,)),
-    "scatter_sum": (r_scatter_sum, (3,)), "set_index": (r_set_index, (3,)), "reshape": (r_reshape, (6,)),
-    "transpose": (r_transpose, (3, 2)), "broadcast_to": (r_broadcast_to, (3, 2)),
-    "concatenate": (r_concatenate, (3,)), "pad": (r_pad, (4,)),
-    "pack": (r_pack, (2,)), "matmul": (r_matmul, (9,)), "einsum": (r_einsum, (9,)),
-    "solve": (r_solve, (9,)), "inv": (r_inv, (9,)), "det": (r_det, (9,)),
-    "logabsdet": (r_logabsdet, (9,)), "detsign": (r_detsign, (9,)),
+    "sin": (r_sin, (4,)),
+    "cos": (r_cos, (4,)),
+    "tan": (r_tan, (4,)),
+    "arcsin": (r_arcsin, (4,)),
+    "arccos": (r_arccos, (4,)),
+    "arctan": (r_arctan, (4,)),
+    "sinh": (r_sinh, (4,)),
+    "cosh": (r_cosh, (4,)),
+    "tanh": (r_tanh, (4,)),
+    "arcsinh": (r_arcsinh, (4,)),
+    "arccosh": (r_arccosh, (4,)),
+    "arctanh": (r_arctanh, (4,)),
+    "exp": (r_exp, (4,)),
+    "expm1": (r_expm1, (4,)),
+    "log": (r_log, (4,)),
+    "log1p": (r_log1p, (4,)),
+    "sqrt": (r_sqrt, (4,)),
+    "cbrt": (r_cbrt, (4,)),
+    "abs": (r_abs, (4,)),
+    "sign": (r_sign, (4,)),
+    "neg": (r_neg, (4,)),
+    "add": (r_add, (4,)),
+    "sub": (r_sub, (4,)),
+    "mul": (r_mul, (4,)),
+    "div": (r_div, (4,)),
+    "pow": (r_pow, (4,)),
+    "arctan2": (r_arctan2, (4,)),
+    "maximum": (r_maximum, (4,)),
+    "minimum": (r_minimum, (4,)),
+    "where": (r_where, (4,)),
+    "lt": (r_lt, (4,)),
+    "le": (r_le, (4,)),
+    "gt": (r_gt, (4,)),
+    "ge": (r_ge, (4,)),
+    "eq": (r_eq, (4,)),
+    "ne": (r_ne, (4,)),
+    "logical_and": (r_logical_and, (4,)),
+    "logical_or": (r_logical_or, (4,)),
+    "logical_not": (r_logical_not, (4,)),
+    "reduce_sum": (r_reduce_sum, (3, 3)),
+    "reduce_max": (r_reduce_max, (3, 3)),
+    "reduce_min": (r_reduce_min, (3, 3)),
+    "reduce_prod": (r_reduce_prod, (3, 3)),
+    "cumsum": (r_cumsum, (3, 3)),
+    "cumprod": (r_cumprod, (3, 3)),
+    "getitem": (r_getitem, (3, 4)),
+    "scatter_add": (r_scatter_add, (3,)),
+    "scatter_sum": (r_scatter_sum, (3,)),
+    "set_index": (r_set_index, (3,)),
+    "reshape": (r_reshape, (6,)),
+    "transpose": (r_transpose, (3, 2)),
+    "broadcast_to": (r_broadcast_to, (3, 2)),
+    "concatenate": (r_concatenate, (3,)),
+    "pad": (r_pad, (4,)),
+    "pack": (r_pack, (2,)),
+    "matmul": (r_matmul, (9,)),
+    "einsum": (r_einsum, (9,)),
+    "solve": (r_solve, (9,)),
+    "inv": (r_inv, (9,)),
+    "det": (r_det, (9,)),
+    "logabsdet": (r_logabsdet, (9,)),
+    "detsign": (r_detsign, (9,)),
     "cholesky": (r_cholesky, (9,)),
-}  # fmt: skip
+}
 
 
 # ---------------------------------------------------------------- NumPy surface
@@ -345,8 +383,14 @@ def s_std(x):
 
 
 def s_norm(x):
-    return np.array([np.linalg.norm(x), np.linalg.norm(x, 1), np.linalg.norm(x, 3),
-                     np.linalg.norm(x, np.inf)])  # fmt: skip
+    return np.array(
+        [
+            np.linalg.norm(x),
+            np.linalg.norm(x, 1),
+            np.linalg.norm(x, 3),
+            np.linalg.norm(x, np.inf),
+        ]
+    )
 
 
 def s_dot(x):
@@ -410,15 +454,22 @@ def s_array_of_scalars(x):
 
 def s_structure(x):
     A = x.reshape(2, 3)
-    parts = [np.ravel(A.T), np.swapaxes(A, 0, 1).ravel(), np.moveaxis(A[None], 0, 2).ravel(),
-             np.expand_dims(x, 1)[:, 0], np.squeeze(A[:1]), np.broadcast_to(x[0], (2,))]  # fmt: skip
+    parts = [
+        np.ravel(A.T),
+        np.swapaxes(A, 0, 1).ravel(),
+        np.moveaxis(A[None], 0, 2).ravel(),
+        np.expand_dims(x, 1)[:, 0],
+        np.squeeze(A[:1]),
+        np.broadcast_to(x[0], (2,)),
+    ]
     return np.concatenate(parts) * np.concatenate([x, x, x, x, x[:3], x[:2]])
 
 
 def s_joining(x):
     a, b = x[:3], x[3:] ** 2
-    return np.concatenate([np.stack([a, b], axis=1).ravel(), np.hstack([a, b]),
-                           np.vstack([a, b]).ravel()])  # fmt: skip
+    return np.concatenate(
+        [np.stack([a, b], axis=1).ravel(), np.hstack([a, b]), np.vstack([a, b]).ravel()]
+    )
 
 
 def s_tile_repeat(x):
@@ -488,24 +539,42 @@ def s_cholesky(x):
 
 
 SURFACE = {
-    "sum": (s_sum, (3, 4)), "mean": (s_mean, (3, 4)), "prod": (s_prod, (3, 4)),
-    "max": (s_max, (3, 3)), "min": (s_min, (3, 3)), "var": (s_var, (3, 4)),
-    "std": (s_std, (3, 4)), "linalg.norm": (s_norm, (5,)), "dot": (s_dot, (9,)),
-    "vdot": (s_vdot, (9,)), "outer": (s_outer, (5,)), "inner": (s_inner, (9,)),
-    "trace": (s_trace, (9,)), "slicing": (s_slicing, (3, 4)),
-    "fancy indexing": (s_fancy, (3, 4)), "boolean mask": (s_mask, (6,)),
+    "sum": (s_sum, (3, 4)),
+    "mean": (s_mean, (3, 4)),
+    "prod": (s_prod, (3, 4)),
+    "max": (s_max, (3, 3)),
+    "min": (s_min, (3, 3)),
+    "var": (s_var, (3, 4)),
+    "std": (s_std, (3, 4)),
+    "linalg.norm": (s_norm, (5,)),
+    "dot": (s_dot, (9,)),
+    "vdot": (s_vdot, (9,)),
+    "outer": (s_outer, (5,)),
+    "inner": (s_inner, (9,)),
+    "trace": (s_trace, (9,)),
+    "slicing": (s_slicing, (3, 4)),
+    "fancy indexing": (s_fancy, (3, 4)),
+    "boolean mask": (s_mask, (6,)),
     "zeros + assignment": (s_zeros_assign, (3,)),
     "empty + assignment": (s_empty_assign, (3,)),
     "zeros_like + assignment": (s_zeros_like_assign, (5,)),
     "array of traced scalars": (s_array_of_scalars, (3,)),
-    "reshape ravel transpose swapaxes moveaxis expand_dims squeeze broadcast_to":
-        (s_structure, (6,)),
+    "reshape ravel transpose swapaxes moveaxis expand_dims squeeze broadcast_to": (
+        s_structure,
+        (6,),
+    ),
     "stack concatenate hstack vstack": (s_joining, (6,)),
-    "tile repeat": (s_tile_repeat, (4,)), "flip roll": (s_flip_roll, (6,)),
-    "pad": (s_pad, (4,)), "diag diagonal": (s_diag, (9,)),
-    "triu tril": (s_triangles, (9,)), "comparisons where": (s_comparisons, (7,)),
-    "clip maximum minimum": (s_clip, (6,)), "power": (s_power, (4,)),
+    "tile repeat": (s_tile_repeat, (4,)),
+    "flip roll": (s_flip_roll, (6,)),
+    "pad": (s_pad, (4,)),
+    "diag diagonal": (s_diag, (9,)),
+    "triu tril": (s_triangles, (9,)),
+    "comparisons where": (s_comparisons, (7,)),
+    "clip maximum minimum": (s_clip, (6,)),
+    "power": (s_power, (4,)),
     "hypot square reciprocal": (s_hypot, (4,)),
-    "log log2 log10 log1p expm1": (s_logs, (4,)), "linalg.solve": (s_solve, (9,)),
-    "linalg.slogdet det inv": (s_slogdet, (9,)), "linalg.cholesky": (s_cholesky, (9,)),
-}  # fmt: skip
+    "log log2 log10 log1p expm1": (s_logs, (4,)),
+    "linalg.solve": (s_solve, (9,)),
+    "linalg.slogdet det inv": (s_slogdet, (9,)),
+    "linalg.cholesky": (s_cholesky, (9,)),
+}

@@ -47,8 +47,12 @@ def vector_vector_ctx(x, M, s):
 
 
 def vector_scalar_kinks(x):
-    return np.sum(np.where(x > 0.5, x**2, -x) + np.maximum(x, 0.3) + np.abs(x - 0.5)
-                  + np.clip(x, 0.2, 0.8)) + np.max(x) * np.min(x)  # fmt: skip
+    return np.sum(
+        np.where(x > 0.5, x**2, -x)
+        + np.maximum(x, 0.3)
+        + np.abs(x - 0.5)
+        + np.clip(x, 0.2, 0.8)
+    ) + np.max(x) * np.min(x)
 
 
 SCENARIOS = {

@@ -8,8 +8,9 @@ import sys
 import types
 from pathlib import Path
 
-import difgen
 import pytest
+
+import difgen
 from difgen.api import Action, BuildResult, Status
 from difgen.budget import BuildTimeout, Progress, reporting, stage
 from difgen.cli import main

@@ -24,8 +24,11 @@ from benchmarks import problems as P
 from benchmarks.cases import Case, all_cases
 from benchmarks.timing import Tool, check
 
-PEER_ROWS = (("jax.jit(grad)", "jax"), ("torch.func.grad", "torch"),
-             ("autograd.grad", "autograd"))  # fmt: skip
+PEER_ROWS = (
+    ("jax.jit(grad)", "jax"),
+    ("torch.func.grad", "torch"),
+    ("autograd.grad", "autograd"),
+)
 MISSING = "missing"  # a status for `synthetic`: the row is not there at all
 
 
@@ -76,10 +79,17 @@ def results_of(
     case_results: list[dict[str, Any]], selected: list[str] | None = None
 ) -> dict[str, Any]:
     meta = {
-        "date": "2026-01-01T00:00:00", "platform": "test", "cpu": "test CPU",
-        "cpu_count": 2, "python": "3.11", "numpy": np.__version__, "blas": [],
-        "env": {}, "command": "python -m benchmarks", "repeats": 3,
-    }  # fmt: skip
+        "date": "2026-01-01T00:00:00",
+        "platform": "test",
+        "cpu": "test CPU",
+        "cpu_count": 2,
+        "python": "3.11",
+        "numpy": np.__version__,
+        "blas": [],
+        "env": {},
+        "command": "python -m benchmarks",
+        "repeats": 3,
+    }
     return {
         "meta": meta,
         "peers": {},
@@ -207,8 +217,11 @@ def test_main_exits_1_when_difgen_did_not_build(
 
     def tools_for(case: Case, built: dict[str, peers.Built]) -> list[Tool]:
         good = [Tool(label, fam, case.limit, case.op_args) for label, fam in PEER_ROWS]
-        return [Tool(case.limit_name, "hand", case.limit, case.op_args, role="limit"),
-                *peers.difgen_tools(case, built), *good]  # fmt: skip
+        return [
+            Tool(case.limit_name, "hand", case.limit, case.op_args, role="limit"),
+            *peers.difgen_tools(case, built),
+            *good,
+        ]
 
     def measure(tools: list[Tool], repeats: int) -> None:
         for tool in tools:

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import difgen
 import pytest
+
+import difgen
 from difgen.cli import main
 from difgen.config import Config, ModuleSpec
 from difgen.errors import TraceError

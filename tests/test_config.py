@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from difgen.config import (
     ArraySpec,
     ContextSpec,
@@ -108,8 +109,10 @@ BAD_CONFIGS = [
         "unknown-operator",
         with_line('["derivative"]', '["derivative", "gradeint"]'),
         4,
-        "unknown operator 'gradeint'; did you mean 'gradient'? expected one of: "
-        "pushforward, ",
+        (
+            "unknown operator 'gradeint'; did you mean 'gradient'? expected one of: "
+            "pushforward, "
+        ),
     ),
     (
         "operator-not-string",
@@ -127,22 +130,28 @@ BAD_CONFIGS = [
         "derivative-of-vector",
         with_line("shape = []", "shape = [3]"),
         4,
-        "operator 'derivative' needs a scalar input (input.shape = []), but "
-        "input.shape is [3]",
+        (
+            "operator 'derivative' needs a scalar input (input.shape = []), but "
+            "input.shape is [3]"
+        ),
     ),
     (
         "non-identifier-name",
         with_line('name = "seed"', 'name = "my-seed"'),
         2,
-        "'name' names the generated module NAME.py, and 'my-seed' is not an ASCII "
-        'Python identifier that is not a keyword; got "my-seed"',
+        (
+            "'name' names the generated module NAME.py, and 'my-seed' is not an ASCII "
+            'Python identifier that is not a keyword; got "my-seed"'
+        ),
     ),
     (
         "keyword-name",
         with_line('name = "seed"', 'name = "class"'),
         2,
-        "'class' is not an ASCII Python identifier that is not a keyword; "
-        'got "class"',
+        (
+            "'class' is not an ASCII Python identifier that is not a keyword; "
+            'got "class"'
+        ),
     ),
     (
         "duplicate-name",
@@ -154,8 +163,10 @@ BAD_CONFIGS = [
         "bad-dtype",
         with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }'),
         5,
-        "'input.dtype' is \"float32\" (string), but only float64 is supported in "
-        "this version",
+        (
+            "'input.dtype' is \"float32\" (string), but only float64 is supported in "
+            "this version"
+        ),
     ),
     (
         "context-dtype",
@@ -204,8 +215,10 @@ BAD_CONFIGS = [
         "mode-suggestion",
         MODULE + 'mode = "forwards"\n',
         6,
-        '\'mode\' must be "auto" or "forward" or "reverse"; got "forwards" (string); '
-        "did you mean 'forward'?",
+        (
+            '\'mode\' must be "auto" or "forward" or "reverse"; got "forwards" (string); '
+            "did you mean 'forward'?"
+        ),
     ),
     ("emit", MODULE + 'emit = "fast"\n', 6, '\'emit\' must be "auto" or "scalar"'),
     (
@@ -218,8 +231,10 @@ BAD_CONFIGS = [
         "reserved-context",
         MODULE + 'contexts = [{ name = "dx", shape = [] }]\n',
         6,
-        "'contexts[0].name' becomes a parameter of every generated function, and "
-        "'dx' is a name the generated code uses itself",
+        (
+            "'contexts[0].name' becomes a parameter of every generated function, and "
+            "'dx' is a name the generated code uses itself"
+        ),
     ),
     (
         "duplicate-context",
@@ -257,15 +272,19 @@ BAD_CONFIGS = [
         "function-syntax",
         with_line('"fn.py:f"', '"fn"'),
         3,
-        '\'function\' must be "package.module:attr" or "path/to/file.py:attr"; '
-        'got "fn"',
+        (
+            '\'function\' must be "package.module:attr" or "path/to/file.py:attr"; '
+            'got "fn"'
+        ),
     ),
     (
         "function-not-importable",
         with_line('"fn.py:f"', '"no_such_module_xyz.sub:f"'),
         3,
-        "cannot load function 'no_such_module_xyz.sub:f': no module named "
-        "'no_such_module_xyz'",
+        (
+            "cannot load function 'no_such_module_xyz.sub:f': no module named "
+            "'no_such_module_xyz'"
+        ),
     ),
     (
         "function-file-missing",
@@ -289,8 +308,10 @@ BAD_CONFIGS = [
         "function-not-callable",
         with_line('"fn.py:f"', '"fn.py:value"'),
         3,
-        "cannot load function 'fn.py:value': 'value' is not a function (it has "
-        "type int)",
+        (
+            "cannot load function 'fn.py:value': 'value' is not a function (it has "
+            "type int)"
+        ),
     ),
     (
         "function-import-raises",

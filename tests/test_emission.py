@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import build_and_import, write_config
 from difgen.backends.epilogue import LastResult, returns
 from difgen.core.expr import (
@@ -113,8 +114,15 @@ def test_emitted_comparison_of_comparisons_runs(tmp_path: Path) -> None:
         "def compare(x):\n"
         "    return np.where((x < 0.5) == (x > 0.3), x, 2.0 * x)\n"
     )
-    cfg = write_config(tmp_path / "build", source, "compare", (3,), ["f"],
-                       backend="trace", emit="vector")  # fmt: skip
+    cfg = write_config(
+        tmp_path / "build",
+        source,
+        "compare",
+        (3,),
+        ["f"],
+        backend="trace",
+        emit="vector",
+    )
     mod, text = build_and_import(cfg)
     assert "(x < 0.5) == (x > 0.3)" in text
     x = np.array([0.2, 0.4, 0.6])

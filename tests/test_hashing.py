@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import difgen
 import numpy as np
 import pytest
+
+import difgen
 from difgen.config import ModuleSpec, load_config
 from difgen.core.ir import Eqn, FrozenArray, Graph, Params
 from difgen.hashing import (

@@ -136,10 +136,21 @@ def test_build_backend_ships_the_generated_module(
     # The wheel, by pip, offline, from a tree without it again.
     (project / GENERATED).unlink()
     run(
-        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
-         "--no-index", "--no-cache-dir", "-w", tmp_path / "wheels", project],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-index",
+            "--no-cache-dir",
+            "-w",
+            tmp_path / "wheels",
+            project,
+        ],
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     (wheel,) = (tmp_path / "wheels").glob("sampledf-0.1.0-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         assert IN_WHEEL in archive.namelist()
@@ -150,10 +161,20 @@ def test_build_backend_ships_the_generated_module(
     run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
     python = venv / "bin" / "python"
     run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "--no-index",
-         "--no-deps", "--no-cache-dir", wheel],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--no-cache-dir",
+            wheel,
+        ],
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {
@@ -241,8 +262,9 @@ def test_setuptools_adds_a_generated_subpackage(
 ) -> None:
     """A module generated into a directory that package discovery could not see
     (it did not exist yet) is still built: its package is added."""
-    from difgen.integrations.setuptools import build_py
     from setuptools import Distribution
+
+    from difgen.integrations.setuptools import build_py
 
     project = sample_project(tmp_path, "setuptools")
     pyproject = project / "pyproject.toml"

@@ -8,8 +8,9 @@ import re
 import typing
 from pathlib import Path
 
-import difgen.operators
 import pytest
+
+import difgen.operators
 from difgen.config import ArraySpec, ModuleSpec, check_output_fit, load_config
 from difgen.errors import ConfigError
 from difgen.operators import (
@@ -79,7 +80,7 @@ def test_every_row_sets_every_field(op: Operator) -> None:
 def test_names_are_unique_and_the_index_matches_the_table() -> None:
     assert len(set(NAMES)) == len(NAMES)
     assert list(OPERATORS.values()) == list(TABLE)
-    assert REQUESTABLE == tuple(op.name for op in TABLE if not op.always_emitted)
+    assert tuple(op.name for op in TABLE if not op.always_emitted) == REQUESTABLE
     assert [op.name for op in TABLE if op.always_emitted] == ["f"]
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from difgen.ad import build_graph, jvp, jvp_eval, vjp, vjp_eval
 from difgen.core.ir import Graph, Lit, dce
 from difgen.core.tracer import relaxed
@@ -34,8 +35,12 @@ def scalar(shape: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], str]]:
         (lambda x: np.transpose(np.transpose(x, (1, 0, 2)), (1, 0, 2)), []),
         (lambda x: x.reshape(6, 4).reshape(2, 3, 4), []),
         (lambda x: x.reshape(24).reshape(4, 6), ["reshape"]),
-        (lambda x: np.broadcast_to(np.broadcast_to(x, (5, 2, 3, 4)), (6, 5, 2, 3, 4)),
-         ["broadcast_to"]),
+        (
+            lambda x: np.broadcast_to(
+                np.broadcast_to(x, (5, 2, 3, 4)), (6, 5, 2, 3, 4)
+            ),
+            ["broadcast_to"],
+        ),
         (lambda x: np.where(x > 0.5, x, x), []),
         (lambda x: 2.0 * (3.0 * x), ["mul"]),
         (lambda x: -(2.0 * x), ["mul"]),
@@ -44,7 +49,7 @@ def scalar(shape: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], str]]:
         (lambda x: x + x, ["mul"]),
         (lambda x: np.sum(x[:, :1, :], axis=1), ["getitem", "reshape"]),
     ],
-)  # fmt: skip
+)
 def test_identities(fn, expected: list[str]) -> None:
     """Each identity leaves the listed equations (none: the input itself)."""
     graph = optimize(trace(fn, scalar((2, 3, 4))))
@@ -154,8 +159,9 @@ def test_logsumexp_gradient_drops_the_max_branch() -> None:
         return m + np.log(np.sum(np.exp(x - m)))
 
     f = trace(logsumexp, scalar((5,)))
-    graph = optimize(build_graph(lambda x: (vjp_eval(f, [x], [np.ones(())])[1][0],),
-                                 scalar((5,))))  # fmt: skip
+    graph = optimize(
+        build_graph(lambda x: (vjp_eval(f, [x], [np.ones(())])[1][0],), scalar((5,)))
+    )
     assert "eq" not in names(graph) and "where" not in names(graph)
     x = np.array([0.3, -1.0, 2.0, 0.5, 2.0])  # a tie at the max, too
     (grad,) = graph.evaluate(x)

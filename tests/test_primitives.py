@@ -12,9 +12,10 @@ import functools
 from typing import Any
 
 import numpy as np
-import primitive_cases as cases
 import pytest
 import sympy as sp
+
+import primitive_cases as cases
 from conftest import TESTS
 from difgen.ad import jvp, vjp, vmap
 from difgen.core.expr import call
@@ -78,8 +79,15 @@ def test_a_row_that_forgets_a_rule_is_caught() -> None:
     """A family helper leaves what has no family default MISSING, not None."""
     forgot_deriv = unary("f", np.sin, call("np.sin({0})"), sympy=sp.sin)
     assert missing_fields(forgot_deriv) == ["jvp"]
-    forgot_batch = structural("g", np.ravel, call("np.ravel({0})"), jvp=len,
-                              transpose=len, shape_rule=len, sparsity=len)  # fmt: skip
+    forgot_batch = structural(
+        "g",
+        np.ravel,
+        call("np.ravel({0})"),
+        jvp=len,
+        transpose=len,
+        shape_rule=len,
+        sparsity=len,
+    )
     assert missing_fields(forgot_batch) == ["batch"]
 
 
@@ -178,8 +186,14 @@ def test_emitted_module_agrees_with_the_graph(
     """The generated pushforward, pullback and jacobian compute what the IR does."""
     fn, shape = cases.ROWS[name]
     ops = ["pushforward", "pullback", "jacobian"]
-    mod, _ = module_cache(TESTS / "primitive_cases.py", fn.__name__, shape, ops,
-                          backend="trace", emit=emit)  # fmt: skip
+    mod, _ = module_cache(
+        TESTS / "primitive_cases.py",
+        fn.__name__,
+        shape,
+        ops,
+        backend="trace",
+        emit=emit,
+    )
     g = graph(name)
     x, dx = point(name, 14), normal(shape, 15)
     dy = normal(g.outputs[0].shape, 16)
@@ -218,8 +232,14 @@ def test_numpy_surface_differentiates_in_both_modes(entry: str) -> None:
 @pytest.mark.parametrize("entry", SURFACE)
 def test_numpy_surface_emits_a_batched_jacobian(module_cache: Any, entry: str) -> None:
     fn, shape = cases.SURFACE[entry]
-    mod, text = module_cache(TESTS / "primitive_cases.py", fn.__name__, shape,
-                             ["jacobian", "pullback"], backend="trace", emit="vector")  # fmt: skip
+    mod, text = module_cache(
+        TESTS / "primitive_cases.py",
+        fn.__name__,
+        shape,
+        ["jacobian", "pullback"],
+        backend="trace",
+        emit="vector",
+    )
     x, v = point_of(shape, 24), normal(shape, 25)
     g = trace(fn, [(shape, "float64")])
     J = mod.jacobian(x).reshape(-1, x.size)

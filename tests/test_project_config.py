@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from difgen.cli import main
 from difgen.config import find_config, load_config
 from difgen.errors import ConfigError
@@ -118,7 +119,7 @@ def test_find_config(tmp_path: Path) -> None:
     )
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(PROJECT)
-    with pytest.raises(ConfigError, match="no difgen.toml and no pyproject.toml"):
+    with pytest.raises(ConfigError, match=r"no difgen\.toml and no pyproject\.toml"):
         find_config(tmp_path)
     pyproject.write_text(as_pyproject(MODULE))
     assert find_config(tmp_path) == pyproject

@@ -11,19 +11,35 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-import oracle
 import pytest
+
+import oracle
 import scenarios
 from conftest import TESTS
 
 BACKENDS = [("sympy", "auto"), ("trace", "forward"), ("trace", "reverse")]
 
-ALWAYS = ["pushforward", "value_and_pushforward", "pullback", "value_and_pullback",
-          "jacobian", "value_and_jacobian"]  # fmt: skip
-SCALAR_IN = ["derivative", "value_and_derivative", "second_derivative",
-             "value_derivative_and_second_derivative"]  # fmt: skip
-SCALAR_OUT = ["gradient", "value_and_gradient", "hvp", "hessian",
-              "value_gradient_and_hessian"]  # fmt: skip
+ALWAYS = [
+    "pushforward",
+    "value_and_pushforward",
+    "pullback",
+    "value_and_pullback",
+    "jacobian",
+    "value_and_jacobian",
+]
+SCALAR_IN = [
+    "derivative",
+    "value_and_derivative",
+    "second_derivative",
+    "value_derivative_and_second_derivative",
+]
+SCALAR_OUT = [
+    "gradient",
+    "value_and_gradient",
+    "hvp",
+    "hessian",
+    "value_gradient_and_hessian",
+]
 
 
 def _output_shape(name: str) -> tuple[int, ...]:
@@ -62,14 +78,16 @@ def _build(
     options: dict[str, Any] = {"backend": backend, "mode": mode}
     if batch > 1:
         options["batch"] = batch
-    module, _ = module_cache(TESTS / "scenarios.py", name, xs, operators_for(name),
-                             ctx_shapes, **options)  # fmt: skip
+    module, _ = module_cache(
+        TESTS / "scenarios.py", name, xs, operators_for(name), ctx_shapes, **options
+    )
     return module
 
 
 def _close(actual: Any, expected: Any) -> None:
-    np.testing.assert_allclose(np.asarray(actual, float), np.asarray(expected, float),
-                               rtol=1e-9, atol=1e-11)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(actual, float), np.asarray(expected, float), rtol=1e-9, atol=1e-11
+    )
 
 
 def _check_float(value: Any, shape: tuple[int, ...]) -> None:
@@ -175,7 +193,7 @@ def test_batched_tangents(
     for b in range(k):
         _close(jvp[b], np.tensordot(J, dx[b], axes=len(xs)))
         _close(vjp[b], np.tensordot(dy[b], J, axes=len(ys)))
-    value, jvp2 = mod.value_and_pushforward(x, dx, *ctx)
+    _, jvp2 = mod.value_and_pushforward(x, dx, *ctx)
     _close(jvp2, jvp)
 
 
@@ -193,8 +211,16 @@ def test_sparse_jacobian_and_hessian(
     scalar_out = _output_shape(name) == ()
     ops = ["jacobian", "value_and_jacobian"]
     ops += ["hessian", "value_gradient_and_hessian"] if scalar_out else []
-    mod, _ = module_cache(TESTS / "scenarios.py", name, xs, ops, ctx_shapes,
-                          backend=backend, mode=mode, sparse=True)  # fmt: skip
+    mod, _ = module_cache(
+        TESTS / "scenarios.py",
+        name,
+        xs,
+        ops,
+        ctx_shapes,
+        backend=backend,
+        mode=mode,
+        sparse=True,
+    )
     fn = getattr(scenarios, name)
     x, ctx = _point(name, 6)
     J = oracle.jacobian(fn, x, *ctx)

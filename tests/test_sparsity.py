@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import oracle
 import pytest
+
+import oracle
 import scenarios
 import tracer_cases as cases
 from difgen.frontend import trace
@@ -36,10 +37,15 @@ def test_pattern_covers_the_jacobian(name: str) -> None:
 
 @pytest.mark.parametrize(
     "fn,shape",
-    [(cases.structure, (3,)), (cases.slicing_and_fancy, (3, 4)),
-     (cases.zeros_then_assign, (3,)), (cases.linear_algebra, (9,)),
-     (cases.reductions, (3, 4)), (cases.padding_and_products, (4,))],
-)  # fmt: skip
+    [
+        (cases.structure, (3,)),
+        (cases.slicing_and_fancy, (3, 4)),
+        (cases.zeros_then_assign, (3,)),
+        (cases.linear_algebra, (9,)),
+        (cases.reductions, (3, 4)),
+        (cases.padding_and_products, (4,)),
+    ],
+)
 def test_pattern_covers_tracer_patterns(fn, shape) -> None:
     pattern = jacobian_pattern(trace(fn, [(shape, "float64")]))
     x = np.random.default_rng(1).uniform(0.1, 0.9, shape)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import oracle
 import pytest
+
+import oracle
 from conftest import build_and_import, import_file, write_config
 from difgen.backends.trace_backend import Derivatives
 from difgen.config import load_config
@@ -58,8 +59,14 @@ def _jax_engine() -> dict[str, Any]:
     return {"grad": jax.grad, "jacobian": jax.jacfwd}
 
 
-def reference(engine: dict[str, Any], fn: Any, name: str, x: Any, ctx: list[Any],
-              seeds: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def reference(
+    engine: dict[str, Any],
+    fn: Any,
+    name: str,
+    x: Any,
+    ctx: list[Any],
+    seeds: dict[str, Any],
+) -> dict[str, Any]:
     """What each requested result kind should be, computed only as far as needed."""
     g = lambda z: fn(z, *ctx)
     kinds = {k for op in SPECS[name].operators for k in OPERATORS[op].results}
@@ -68,9 +75,12 @@ def reference(engine: dict[str, Any], fn: Any, name: str, x: Any, ctx: list[Any]
     if kinds & {"jvp", "vjp", "jacobian", "derivative"}:
         J = np.asarray(engine["jacobian"](g)(x))
         ys = out["value"].shape
-        out.update(jacobian=J, derivative=J,
-                   jvp=np.tensordot(J, seeds["dx"], axes=len(xs)),
-                   vjp=np.tensordot(seeds["dy"], J, axes=len(ys)))  # fmt: skip
+        out.update(
+            jacobian=J,
+            derivative=J,
+            jvp=np.tensordot(J, seeds["dx"], axes=len(xs)),
+            vjp=np.tensordot(seeds["dy"], J, axes=len(ys)),
+        )
     if "second_derivative" in kinds:
         out["second_derivative"] = np.asarray(
             engine["jacobian"](engine["jacobian"](g))(x)
@@ -105,8 +115,13 @@ def check_operators(name: str, engine: dict[str, Any], fn: Any, seed: int) -> No
         got = got if isinstance(got, tuple) else (got,)
         for kind, value in zip(op.results, got):
             scale = max(1.0, float(np.max(np.abs(want[kind]))))
-            np.testing.assert_allclose(value, want[kind], rtol=1e-8, atol=1e-10 * scale,
-                                       err_msg=f"{name}.{op_name}: {kind}")  # fmt: skip
+            np.testing.assert_allclose(
+                value,
+                want[kind],
+                rtol=1e-8,
+                atol=1e-10 * scale,
+                err_msg=f"{name}.{op_name}: {kind}",
+            )
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -205,8 +220,9 @@ def _build(
     source = tmp_path / "src" / "scale_functions.py"
     source.parent.mkdir(parents=True, exist_ok=True)
     source.write_text(ROSENBROCK)
-    cfg = write_config(tmp_path / f"{function}_{n}", source, function, (n,), ops,
-                       backend="trace", **kw)  # fmt: skip
+    cfg = write_config(
+        tmp_path / f"{function}_{n}", source, function, (n,), ops, backend="trace", **kw
+    )
     return build_and_import(cfg)
 
 
@@ -267,19 +283,34 @@ def test_scalar_and_vector_emission_compute_the_same(tmp_path: Path, mode: str) 
     ]
     mods = {}
     for emit in ("scalar", "vector", "auto"):
-        cfg = write_config(tmp_path / f"{mode}_{emit}", source, "small", (3,), ops, [(3,)],
-                           backend="trace", mode=mode, emit=emit)  # fmt: skip
+        cfg = write_config(
+            tmp_path / f"{mode}_{emit}",
+            source,
+            "small",
+            (3,),
+            ops,
+            [(3,)],
+            backend="trace",
+            mode=mode,
+            emit=emit,
+        )
         mods[emit], text = build_and_import(cfg)
         if emit != "auto":
             assert f"emission {emit}." in text
     x, c = np.array([0.3, 0.7, 0.2]), np.array([1.5, -0.5, 2.0])
     v = np.array([0.1, -0.2, 0.3])
-    for op, args in [("gradient", ()), ("hessian", ()), ("hvp", (v,)),
-                     ("pushforward", (v,)), ("pullback", (0.7,))]:  # fmt: skip
+    for op, args in [
+        ("gradient", ()),
+        ("hessian", ()),
+        ("hvp", (v,)),
+        ("pushforward", (v,)),
+        ("pullback", (0.7,)),
+    ]:
         ref = getattr(mods["vector"], op)(x, *args, c)
         for emit in ("scalar", "auto"):
-            np.testing.assert_allclose(getattr(mods[emit], op)(x, *args, c), ref,
-                                       rtol=1e-12, atol=1e-13)  # fmt: skip
+            np.testing.assert_allclose(
+                getattr(mods[emit], op)(x, *args, c), ref, rtol=1e-12, atol=1e-13
+            )
 
 
 def test_the_cost_model_picks_scalar_code_for_small_and_vector_for_large() -> None:
@@ -292,9 +323,18 @@ def test_the_cost_model_picks_scalar_code_for_small_and_vector_for_large() -> No
 def test_batched_seeds_in_vector_code(tmp_path: Path, mode: str) -> None:
     source = tmp_path / "small.py"
     source.write_text(SMALL.replace("@ x[::-1] +", "* x[::-1] +"))
-    cfg = write_config(tmp_path / mode, source, "small", (3,),
-                       ["pushforward", "pullback", "jacobian"], [(3,)],
-                       backend="trace", mode=mode, emit="vector", batch=4)  # fmt: skip
+    cfg = write_config(
+        tmp_path / mode,
+        source,
+        "small",
+        (3,),
+        ["pushforward", "pullback", "jacobian"],
+        [(3,)],
+        backend="trace",
+        mode=mode,
+        emit="vector",
+        batch=4,
+    )
     mod, text = build_and_import(cfg)
     assert "for " not in text
     x, c = np.array([0.3, 0.7, 0.2]), np.array([1.5, -0.5, 2.0])
@@ -341,8 +381,15 @@ def test_input_independent_work_is_hoisted_and_results_are_fresh(
         "import numpy as np\n\nA = np.arange(12.0).reshape(3, 4)\n\n\n"
         "def linear(x):\n    return np.roll(A @ x, 1) * 2.0 + np.sin(x[:3])\n"
     )
-    cfg = write_config(tmp_path / "build", source, "linear", (4,), ["jacobian"],
-                       backend="trace", emit="vector")  # fmt: skip
+    cfg = write_config(
+        tmp_path / "build",
+        source,
+        "linear",
+        (4,),
+        ["jacobian"],
+        backend="trace",
+        emit="vector",
+    )
     mod, text = build_and_import(cfg)
     assert "computed once at import" in text
     A = np.arange(12.0).reshape(3, 4)

@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 import pytest
+
 import tracer_cases as cases
 from difgen.errors import TraceError
 from difgen.frontend import trace
@@ -75,7 +76,10 @@ def _line_of(fn, needle: str) -> int:
 )
 def test_errors_name_the_users_file_and_line(fn, needle: str, message: str) -> None:
     with pytest.raises(TraceError) as info:
-        trace(fn, [((), "float64")] if fn is not cases.unsupported else [((3,), "float64")])
+        trace(
+            fn,
+            [((), "float64")] if fn is not cases.unsupported else [((3,), "float64")],
+        )
     text = str(info.value)
     assert f"tracer_cases.py:{_line_of(fn, needle)}:" in text
     assert message in text

@@ -7,9 +7,10 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import difgen
 import numpy as np
 import pytest
+
+import difgen
 from difgen.cli import main
 from difgen.operators import OPERATORS
 from difgen.verification import TOLERANCES, error

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from difgen import write
 from difgen.errors import WriteError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
@@ -270,7 +271,7 @@ def test_failed_staging_touches_nothing(
 ) -> None:
     error = OSError(errno.ENOSPC, "No space left")
     fail_once(monkeypatch, "open", error, "b.py", temp_only=True)
-    with pytest.raises(WriteError, match="b.py: cannot write it: .*No space left"):
+    with pytest.raises(WriteError, match=r"b\.py: cannot write it: .*No space left"):
         write_all([(path, V2) for path in three])
     assert_untouched(three)
 
@@ -292,7 +293,7 @@ def test_read_only_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
                 return real_open(path, flags, *args, **kwargs)
 
             monkeypatch.setattr(os, "open", open_)
-        with pytest.raises(WriteError, match="two/b.py: cannot write it: .*denied"):
+        with pytest.raises(WriteError, match=r"two/b\.py: cannot write it: .*denied"):
             write_all(items)
     finally:
         os.chmod(two, 0o755)
@@ -400,7 +401,7 @@ def test_fifo_appearing_before_the_rename_fails_fast(
             os.mkfifo(b)
 
     monkeypatch.setattr(write, "_stage", stage)
-    with pytest.raises(WriteError, match="b.py became a named pipe"):
+    with pytest.raises(WriteError, match=r"b\.py became a named pipe"):
         write_all([(path, V2) for path in three])
     assert a.read_text() == V1 and not c.exists()
 
@@ -408,7 +409,7 @@ def test_fifo_appearing_before_the_rename_fails_fast(
 def test_symlink_at_the_target_is_refused(three: list[Path]) -> None:
     a, b, c = three
     c.symlink_to(b)
-    with pytest.raises(WriteError, match="c.py is a symbolic link"):
+    with pytest.raises(WriteError, match=r"c\.py is a symbolic link"):
         write_all([(path, V2) for path in three])
     assert a.read_text() == V1 and b.read_text() == V1
 

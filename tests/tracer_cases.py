@@ -50,21 +50,37 @@ def structure(x):
 
 
 def reductions(x):
-    return np.array([
-        np.mean(x, axis=0).sum(), np.var(x), np.std(x, axis=1).sum(),
-        np.max(x), np.min(x, axis=1, keepdims=True).sum(), np.prod(x[0]),
-        np.cumsum(x, axis=1)[:, -1].sum(), np.linalg.norm(x),
-    ])  # fmt: skip
+    return np.array(
+        [
+            np.mean(x, axis=0).sum(),
+            np.var(x),
+            np.std(x, axis=1).sum(),
+            np.max(x),
+            np.min(x, axis=1, keepdims=True).sum(),
+            np.prod(x[0]),
+            np.cumsum(x, axis=1)[:, -1].sum(),
+            np.linalg.norm(x),
+        ]
+    )
 
 
 def linear_algebra(x):
     M = x.reshape(3, 3)
     v = x[:3]
-    return np.array([
-        np.dot(v, v), np.vdot(M, M), np.outer(v, v).sum(), np.inner(v, M[0]),
-        np.einsum("ij,jk->ik", M, M).sum(), np.trace(M), np.triu(M).sum(),
-        np.diag(M).sum(), np.diag(v).sum(), (M @ v).sum(),
-    ])  # fmt: skip
+    return np.array(
+        [
+            np.dot(v, v),
+            np.vdot(M, M),
+            np.outer(v, v).sum(),
+            np.inner(v, M[0]),
+            np.einsum("ij,jk->ik", M, M).sum(),
+            np.trace(M),
+            np.triu(M).sum(),
+            np.diag(M).sum(),
+            np.diag(v).sum(),
+            (M @ v).sum(),
+        ]
+    )
 
 
 def selection(x):
@@ -72,9 +88,20 @@ def selection(x):
 
 
 def elementwise_surface(x):
-    return (np.log2(x) + np.log10(x) + np.square(x) + np.reciprocal(x)
-            + np.hypot(x, 1.0) + np.arctan2(x, 2.0) + np.cbrt(x) + np.expm1(x)
-            + np.log1p(x) + np.abs(x - 0.5) + np.arcsinh(x) + np.arccos(x * 0.5))  # fmt: skip
+    return (
+        np.log2(x)
+        + np.log10(x)
+        + np.square(x)
+        + np.reciprocal(x)
+        + np.hypot(x, 1.0)
+        + np.arctan2(x, 2.0)
+        + np.cbrt(x)
+        + np.expm1(x)
+        + np.log1p(x)
+        + np.abs(x - 0.5)
+        + np.arcsinh(x)
+        + np.arccos(x * 0.5)
+    )
 
 
 def branch_on_value(x):
@@ -92,9 +119,18 @@ def unsupported(x):
 
 
 def more_elementwise(x):
-    return (np.cos(x) + np.tan(x) + np.arcsin(x) + np.arctan(x) + np.sinh(x)
-            + np.cosh(x) + np.arccosh(x + 1.5) + np.arctanh(x * 0.5) + np.exp(x)
-            + np.sign(x - 0.5) * x)  # fmt: skip
+    return (
+        np.cos(x)
+        + np.tan(x)
+        + np.arcsin(x)
+        + np.arctan(x)
+        + np.sinh(x)
+        + np.cosh(x)
+        + np.arccosh(x + 1.5)
+        + np.arctanh(x * 0.5)
+        + np.exp(x)
+        + np.sign(x - 0.5) * x
+    )
 
 
 def padding_and_products(x):
@@ -109,9 +145,14 @@ def comparisons(x):
 def matrix_functions(x):
     A = x.reshape(3, 3) + 3.0 * np.eye(3)
     sign, logdet = np.linalg.slogdet(A)
-    return (np.linalg.solve(A, x[:3]).sum() + np.linalg.inv(A).sum() + np.linalg.det(A)
-            + sign * logdet + np.linalg.cholesky(A @ A.T).sum()
-            + (np.diag(x[:3]) + np.diag(x[:2], 1)).sum())  # fmt: skip
+    return (
+        np.linalg.solve(A, x[:3]).sum()
+        + np.linalg.inv(A).sum()
+        + np.linalg.det(A)
+        + sign * logdet
+        + np.linalg.cholesky(A @ A.T).sum()
+        + (np.diag(x[:3]) + np.diag(x[:2], 1)).sum()
+    )
 
 
 def integer_index_array(x):

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Union
 
-import difgen.verification as verification
+from difgen import verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
@@ -332,7 +332,7 @@ _WORKER_QUEUE: Any = None
 def _start_worker(queue: Any) -> None:
     """Initializer of each worker process: remember the progress queue, and import
     the pipeline now, so that no module's time limit pays for it."""
-    global _WORKER_QUEUE
+    global _WORKER_QUEUE  # noqa: PLW0603  (per-process state of a pool worker)
     _WORKER_QUEUE = queue
     _pipeline()
 

@@ -61,9 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="difgen",
         description="Generate standalone derivative modules for NumPy functions.",
     )
-    parser.add_argument(
-        "--version", action="version", version=f"difgen {VERSION}"
-    )
+    parser.add_argument("--version", action="version", version=f"difgen {VERSION}")
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
 
     build = commands.add_parser("build", help="write the generated modules")

@@ -32,13 +32,13 @@ import inspect
 import re
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-import difgen.guard as guard
+from difgen import guard
 from difgen.config import ModuleSpec, split_function_ref
 from difgen.errors import ConfigError
 
@@ -188,7 +188,7 @@ def _exec_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
             loader_spec.loader.exec_module(module)
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:  # user code may raise anything
+    except BaseException as exc:  # noqa: BLE001  (user code may raise anything)
         if previous is None:
             sys.modules.pop(name, None)
         else:
@@ -210,7 +210,7 @@ def _import(
         raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:  # user code may raise anything
+    except BaseException as exc:  # noqa: BLE001  (user code may raise anything)
         raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
 
 
@@ -230,7 +230,5 @@ def _on_sys_path(*directories: Path) -> Iterator[None]:
         yield
     finally:
         for entry in entries:
-            try:
+            with suppress(ValueError):
                 sys.path.remove(entry)  # removes the first occurrence: ours
-            except ValueError:
-                pass

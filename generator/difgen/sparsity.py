@@ -36,7 +36,7 @@ def jacobian_pattern(graph: Graph, output: int = 0) -> np.ndarray:
     """
     x = graph.inputs[0]
     n = x.size
-    env: dict[Var, Pattern] = {v: None for v in graph.inputs}
+    env: dict[Var, Pattern] = dict.fromkeys(graph.inputs)
     env[x] = np.eye(n, dtype=bool).reshape((*x.shape, n))
 
     def read(atom: Any) -> Pattern:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from difgen.cli import main
 
 _counter = itertools.count()

@@ -300,7 +300,7 @@ def test_bad_timeout_key_is_config_error(
     assert "unknown key" not in result.err
 
 
-@pytest.mark.parametrize("value", [v for v in ("-1", "soon")])
+@pytest.mark.parametrize("value", ["-1", "soon"])
 def test_bad_timeout_option_is_usage_error(project: Project, value: str) -> None:
     project.write("fn.py", FUNCTIONS)
     project.config(module_block(function="fn.py:quick", backend="trace"))

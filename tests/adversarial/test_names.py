@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from difgen.emit import naming
 
 from .adversarial_support import (
@@ -303,16 +304,29 @@ def test_harmless_context_name_builds_exact_derivatives(
 # rendered module goes through, so a clash the config check missed is an internal
 # error, never a silently wrong module.
 RENDERED = [
-    ("param_is_constant", "K0 = 1\n\n\ndef f(x, K0):\n    return x + K0\n", "module-level"),
-    ("param_is_function", "def f(x):\n    return x\n\n\ndef g(x, f):\n    return f\n",
-     "module-level"),
-    ("param_is_import", "import numpy as np\n\n\ndef f(x, np):\n    return x\n",
-     "module-level"),
+    (
+        "param_is_constant",
+        "K0 = 1\n\n\ndef f(x, K0):\n    return x + K0\n",
+        "module-level",
+    ),
+    (
+        "param_is_function",
+        "def f(x):\n    return x\n\n\ndef g(x, f):\n    return f\n",
+        "module-level",
+    ),
+    (
+        "param_is_import",
+        "import numpy as np\n\n\ndef f(x, np):\n    return x\n",
+        "module-level",
+    ),
     ("param_assigned", "def f(x, t0):\n    t0 = x * 2\n    return t0\n", "assigned"),
-    ("param_is_keyword_only", "C0 = 2.0\n\n\ndef f(x, *, C0):\n    return x\n",
-     "module-level"),
+    (
+        "param_is_keyword_only",
+        "C0 = 2.0\n\n\ndef f(x, *, C0):\n    return x\n",
+        "module-level",
+    ),
     ("clean", "C0 = 2.0\n\n\ndef f(x, p):\n    t0 = x * C0\n    return t0 + p\n", None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("name", "text", "phrase"), rows(RENDERED))

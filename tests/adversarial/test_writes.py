@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -304,10 +304,8 @@ def _unblocking(fifo: Path, after: float) -> Iterator[list[float]]:
         intervened.append(after)
         while not done.is_set():
             for flags in (os.O_WRONLY | os.O_NONBLOCK, os.O_RDONLY | os.O_NONBLOCK):
-                try:
+                with suppress(OSError):
                     os.close(os.open(fifo, flags))
-                except OSError:
-                    pass
             time.sleep(0.02)
 
     thread = threading.Thread(target=watch, daemon=True)

@@ -31,7 +31,7 @@ def vmap_eval(
     Returns the outputs and, for each, whether it carries the batch axis.
     """
     env: Env = dict(zip(graph.inputs, args))
-    flags: dict[Var, bool] = {v: b for v, b in zip(graph.inputs, batched)}
+    flags: dict[Var, bool] = dict(zip(graph.inputs, batched))
     for eqn in graph.eqns:
         ins = [read(env, a) for a in eqn.inputs]
         bs = [isinstance(a, Var) and flags[a] for a in eqn.inputs]

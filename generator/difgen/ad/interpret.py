@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-import difgen.frontend  # noqa: F401  (rules call np.* on tracers: NumPy dispatch)
+import difgen.frontend
 import difgen.primitives  # noqa: F401  (rules and identities bind rows by name)
 from difgen.core.ir import Atom, Eqn, Graph, Lit, Var
 from difgen.core.tracer import Tracer, bind, current_builder, finish, relaxed, tracing
@@ -67,7 +67,7 @@ def eval_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
 def is_zero(value: Any) -> bool:
     """Whether ``value`` is a constant (not traced) whose elements are all zero."""
     if isinstance(value, Tracer):
-        if value.is_var:
+        if isinstance(value.atom, Var):
             return False
         value = value.atom.value
     arr = np.asarray(value)

@@ -27,6 +27,7 @@ import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.core.ir import Graph, Var
+from difgen.core.primitive import Absent
 from difgen.core.tracer import relaxed
 
 
@@ -46,7 +47,8 @@ def jvp_eval(
         env[eqn.out] = out
         dargs = [tenv.get(a) if isinstance(a, Var) else None for a in eqn.inputs]
         prim = eqn.primitive
-        if all(d is None for d in dargs) or not prim.differentiable:
+        # a selector (not prim.differentiable: no JVP rule) carries no tangent
+        if all(d is None for d in dargs) or isinstance(prim.jvp, Absent):
             continue
         if eqn.out.dtype != "float64":
             continue

@@ -19,7 +19,7 @@ from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp
 from difgen.core.ir import Eqn, Graph, Var
 from difgen.core.primitive import Absent, Linear
-from difgen.core.tracer import Tracer, current_builder, relaxed
+from difgen.core.tracer import Tracer, current_builder, relaxed, xp
 from difgen.errors import DifgenError
 
 
@@ -60,7 +60,7 @@ def vjp_eval(
         if isinstance(prim.transpose, Absent):
             raise DifgenError(f"primitive {prim.name!r} has no transpose rule")
         args = [
-            Linear(a.shape, a.dtype) if a in linear else read(env, a)  # type: ignore
+            Linear(a.shape, a.dtype) if a in linear else read(env, a)
             for a in eqn.inputs
         ]
         with relaxed():  # a derivative computation: finite-only identities allowed
@@ -104,7 +104,7 @@ def _total(parts: list[Any]) -> Any:
         if len(positions) < 3:
             rest += [tracer[p] for p in positions]
         elif sorted(positions) == list(np.ndindex(*array.shape)):
-            rest.append(np.sum(tracer))
+            rest.append(xp.sum(tracer))
         else:
             index = tuple(np.array(axis) for axis in zip(*positions))
             rest.append(np.sum(tracer[index]))
@@ -116,7 +116,7 @@ def _total(parts: list[Any]) -> Any:
 
 def _scalar_read(value: Any) -> tuple[Var, tuple[int, ...]] | None:
     """(array, position) when ``value`` is ``array[i, j, ...]`` with integer indices."""
-    if not isinstance(value, Tracer) or not value.is_var:
+    if not isinstance(value, Tracer) or not isinstance(value.atom, Var):
         return None
     eqn = value.builder.producer.get(value.atom)
     if eqn is None or eqn.primitive.name != "getitem" or eqn.out.shape != ():

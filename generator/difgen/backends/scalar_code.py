@@ -45,7 +45,8 @@ def inert(expr: Any) -> Any:
     args = [inert(a) for a in expr.args]
     func = expr.func
     if func in (sp.Add, sp.Mul, sp.Pow) or (
-        isinstance(func, sp.FunctionClass) and issubclass(func, sp.Function)
+        isinstance(func, sp.FunctionClass)
+        and issubclass(func, sp.Function)
         and not func.__name__.startswith(INERT_PREFIX)
         and func not in (sp.Max, sp.Min, sp.Piecewise)
     ):
@@ -257,8 +258,10 @@ class SparseResult:
     def from_dense(cls, dense: np.ndarray, shape: tuple[int, int]) -> SparseResult:
         """Keep the entries that are not identically zero."""
         matrix = dense.reshape(shape)
-        mask = np.array([[not (sp.sympify(e).is_zero is True) for e in row]
-                         for row in matrix], dtype=bool).reshape(matrix.shape)  # fmt: skip
+        mask = np.array(
+            [[sp.sympify(e).is_zero is not True for e in row] for row in matrix],
+            dtype=bool,
+        ).reshape(matrix.shape)
         data = np.empty(int(mask.sum()), dtype=object)
         data[:] = list(matrix[mask])  # row-major: the CSR order
         indices, indptr = csr_layout(mask)
@@ -320,7 +323,8 @@ def emit_operator(
     body = [line for n in code.order for line in _unpack(n, code.arrays[n], used)]
     body += [f"{t} = {PRINTER.doprint(e)}" for t, e in temps]
     it = iter(reduced)
-    results, sources = [], []
+    results: list[Any] = []  # object arrays, or SparseResult (as ScalarCode's)
+    sources: list[str] = []
     for kind, r in zip(op.results, code.results):
         if isinstance(r, SparseResult):
             data = ", ".join(PRINTER.doprint(next(it)) for _ in range(r.size))

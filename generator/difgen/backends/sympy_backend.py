@@ -52,8 +52,10 @@ def symbols(base: str, shape: tuple[int, ...], batch: int | None = None) -> np.n
     """An object array of real symbols named like the unpacked elements."""
     if shape == () and batch is None:
         return np.asarray(sp.Symbol(base, real=True), dtype=object)
-    flat = [sp.Symbol(naming.element(base, i, batch), real=True)
-            for i in range(int(np.prod(shape, dtype=np.int64)))]  # fmt: skip
+    flat = [
+        sp.Symbol(naming.element(base, i, batch), real=True)
+        for i in range(int(np.prod(shape, dtype=np.int64)))
+    ]
     out = np.empty(len(flat), dtype=object)
     out[:] = flat
     return out.reshape(shape)
@@ -154,23 +156,26 @@ class SymbolicFunction:
     def result(self, kind: str, seeds: dict[str, np.ndarray]) -> np.ndarray:
         """Expressions of one result kind, shaped as the operator table says."""
         batch = self.spec.batch
-        J = self.jacobian() if kind != "value" else None
+        # the Jacobian is computed once (cached) and only for derivative kinds
         if kind == "value":
             out = self.value
         elif kind == "jvp":
             dx = _rows(seeds["dx"], self.xs)
-            out = np.array([J @ d for d in dx], dtype=object)
+            out = np.array([self.jacobian() @ d for d in dx], dtype=object)
         elif kind == "vjp":
             dy = _rows(seeds["dy"], self.ys)
-            out = np.array([d @ J for d in dy], dtype=object)
+            out = np.array([d @ self.jacobian() for d in dy], dtype=object)
         elif kind == "derivative":
-            out = J[:, 0]
+            out = self.jacobian()[:, 0]
         elif kind == "second_derivative":
-            out = np.array([sp.diff(e, self.flat_x[0]) for e in J[:, 0]], dtype=object)
+            out = np.array(
+                [sp.diff(e, self.flat_x[0]) for e in self.jacobian()[:, 0]],
+                dtype=object,
+            )
         elif kind == "gradient":
             out = self.gradient()
         elif kind == "jacobian":
-            out = J
+            out = self.jacobian()
         elif kind == "hessian":
             out = self.hessian()
         elif kind == "hvp":
@@ -208,7 +213,7 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
-        results = [
+        dense = [
             r if kind == "value" else simplest_all(r)
             for kind, r in zip(op.results, (fn.result(k, seeds) for k in op.results))
         ]
@@ -218,15 +223,18 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
                 if is_sparse(kind, spec)
                 else r
             )
-            for kind, r in zip(op.results, results)
+            for kind, r in zip(op.results, dense)
         ]
         code = ScalarCode(
-            arrays={naming.INPUT: fn.x, **dict(zip(op.seeds, seeds.values())),
-                    **{c.name: s for c, s in zip(spec.contexts, fn.contexts)}},
+            arrays={
+                naming.INPUT: fn.x,
+                **dict(zip(op.seeds, seeds.values())),
+                **{c.name: s for c, s in zip(spec.contexts, fn.contexts)},
+            },
             order=[naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)],
             results=results,
             constants=constants,
-        )  # fmt: skip
+        )
         functions.append(emit_operator(op, spec, fn.ys, code))
     return ModuleParts(
         functions=functions,

@@ -352,15 +352,17 @@ def _scalar_function(
     arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
     args = [arrays[n] for n in names]
     exact = lower(graph, args, exact=True) if "value" in op.results else []
-    results = [
+    results: list[Any] = [  # object arrays; the sparse ones become SparseResult
         exact[i] if kind == "value" else simplest_all(r)
         for i, (kind, r) in enumerate(zip(op.results, lower(graph, args)))
     ]
     flat = [e for r in results for e in r.ravel()]
     temps, reduced = sp.cse(flat, order="canonical")
     ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
-    used = set().union(*(sp.sympify(e).free_symbols for _, e in temps), *(
-        sp.sympify(e).free_symbols for e in reduced))  # fmt: skip
+    used = set().union(
+        *(sp.sympify(e).free_symbols for _, e in temps),
+        *(sp.sympify(e).free_symbols for e in reduced),
+    )
     read = [a for a in arrays.values() if a.ndim and any(s in used for s in a.ravel())]
     elements = sum(a.size for a in read)
     cost = cost_model.scalar_cost(
@@ -451,8 +453,9 @@ def ir_stage(spec: ModuleSpec, graph: Graph, stage: str) -> str:
         return str(vjp(graph, (True, *ctx)))
     if stage == "all":
         sections = [f"# traced\n{graph}"]
-        for name in ("jvp", "vjp"):
-            sections.append(f"# {name}\n{ir_stage(spec, graph, name)}")
+        sections.extend(
+            f"# {name}\n{ir_stage(spec, graph, name)}" for name in ("jvp", "vjp")
+        )
         for name in ("f", *spec.operators):
             for suffix in (":unoptimized", ""):
                 text = ir_stage(spec, graph, name + suffix)

@@ -12,7 +12,8 @@ and never grow with the number of elements when they have structure: uniform arr
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +118,7 @@ def array_source(value: np.ndarray) -> str:
         return f"np.roll(np.arange({flat.size}), {shift})"
     if not is_bool and flat.size > INLINE_SIZE and (runs := _runs(flat)) is not None:
         return _arange(runs, as_float=not is_int) + reshape
-    item = (lambda v: str(int(v))) if is_int else number
+    item: Callable[[Any], str] = (lambda v: str(int(v))) if is_int else number
     if flat.size <= INLINE_SIZE:
         return f"np.array({_nested(value, item)})"
     if is_int and (periodic := _periodic(flat)) is not None:
@@ -155,8 +156,9 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
     if n >= MIN_RUN and depth < 16:
         for p in range(1, min(MAX_PERIOD, n // 2, MAX_WORK // n) + 1):
             steps = values[p:] - values[:-p]
-            bounds = np.concatenate(([0], np.flatnonzero(np.diff(steps)) + 1,
-                                     [len(steps)]))  # fmt: skip
+            bounds = np.concatenate(
+                ([0], np.flatnonzero(np.diff(steps)) + 1, [len(steps)])
+            )
             k = int(np.argmax(np.diff(bounds)))
             start, stop = int(bounds[k]), int(bounds[k + 1])
             covered = stop - start + p
@@ -174,8 +176,10 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
         return None
     shift, block = int(values[start + p] - values[start]), values[start : start + p]
     reps = -(-covered // p)
-    run = (f"(np.array({block.tolist()!r}) + {shift} * np.arange({reps})[:, None])"
-           f".ravel()[:{covered}]")  # fmt: skip
+    run = (
+        f"(np.array({block.tolist()!r}) + {shift} * np.arange({reps})[:, None])"
+        f".ravel()[:{covered}]"
+    )
     return [*left, run, *right]
 
 
@@ -208,6 +212,8 @@ def csr_format(
 
 class _Named(FrozenArray):
     """A constant index array that prints as its source (inline or a constant name)."""
+
+    source: str  # set in __init__ (the dataclass is frozen); not a dataclass field
 
     def __init__(self, frozen: FrozenArray, source: str) -> None:
         object.__setattr__(self, "value", frozen.value)
@@ -401,7 +407,7 @@ def emit_operator(
     return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
 
 
-def _is_view(graph: Graph, atom: Any, hoisted: set[Var] = frozenset()) -> bool:
+def _is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) -> bool:
     """Whether ``atom`` may share memory with an argument or a module constant."""
     producer = {e.out: e for e in graph.eqns}
     while isinstance(atom, Var) and atom in producer and atom not in hoisted:

@@ -25,9 +25,19 @@ from typing import Any
 CMP, ADD, MUL, UNARY, POW, ATOM = 1, 2, 3, 4, 5, 9
 
 INFIX = {
-    "<": CMP, "<=": CMP, ">": CMP, ">=": CMP, "==": CMP, "!=": CMP,
-    "+": ADD, "-": ADD, "*": MUL, "/": MUL, "@": MUL, "**": POW,
-}  # fmt: skip
+    "<": CMP,
+    "<=": CMP,
+    ">": CMP,
+    ">=": CMP,
+    "==": CMP,
+    "!=": CMP,
+    "+": ADD,
+    "-": ADD,
+    "*": MUL,
+    "/": MUL,
+    "@": MUL,
+    "**": POW,
+}
 
 # Operators whose left operand may not be a bare operation of the same level:
 # ``a ** b ** c`` groups to the right and ``a < b < c`` chains comparisons.

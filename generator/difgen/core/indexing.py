@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from difgen.core.ir import FrozenArray
 from difgen.core.location import user_location
 from difgen.errors import TraceError

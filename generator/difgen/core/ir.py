@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ class Lit:
 
     def __post_init__(self) -> None:
         value = np.array(self.value)
-        if value.dtype.kind == "f" or value.dtype.kind == "i" and value.ndim == 0:
+        if value.dtype.kind == "f" or (value.dtype.kind == "i" and value.ndim == 0):
             value = value.astype(np.float64)
         _freeze_into(self, value)
 
@@ -92,7 +93,7 @@ class Params(tuple):
     """Static parameters of an equation: a sorted, hashable tuple of (name, value)."""
 
     @classmethod
-    def of(cls, mapping: dict[str, Any]) -> "Params":
+    def of(cls, mapping: dict[str, Any]) -> Params:
         return cls(sorted((k, _freeze(v)) for k, v in mapping.items()))
 
     def as_dict(self) -> dict[str, Any]:
@@ -142,7 +143,7 @@ class Eqn:
     NumPy would send them (see :mod:`difgen.core.simplify`).
     """
 
-    primitive: "Primitive"
+    primitive: Primitive
     inputs: tuple[Atom, ...]
     params: Params
     out: Var

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 
 import numpy as np
 
@@ -17,10 +18,10 @@ def user_location() -> str:
     >>> user_location().endswith(">:1")  # called from a doctest, which is user code
     True
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_DIFGEN_DIR) or path.startswith(_NUMPY_DIR)):
+        if not path.startswith((_DIFGEN_DIR, _NUMPY_DIR)):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return "<unknown>"

@@ -46,6 +46,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+
 from difgen.core.expr import Aval, Emit
 from difgen.core.location import user_location
 from difgen.errors import TraceError
@@ -166,7 +167,7 @@ def broadcasting(name: str, dtype: str) -> Callable[..., Aval]:
 
 def dummy(shape: Shape, dtype: str) -> np.ndarray:
     """A zero-strided stand-in array of this shape and dtype (for shape rules)."""
-    value = np.zeros((), dtype=np.bool_ if dtype == "bool" else np.float64)
+    value: np.ndarray = np.zeros((), dtype=np.bool_ if dtype == "bool" else np.float64)
     if dtype != "bool":
         value = value + 0.5
     return np.broadcast_to(value, shape)

@@ -23,10 +23,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
 from difgen.core.ir import Atom, Lit, Params, Var
 from difgen.core.primitive import PRIMITIVES, Absent
 
 Result = Var | np.ndarray | None
+# What recording an equation gives back: a Var, or an array when it folded.
+Bound = Var | np.ndarray
 
 
 def _is_const(atom: Atom, value: float) -> bool:
@@ -58,7 +61,7 @@ def _zeros(atoms: list[Atom]) -> np.ndarray:
     return np.zeros(_out_shape(atoms))
 
 
-BindAtoms = Callable[[Any, str, Sequence[Atom | np.ndarray], dict[str, Any]], Result]
+BindAtoms = Callable[[Any, str, Sequence[Atom | np.ndarray], dict[str, Any]], Bound]
 
 
 class Context:
@@ -80,7 +83,7 @@ class Context:
         eqn = self.producer(atom)
         return eqn if eqn is not None and eqn.primitive.name == name else None
 
-    def bind(self, name: str, *atoms: Atom | np.ndarray, **params: Any) -> Result:
+    def bind(self, name: str, *atoms: Atom | np.ndarray, **params: Any) -> Bound:
         """Record (or simplify, or fold) ``name(*atoms, **params)``."""
         return self._bind_atoms(self.builder, name, atoms, params)
 
@@ -211,7 +214,9 @@ def _into_where(a: Atom, b: Atom, name: str, cx: Context) -> Result:
             return _broadcast(cx.bind("where", cond, cx.bind(name, *args), no), out, cx)
         if _is_const(yes, 0.0) and not _is_const(no, 0.0):
             args = (factor, no) if name == "mul" else (no, factor)
-            return _broadcast(cx.bind("where", cond, yes, cx.bind(name, *args)), out, cx)
+            return _broadcast(
+                cx.bind("where", cond, yes, cx.bind(name, *args)), out, cx
+            )
     return None
 
 

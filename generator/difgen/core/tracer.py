@@ -21,9 +21,10 @@ import contextlib
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+
 from difgen.core.indexing import freeze_index
 from difgen.core.ir import Atom, Eqn, FrozenArray, Graph, Lit, Params, Var, dce
 from difgen.core.location import user_location
@@ -31,7 +32,13 @@ from difgen.core.primitive import PRIMITIVES, Primitive
 from difgen.core.simplify import simplify
 from difgen.errors import TraceError
 
-BUILDERS: list["Builder"] = []
+BUILDERS: list[Builder] = []
+
+# NumPy without its stubs, for calls on tracers: a Tracer reaches NumPy functions
+# through __array_function__, which NumPy's stubs cannot express (they accept
+# array-likes only), so calls whose arguments may be tracers (or forward a user's
+# *args and **kwargs) go through this alias. At run time it is NumPy itself.
+xp: Any = np
 _RELAXED: list[bool] = [False]
 
 
@@ -84,9 +91,9 @@ class Builder:
 
 
 @contextlib.contextmanager
-def tracing(avals: Sequence[tuple[tuple[int, ...], str]]) -> Iterator[
-    tuple[Builder, tuple[Var, ...]]
-]:
+def tracing(
+    avals: Sequence[tuple[tuple[int, ...], str]],
+) -> Iterator[tuple[Builder, tuple[Var, ...]]]:
     """A new trace, innermost while the block runs: its builder and input Vars."""
     builder = Builder()
     inputs = tuple(Var(tuple(shape), dtype) for shape, dtype in avals)
@@ -142,7 +149,9 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     )
     if builder is None:
         values = [
-            a.atom.value if isinstance(a, Tracer) else as_constant(a) for a in args
+            # no builder: every tracer among the arguments is a constant (a Lit)
+            cast(Lit, a.atom).value if isinstance(a, Tracer) else as_constant(a)
+            for a in args
         ]
         with np.errstate(all="ignore"):
             return np.asarray(prim.impl(*values, **params))
@@ -178,7 +187,7 @@ def _bind_atoms(
     return np.asarray(out)
 
 
-def constant(value: np.ndarray) -> "Tracer":
+def constant(value: np.ndarray) -> Tracer:
     """A constant in a tracer's clothes, in the innermost trace (mutable by item
     assignment, which ``np.zeros(n)`` followed by ``out[i] = ...`` needs)."""
     return Tracer(current_builder(), Lit(value))
@@ -252,8 +261,8 @@ class _Dispatch:
 
 def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
     """Route ``__array_ufunc__`` and ``__array_function__`` of tracers to a frontend."""
-    _Dispatch.ufunc = staticmethod(ufunc)  # type: ignore[assignment]
-    _Dispatch.function = staticmethod(function)  # type: ignore[assignment]
+    _Dispatch.ufunc = staticmethod(ufunc)
+    _Dispatch.function = staticmethod(function)
 
 
 # ------------------------------------------------------------------ tracers
@@ -269,7 +278,7 @@ def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
     """A conversion to a Python value: fine for a constant, an error when traced."""
 
     def method(self: Tracer, *args: Any) -> Any:
-        if not self.is_var:
+        if isinstance(self.atom, Lit):
             return convert(self.atom.value, *args)
         raise TraceError(
             f"{user_location()}: {kind} of a traced value: the value depends on the "
@@ -291,7 +300,7 @@ class View:
     ``version`` is the base's write count when the view's value was last derived.
     """
 
-    base: "Tracer"
+    base: Tracer
     derive: Callable[[Any], Any]
     version: int
     writable: bool
@@ -358,11 +367,11 @@ class Tracer:
         positions = np.asarray(view.derive(np.arange(base.size).reshape(base.shape)))
         flat = bind_name(
             "set_index",
-            np.reshape(base, (base.size,)),
-            np.reshape(Tracer(self.builder, new), (positions.size,)),
+            xp.reshape(base, (base.size,)),
+            xp.reshape(Tracer(self.builder, new), (positions.size,)),
             index=(FrozenArray(positions.reshape(-1).astype(np.int64)),),
         )
-        base.write(np.reshape(flat, base.shape))
+        base.write(xp.reshape(flat, base.shape))
 
     # -- what the value looks like
     @property
@@ -418,8 +427,8 @@ class Tracer:
     __le__ = _binop("le")
     __gt__ = _binop("gt")
     __ge__ = _binop("ge")
-    __eq__ = _binop("eq")  # type: ignore[assignment]
-    __ne__ = _binop("ne")  # type: ignore[assignment]
+    __eq__ = _binop("eq")
+    __ne__ = _binop("ne")
     __and__ = _binop("logical_and")
     __rand__ = _binop("logical_and", reverse=True)
     __or__ = _binop("logical_or")
@@ -430,10 +439,10 @@ class Tracer:
         return bind_name("logical_not", self)
 
     def __matmul__(self, other: Any) -> Any:
-        return np.matmul(self, other)
+        return xp.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
-        return np.matmul(other, self)
+        return xp.matmul(other, self)
 
     def __neg__(self) -> Any:
         return bind_name("neg", self)
@@ -490,18 +499,18 @@ class Tracer:
     # -- ndarray methods, each the NumPy function of the same name
     @property
     def T(self) -> Any:
-        return np.transpose(self)
+        return xp.transpose(self)
 
     def reshape(self, *shape: Any, order: str = "C") -> Any:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return np.reshape(self, shape)
+        return xp.reshape(self, shape)
 
     def ravel(self) -> Any:
-        return np.ravel(self)
+        return xp.ravel(self)
 
     def flatten(self) -> Any:
-        return np.ravel(self).copy()  # NumPy's flatten copies; ravel is a view
+        return xp.ravel(self).copy()  # NumPy's flatten copies; ravel is a view
 
     def copy(self) -> Any:
         return Tracer(self.builder, self.atom)  # a new array object, not a view
@@ -518,52 +527,52 @@ class Tracer:
     def transpose(self, *axes: Any) -> Any:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return np.transpose(self, axes or None)
+        return xp.transpose(self, axes or None)
 
     def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.sum(self, axis=axis, keepdims=keepdims)
+        return xp.sum(self, axis=axis, keepdims=keepdims)
 
     def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.mean(self, axis=axis, keepdims=keepdims)
+        return xp.mean(self, axis=axis, keepdims=keepdims)
 
     def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.prod(self, axis=axis, keepdims=keepdims)
+        return xp.prod(self, axis=axis, keepdims=keepdims)
 
     def max(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.max(self, axis=axis, keepdims=keepdims)
+        return xp.max(self, axis=axis, keepdims=keepdims)
 
     def min(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.min(self, axis=axis, keepdims=keepdims)
+        return xp.min(self, axis=axis, keepdims=keepdims)
 
     def var(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.var(self, axis=axis, keepdims=keepdims)
+        return xp.var(self, axis=axis, keepdims=keepdims)
 
     def std(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.std(self, axis=axis, keepdims=keepdims)
+        return xp.std(self, axis=axis, keepdims=keepdims)
 
     def cumsum(self, axis: Any = None) -> Any:
-        return np.cumsum(self, axis=axis)
+        return xp.cumsum(self, axis=axis)
 
     def cumprod(self, axis: Any = None) -> Any:
-        return np.cumprod(self, axis=axis)
+        return xp.cumprod(self, axis=axis)
 
     def dot(self, other: Any) -> Any:
-        return np.dot(self, other)
+        return xp.dot(self, other)
 
     def clip(self, lo: Any = None, hi: Any = None) -> Any:
-        return np.clip(self, lo, hi)
+        return xp.clip(self, lo, hi)
 
     def swapaxes(self, a: int, b: int) -> Any:
-        return np.swapaxes(self, a, b)
+        return xp.swapaxes(self, a, b)
 
     def squeeze(self, axis: Any = None) -> Any:
-        return np.squeeze(self, axis=axis)
+        return xp.squeeze(self, axis=axis)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-        return np.diagonal(self, offset, axis1, axis2)
+        return xp.diagonal(self, offset, axis1, axis2)
 
     def trace(self, offset: int = 0) -> Any:
-        return np.trace(self, offset)
+        return xp.trace(self, offset)
 
 
 def view_of(
@@ -582,10 +591,21 @@ def view_of(
     if parent is None:
         base, derive = source, op
     else:
-        base, derive = parent.base, lambda a, inner=parent.derive: op(inner(a))
+        base, derive = parent.base, _compose(op, parent.derive)
     writable = writable and (parent is None or parent.writable)
     result.view = View(base, derive, base.version, writable, user_location())
     return result
+
+
+def _compose(
+    outer: Callable[[Any], Any], inner: Callable[[Any], Any]
+) -> Callable[[Any], Any]:
+    """``a -> outer(inner(a))``: a view of a view derives from the base in one go."""
+
+    def derive(a: Any) -> Any:
+        return outer(inner(a))
+
+    return derive
 
 
 def _is_basic(index: Any) -> bool:
@@ -594,8 +614,10 @@ def _is_basic(index: Any) -> bool:
     return all(
         item is None
         or item is Ellipsis
-        or isinstance(item, (slice, int, np.integer))
-        and not isinstance(item, (bool, np.bool_))
+        or (
+            isinstance(item, (slice, int, np.integer))
+            and not isinstance(item, (bool, np.bool_))
+        )
         for item in items
     )
 
@@ -606,7 +628,7 @@ def _static_index(index: Any) -> Any:
     static = []
     for item in items:
         if isinstance(item, Tracer):
-            if item.is_var:
+            if isinstance(item.atom, Var):
                 raise TraceError(
                     f"{user_location()}: indexing with a traced value; indices must "
                     "be constants known at build time"

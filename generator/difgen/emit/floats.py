@@ -14,6 +14,7 @@ NumPy's own). A generated module defines the helpers its code uses, and only tho
 
 from __future__ import annotations
 
+import math
 import re
 
 FAST_UNARY = {
@@ -57,9 +58,7 @@ def _unary_source(name: str) -> str:
     )
 
 
-HELPERS: dict[str, str] = {
-    helper(name): _unary_source(name) for name in FAST_UNARY
-}
+HELPERS: dict[str, str] = {helper(name): _unary_source(name) for name in FAST_UNARY}
 HELPERS["_div"] = (
     "def _div(a: float, b: float) -> float:\n"
     "    try:\n"
@@ -110,7 +109,7 @@ def used_helpers(source: str) -> list[str]:
 
 def constant_name(value: float) -> str:
     """The name of a non-finite constant (``inf`` -> ``_INF``)."""
-    if value != value:
+    if math.isnan(value):
         return "_NAN"
     return "_INF" if value > 0 else "_NINF"
 

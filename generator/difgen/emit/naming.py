@@ -215,6 +215,10 @@ def check_module(text: str) -> None:
         }
         for name in sorted(params):
             if name in module_names:
-                raise NameClash(f"{fn.name}: parameter {name!r} is also a module-level name")
+                raise NameClash(
+                    f"{fn.name}: parameter {name!r} is also a module-level name"
+                )
             if name in assigned:
-                raise NameClash(f"{fn.name}: parameter {name!r} is assigned in the body")
+                raise NameClash(
+                    f"{fn.name}: parameter {name!r} is assigned in the body"
+                )

@@ -89,8 +89,10 @@ def argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[str]:
             ]
         else:
             lines += [
-                f"if type({name}) is not {naming.NDARRAY} or {name}.shape != {shape!r} "
-                f"or {name}.dtype is not {naming.F64}:",
+                (
+                    f"if type({name}) is not {naming.NDARRAY} or {name}.shape != "
+                    f"{shape!r} or {name}.dtype is not {naming.F64}:"
+                ),
                 f"    {name} = {naming.AS_ARRAY}({name!r}, {name}, {shape!r})",
             ]
     if naming.OUT in signature(op, spec, ys)[0]:

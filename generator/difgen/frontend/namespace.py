@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import inspect
 import types
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from difgen.core.location import user_location
-from difgen.core.tracer import Tracer, constant, contains_tracer, lift
+from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
 
 
@@ -50,7 +51,7 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         _check_traced_dtype(dtype, "np.array")
         value = lift(obj, force=True)
         return value.copy() if value is obj else value
-    value = np.array(obj, dtype=dtype, *args, **kwargs)
+    value = xp.array(obj, *args, dtype=dtype, **kwargs)
     if value.dtype.kind not in "fb":
         return value
     return constant(value.astype(np.float64) if value.dtype.kind == "f" else value)
@@ -79,7 +80,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> Any:
     """``np.full`` with a constant or traced fill value."""
     if isinstance(fill_value, Tracer):
         return (
-            np.broadcast_to(fill_value, shape if isinstance(shape, tuple) else (shape,))
+            xp.broadcast_to(fill_value, shape if isinstance(shape, tuple) else (shape,))
             * 1.0
         )
     _check_dtype(dtype)

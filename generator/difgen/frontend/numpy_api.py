@@ -8,7 +8,8 @@ not in them is an error that names the function and the user's line.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -28,7 +29,9 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(int(a) % ndim if ndim else 0 for a in axes))
 
 
-def _keep(result: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:
+def _keep(
+    result: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
+) -> Any:
     if not keepdims:
         return result
     return reshape(result, tuple(1 if i in axes else n for i, n in enumerate(shape)))
@@ -56,8 +59,14 @@ def _no_out(kwargs: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------- reductions
 def _reducer(prim: str) -> Callable[..., Any]:
-    def reduce(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-               keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+    def reduce(
+        a: Any,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         _no_out({"out": out, "dtype": dtype, **kwargs})
         shape = np.shape(a)
         axes = _axes(axis, len(shape))
@@ -71,16 +80,29 @@ def _reducer(prim: str) -> Callable[..., Any]:
 sum_ = _reducer("reduce_sum")
 
 
-def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-         keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+def mean(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
     _no_out({"out": out, "dtype": dtype, **kwargs})
     shape = np.shape(a)
     axes = _axes(axis, len(shape))
     return sum_(a, axis=axes, keepdims=keepdims) / float(_count(shape, axes))
 
 
-def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-        keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+def var(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
     _no_out({"out": out, "dtype": dtype, **kwargs})
     shape = np.shape(a)
     axes = _axes(axis, len(shape))
@@ -88,8 +110,15 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
     return sum_(d * d, axis=axes, keepdims=keepdims) / float(_count(shape, axes) - ddof)
 
 
-def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-        keepdims: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+def std(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    **kwargs: Any,
+) -> Any:
     _no_out({"out": out, "dtype": dtype, **kwargs})
     return np.sqrt(var(a, axis=axis, ddof=ddof, keepdims=keepdims))
 
@@ -115,14 +144,22 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     if len(axes) == 1 and ord in (np.inf, "inf"):
         return _reducer("reduce_max")(np.abs(x), axis=axes, keepdims=keepdims)
     if len(axes) == 1 and isinstance(ord, (int, float)) and ord > 0:
-        return sum_(np.abs(x) ** float(ord), axis=axes, keepdims=keepdims) ** (1.0 / ord)
-    raise TraceError(f"{_where()}: np.linalg.norm with ord={ord!r} over {len(axes)} axes")
+        return sum_(np.abs(x) ** float(ord), axis=axes, keepdims=keepdims) ** (
+            1.0 / ord
+        )
+    raise TraceError(
+        f"{_where()}: np.linalg.norm with ord={ord!r} over {len(axes)} axes"
+    )
 
 
 # -------------------------------------------------------------- structure
 def reshape(a: Any, shape: Any = None, order: str = "C", newshape: Any = None) -> Any:
     shape = newshape if shape is None else shape
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    shape = (
+        (shape,)
+        if isinstance(shape, (int, np.integer))
+        else tuple(int(n) for n in shape)
+    )
     size = int(np.prod(np.shape(a), dtype=np.int64))
     if -1 in shape:
         known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
@@ -138,7 +175,11 @@ def ravel(a: Any, order: str = "C") -> Any:
 
 def transpose(a: Any, axes: Any = None) -> Any:
     ndim = np.ndim(a)
-    axes = tuple(reversed(range(ndim))) if axes is None else tuple(int(x) % ndim for x in axes)
+    axes = (
+        tuple(reversed(range(ndim)))
+        if axes is None
+        else tuple(int(x) % ndim for x in axes)
+    )
     return view_of(a, _bind("transpose", a, axes=axes), lambda v: np.transpose(v, axes))
 
 
@@ -169,7 +210,11 @@ def expand_dims(a: Any, axis: Any) -> Any:
 
 def squeeze(a: Any, axis: Any = None) -> Any:
     shape = np.shape(a)
-    axes = [i for i, n in enumerate(shape) if n == 1] if axis is None else _axes(axis, len(shape))
+    axes = (
+        [i for i, n in enumerate(shape) if n == 1]
+        if axis is None
+        else _axes(axis, len(shape))
+    )
     return reshape(a, tuple(n for i, n in enumerate(shape) if i not in axes))
 
 
@@ -217,13 +262,22 @@ def _take_along(a: Any, axis: int, positions: np.ndarray) -> Any:
 
 def flip(m: Any, axis: Any = None) -> Any:
     axes = _axes(axis, np.ndim(m))
-    return m[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(np.ndim(m)))]
+    return m[
+        tuple(
+            slice(None, None, -1) if i in axes else slice(None)
+            for i in range(np.ndim(m))
+        )
+    ]
 
 
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), np.shape(a))
-    shifts = shift if isinstance(shift, (tuple, list)) else (shift,) * len(np.atleast_1d(axis))
+    shifts = (
+        shift
+        if isinstance(shift, (tuple, list))
+        else (shift,) * len(np.atleast_1d(axis))
+    )
     for s, ax in zip(shifts, np.atleast_1d(axis)):
         a = _take_along(a, int(ax), np.roll(np.arange(np.shape(a)[ax]), int(s)))
     return a
@@ -249,7 +303,9 @@ def tile(a: Any, reps: Any) -> Any:
 
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     ndim = np.ndim(array)
-    widths = tuple(tuple(int(w) for w in pair) for pair in np.broadcast_to(pad_width, (ndim, 2)))
+    widths = tuple(
+        tuple(int(w) for w in pair) for pair in np.broadcast_to(pad_width, (ndim, 2))
+    )
     if mode == "constant":
         value = kwargs.get("constant_values", 0)
         out = _bind("pad", array, widths=widths)
@@ -258,7 +314,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         return out
     if mode in ("edge", "wrap", "reflect", "symmetric"):
         for ax, (lo, hi) in enumerate(widths):
-            idx = np.pad(np.arange(np.shape(array)[ax]), (lo, hi), mode=mode)
+            # mode is one of the four above; the stubs want it as a Literal
+            idx = np.pad(np.arange(np.shape(array)[ax]), (lo, hi), mode=cast(Any, mode))
             array = _take_along(array, ax, idx)
         return array
     raise TraceError(f"{_where()}: np.pad mode {mode!r} is not supported")
@@ -306,7 +363,9 @@ def dot(a: Any, b: Any, out: Any = None) -> Any:
         return a * b
     if np.ndim(b) <= 2:
         return matmul(a, b)
-    raise TraceError(f"{_where()}: np.dot with a {np.ndim(b)}-d right operand; use np.einsum")
+    raise TraceError(
+        f"{_where()}: np.dot with a {np.ndim(b)}-d right operand; use np.einsum"
+    )
 
 
 def vdot(a: Any, b: Any) -> Any:
@@ -341,7 +400,9 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return _bind("where", condition, x, y)
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> Any:
+def clip(
+    a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any
+) -> Any:
     a_min = kw.get("min", a_min)
     a_max = kw.get("max", a_max)
     if a_min is not None:
@@ -367,26 +428,60 @@ def copy(a: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
-    np.sum: sum_, np.mean: mean, np.var: var, np.std: std,
+    np.sum: sum_,
+    np.mean: mean,
+    np.var: var,
+    np.std: std,
     np.prod: _reducer("reduce_prod"),
-    np.max: _reducer("reduce_max"), np.min: _reducer("reduce_min"),
-    np.amax: _reducer("reduce_max"), np.amin: _reducer("reduce_min"),
-    np.cumsum: _cumulative("cumsum"), np.cumprod: _cumulative("cumprod"),
+    np.max: _reducer("reduce_max"),
+    np.min: _reducer("reduce_min"),
+    np.amax: _reducer("reduce_max"),
+    np.amin: _reducer("reduce_min"),
+    np.cumsum: _cumulative("cumsum"),
+    np.cumprod: _cumulative("cumprod"),
     np.linalg.norm: norm,
-    np.reshape: reshape, np.ravel: ravel, np.transpose: transpose,
-    np.swapaxes: swapaxes, np.moveaxis: moveaxis, np.expand_dims: expand_dims,
-    np.squeeze: squeeze, np.broadcast_to: broadcast_to, np.atleast_2d: atleast_2d,
-    np.concatenate: concatenate, np.stack: stack, np.hstack: hstack, np.vstack: vstack,
-    np.flip: flip, np.roll: roll, np.repeat: repeat, np.tile: tile, np.pad: pad,
-    np.diagonal: diagonal, np.diag: diag, np.trace: trace_,
-    np.triu: _triangle(np.triu), np.tril: _triangle(np.tril),
-    np.dot: dot, np.vdot: vdot, np.outer: outer, np.inner: inner, np.einsum: einsum,
-    np.matmul: matmul, np.where: where, np.clip: clip,
-    np.zeros_like: _like(0.0), np.ones_like: _like(1.0), np.empty_like: _like(0.0),
-    np.full_like: full_like, np.copy: copy,
-    np.shape: lambda a: tuple(a.shape), np.ndim: lambda a: a.ndim, np.size: lambda a, axis=None: (
-        int(np.prod(np.shape(a))) if axis is None else np.shape(a)[axis]),
-}  # fmt: skip
+    np.reshape: reshape,
+    np.ravel: ravel,
+    np.transpose: transpose,
+    np.swapaxes: swapaxes,
+    np.moveaxis: moveaxis,
+    np.expand_dims: expand_dims,
+    np.squeeze: squeeze,
+    np.broadcast_to: broadcast_to,
+    np.atleast_2d: atleast_2d,
+    np.concatenate: concatenate,
+    np.stack: stack,
+    np.hstack: hstack,
+    np.vstack: vstack,
+    np.flip: flip,
+    np.roll: roll,
+    np.repeat: repeat,
+    np.tile: tile,
+    np.pad: pad,
+    np.diagonal: diagonal,
+    np.diag: diag,
+    np.trace: trace_,
+    np.triu: _triangle(np.triu),
+    np.tril: _triangle(np.tril),
+    np.dot: dot,
+    np.vdot: vdot,
+    np.outer: outer,
+    np.inner: inner,
+    np.einsum: einsum,
+    np.matmul: matmul,
+    np.where: where,
+    np.clip: clip,
+    np.zeros_like: _like(0.0),
+    np.ones_like: _like(1.0),
+    np.empty_like: _like(0.0),
+    np.full_like: full_like,
+    np.copy: copy,
+    np.shape: lambda a: tuple(a.shape),
+    np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: (
+        int(np.prod(np.shape(a))) if axis is None else np.shape(a)[axis]
+    ),
+}
 
 
 def handle_function(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
@@ -410,17 +505,54 @@ def _binary(name: str) -> Callable[[Any, Any], Any]:
 
 
 UFUNCS: dict[str, Callable[..., Any]] = {
-    **{name: _unary(name) for name in (
-        "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh "
-        "exp expm1 log log1p sqrt cbrt sign").split()},
-    **{name: _binary(name) for name in "arctan2 maximum minimum logical_and logical_or".split()},
-    "negative": _unary("neg"), "positive": lambda x: x, "absolute": _unary("abs"),
-    "fabs": _unary("abs"), "logical_not": _unary("logical_not"),
-    "add": _binary("add"), "subtract": _binary("sub"), "multiply": _binary("mul"),
-    "divide": _binary("div"), "true_divide": _binary("div"), "power": _binary("pow"),
-    "float_power": _binary("pow"), "fmax": _binary("maximum"), "fmin": _binary("minimum"),
-    "less": _binary("lt"), "less_equal": _binary("le"), "greater": _binary("gt"),
-    "greater_equal": _binary("ge"), "equal": _binary("eq"), "not_equal": _binary("ne"),
+    **{
+        name: _unary(name)
+        for name in [
+            "sin",
+            "cos",
+            "tan",
+            "arcsin",
+            "arccos",
+            "arctan",
+            "sinh",
+            "cosh",
+            "tanh",
+            "arcsinh",
+            "arccosh",
+            "arctanh",
+            "exp",
+            "expm1",
+            "log",
+            "log1p",
+            "sqrt",
+            "cbrt",
+            "sign",
+        ]
+    },
+    **{
+        name: _binary(name)
+        for name in ["arctan2", "maximum", "minimum", "logical_and", "logical_or"]
+    },
+    "negative": _unary("neg"),
+    "positive": lambda x: x,
+    "absolute": _unary("abs"),
+    "fabs": _unary("abs"),
+    "logical_not": _unary("logical_not"),
+    "add": _binary("add"),
+    "subtract": _binary("sub"),
+    "multiply": _binary("mul"),
+    "divide": _binary("div"),
+    "true_divide": _binary("div"),
+    "power": _binary("pow"),
+    "float_power": _binary("pow"),
+    "fmax": _binary("maximum"),
+    "fmin": _binary("minimum"),
+    "less": _binary("lt"),
+    "less_equal": _binary("le"),
+    "greater": _binary("gt"),
+    "greater_equal": _binary("ge"),
+    "equal": _binary("eq"),
+    "not_equal": _binary("ne"),
     "matmul": matmul,
     "square": lambda x: x * x,
     "reciprocal": lambda x: 1.0 / x,
@@ -430,7 +562,7 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "hypot": lambda a, b: np.sqrt(a * a + b * b),
     "deg2rad": lambda x: x * (math.pi / 180.0),
     "rad2deg": lambda x: x * (180.0 / math.pi),
-}  # fmt: skip
+}
 
 _UFUNC_METHODS = {
     ("add", "reduce"): sum_,
@@ -455,11 +587,13 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
             return handler(inputs[0], axis=axis, keepdims=kwargs.get("keepdims", False))
         return handler(inputs[0], axis=axis)
     suffix = "" if method == "__call__" else f".{method}"
-    raise TraceError(f"{_where()}: np.{ufunc.__name__}{suffix} is not supported by difgen's tracer")
+    raise TraceError(
+        f"{_where()}: np.{ufunc.__name__}{suffix} is not supported by difgen's tracer"
+    )
 
 
 # ------------------------------------------------------------------ np.linalg
-class SlogdetResult(tuple):  # type: ignore[type-arg]
+class SlogdetResult(tuple):
     """``(sign, logabsdet)``, with NumPy's field names."""
 
     @property
@@ -492,14 +626,20 @@ def _matrix_function(name: str) -> Callable[..., Any]:
 
 
 def slogdet(a: Any) -> Any:
-    return SlogdetResult((_matrix_function("detsign")(a), _matrix_function("logabsdet")(a)))
+    return SlogdetResult(
+        (_matrix_function("detsign")(a), _matrix_function("logabsdet")(a))
+    )
 
 
-FUNCTIONS.update({
-    np.linalg.solve: solve, np.linalg.inv: _matrix_function("inv"),
-    np.linalg.det: _matrix_function("det"), np.linalg.slogdet: slogdet,
-    np.linalg.cholesky: _matrix_function("cholesky"),
-})  # fmt: skip
+FUNCTIONS.update(
+    {
+        np.linalg.solve: solve,
+        np.linalg.inv: _matrix_function("inv"),
+        np.linalg.det: _matrix_function("det"),
+        np.linalg.slogdet: slogdet,
+        np.linalg.cholesky: _matrix_function("cholesky"),
+    }
+)
 
 
 use_numpy_dispatch(handle_ufunc, handle_function)

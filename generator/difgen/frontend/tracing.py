@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np  # noqa: F401  (the doctest's np)
+import numpy as np
 
-import difgen.guard as guard
+from difgen import guard
 from difgen.core.ir import Graph
 from difgen.core.tracer import Tracer, contains_tracer, finish, tracing
 from difgen.errors import DifgenError, TraceError
@@ -64,7 +64,8 @@ def definition(fn: Callable[..., Any]) -> str:
     """``file:line`` of the ``def`` of ``fn`` (or its name when it has no code)."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is None:
-        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)
+        method = getattr(type(fn), "__call__", None)  # noqa: B004  (for __code__)
+        code = getattr(method, "__code__", None)
     if code is None:
         return getattr(fn, "__qualname__", repr(fn))
     return f"{code.co_filename}:{code.co_firstlineno}"
@@ -94,7 +95,7 @@ def _call(fn: Callable[..., Any], args: list[Tracer]) -> Any:
             f"{_exit_location(exc, fn)}: the function calls sys.exit({exc.code!r}) "
             "at build time; difgen cannot trace a function that ends the process"
         ) from None
-    except BaseException as exc:  # user code may raise anything
+    except BaseException as exc:  # noqa: BLE001  (user code may raise anything)
         raise TraceError(
             f"{definition(fn)}: calling the function at build time raised "
             f"{guard.describe(exc)}"

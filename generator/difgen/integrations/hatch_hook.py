@@ -31,7 +31,7 @@ from hatchling.plugin import hookimpl
 from difgen.integrations import regenerate
 
 
-class DifgenBuildHook(BuildHookInterface):  # type: ignore[type-arg]
+class DifgenBuildHook(BuildHookInterface):
     """Regenerates stale difgen modules and ships all of them."""
 
     PLUGIN_NAME = "difgen"

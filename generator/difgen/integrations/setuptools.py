@@ -25,14 +25,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from setuptools.command.build_py import (  # type: ignore[import-untyped]
-    build_py as _build_py,
-)
+from setuptools.command.build_py import build_py as _build_py
 
 from difgen.integrations import regenerate
 
 
-class build_py(_build_py):  # type: ignore[misc]
+class build_py(_build_py):
     """setuptools' ``build_py`` that first brings difgen's modules up to date.
 
     Named in lower case like the command it replaces.

@@ -15,10 +15,10 @@ import numpy as np
 import sympy as sp
 from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1 + x)
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.expr import call, infix, negation
 from difgen.core.primitive import Linear, register, unbroadcast
+from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
     binary,
@@ -48,47 +48,120 @@ def _sym_sign_abs_root(x: Any) -> Any:
 
 
 UNARY = [
-    unary("sin", np.sin, call("np.sin({0})"),
-          deriv=lambda x, y: np.cos(x), sympy=sp.sin),
-    unary("cos", np.cos, call("np.cos({0})"),
-          deriv=lambda x, y: -np.sin(x), sympy=sp.cos),
-    unary("tan", np.tan, call("np.tan({0})"),
-          deriv=lambda x, y: 1.0 + y * y, sympy=sp.tan),
-    unary("arcsin", np.arcsin, call("np.arcsin({0})"),
-          deriv=lambda x, y: 1.0 / np.sqrt(1.0 - x * x), sympy=sp.asin),
-    unary("arccos", np.arccos, call("np.arccos({0})"),
-          deriv=lambda x, y: -1.0 / np.sqrt(1.0 - x * x), sympy=sp.acos),
-    unary("arctan", np.arctan, call("np.arctan({0})"),
-          deriv=lambda x, y: 1.0 / (1.0 + x * x), sympy=sp.atan),
-    unary("sinh", np.sinh, call("np.sinh({0})"),
-          deriv=lambda x, y: np.cosh(x), sympy=sp.sinh),
-    unary("cosh", np.cosh, call("np.cosh({0})"),
-          deriv=lambda x, y: np.sinh(x), sympy=sp.cosh),
-    unary("tanh", np.tanh, call("np.tanh({0})"),
-          deriv=lambda x, y: 1.0 - y * y, sympy=sp.tanh),
-    unary("arcsinh", np.arcsinh, call("np.arcsinh({0})"),
-          deriv=lambda x, y: 1.0 / np.sqrt(x * x + 1.0), sympy=sp.asinh),
-    unary("arccosh", np.arccosh, call("np.arccosh({0})"),
-          deriv=lambda x, y: 1.0 / np.sqrt(x * x - 1.0), sympy=sp.acosh),
-    unary("arctanh", np.arctanh, call("np.arctanh({0})"),
-          deriv=lambda x, y: 1.0 / (1.0 - x * x), sympy=sp.atanh),
-    unary("exp", np.exp, call("np.exp({0})"),
-          deriv=lambda x, y: y, sympy=sp.exp),
-    unary("expm1", np.expm1, call("np.expm1({0})"),
-          deriv=lambda x, y: y + 1.0, sympy=cfunctions.expm1),
-    unary("log", np.log, call("np.log({0})"),
-          deriv=lambda x, y: 1.0 / x, sympy=sp.log),
-    unary("log1p", np.log1p, call("np.log1p({0})"),
-          deriv=lambda x, y: 1.0 / (1.0 + x), sympy=cfunctions.log1p),
-    unary("sqrt", np.sqrt, call("np.sqrt({0})"),
-          deriv=lambda x, y: 0.5 / y, sympy=sp.sqrt),
-    unary("cbrt", np.cbrt, call("np.cbrt({0})"),
-          deriv=lambda x, y: 1.0 / (3.0 * y * y), sympy=_sym_sign_abs_root),
-    unary("abs", np.abs, call("np.absolute({0})"),
-          deriv=lambda x, y: np.sign(x), sympy=sp.Abs),
-    unary("sign", np.sign, call("np.sign({0})"),
-          deriv=PIECEWISE_CONSTANT, sympy=sp.sign, sparsity=patterns.no_dependence),
-]  # fmt: skip
+    unary(
+        "sin", np.sin, call("np.sin({0})"), deriv=lambda x, y: np.cos(x), sympy=sp.sin
+    ),
+    unary(
+        "cos", np.cos, call("np.cos({0})"), deriv=lambda x, y: -np.sin(x), sympy=sp.cos
+    ),
+    unary(
+        "tan", np.tan, call("np.tan({0})"), deriv=lambda x, y: 1.0 + y * y, sympy=sp.tan
+    ),
+    unary(
+        "arcsin",
+        np.arcsin,
+        call("np.arcsin({0})"),
+        deriv=lambda x, y: 1.0 / np.sqrt(1.0 - x * x),
+        sympy=sp.asin,
+    ),
+    unary(
+        "arccos",
+        np.arccos,
+        call("np.arccos({0})"),
+        deriv=lambda x, y: -1.0 / np.sqrt(1.0 - x * x),
+        sympy=sp.acos,
+    ),
+    unary(
+        "arctan",
+        np.arctan,
+        call("np.arctan({0})"),
+        deriv=lambda x, y: 1.0 / (1.0 + x * x),
+        sympy=sp.atan,
+    ),
+    unary(
+        "sinh",
+        np.sinh,
+        call("np.sinh({0})"),
+        deriv=lambda x, y: np.cosh(x),
+        sympy=sp.sinh,
+    ),
+    unary(
+        "cosh",
+        np.cosh,
+        call("np.cosh({0})"),
+        deriv=lambda x, y: np.sinh(x),
+        sympy=sp.cosh,
+    ),
+    unary(
+        "tanh",
+        np.tanh,
+        call("np.tanh({0})"),
+        deriv=lambda x, y: 1.0 - y * y,
+        sympy=sp.tanh,
+    ),
+    unary(
+        "arcsinh",
+        np.arcsinh,
+        call("np.arcsinh({0})"),
+        deriv=lambda x, y: 1.0 / np.sqrt(x * x + 1.0),
+        sympy=sp.asinh,
+    ),
+    unary(
+        "arccosh",
+        np.arccosh,
+        call("np.arccosh({0})"),
+        deriv=lambda x, y: 1.0 / np.sqrt(x * x - 1.0),
+        sympy=sp.acosh,
+    ),
+    unary(
+        "arctanh",
+        np.arctanh,
+        call("np.arctanh({0})"),
+        deriv=lambda x, y: 1.0 / (1.0 - x * x),
+        sympy=sp.atanh,
+    ),
+    unary("exp", np.exp, call("np.exp({0})"), deriv=lambda x, y: y, sympy=sp.exp),
+    unary(
+        "expm1",
+        np.expm1,
+        call("np.expm1({0})"),
+        deriv=lambda x, y: y + 1.0,
+        sympy=cfunctions.expm1,
+    ),
+    unary("log", np.log, call("np.log({0})"), deriv=lambda x, y: 1.0 / x, sympy=sp.log),
+    unary(
+        "log1p",
+        np.log1p,
+        call("np.log1p({0})"),
+        deriv=lambda x, y: 1.0 / (1.0 + x),
+        sympy=cfunctions.log1p,
+    ),
+    unary(
+        "sqrt", np.sqrt, call("np.sqrt({0})"), deriv=lambda x, y: 0.5 / y, sympy=sp.sqrt
+    ),
+    unary(
+        "cbrt",
+        np.cbrt,
+        call("np.cbrt({0})"),
+        deriv=lambda x, y: 1.0 / (3.0 * y * y),
+        sympy=_sym_sign_abs_root,
+    ),
+    unary(
+        "abs",
+        np.abs,
+        call("np.absolute({0})"),
+        deriv=lambda x, y: np.sign(x),
+        sympy=sp.Abs,
+    ),
+    unary(
+        "sign",
+        np.sign,
+        call("np.sign({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=sp.sign,
+        sparsity=patterns.no_dependence,
+    ),
+]
 
 for _prim in UNARY:
     register(_prim)
@@ -235,27 +308,76 @@ def _div_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
 
 
 BINARY = [
-    binary("add", np.add, infix("+"),
-           jvp=_add_jvp, transpose=_add_transpose, sympy=operator.add,
-           simplify=identities.add_identities, commutative=True),
-    binary("sub", np.subtract, infix("-"),
-           jvp=_sub_jvp, transpose=_sub_transpose, sympy=operator.sub,
-           simplify=identities.sub_identities),
-    binary("mul", np.multiply, infix("*"),
-           jvp=_mul_jvp, transpose=_mul_transpose, sympy=operator.mul,
-           simplify=identities.mul_identities, commutative=True),
-    binary("div", np.divide, infix("/"),
-           jvp=_div_jvp, transpose=_div_transpose, sympy=operator.truediv,
-           simplify=identities.div_identities),
-    binary("pow", np.power, infix("**"), jvp=_pow_jvp, sympy=_sympy_pow,
-           simplify=identities.pow_identities),
-    binary("arctan2", np.arctan2, call("np.arctan2({0}, {1})"),
-           jvp=_arctan2_jvp, sympy=sp.atan2),
-    binary("maximum", np.maximum, call("np.maximum({0}, {1})"),
-           jvp=_select_jvp(lambda a, b: a >= b), sympy=sp.Max, commutative=True),
-    binary("minimum", np.minimum, call("np.minimum({0}, {1})"),
-           jvp=_select_jvp(lambda a, b: a <= b), sympy=sp.Min, commutative=True),
-]  # fmt: skip
+    binary(
+        "add",
+        np.add,
+        infix("+"),
+        jvp=_add_jvp,
+        transpose=_add_transpose,
+        sympy=operator.add,
+        simplify=identities.add_identities,
+        commutative=True,
+    ),
+    binary(
+        "sub",
+        np.subtract,
+        infix("-"),
+        jvp=_sub_jvp,
+        transpose=_sub_transpose,
+        sympy=operator.sub,
+        simplify=identities.sub_identities,
+    ),
+    binary(
+        "mul",
+        np.multiply,
+        infix("*"),
+        jvp=_mul_jvp,
+        transpose=_mul_transpose,
+        sympy=operator.mul,
+        simplify=identities.mul_identities,
+        commutative=True,
+    ),
+    binary(
+        "div",
+        np.divide,
+        infix("/"),
+        jvp=_div_jvp,
+        transpose=_div_transpose,
+        sympy=operator.truediv,
+        simplify=identities.div_identities,
+    ),
+    binary(
+        "pow",
+        np.power,
+        infix("**"),
+        jvp=_pow_jvp,
+        sympy=_sympy_pow,
+        simplify=identities.pow_identities,
+    ),
+    binary(
+        "arctan2",
+        np.arctan2,
+        call("np.arctan2({0}, {1})"),
+        jvp=_arctan2_jvp,
+        sympy=sp.atan2,
+    ),
+    binary(
+        "maximum",
+        np.maximum,
+        call("np.maximum({0}, {1})"),
+        jvp=_select_jvp(lambda a, b: a >= b),
+        sympy=sp.Max,
+        commutative=True,
+    ),
+    binary(
+        "minimum",
+        np.minimum,
+        call("np.minimum({0}, {1})"),
+        jvp=_select_jvp(lambda a, b: a <= b),
+        sympy=sp.Min,
+        commutative=True,
+    ),
+]
 
 for _prim in BINARY:
     register(_prim)
@@ -273,17 +395,32 @@ SELECTORS = [
     selector("le", np.less_equal, infix("<="), sympy=_unevaluated(sp.Le)),
     selector("gt", np.greater, infix(">"), sympy=_unevaluated(sp.Gt)),
     selector("ge", np.greater_equal, infix(">="), sympy=_unevaluated(sp.Ge)),
-    selector("eq", np.equal, infix("=="), sympy=_unevaluated(sp.Eq),
-             commutative=True),
-    selector("ne", np.not_equal, infix("!="), sympy=_unevaluated(sp.Ne),
-             commutative=True),
-    selector("logical_and", np.logical_and, call("np.logical_and({0}, {1})"),
-             sympy=sp.And, commutative=True),
-    selector("logical_or", np.logical_or, call("np.logical_or({0}, {1})"),
-             sympy=sp.Or, commutative=True),
-    selector("logical_not", np.logical_not, call("np.logical_not({0})"),
-             sympy=sp.Not, arity=1),
-]  # fmt: skip
+    selector("eq", np.equal, infix("=="), sympy=_unevaluated(sp.Eq), commutative=True),
+    selector(
+        "ne", np.not_equal, infix("!="), sympy=_unevaluated(sp.Ne), commutative=True
+    ),
+    selector(
+        "logical_and",
+        np.logical_and,
+        call("np.logical_and({0}, {1})"),
+        sympy=sp.And,
+        commutative=True,
+    ),
+    selector(
+        "logical_or",
+        np.logical_or,
+        call("np.logical_or({0}, {1})"),
+        sympy=sp.Or,
+        commutative=True,
+    ),
+    selector(
+        "logical_not",
+        np.logical_not,
+        call("np.logical_not({0})"),
+        sympy=sp.Not,
+        arity=1,
+    ),
+]
 
 for _prim in SELECTORS:
     register(_prim)

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-import difgen.primitives.patterns as patterns
 from difgen.core.batching import axes_batch, elementwise_batch
+from difgen.core.expr import Aval
 from difgen.core.ir import Eqn
 from difgen.core.primitive import (
     MISSING,
@@ -27,11 +27,11 @@ from difgen.core.primitive import (
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Absent,
-    Aval,
     Primitive,
     broadcasting,
 )
 from difgen.core.tracer import bind_name
+from difgen.primitives import patterns
 
 Rule = Callable[..., Any]
 
@@ -262,7 +262,7 @@ def structural(
         jvp=jvp,
         transpose=transpose,
         batch=batch,
-        sympy=impl if sympy is SAME_AS_IMPL else sympy,
+        sympy=impl if isinstance(sympy, RowDefault) else sympy,
         simplify=simplify,
         commutative=False,
         sparsity=sparsity,
@@ -341,7 +341,7 @@ def matrix_function(
         emit=emit,
         jvp=jvp,
         transpose=transpose,
-        batch=stack_batch(name) if batch is STACKED else batch,
+        batch=stack_batch(name) if isinstance(batch, RowDefault) else batch,
         sympy=sympy,
         simplify=NO_IDENTITIES,
         commutative=False,

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Aval, Expr, argument, atom, base
@@ -22,6 +21,7 @@ from difgen.core.indexing import to_index
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import Linear, dummy, register, unbroadcast
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
 from difgen.primitives.family import structural
 
 
@@ -40,7 +40,7 @@ def index_source(frozen: tuple[Any, ...]) -> str:
         else:
             parts.append(repr(item))
     if len(parts) == 1:
-        return parts[0] if parts[0] else ":"
+        return parts[0] or ":"
     return ", ".join(p or ":" for p in parts)
 
 
@@ -54,14 +54,18 @@ def positions_unique(shape: tuple[int, ...], frozen: tuple[Any, ...]) -> bool:
     if not any(isinstance(item, FrozenArray) for item in frozen):
         return True
     dims = _dims_of(shape, frozen)
-    arrays = [
-        (np.asarray(item.value) % n) if isinstance(item, FrozenArray) else item % n
+    indexed = [
+        (item, n)
         for item, n in zip(frozen, dims)
         if isinstance(item, (FrozenArray, int)) and n is not None
     ]
+    arrays = [
+        (np.asarray(item.value) % n) if isinstance(item, FrozenArray) else item % n
+        for item, n in indexed
+    ]
     flat = np.ravel_multi_index(
-        [np.ravel(a) for a in np.broadcast_arrays(*arrays)],
-        [n for item, n in zip(frozen, dims) if isinstance(item, (FrozenArray, int))],
+        tuple(np.ravel(a) for a in np.broadcast_arrays(*arrays)),
+        tuple(n for _, n in indexed),
     )
     return len(np.unique(flat)) == flat.size
 

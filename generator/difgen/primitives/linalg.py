@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.batching import lift_batched
 from difgen.core.expr import Expr, argument, atom, call, infix
@@ -28,6 +27,7 @@ from difgen.core.primitive import (
     unbroadcast,
 )
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
 from difgen.primitives.family import contraction, matrix_function
 
 
@@ -333,26 +333,48 @@ _SQUARE = lambda a: (a[0], "float64")
 _STACK = lambda a: (a[0][:-2], "float64")
 
 inv_p = register(
-    matrix_function("inv", np.linalg.inv, call("np.linalg.inv({0})"), jvp=_inv_jvp,
-                    sympy=_sym_matrix(lambda m: m.inv(), scalar=False),
-                    shape_rule=_SQUARE)
-)  # fmt: skip
+    matrix_function(
+        "inv",
+        np.linalg.inv,
+        call("np.linalg.inv({0})"),
+        jvp=_inv_jvp,
+        sympy=_sym_matrix(lambda m: m.inv(), scalar=False),
+        shape_rule=_SQUARE,
+    )
+)
 for _prim in (
-    matrix_function("det", np.linalg.det, call("np.linalg.det({0})"), jvp=_det_jvp,
-                    sympy=_sym_matrix(lambda m: m.det(), scalar=True),
-                    shape_rule=_STACK),
-    matrix_function("logabsdet", lambda a: np.linalg.slogdet(a)[1],
-                    call("np.linalg.slogdet({0})[1]"), jvp=_logabsdet_jvp,
-                    sympy=_sym_matrix(lambda m: sp.log(sp.Abs(m.det())), scalar=True),
-                    shape_rule=_STACK),
-    matrix_function("detsign", lambda a: np.linalg.slogdet(a)[0],
-                    call("np.linalg.slogdet({0})[0]"), jvp=NOT_DIFFERENTIABLE,
-                    sympy=_sym_matrix(lambda m: sp.sign(m.det()), scalar=True),
-                    shape_rule=_STACK, sparsity=patterns.no_dependence),
-    matrix_function("cholesky", np.linalg.cholesky, call("np.linalg.cholesky({0})"),
-                    jvp=_cholesky_jvp,
-                    sympy=_sym_matrix(lambda m: m.cholesky(hermitian=False),
-                                      scalar=False),
-                    shape_rule=_SQUARE),
-):  # fmt: skip
+    matrix_function(
+        "det",
+        np.linalg.det,
+        call("np.linalg.det({0})"),
+        jvp=_det_jvp,
+        sympy=_sym_matrix(lambda m: m.det(), scalar=True),
+        shape_rule=_STACK,
+    ),
+    matrix_function(
+        "logabsdet",
+        lambda a: np.linalg.slogdet(a)[1],
+        call("np.linalg.slogdet({0})[1]"),
+        jvp=_logabsdet_jvp,
+        sympy=_sym_matrix(lambda m: sp.log(sp.Abs(m.det())), scalar=True),
+        shape_rule=_STACK,
+    ),
+    matrix_function(
+        "detsign",
+        lambda a: np.linalg.slogdet(a)[0],
+        call("np.linalg.slogdet({0})[0]"),
+        jvp=NOT_DIFFERENTIABLE,
+        sympy=_sym_matrix(lambda m: sp.sign(m.det()), scalar=True),
+        shape_rule=_STACK,
+        sparsity=patterns.no_dependence,
+    ),
+    matrix_function(
+        "cholesky",
+        np.linalg.cholesky,
+        call("np.linalg.cholesky({0})"),
+        jvp=_cholesky_jvp,
+        sympy=_sym_matrix(lambda m: m.cholesky(hermitian=False), scalar=False),
+        shape_rule=_SQUARE,
+    ),
+):
     register(_prim)

@@ -194,9 +194,9 @@ def matmul(eqn: Eqn, patterns: list[Pattern], n: int) -> Pattern:
     a, b = eqn.inputs
     pa, pb = patterns
     out_shape = eqn.out.shape
-    terms: list[np.ndarray] = []
+    terms: list[Pattern] = []
     if pa is not None:  # out[..., i, k] on row i of a
-        rows = pa.any(axis=-2)  # (..., m, n) or (n,) for 1-D a -> (n,)
+        rows = np.asarray(pa.any(axis=-2))  # (..., m, n) or (n,) for 1-D a -> (n,)
         if a.ndim == 1 or b.ndim == 1:
             rows = np.broadcast_to(rows, (*out_shape, n))
         else:
@@ -206,8 +206,9 @@ def matmul(eqn: Eqn, patterns: list[Pattern], n: int) -> Pattern:
         if b.ndim == 1:
             cols = np.broadcast_to(pb.any(axis=-2), (*out_shape, n))
         else:
-            cols = pb.any(axis=-3)  # (..., p, n)
-            cols = np.broadcast_to(cols if a.ndim == 1 else cols[..., None, :, :],
-                                   (*out_shape, n))  # fmt: skip
+            cols = np.asarray(pb.any(axis=-3))  # (..., p, n)
+            cols = np.broadcast_to(
+                cols if a.ndim == 1 else cols[..., None, :, :], (*out_shape, n)
+            )
         terms.append(cols)
     return _union(terms, out_shape, n) if terms else None

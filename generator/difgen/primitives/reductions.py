@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.expr import Emit, Expr, argument, atom, call
 from difgen.core.primitive import register
+from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
 
@@ -165,13 +165,28 @@ def _reduction_impl(fn: Any) -> Any:
 
 
 for _prim in (
-    reduction("reduce_max", _reduction_impl(np.max), _reduce_emit("maximum"),
-              jvp=_extremum_jvp, sympy=_object_reduce(sp.Max)),
-    reduction("reduce_min", _reduction_impl(np.min), _reduce_emit("minimum"),
-              jvp=_extremum_jvp, sympy=_object_reduce(sp.Min)),
-    reduction("reduce_prod", _reduction_impl(np.prod), _reduce_emit("multiply"),
-              jvp=_prod_jvp, sympy=_object_reduce(lambda a, b: a * b)),
-):  # fmt: skip
+    reduction(
+        "reduce_max",
+        _reduction_impl(np.max),
+        _reduce_emit("maximum"),
+        jvp=_extremum_jvp,
+        sympy=_object_reduce(sp.Max),
+    ),
+    reduction(
+        "reduce_min",
+        _reduction_impl(np.min),
+        _reduce_emit("minimum"),
+        jvp=_extremum_jvp,
+        sympy=_object_reduce(sp.Min),
+    ),
+    reduction(
+        "reduce_prod",
+        _reduction_impl(np.prod),
+        _reduce_emit("multiply"),
+        jvp=_prod_jvp,
+        sympy=_object_reduce(lambda a, b: a * b),
+    ),
+):
     register(_prim)
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-import difgen.primitives.patterns as patterns
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Expr, argument, atom, base
+from difgen.core.indexing import to_index
 from difgen.core.primitive import (
     NO_IDENTITIES,
     NO_INPUTS,
@@ -27,6 +27,7 @@ from difgen.core.primitive import (
     unbroadcast,
 )
 from difgen.core.tracer import bind
+from difgen.primitives import patterns
 from difgen.primitives.family import size_work, structural
 from difgen.primitives.indexing import (  # noqa: F401  (re-exported)
     advanced_first,
@@ -39,7 +40,6 @@ from difgen.primitives.indexing import (  # noqa: F401  (re-exported)
     scatter_sum_p,
     set_index,
     set_index_p,
-    to_index,
 )
 
 
