@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "9a1e536175953ce6"
-BODY_HASH = "70c3f2c2e68bf8c9"
+BODY_HASH = "fd3fc2fc3e5c0248"
 INPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 OUTPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 C0 = np.array([
@@ -538,6 +538,11 @@ _ND = np.ndarray  # a module global: one lookup less per argument check
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
     """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
     array = np.asarray(value)
+    if array.dtype == object:  # numbers in an object array: as NumPy would use them
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: expected real numbers") from None
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
     if array.shape != shape:
@@ -643,8 +648,6 @@ def jacobian(
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (2, 16, 16, 2, 16, 16)."""
     if type(x) is not _ND or x.shape != (2, 16, 16) or x.dtype is not _F64:
         x = _as_array("x", x, (2, 16, 16))
-    if out is not None:
-        _check_out(out, (2, 16, 16, 2, 16, 16))
     t0 = x[0]
     t1 = 2.0 * t0 * x[1] * K4 + t0**2.0 * K5
     t2 = np.concatenate(
@@ -659,5 +662,6 @@ def jacobian(
     result: NDArray[np.float64] = np.reshape(t3, (2, 16, 16, 2, 16, 16))
     if out is None:
         return result
+    _check_out(out, (2, 16, 16, 2, 16, 16))
     out[...] = result
     return out

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "0c27ea991a290ef4"
-BODY_HASH = "8646550fbd3d508a"
+BODY_HASH = "38a2b59fecb3cafc"
 INPUT_SHAPE: tuple[int, ...] = (20,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -27,6 +27,11 @@ _ND = np.ndarray  # a module global: one lookup less per argument check
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
     """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
     array = np.asarray(value)
+    if array.dtype == object:  # numbers in an object array: as NumPy would use them
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: expected real numbers") from None
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
     if array.shape != shape:
@@ -81,8 +86,6 @@ def gradient(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    if out is not None:
-        _check_out(out, (20,))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
     t2 = np.exp(-np.absolute(t1))
@@ -90,6 +93,7 @@ def gradient(
     result: NDArray[np.float64] = t3 @ X
     if out is None:
         return result
+    _check_out(out, (20,))
     out[...] = result
     return out
 
@@ -107,8 +111,6 @@ def value_and_gradient(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    if out is not None:
-        _check_out(out, (20,))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
     t2 = np.exp(-np.absolute(t1))
@@ -117,6 +119,7 @@ def value_and_gradient(
     result: NDArray[np.float64] = t3 @ X
     if out is None:
         return value, result
+    _check_out(out, (20,))
     out[...] = result
     return value, out
 
@@ -159,8 +162,6 @@ def hessian(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    if out is not None:
-        _check_out(out, (20, 20))
     t0 = 1.0 - 2.0 * labels
     t1 = t0 * (X @ x)
     t2 = t0 * np.sign(t1)
@@ -170,5 +171,6 @@ def hessian(
     result: NDArray[np.float64] = (t2 * -(t5 + t3 * (-t5 / t4)) @ X).T
     if out is None:
         return result
+    _check_out(out, (20, 20))
     out[...] = result
     return out

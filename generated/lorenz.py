@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "28ec7b7eea243feb"
-BODY_HASH = "42fd0e5eeeb18deb"
+BODY_HASH = "3bf8397bef60eac7"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 
@@ -27,6 +27,11 @@ _ND = np.ndarray  # a module global: one lookup less per argument check
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
     """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
     array = np.asarray(value)
+    if array.dtype == object:  # numbers in an object array: as NumPy would use them
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: expected real numbers") from None
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
     if array.shape != shape:
@@ -54,14 +59,24 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
 
 def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
     """The function itself. Returns value (3,)."""
-    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
-        x = _as_array("x", x, (3,))
-    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
-        p = _as_array("p", p, (3,))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2 = x_flat
-    p_flat: list[float] = p.tolist()
-    p_0, p_1, p_2 = p_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    try:
+        p_flat: list[float] = p.tolist()
+        p_0, p_1, p_2 = p_flat
+    except (AttributeError, TypeError, ValueError):
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
+    if type(p_0) is not float:
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
     return np.array([p_0 * (x_1 - x_0), x_0 * (p_1 - x_2) - x_1, x_0 * x_1 - p_2 * x_2])
 
 
@@ -69,18 +84,33 @@ def pushforward(
     x: NDArray[np.float64], dx: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pushforward (JVP): J(x) @ dx. Returns jvp (3,)."""
-    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
-        x = _as_array("x", x, (3,))
-    if type(dx) is not _ND or dx.shape != (3,) or dx.dtype is not _F64:
-        dx = _as_array("dx", dx, (3,))
-    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
-        p = _as_array("p", p, (3,))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2 = x_flat
-    dx_flat: list[float] = dx.tolist()
-    dx_0, dx_1, dx_2 = dx_flat
-    p_flat: list[float] = p.tolist()
-    p_0, p_1, p_2 = p_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    try:
+        dx_flat: list[float] = dx.tolist()
+        dx_0, dx_1, dx_2 = dx_flat
+    except (AttributeError, TypeError, ValueError):
+        dx_flat = _as_array("dx", dx, (3,)).tolist()
+        dx_0, dx_1, dx_2 = dx_flat
+    if type(dx_0) is not float:
+        dx_flat = _as_array("dx", dx, (3,)).tolist()
+        dx_0, dx_1, dx_2 = dx_flat
+    try:
+        p_flat: list[float] = p.tolist()
+        p_0, p_1, p_2 = p_flat
+    except (AttributeError, TypeError, ValueError):
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
+    if type(p_0) is not float:
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
     return np.array(
         [
             -dx_0 * p_0 + dx_1 * p_0,
@@ -94,18 +124,33 @@ def pullback(
     x: NDArray[np.float64], dy: NDArray[np.float64], p: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Pullback (VJP): dy @ J(x). Returns vjp (3,)."""
-    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
-        x = _as_array("x", x, (3,))
-    if type(dy) is not _ND or dy.shape != (3,) or dy.dtype is not _F64:
-        dy = _as_array("dy", dy, (3,))
-    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
-        p = _as_array("p", p, (3,))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2 = x_flat
-    dy_flat: list[float] = dy.tolist()
-    dy_0, dy_1, dy_2 = dy_flat
-    p_flat: list[float] = p.tolist()
-    p_0, p_1, p_2 = p_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    try:
+        dy_flat: list[float] = dy.tolist()
+        dy_0, dy_1, dy_2 = dy_flat
+    except (AttributeError, TypeError, ValueError):
+        dy_flat = _as_array("dy", dy, (3,)).tolist()
+        dy_0, dy_1, dy_2 = dy_flat
+    if type(dy_0) is not float:
+        dy_flat = _as_array("dy", dy, (3,)).tolist()
+        dy_0, dy_1, dy_2 = dy_flat
+    try:
+        p_flat: list[float] = p.tolist()
+        p_0, p_1, p_2 = p_flat
+    except (AttributeError, TypeError, ValueError):
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
+    if type(p_0) is not float:
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
     t0 = dy_0 * p_0
     return np.array(
         [
@@ -122,18 +167,27 @@ def jacobian(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (3, 3)."""
-    if type(x) is not _ND or x.shape != (3,) or x.dtype is not _F64:
-        x = _as_array("x", x, (3,))
-    if type(p) is not _ND or p.shape != (3,) or p.dtype is not _F64:
-        p = _as_array("p", p, (3,))
-    if out is not None:
-        _check_out(out, (3, 3))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2 = x_flat
-    p_flat: list[float] = p.tolist()
-    p_0, p_1, p_2 = p_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (3,)).tolist()
+        x_0, x_1, x_2 = x_flat
+    try:
+        p_flat: list[float] = p.tolist()
+        p_0, p_1, p_2 = p_flat
+    except (AttributeError, TypeError, ValueError):
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
+    if type(p_0) is not float:
+        p_flat = _as_array("p", p, (3,)).tolist()
+        p_0, p_1, p_2 = p_flat
     result = [[-p_0, p_0, 0.0], [p_1 - x_2, -1.0, -x_0], [x_1, x_0, -p_2]]
     if out is None:
         return np.array(result)
+    _check_out(out, (3, 3))
     out[...] = result
     return out

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "fe1698f266980735"
-BODY_HASH = "a62d9ca20f8d9312"
+BODY_HASH = "ffb746f86576a4ce"
 INPUT_SHAPE: tuple[int, ...] = (10,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -26,6 +26,11 @@ _ND = np.ndarray  # a module global: one lookup less per argument check
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
     """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
     array = np.asarray(value)
+    if array.dtype == object:  # numbers in an object array: as NumPy would use them
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: expected real numbers") from None
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
     if array.shape != shape:
@@ -53,10 +58,15 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
 
 def f(x: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
-    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10,))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     return (
         100.0 * ((x_1 - (x_0 * x_0)) * (x_1 - (x_0 * x_0)))
         + ((1.0 - x_0) * (1.0 - x_0))
@@ -99,12 +109,15 @@ def gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (10,)."""
-    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10,))
-    if out is not None:
-        _check_out(out, (10,))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
     t1 = x_1 * x_1
     t2 = x_2 * x_2
@@ -128,6 +141,7 @@ def gradient(
     ]
     if out is None:
         return np.array(result)
+    _check_out(out, (10,))
     out[...] = result
     return out
 
@@ -136,12 +150,15 @@ def value_and_gradient(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (10,)."""
-    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10,))
-    if out is not None:
-        _check_out(out, (10,))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
     t1 = x_1 * x_1
     t2 = x_2 * x_2
@@ -201,20 +218,31 @@ def value_and_gradient(
     ]
     if out is None:
         return value, np.array(result)
+    _check_out(out, (10,))
     out[...] = result
     return value, out
 
 
 def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (10,)."""
-    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10,))
-    if type(v) is not _ND or v.shape != (10,) or v.dtype is not _F64:
-        v = _as_array("v", v, (10,))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
-    v_flat: list[float] = v.tolist()
-    v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9 = v_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    try:
+        v_flat: list[float] = v.tolist()
+        v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9 = v_flat
+    except (AttributeError, TypeError, ValueError):
+        v_flat = _as_array("v", v, (10,)).tolist()
+        v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9 = v_flat
+    if type(v_0) is not float:
+        v_flat = _as_array("v", v, (10,)).tolist()
+        v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9 = v_flat
     t0 = 400.0 * x_0
     t1 = 400.0 * x_1
     t2 = 400.0 * x_2
@@ -244,12 +272,15 @@ def hessian(
     x: NDArray[np.float64], out: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """Hessian, shaped x.shape + x.shape. Returns hessian (10, 10)."""
-    if type(x) is not _ND or x.shape != (10,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10,))
-    if out is not None:
-        _check_out(out, (10, 10))
-    x_flat: list[float] = x.tolist()
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    try:
+        x_flat: list[float] = x.tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    except (AttributeError, TypeError, ValueError):
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
+    if type(x_0) is not float:
+        x_flat = _as_array("x", x, (10,)).tolist()
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = -400.0 * x_1
     t1 = -400.0 * x_0
     t2 = -400.0 * x_2
@@ -284,5 +315,6 @@ def hessian(
     ]
     if out is None:
         return np.array(result)
+    _check_out(out, (10, 10))
     out[...] = result
     return out

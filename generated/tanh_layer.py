@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "8b05c893c0bc03c3"
-BODY_HASH = "9c71ec6313022b58"
+BODY_HASH = "27eb464a54c89f59"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -28,6 +28,11 @@ _ND = np.ndarray  # a module global: one lookup less per argument check
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
     """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
     array = np.asarray(value)
+    if array.dtype == object:  # numbers in an object array: as NumPy would use them
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: expected real numbers") from None
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
     if array.shape != shape:
@@ -64,12 +69,17 @@ def f(x: NDArray[np.float64], a: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
     if type(x) is not _ND or x.shape != (3, 4) or x.dtype is not _F64:
         x = _as_array("x", x, (3, 4))
-    if type(a) is not _ND or a.shape != (4,) or a.dtype is not _F64:
-        a = _as_array("a", a, (4,))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
-    a_flat: list[float] = a.tolist()
-    a_0, a_1, a_2, a_3 = a_flat
+    try:
+        a_flat: list[float] = a.tolist()
+        a_0, a_1, a_2, a_3 = a_flat
+    except (AttributeError, TypeError, ValueError):
+        a_flat = _as_array("a", a, (4,)).tolist()
+        a_0, a_1, a_2, a_3 = a_flat
+    if type(a_0) is not float:
+        a_flat = _as_array("a", a, (4,)).tolist()
+        a_0, a_1, a_2, a_3 = a_flat
     return (
         math.tanh(x_0 * a_0 + x_1 * a_1 + x_2 * a_2 + x_3 * a_3)
         + math.tanh(x_4 * a_0 + x_5 * a_1 + x_6 * a_2 + x_7 * a_3)
@@ -85,14 +95,17 @@ def gradient(
     """Gradient of a scalar output. Returns gradient (3, 4)."""
     if type(x) is not _ND or x.shape != (3, 4) or x.dtype is not _F64:
         x = _as_array("x", x, (3, 4))
-    if type(a) is not _ND or a.shape != (4,) or a.dtype is not _F64:
-        a = _as_array("a", a, (4,))
-    if out is not None:
-        _check_out(out, (3, 4))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
-    a_flat: list[float] = a.tolist()
-    a_0, a_1, a_2, a_3 = a_flat
+    try:
+        a_flat: list[float] = a.tolist()
+        a_0, a_1, a_2, a_3 = a_flat
+    except (AttributeError, TypeError, ValueError):
+        a_flat = _as_array("a", a, (4,)).tolist()
+        a_0, a_1, a_2, a_3 = a_flat
+    if type(a_0) is not float:
+        a_flat = _as_array("a", a, (4,)).tolist()
+        a_0, a_1, a_2, a_3 = a_flat
     t0 = 1.0 - _pow(math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3), 2.0)
     t1 = 1.0 - _pow(math.tanh(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7), 2.0)
     t2 = 1.0 - _pow(math.tanh(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11), 2.0)
@@ -103,6 +116,7 @@ def gradient(
     ]
     if out is None:
         return np.array(result)
+    _check_out(out, (3, 4))
     out[...] = result
     return out
 
@@ -115,14 +129,17 @@ def hessian(
     """Hessian, shaped x.shape + x.shape. Returns hessian (3, 4, 3, 4)."""
     if type(x) is not _ND or x.shape != (3, 4) or x.dtype is not _F64:
         x = _as_array("x", x, (3, 4))
-    if type(a) is not _ND or a.shape != (4,) or a.dtype is not _F64:
-        a = _as_array("a", a, (4,))
-    if out is not None:
-        _check_out(out, (3, 4, 3, 4))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
-    a_flat: list[float] = a.tolist()
-    a_0, a_1, a_2, a_3 = a_flat
+    try:
+        a_flat: list[float] = a.tolist()
+        a_0, a_1, a_2, a_3 = a_flat
+    except (AttributeError, TypeError, ValueError):
+        a_flat = _as_array("a", a, (4,)).tolist()
+        a_0, a_1, a_2, a_3 = a_flat
+    if type(a_0) is not float:
+        a_flat = _as_array("a", a, (4,)).tolist()
+        a_0, a_1, a_2, a_3 = a_flat
     t0 = 2.0 * (a_0 * a_0)
     t1 = math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)
     t2 = t1 * (1.0 - (t1 * t1))
@@ -183,5 +200,6 @@ def hessian(
     ]
     if out is None:
         return np.array(result)
+    _check_out(out, (3, 4, 3, 4))
     out[...] = result
     return out

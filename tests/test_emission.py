@@ -130,13 +130,16 @@ def test_emitted_comparison_of_comparisons_runs(tmp_path: Path) -> None:
 
 
 def test_one_epilogue_for_both_emissions() -> None:
-    """value_and_ results first, the last bound to ``result`` and written into out."""
+    """value_and_ results first, the last bound to ``result`` and written into out,
+    which is checked only when given."""
     last = LastResult(" = [1.0, 2.0]", "np.array(result)")
-    assert returns(["value", "gradient"], ["v", "g"], last, takes_out=True) == [
+    lines = returns(["value", "gradient"], ["v", "g"], last, True, out_shape=(2,))
+    assert lines == [
         "value = v",
         "result = [1.0, 2.0]",
         "if out is None:",
         "    return value, np.array(result)",
+        "_check_out(out, (2,))",
         "out[...] = result",
         "return value, out",
     ]

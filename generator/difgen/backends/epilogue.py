@@ -33,12 +33,14 @@ def returns(
     sources: Sequence[str],
     last: LastResult | None,
     takes_out: bool,
+    out_shape: tuple[int, ...] = (),
 ) -> list[str]:
     """The closing lines of an operator returning ``sources`` (one per kind).
 
     Without ``last`` the results are returned as they are; with it the earlier ones
     are named by their kind, the last is bound to ``result``, and ``takes_out`` adds
-    the write into ``out``.
+    the write into ``out``, checked first against ``out_shape`` (only when an
+    ``out`` is given: the call without one pays nothing for it).
     """
     if last is None:
         return ["return " + ", ".join(sources)]
@@ -51,6 +53,7 @@ def returns(
         *lines,
         f"if {naming.OUT} is None:",
         f"    return {head}{last.fresh}",
+        f"{naming.CHECK_OUT}({naming.OUT}, {out_shape!r})",
         f"{naming.OUT}[...] = {naming.RESULT}",
         f"return {head}{naming.OUT}",
     ]

@@ -291,10 +291,38 @@ def _unpack(name: str, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
     names = [str(s) if s in used else "_" for s in symbols.ravel()]
     if all(n == "_" for n in names):
         return []
-    source = f"{name}.tolist()" if symbols.ndim == 1 else f"{name}.ravel().tolist()"
     flat = naming.flat(name)  # annotated, so the unpacked elements are typed as floats
     targets = f"({names[0]},)" if len(names) == 1 else ", ".join(names)
-    return [f"{flat}: list[float] = {source}", f"{targets} = {flat}"]
+    if symbols.ndim != 1:  # checked by render before the body
+        return [f"{flat}: list[float] = {name}.ravel().tolist()", f"{targets} = {flat}"]
+    return _checked_unpack(name, flat, targets, next(n for n in names if n != "_"),
+                           tuple(symbols.shape))  # fmt: skip
+
+
+def _checked_unpack(
+    name: str, flat: str, targets: str, first: str, shape: tuple[int, ...]
+) -> list[str]:
+    """Unpack a 1-D argument, checking it on the way at almost no cost.
+
+    A float64 array of the right length unpacks into floats; anything else fails
+    the unpacking (no ``tolist``, another length, a 0-d array) or yields a first
+    element that is not a float (ints, complex, nested lists from a 2-D array), and
+    goes through ``_as_array``, which converts it or raises naming the argument and
+    both shapes. This is the argument check of scalar code: one type test instead
+    of a type, dtype and shape comparison (about 80 ns less per argument).
+    """
+    convert = f"{naming.AS_ARRAY}({name!r}, {name}, {shape!r}).tolist()"
+    return [
+        "try:",
+        f"    {flat}: list[float] = {name}.tolist()",
+        f"    {targets} = {flat}",
+        "except (AttributeError, TypeError, ValueError):",
+        f"    {flat} = {convert}",
+        f"    {targets} = {flat}",
+        f"if type({first}) is not float:",
+        f"    {flat} = {convert}",
+        f"    {targets} = {flat}",
+    ]
 
 
 def _literal(exprs: np.ndarray) -> str:
@@ -320,7 +348,9 @@ def emit_operator(
         used |= e.free_symbols
     for e in reduced:
         used |= sp.sympify(e).free_symbols
-    body = [line for n in code.order for line in _unpack(n, code.arrays[n], used)]
+    unpacks = {n: _unpack(n, code.arrays[n], used) for n in code.order}
+    body = [line for n in code.order for line in unpacks[n]]
+    checked = frozenset(n for n, lines in unpacks.items() if lines[:1] == ["try:"])
     body += [f"{t} = {PRINTER.doprint(e)}" for t, e in temps]
     it = iter(reduced)
     results: list[Any] = []  # object arrays, or SparseResult (as ScalarCode's)
@@ -342,6 +372,7 @@ def emit_operator(
     last = None
     if op.takes_out and into_out:  # a nested list, written into out as it is
         last = LastResult(f" = {_literal(results[-1])}", f"np.array({naming.RESULT})")
-    body += returns(op.results, sources, last, last is not None)
+    body += returns(op.results, sources, last, last is not None, results[-1].shape)
     params, annotation = signature(op, spec, ys)
-    return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
+    doc = docstring(op, spec, ys)
+    return Function(op.name, params, annotation, doc, tuple(body), checked)

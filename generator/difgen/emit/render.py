@@ -29,13 +29,18 @@ from difgen.version import VERSION
 
 @dataclass(frozen=True)
 class Function:
-    """One emitted operator."""
+    """One emitted operator.
+
+    ``checked`` names the arguments whose checks the body makes itself (scalar
+    code checks a 1-D argument as it unpacks it); render adds the others'.
+    """
 
     name: str
     signature: str
     returns: str
     doc: str
     body: tuple[str, ...]
+    checked: frozenset[str] = frozenset()
 
 
 class Constants:
@@ -143,7 +148,9 @@ def render_module(
         dataclasses.replace(
             f,
             body=(
-                *argument_checks(OPERATORS[f.name], spec, parts.output_shape),
+                *argument_checks(
+                    OPERATORS[f.name], spec, parts.output_shape, skip=f.checked
+                ),
                 *f.body,
             ),
         )

@@ -7,6 +7,8 @@ backends call them, so the two emit the same contract.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from difgen.config import ModuleSpec
 from difgen.emit import naming
 from difgen.operators import (
@@ -67,14 +69,16 @@ def docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
     return f"{op.doc}. Returns {shapes}{extra}."
 
 
-def argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[str]:
+def argument_checks(
+    op: Operator, spec: ModuleSpec, ys: Shape, skip: AbstractSet[str] = frozenset()
+) -> list[str]:
     """The statements that check (and convert) an operator's arguments.
 
     Each argument is checked against its hard-coded shape on the fast path (one
     type, shape and dtype comparison); anything else goes through the module's
     helpers, which convert lists, ints and other real arrays to float64 and raise
     TypeError (complex, object) or ValueError (shape) naming the argument. ``out``
-    must already be a writeable float64 array of the result's shape.
+    is checked where it is written (:func:`difgen.backends.epilogue.returns`).
     """
     xs, batch = tuple(spec.input.shape), spec.batch
     arguments = [(naming.INPUT, xs)]
@@ -82,6 +86,8 @@ def argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[str]:
     arguments += [(c.name, tuple(c.shape)) for c in spec.contexts]
     lines = []
     for name, shape in arguments:
+        if name in skip:  # the body checks it (see Function.checked)
+            continue
         if shape == ():
             lines += [
                 f"if not isinstance({name}, float):",
@@ -95,10 +101,4 @@ def argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[str]:
                 ),
                 f"    {name} = {naming.AS_ARRAY}({name!r}, {name}, {shape!r})",
             ]
-    if naming.OUT in signature(op, spec, ys)[0]:
-        shape = tuple(result_shape(op.results[-1], xs, ys, batch))
-        lines += [
-            f"if {naming.OUT} is not None:",
-            f"    {naming.CHECK_OUT}({naming.OUT}, {shape!r})",
-        ]
     return lines
