@@ -41,15 +41,30 @@ def _is_check(node: ast.stmt) -> bool:
     return any(call.func.id in CHECKS for call in calls)  # type: ignore[attr-defined]
 
 
+def _unchecked(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements without argument checks: the leading ``if`` checks go, and a
+    checked unpacking (``try: x_0, ... = x.tolist()`` then a type test on the first
+    element, as scalar code checks a 1-D argument) becomes the plain unpacking."""
+    kept: list[ast.stmt] = []
+    for statement in statements:
+        if _is_check(statement) and not isinstance(statement, ast.Try):
+            continue
+        if isinstance(statement, ast.Try) and any(
+            _is_check(ast.If(test=ast.Constant(True), body=h.body, orelse=[]))
+            for h in statement.handlers
+        ):
+            kept.extend(statement.body)
+            continue
+        kept.append(statement)
+    return kept
+
+
 def without_checks(source: str) -> str:
-    """``source`` with every operator's leading argument checks removed."""
+    """``source`` with every operator's argument checks removed."""
     tree = ast.parse(source)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
-            body = node.body
-            start = 1 if isinstance(body[0], ast.Expr) else 0  # the docstring
-            while start < len(body) and _is_check(body[start]):
-                del body[start]
+            node.body = _unchecked(node.body)
     return ast.unparse(tree)
 
 
