@@ -85,11 +85,25 @@ def lower(
         return env[atom]
 
     for eqn in graph.eqns:
-        value = eqn.primitive.lower_sympy(
-            *map(read, eqn.inputs), **eqn.params.as_dict()
-        )
+        args = [read(a) for a in eqn.inputs]
+        if eqn.out.dtype != "bool" and eqn.primitive.name != "where":
+            # Booleans in arithmetic ((x > c) * x) count as 1 and 0, as in NumPy.
+            args = [
+                _as_number(v) if a.dtype == "bool" else v
+                for a, v in zip(eqn.inputs, args)
+            ]
+        value = eqn.primitive.lower_sympy(*args, **eqn.params.as_dict())
         env[eqn.out] = _as_object(value, eqn.out.shape)
     return [read(out) for out in graph.outputs]
+
+
+def _as_number(conditions: np.ndarray) -> np.ndarray:
+    """Conditions as the numbers NumPy makes of booleans: 1 where true, else 0."""
+    out = np.empty(conditions.shape, dtype=object)
+    for index in np.ndindex(*conditions.shape):
+        c = conditions[index]
+        out[index] = sp.Piecewise((sp.S.One, c), (sp.S.Zero, True))
+    return out
 
 
 def _as_object(value: Any, shape: tuple[int, ...]) -> np.ndarray:

@@ -51,8 +51,13 @@ def _out_shape(atoms: list[Atom]) -> tuple[int, ...]:
 
 
 def _keep(atom: Atom, atoms: list[Atom]) -> Result:
-    """``atom`` itself, if it already has the output's shape."""
-    if isinstance(atom, Var) and atom.shape == _out_shape(atoms):
+    """``atom`` itself, if it already has the output's shape and is a float64 value
+    (``mask * 1.0`` is the float array of the mask, not the boolean mask)."""
+    if (
+        isinstance(atom, Var)
+        and atom.shape == _out_shape(atoms)
+        and atom.dtype == "float64"
+    ):
         return atom
     return None
 
