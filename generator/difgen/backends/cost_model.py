@@ -1,6 +1,6 @@
 """Which emission an operator gets: straight-line scalar code or vectorized NumPy.
 
-DESIGN.md section 6. Both forms compute the same graph; what differs is the price
+docs/design.md, section 9. Both forms compute the same graph; what differs is the price
 of each operation on this machine class (CPython 3.11+, NumPy 2):
 
 - **vector**: every equation is one NumPy call, ``CALL_NS`` of fixed overhead

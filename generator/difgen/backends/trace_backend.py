@@ -1,6 +1,6 @@
 """The trace backend: DI's operators as graphs built from the JVP and VJP transforms.
 
-Every operator of DESIGN.md section 3 is one graph ``(x, *seeds, *contexts) ->
+Every operator (docs/design.md, section 9) is one graph ``(x, *seeds, *contexts) ->
 results``, traced from the derivative graphs of the user's function:
 
 - derivative: a pushforward with seed 1 (forward), gradient: a pullback with seed 1
