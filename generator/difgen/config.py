@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from difgen.emit import naming
+from difgen import naming
 from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, REQUESTABLE, TABLE, result_shape
 from difgen.toml_lines import Key, Locator

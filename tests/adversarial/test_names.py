@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from difgen.emit import naming
+from difgen import naming
 
 from .adversarial_support import (
     Builder,

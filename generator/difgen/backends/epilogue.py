@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from difgen.emit import naming
+from difgen import naming
 
 
 @dataclass(frozen=True)

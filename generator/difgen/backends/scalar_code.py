@@ -15,10 +15,10 @@ import sympy as sp
 from sympy.printing.precedence import precedence
 from sympy.printing.pycode import PythonCodePrinter
 
+from difgen import floats, naming
 from difgen.backends.epilogue import LastResult, returns
 from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
-from difgen.emit import floats, naming
 from difgen.emit.render import Constants, Function
 from difgen.emit.signatures import docstring, signature
 from difgen.operators import Operator
@@ -103,7 +103,7 @@ CHEAP_BASE = 3
 class FloatPrinter(PythonCodePrinter):
     """Python source on floats: every number is a float literal, and every operation
     that Python would raise on (division, powers, ``math`` domain and overflow
-    errors) goes through a helper of :mod:`difgen.emit.floats`, which returns NumPy's
+    errors) goes through a helper of :mod:`difgen.floats`, which returns NumPy's
     NaN or inf instead."""
 
     def __init__(self) -> None:

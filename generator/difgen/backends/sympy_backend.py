@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen import floats, naming
 from difgen.backends.scalar_code import (
     ScalarCode,
     SparseResult,
@@ -25,7 +26,6 @@ from difgen.backends.scalar_code import (
 )
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
-from difgen.emit import floats, naming
 from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.emit.signatures import is_sparse
 from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen import naming
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
 from difgen.backends import cost_model, vector_code
 from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
@@ -35,7 +36,6 @@ from difgen.config import ModuleSpec
 from difgen.core.batching import batched_to
 from difgen.core.ir import FrozenArray, Graph
 from difgen.core.tracer import Tracer, current_builder
-from difgen.emit import naming
 from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.emit.signatures import is_sparse
 from difgen.errors import ConfigError

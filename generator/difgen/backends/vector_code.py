@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from difgen import naming
 from difgen.backends.epilogue import LastResult, returns
 from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
-from difgen.emit import naming
 from difgen.emit.render import Constants, Function
 from difgen.emit.signatures import docstring, signature
 from difgen.operators import Operator

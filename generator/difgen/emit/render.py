@@ -18,8 +18,8 @@ from pathlib import Path
 import black
 import jinja2
 
+from difgen import floats, naming
 from difgen.config import Config, ModuleSpec
-from difgen.emit import floats, naming
 from difgen.emit.signatures import argument_checks
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash

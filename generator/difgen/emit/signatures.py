@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 
+from difgen import naming
 from difgen.config import ModuleSpec
-from difgen.emit import naming
 from difgen.operators import (
     SPARSE_KINDS,
     Operator,

@@ -28,7 +28,7 @@ import re
 import sys
 from collections.abc import Iterable
 
-from difgen.emit import floats
+from difgen import floats
 from difgen.operators import OPERATORS
 
 INPUT = "x"
@@ -54,7 +54,7 @@ AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
 HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT)
 FLOAT_HELPERS = floats.NAMES
-"""NumPy-semantics helpers of scalar code (:mod:`difgen.emit.floats`)."""
+"""NumPy-semantics helpers of scalar code (:mod:`difgen.floats`)."""
 """Module-level helpers that check the arguments of every generated operator."""
 MODULE_CONSTANTS = (
     "DIFGEN_VERSION",
@@ -178,7 +178,7 @@ def check_module(text: str) -> None:
     >>> check_module("K0 = 1\\ndef f(x, K0):\\n    return x + K0\\n")
     Traceback (most recent call last):
     ...
-    difgen.emit.naming.NameClash: f: parameter 'K0' is also a module-level name
+    difgen.naming.NameClash: f: parameter 'K0' is also a module-level name
     """
     tree = ast.parse(text)
     module_names = set(MODULES) | {
