@@ -181,7 +181,7 @@ def build(
     specs = select_modules(cfg, modules)
     if type(jobs) is not int or jobs < 1:
         raise UsageError(f"jobs must be a positive integer; got {jobs!r}")
-    _pipeline()  # import errors surface here, before any worker starts
+    load_pipeline()  # import errors surface here, before any worker starts
     start = time.perf_counter()
     if jobs == 1 or len(specs) == 1:
         generated = [_generate(spec, cfg, timeout, progress) for spec in specs]
@@ -249,7 +249,7 @@ def verify(
         raise UsageError(f"points must be a positive integer; got {points!r}")
     if not tolerance_factor > 0:
         raise UsageError(f"tolerance_factor must be positive; got {tolerance_factor!r}")
-    pipeline = _pipeline()
+    pipeline = load_pipeline()
     results = []
     for spec in specs:
         path = output_path(cfg, spec)
@@ -294,9 +294,10 @@ def select_modules(config: Config, names: Sequence[str] | None) -> list[ModuleSp
     return [spec for spec in config.modules if spec.name in names]
 
 
-def _pipeline() -> ModuleType:
-    # Imported here: the pipeline pulls in SymPy and the tracer, which `import
-    # difgen` and the config never need.
+def load_pipeline() -> ModuleType:
+    """:mod:`difgen.pipeline`, imported on first use: it pulls in SymPy and the
+    tracer, which ``import difgen``, the config and the CLI's parser never need.
+    The one import of a difgen module inside a function (docs/design.md, §2)."""
     return importlib.import_module("difgen.pipeline")
 
 
@@ -317,7 +318,9 @@ def _generate(
 ) -> _Generated:
     """Load, trace, differentiate and render one module, timing each stage."""
     limit = spec.timeout if spec.timeout is not None else timeout
-    pipeline = _pipeline()  # imported before the clock starts: not the module's time
+    pipeline = (
+        load_pipeline()
+    )  # imported before the clock starts: not the module's time
     with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
         with stage("load"):
             fn = load_function(spec)
@@ -334,7 +337,7 @@ def _start_worker(queue: Any) -> None:
     the pipeline now, so that no module's time limit pays for it."""
     global _WORKER_QUEUE  # noqa: PLW0603  (per-process state of a pool worker)
     _WORKER_QUEUE = queue
-    _pipeline()
+    load_pipeline()
 
 
 def _generate_in_worker(
@@ -429,7 +432,7 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
         return result(Status.STALE, "written by an older difgen, without BODY_HASH")
 
     try:
-        graph = _pipeline().trace_spec(spec, load_function(spec))
+        graph = load_pipeline().trace_spec(spec, load_function(spec))
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")
     if found.source_hash == source_hash(spec, graph):

@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from difgen.api import Action, Status, build, check, select_modules, verify
+from difgen.api import (
+    Action,
+    Status,
+    build,
+    check,
+    load_pipeline,
+    select_modules,
+    verify,
+)
 from difgen.config import find_config, load_config
 from difgen.errors import DifgenError
 from difgen.load import load_function
@@ -275,12 +282,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _ir(args: argparse.Namespace) -> int:
-
     config = load_config(args.config)
     (spec,) = select_modules(config, [args.module])
-    # Imported here: the pipeline pulls in SymPy and the tracer.
-    pipeline = importlib.import_module("difgen.pipeline")
-    text = pipeline.ir_text(spec, load_function(spec), args.stage)
+    text = load_pipeline().ir_text(spec, load_function(spec), args.stage)
     print(text, end="" if text.endswith("\n") else "\n")
     return 0
 

@@ -13,13 +13,7 @@ import os
 import traceback
 from collections.abc import Iterator
 
-import numpy as np
-
-from difgen.core.location import user_location
-
-_DIFGEN_DIR = os.path.dirname(os.path.abspath(__file__))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
-_SKIPPED = (_DIFGEN_DIR, _NUMPY_DIR, "<frozen ")
+from difgen.core.location import in_difgen_or_numpy, user_location
 
 
 class ExitCalled(BaseException):
@@ -57,8 +51,8 @@ def user_frame(exc: BaseException) -> str | None:
     user = [
         f
         for f in frames
-        if not os.path.abspath(f.filename).startswith(_SKIPPED)
-        and not f.filename.startswith(_SKIPPED)
+        if not in_difgen_or_numpy(f.filename)
+        and not f.filename.startswith("<frozen ")  # exit(), quit(), importlib
         and "importlib" not in f.filename
     ]
     return f"{user[-1].filename}:{user[-1].lineno}" if user else None
