@@ -1,0 +1,136 @@
+"""The real-world corpus (issue 9): every function, on every backend it is meant
+for, in every mode, built by difgen and checked against NumPy and autograd.
+
+- ``test_handled``: one module per (function, backend, mode), built with
+  ``difgen.build`` from a ``difgen.toml`` in ``tmp_path``; ``f`` must equal the NumPy
+  function and every operator must agree with autograd at two random points
+  (``harness.check``). A failure here is a WRONG ANSWER or a crash: never acceptable.
+- ``test_refused``: the pairs difgen cannot handle today (``EXPECTED_REFUSALS`` in
+  ``expectations.py``) must be refused with a DifgenError that names the user's
+  file and line (or the config line, or the time limit, as the entry says). When a
+  gap is fixed, the build succeeds, this test fails, and the entry must be removed
+  from the table: the pair then moves to ``test_handled``.
+- ``test_coverage``: counts handled pairs per backend and prints them with the
+  slowest builds; ``scripts/corpus_report.py`` writes the full report.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import harness
+import pytest
+from catalog import BY_NAME, CASES, MODES
+from expectations import EXPECTED_REFUSALS, Refusal
+
+from difgen.budget import BuildTimeout
+from difgen.errors import ConfigError, DifgenError, InternalError
+
+PAIRS = [(case.name, backend) for case in CASES for backend in case.backends]
+"""Every (function, backend) the corpus means to build."""
+
+
+def _refused_modes(name: str, backend: str) -> tuple[str, ...]:
+    """The modes an EXPECTED_REFUSALS entry covers (all of the backend's by default)."""
+    refusal = EXPECTED_REFUSALS.get((name, backend))
+    if refusal is None:
+        return ()
+    return refusal.modes or MODES[backend]
+
+
+HANDLED = [
+    (name, backend, mode)
+    for name, backend in PAIRS
+    for mode in MODES[backend]
+    if mode not in _refused_modes(name, backend)
+]
+REFUSED = [
+    (name, backend, mode)
+    for name, backend in PAIRS
+    for mode in _refused_modes(name, backend)
+]
+SECONDS: dict[tuple[str, str, str], float] = {}
+"""Build time of each handled module in this session (for test_coverage)."""
+
+
+def _id(name: str, backend: str, mode: str) -> str:
+    return f"{name}-{backend}-{mode}"
+
+
+@pytest.mark.parametrize(
+    "name,backend,mode", HANDLED, ids=[_id(*triple) for triple in HANDLED]
+)
+def test_handled(name: str, backend: str, mode: str, tmp_path: Path) -> None:
+    case = BY_NAME[name]
+    built = harness.build(case, backend, mode, tmp_path)
+    SECONDS[(name, backend, mode)] = built.seconds
+    harness.check(case, built)
+
+
+@pytest.mark.parametrize(
+    "name,backend,mode", REFUSED, ids=[_id(*triple) for triple in REFUSED]
+)
+def test_refused(name: str, backend: str, mode: str, tmp_path: Path) -> None:
+    """The build refuses, saying where. If it builds, the gap is fixed: remove the
+    entry from EXPECTED_REFUSALS (expectations.py) so the pair is checked instead."""
+    case = BY_NAME[name]
+    refusal = EXPECTED_REFUSALS[(name, backend)]
+    with pytest.raises(DifgenError) as info:
+        harness.build(case, backend, mode, tmp_path)
+    error = info.value
+    message = str(error)
+    assert not isinstance(error, InternalError), message
+    if refusal.where == "timeout":
+        assert isinstance(error, BuildTimeout), message
+        return
+    assert not isinstance(error, BuildTimeout), message
+    if refusal.where == "config":
+        assert isinstance(error, ConfigError), message
+        assert error.path.endswith("difgen.toml") and error.line is not None, message
+        return
+    lines = [int(n) for n in re.findall(rf"{re.escape(case.path.name)}:(\d+)", message)]
+    assert any(line in case.lines for line in lines), (
+        f"the refusal does not name a line of {case.path.name}:{case.name} "
+        f"(lines {case.lines.start}-{case.lines.stop - 1}): {message}"
+    )
+    for fragment in refusal.mentions:
+        assert fragment in message, message
+
+
+def test_expected_refusals_name_real_pairs() -> None:
+    """Every entry names a corpus function and a backend it is meant for, gives a
+    reason, and refuses in modes the backend has."""
+    for (name, backend), refusal in EXPECTED_REFUSALS.items():
+        assert (name, backend) in PAIRS, (name, backend)
+        assert isinstance(refusal, Refusal) and refusal.reason
+        assert refusal.where in ("source", "config", "timeout")
+        assert set(refusal.modes or ()) <= set(MODES[backend])
+
+
+def test_coverage(capsys: pytest.CaptureFixture[str]) -> None:
+    """Handled pairs over all pairs, per backend (printed); the corpus is at least
+    80 functions in the seven families of issue 9."""
+    assert len(CASES) >= 80
+    assert {case.family for case in CASES} == {
+        "optimization",
+        "odes",
+        "losses",
+        "physics",
+        "stencils",
+        "linear algebra",
+        "loops",
+    }
+    lines = []
+    for backend in MODES:
+        total = [p for p in PAIRS if p[1] == backend]
+        refused = [p for p in total if p in EXPECTED_REFUSALS]
+        handled = len(total) - len(refused)
+        lines.append(
+            f"corpus coverage, {backend}: {handled}/{len(total)} pairs handled "
+            f"({100 * handled / len(total):.0f}%), {len(refused)} refused"
+        )
+    slowest = sorted(SECONDS.items(), key=lambda kv: -kv[1])[:5]
+    lines += [f"  slow build: {s:.1f} s {'/'.join(k)}" for k, s in slowest]
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
