@@ -17,7 +17,6 @@ import functools
 import importlib.util
 import itertools
 import json
-import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,9 +28,11 @@ from catalog import BY_NAME, Case
 
 import difgen
 
-TIMEOUT = 20.0
-"""Seconds one corpus build may take (difgen's own time limit): issue 9 asks that
-every function build in under 10 s; twice that leaves room for a loaded machine."""
+TIMEOUT = 60.0
+"""Seconds one corpus build may take (difgen's own time limit). Issue 9 asks that
+every function build in under 10 s on an idle machine; the corpus runs on shared CI
+machines too, so a handled build gets ample room and the pairs that do not finish
+are listed in EXPECTED_REFUSALS (and checked with a short limit there)."""
 
 POINTS = (11, 12)
 """Seeds of the two random points each module is checked at."""
@@ -73,19 +74,26 @@ def operators(case: Case, mode: str) -> tuple[str, ...]:
     return (SCALAR_OPS if output_shape(case) == () else VECTOR_OPS)[mode]
 
 
-def write_config(case: Case, backend: str, mode: str, directory: Path) -> Path:
-    """A one-module ``difgen.toml`` in ``directory`` naming the case's own file."""
-    directory.mkdir(parents=True, exist_ok=True)
+Key = tuple[str, str, str]
+"""A build of the corpus: (function name, backend, mode)."""
+
+
+def module_name(key: Key) -> str:
+    """The generated module's name for a build (unique in a batch)."""
+    return "__".join(key)
+
+
+def module_table(key: Key) -> list[str]:
+    """The ``[[module]]`` table of one build, naming the case's own file."""
+    name, backend, mode = key
+    case = BY_NAME[name]
     contexts = ", ".join(
         f'{{ name = "{c.name}", shape = {list(c.shape)}, dtype = "{c.dtype}" }}'
         for c in case.contexts
     )
     lines = [
-        "[difgen]",
-        'output_dir = "out"',
-        "",
         "[[module]]",
-        f'name = "{case.name}"',
+        f'name = "{module_name(key)}"',
         f"function = {json.dumps(f'{case.path}:{case.name}')}",
         f'backend = "{backend}"',
         f'mode = "{mode}"',
@@ -94,28 +102,57 @@ def write_config(case: Case, backend: str, mode: str, directory: Path) -> Path:
     ]
     if case.contexts:
         lines.append(f"contexts = [{contexts}]")
+    return [*lines, ""]
+
+
+def write_config(keys: list[Key], directory: Path) -> Path:
+    """A ``difgen.toml`` in ``directory`` with one module per build."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = ["[difgen]", 'output_dir = "out"', ""]
+    for key in keys:
+        lines += module_table(key)
     path = directory / "difgen.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines))
     return path
 
 
-def build(case: Case, backend: str, mode: str, directory: Path) -> Built:
-    """Build the case's module with difgen's API and import it.
+def build(
+    case: Case, backend: str, mode: str, directory: Path, timeout: float = TIMEOUT
+) -> Built:
+    """Build one module of the case with difgen's API and import it.
 
     Raises whatever difgen raises: a refusal is a :class:`difgen.errors.DifgenError`.
     """
-    config = write_config(case, backend, mode, directory)
-    start = time.perf_counter()
-    result = difgen.build(config, timeout=TIMEOUT)
-    seconds = time.perf_counter() - start
-    (built,) = result.modules
+    key = (case.name, backend, mode)
+    return build_many([key], directory, timeout=timeout)[key]
+
+
+def build_many(
+    keys: list[Key], directory: Path, jobs: int = 1, timeout: float = TIMEOUT
+) -> dict[Key, Built]:
+    """Build several modules in one ``difgen.build`` (``jobs`` worker processes),
+    all or none, and import them."""
+    config = write_config(keys, directory)
+    result = difgen.build(config, timeout=timeout, jobs=jobs)
+    by_name = {m.name: m for m in result.modules}
+    out = {}
+    for key in keys:
+        built = by_name[module_name(key)]
+        out[key] = Built(
+            _load(built.path), built.seconds, operators(BY_NAME[key[0]], key[2])
+        )
+    return out
+
+
+def _load(path: Path) -> types.ModuleType:
+    """Import a generated module from its file under a unique name."""
     spec = importlib.util.spec_from_file_location(
-        f"_corpus_{case.name}_{next(_counter)}", built.path
+        f"_corpus_{path.stem}_{next(_counter)}", path
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return Built(module, seconds, operators(case, mode))
+    return module
 
 
 def oracle_function(case: Case) -> Callable[..., Any]:

@@ -30,12 +30,12 @@ def laplacian_2d_periodic(u):
     )
 
 
-def poisson_residual_energy(u, f):
+def poisson_residual_energy(u, rhs):
     lap = np.zeros_like(u)
     lap[1:-1, 1:-1] = (
         u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
     )
-    return 0.5 * np.sum((lap - f) ** 2)
+    return 0.5 * np.sum((lap - rhs) ** 2)
 
 
 def total_variation(img):
@@ -95,7 +95,7 @@ CASES = {
     "laplacian_1d_periodic": {"x": (6,)},
     "laplacian_2d": {"x": (4, 4)},
     "laplacian_2d_periodic": {"x": (3, 4)},
-    "poisson_residual_energy": {"x": (4, 4), "ctx": [("f", (4, 4))]},
+    "poisson_residual_energy": {"x": (4, 4), "ctx": [("rhs", (4, 4))]},
     "total_variation": {"x": (3, 4)},
     "total_variation_anisotropic": {"x": (3, 3)},
     "rof_denoising": {"x": (3, 3), "ctx": [("noisy", (3, 3))]},

@@ -22,7 +22,8 @@ from pathlib import Path
 import harness
 import pytest
 from catalog import BY_NAME, CASES, MODES
-from expectations import EXPECTED_REFUSALS, Refusal
+from expectations import EXPECTED_REFUSALS, KNOWN_CRASHES, Refusal
+from harness import Key
 
 from difgen.budget import BuildTimeout
 from difgen.errors import ConfigError, DifgenError, InternalError
@@ -44,12 +45,22 @@ HANDLED = [
     for name, backend in PAIRS
     for mode in MODES[backend]
     if mode not in _refused_modes(name, backend)
+    and (name, backend) not in KNOWN_CRASHES
+]
+CRASHES = [
+    (name, backend, mode) for name, backend in KNOWN_CRASHES for mode in MODES[backend]
 ]
 REFUSED = [
     (name, backend, mode)
     for name, backend in PAIRS
     for mode in _refused_modes(name, backend)
 ]
+JOBS = 2
+"""Worker processes of the batch build."""
+REFUSAL_TIMEOUT = 1.0
+"""Seconds a ``"timeout"`` entry is given in test_refused: long enough that a build
+difgen makes fast (issue 9 §1) finishes and fails the test, short enough that the
+refusals do not dominate the corpus's run time."""
 SECONDS: dict[tuple[str, str, str], float] = {}
 """Build time of each handled module in this session (for test_coverage)."""
 
@@ -58,13 +69,28 @@ def _id(name: str, backend: str, mode: str) -> str:
     return f"{name}-{backend}-{mode}"
 
 
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[Key, harness.Built]:
+    """Every handled module, built in one ``difgen.build`` on two worker processes
+    (the corpus must run in minutes on two cores). Empty if that build fails: each
+    test then builds its own module, so the failure is reported where it is."""
+    directory = tmp_path_factory.mktemp("corpus")
+    try:
+        return harness.build_many(HANDLED, directory, jobs=JOBS)
+    except DifgenError:
+        return {}
+
+
 @pytest.mark.parametrize(
     "name,backend,mode", HANDLED, ids=[_id(*triple) for triple in HANDLED]
 )
-def test_handled(name: str, backend: str, mode: str, tmp_path: Path) -> None:
+def test_handled(
+    name: str, backend: str, mode: str, batch: dict[Key, harness.Built], tmp_path: Path
+) -> None:
     case = BY_NAME[name]
-    built = harness.build(case, backend, mode, tmp_path)
-    SECONDS[(name, backend, mode)] = built.seconds
+    key = (name, backend, mode)
+    built = batch[key] if key in batch else harness.build(case, backend, mode, tmp_path)
+    SECONDS[key] = built.seconds
     harness.check(case, built)
 
 
@@ -76,8 +102,9 @@ def test_refused(name: str, backend: str, mode: str, tmp_path: Path) -> None:
     entry from EXPECTED_REFUSALS (expectations.py) so the pair is checked instead."""
     case = BY_NAME[name]
     refusal = EXPECTED_REFUSALS[(name, backend)]
+    limit = REFUSAL_TIMEOUT if refusal.where == "timeout" else harness.TIMEOUT
     with pytest.raises(DifgenError) as info:
-        harness.build(case, backend, mode, tmp_path)
+        harness.build(case, backend, mode, tmp_path, timeout=limit)
     error = info.value
     message = str(error)
     assert not isinstance(error, InternalError), message
@@ -96,6 +123,19 @@ def test_refused(name: str, backend: str, mode: str, tmp_path: Path) -> None:
     )
     for fragment in refusal.mentions:
         assert fragment in message, message
+
+
+@pytest.mark.parametrize(
+    "name,backend,mode", CRASHES, ids=[_id(*triple) for triple in CRASHES]
+)
+def test_known_crash(name: str, backend: str, mode: str, tmp_path: Path) -> None:
+    """A BUG kept visible: difgen raises a raw exception, not a DifgenError. When
+    this test fails, the bug is fixed: move the pair out of KNOWN_CRASHES."""
+    expected, _ = KNOWN_CRASHES[(name, backend)]
+    with pytest.raises(Exception) as info:
+        harness.build(BY_NAME[name], backend, mode, tmp_path)
+    assert type(info.value).__name__ == expected, repr(info.value)
+    assert not isinstance(info.value, DifgenError)
 
 
 def test_expected_refusals_name_real_pairs() -> None:
@@ -124,11 +164,12 @@ def test_coverage(capsys: pytest.CaptureFixture[str]) -> None:
     lines = []
     for backend in MODES:
         total = [p for p in PAIRS if p[1] == backend]
-        refused = [p for p in total if p in EXPECTED_REFUSALS]
+        refused = [p for p in total if p in EXPECTED_REFUSALS or p in KNOWN_CRASHES]
         handled = len(total) - len(refused)
         lines.append(
             f"corpus coverage, {backend}: {handled}/{len(total)} pairs handled "
-            f"({100 * handled / len(total):.0f}%), {len(refused)} refused"
+            f"({100 * handled / len(total):.0f}%), {len(refused)} refused "
+            f"(of which {sum(p[1] == backend for p in KNOWN_CRASHES)} crash: a bug)"
         )
     slowest = sorted(SECONDS.items(), key=lambda kv: -kv[1])[:5]
     lines += [f"  slow build: {s:.1f} s {'/'.join(k)}" for k, s in slowest]

@@ -60,14 +60,14 @@ def clipped_predictions(w, X, y):
     return anp.sum((anp.where(z > 1.0, 1.0, z) - y) ** 2)
 
 
-def poisson_residual_energy(u, f):
+def poisson_residual_energy(u, rhs):
     inner = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
     m, n = u.shape
     cols = anp.concatenate(
         [anp.zeros((m - 2, 1)), inner, anp.zeros((m - 2, 1))], axis=1
     )
     lap = anp.concatenate([anp.zeros((1, n)), cols, anp.zeros((1, n))], axis=0)
-    return 0.5 * anp.sum((lap - f) ** 2)
+    return 0.5 * anp.sum((lap - rhs) ** 2)
 
 
 def burgers_flux_residual(u):
