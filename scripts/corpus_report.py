@@ -31,7 +31,7 @@ sys.path.insert(0, str(CORPUS))
 
 import catalog  # noqa: E402
 import harness  # noqa: E402
-from expectations import EXPECTED_REFUSALS  # noqa: E402
+from expectations import EXPECTED_REFUSALS, KNOWN_CRASHES  # noqa: E402
 
 from difgen.budget import BuildTimeout  # noqa: E402
 from difgen.errors import DifgenError  # noqa: E402
@@ -185,11 +185,13 @@ def report(rows: list[dict[str, Any]]) -> str:
     for (name, backend), v in pairs.items():
         if _pair_outcome(v) != "handled":
             expected = EXPECTED_REFUSALS.get((name, backend))
-            reason = (
-                expected.reason
-                if expected
-                else f"not in EXPECTED_REFUSALS: {v[0]['kind']}"
-            )
+            crash = KNOWN_CRASHES.get((name, backend))
+            if expected is not None:
+                reason = expected.reason
+            elif crash is not None:
+                reason = crash[1]
+            else:
+                reason = f"NOT in EXPECTED_REFUSALS: {v[0]['kind']}"
             reasons[reason].append(f"{name} ({backend})")
     for reason, which in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
         out.append(f"- **{reason}** ({len(which)}): {', '.join(sorted(which))}")

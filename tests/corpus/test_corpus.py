@@ -69,15 +69,21 @@ def _id(name: str, backend: str, mode: str) -> str:
     return f"{name}-{backend}-{mode}"
 
 
+BATCH_ERRORS: list[str] = []
+"""Why the batch build failed, if it did (reported by test_batch_built)."""
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[Key, harness.Built]:
     """Every handled module, built in one ``difgen.build`` on two worker processes
     (the corpus must run in minutes on two cores). Empty if that build fails: each
-    test then builds its own module, so the failure is reported where it is."""
+    test then builds its own module, so the failure is reported where it is, and
+    test_batch_built fails with the batch's error."""
     directory = tmp_path_factory.mktemp("corpus")
     try:
         return harness.build_many(HANDLED, directory, jobs=JOBS)
-    except DifgenError:
+    except DifgenError as exc:
+        BATCH_ERRORS.append(f"{type(exc).__name__}: {exc}")
         return {}
 
 
@@ -92,6 +98,13 @@ def test_handled(
     built = batch[key] if key in batch else harness.build(case, backend, mode, tmp_path)
     SECONDS[key] = built.seconds
     harness.check(case, built)
+
+
+def test_batch_built(batch: dict[Key, harness.Built]) -> None:
+    """The handled modules built together (else the corpus builds them one by one,
+    twice as slowly, and the error says which module stopped the batch)."""
+    assert not BATCH_ERRORS, BATCH_ERRORS
+    assert set(batch) == set(HANDLED)
 
 
 @pytest.mark.parametrize(
