@@ -18,6 +18,7 @@ import importlib.util
 import itertools
 import json
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,8 +185,15 @@ def oracle(name: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
 
     xf = np.asarray(x, dtype=float)
     value = np.asarray(h(xf), dtype=float)
-    J = np.asarray(autograd.jacobian(h)(xf), dtype=float)
-    H = np.asarray(autograd.hessian(h)(xf), dtype=float) if value.shape == () else None
+    with warnings.catch_warnings():
+        # a piecewise-linear loss has a zero hessian: autograd warns, rightly
+        warnings.filterwarnings("ignore", "Output seems independent of input")
+        J = np.asarray(autograd.jacobian(h)(xf), dtype=float)
+        H = (
+            np.asarray(autograd.hessian(h)(xf), dtype=float)
+            if value.shape == ()
+            else None
+        )
     return value, J, H
 
 
