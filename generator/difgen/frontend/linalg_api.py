@@ -264,11 +264,24 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
 def vector_norm(
     x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2
 ) -> Any:
-    """``np.linalg.vector_norm``: ``norm`` of the flattened array or over ``axis``."""
+    """``np.linalg.vector_norm`` as NumPy computes it: several axes are transposed to
+    the front and merged into one before the vector norm."""
+    shape = np.shape(x)
     if axis is None:
-        ret = _vector_norm(ravel(x), ord, (0,), False)
-        return reshape(ret, (1,) * np.ndim(x)) if keepdims else ret
-    return _vector_norm(x, ord, _axes(axis, np.ndim(x)), keepdims)
+        x, axes = ravel(x), tuple(range(len(shape)))
+    elif isinstance(axis, tuple):
+        axes = _axes(axis, len(shape))
+        rest = tuple(i for i in range(len(shape)) if i not in axes)
+        merged = math.prod(shape[i] for i in axis)
+        x = reshape(np.transpose(x, axis + rest), (merged, *(shape[i] for i in rest)))
+    else:
+        axes = _axes(axis, len(shape))
+        ret = _vector_norm(x, ord, axes, keepdims)
+        return ret
+    ret = _vector_norm(x, ord, (0,), False)
+    if keepdims:
+        ret = reshape(ret, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return ret
 
 
 # ------------------------------------------------------------ np.linalg

@@ -240,7 +240,7 @@ def _each_matrix(fn: Any, *stacks: Any) -> Any:
     ]
     out = np.empty((int(np.prod(lead)), *parts[0].shape), dtype=object)
     for k, part in enumerate(parts):
-        out[k] = part
+        out[k, ...] = part
     return out.reshape(*lead, *parts[0].shape)
 
 
@@ -291,13 +291,14 @@ def _solve_batch(args: Any, batched: Any, k: int) -> Any:
 
 def _sym_solve(a: Any, b: Any) -> Any:
     """LU solve of each system of the (static) stack."""
-    if np.ndim(b) == 1:
-        x = sp.Matrix(a).LUsolve(sp.Matrix(b))
-        return np.array(x.tolist(), dtype=object).reshape(np.shape(b))
 
     def one(a: Any, b: Any) -> Any:
-        return np.array(sp.Matrix(a).LUsolve(sp.Matrix(b)).tolist(), dtype=object)
+        with sp.evaluate(True):  # SymPy's matrix algorithms need evaluation
+            x = sp.Matrix(a).LUsolve(sp.Matrix(b))
+        return np.array(x.tolist(), dtype=object).reshape(np.shape(b))
 
+    if np.ndim(b) == 1:
+        return one(a, b)
     return _each_matrix(one, a, b)
 
 
@@ -357,7 +358,8 @@ def _sym_matrix(fn: Any, scalar: bool) -> Any:
     """A SymPy matrix function of each matrix of the (static) stack."""
 
     def one(a: Any) -> Any:
-        value = fn(sp.Matrix(a))
+        with sp.evaluate(True):  # SymPy's matrix algorithms need evaluation
+            value = fn(sp.Matrix(a))
         if scalar:
             return np.asarray(value, dtype=object)
         return np.array(value.tolist(), dtype=object)
