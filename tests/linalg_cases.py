@@ -71,7 +71,7 @@ def einsum_sublist(x):
     return np.concatenate(
         [
             np.einsum(A, [0, 1], A, [1, 2], [0, 2]).ravel(),
-            np.einsum(A, [Ellipsis, 1], optimize=True),
+            np.einsum(A, [Ellipsis, 1], optimize=True).ravel(),
             np.einsum(A, [0, 0]).reshape(1),
             np.einsum("ij,jk,k->i", A, A, x[:3], optimize="greedy"),
         ]
@@ -97,7 +97,7 @@ def pinv_hermitian(x):
 def svd_values(x):
     A = x.reshape(4, 3) * W
     return np.concatenate(
-        [np.linalg.svd(A, compute_uv=False), np.linalg.svdvals(A.T.reshape(2, 3, 2))]
+        [np.linalg.svd(A, compute_uv=False), np.linalg.svdvals(A.T.reshape(2, 3, 2)).ravel()]
     )
 
 
