@@ -97,7 +97,10 @@ def pinv_hermitian(x):
 def svd_values(x):
     A = x.reshape(4, 3) * W
     return np.concatenate(
-        [np.linalg.svd(A, compute_uv=False), np.linalg.svdvals(A.T.reshape(2, 3, 2)).ravel()]
+        [
+            np.linalg.svd(A, compute_uv=False),
+            np.linalg.svdvals(A.T.reshape(2, 3, 2)).ravel(),
+        ]
     )
 
 
@@ -211,3 +214,10 @@ def stacked_small(x):
         + np.linalg.solve(S, x[:2])[:, 1]
         + np.linalg.cholesky(S + np.swapaxes(S, -1, -2))[:, 1, 1]
     )
+
+
+def matrix_power_small(x):
+    """Powers of a 2 x 2 matrix, small enough for the SymPy backend."""
+    A = x.reshape(2, 2) + 2.0 * np.eye(2)
+    powers = [np.linalg.matrix_power(A, n) for n in (0, 1, 2, 3, 4, -1, -2)]
+    return np.stack(powers).ravel()

@@ -290,12 +290,14 @@ def r_svdvals(x):
 
 def r_svd(x):
     u, s, vh = np.linalg.svd(x.reshape(3, 4) + M, full_matrices=False)
+    U, _, Vh = np.linalg.svd(x[:9].reshape(3, 3))  # square: full_matrices=True
     # products of matching columns: independent of LAPACK's sign choice
     return (
         np.concatenate(
             [(u[:, :1] * u[:, 0]).ravel(), (vh[1:2].T * vh[1]).ravel(), s * x[:3]]
         )
         + (u[:, 2:] * vh[2]).sum()
+        + (U[:, :1] * Vh[0]).sum()
     )
 
 

@@ -429,7 +429,8 @@ def svd(
         "columns of U or V are not unique, so they have no derivative; pass "
         "full_matrices=False",
     )
-    return SVDResult(_bind("svd", a, part=k) for k in range(3))
+    full = bool(full_matrices)
+    return SVDResult(_bind("svd", a, part=k, full=full) for k in range(3))
 
 
 def _uplo(name: str, uplo: Any) -> str:

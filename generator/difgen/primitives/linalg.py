@@ -470,17 +470,18 @@ def _svdvals_shape(a: Any) -> Any:
     return (*shape[:-2], _svd_dims(shape)[2]), "float64"
 
 
-def _svd_shape(a: Any, part: int) -> Any:
+def _svd_shape(a: Any, part: int, full: bool) -> Any:
     shape = a[0]
     m, n, k = _svd_dims(shape)
     return ((*shape[:-2], m, k), (*shape[:-2], k), (*shape[:-2], k, n))[part], "float64"
 
 
-def _svd_parts(a: Any) -> tuple[Any, Any, Any]:
-    """U, s and V (not V^T) of the thin SVD, traced."""
-    u = bind_name("svd", a, part=0)
-    s = bind_name("svd", a, part=1)
-    v = _mT(bind_name("svd", a, part=2))
+def _svd_parts(a: Any, full: bool = False) -> tuple[Any, Any, Any]:
+    """U, s and V (not V^T) of the thin SVD, traced (``full``: the same LAPACK call
+    as NumPy's default, allowed for square matrices, where it is the thin one)."""
+    u = bind_name("svd", a, part=0, full=full)
+    s = bind_name("svd", a, part=1, full=full)
+    v = _mT(bind_name("svd", a, part=2, full=full))
     return u, s, v
 
 
@@ -493,7 +494,9 @@ def _svdvals_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return np.sum(u * (da @ v), axis=-2)
 
 
-def _svd_jvp(out: Any, primals: list[Any], tangents: list[Any], part: int) -> Any:
+def _svd_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], part: int, full: bool
+) -> Any:
     """The thin SVD's differential (as JAX's ``svd_jvp_rule``, real case):
     dP = U^T dA V, ds = diag(dP), dU = U (F o (dP S + S dP^T)) + (I - U U^T) dA V
     / s, dV = V (F o (S dP + dP^T S)) + (I - V V^T) dA^T U / s, with F_ij =
@@ -502,7 +505,7 @@ def _svd_jvp(out: Any, primals: list[Any], tangents: list[Any], part: int) -> An
     (a,), (da,) = primals, tangents
     if da is None:
         return None
-    u, s, v = _svd_parts(a)
+    u, s, v = _svd_parts(a, full)
     m, n, k = _svd_dims(np.shape(a))
     dp = _mT(u) @ da @ v
     if part == 1:
@@ -537,8 +540,8 @@ svdvals_p = register(
 svd_p = register(
     matrix_function(
         "svd",
-        lambda a, part: np.linalg.svd(a, full_matrices=False)[part],
-        call("np.linalg.svd({0}, full_matrices=False)[{part}]"),
+        lambda a, part, full: np.linalg.svd(a, full_matrices=full)[part],
+        call("np.linalg.svd({0}, full_matrices={full})[{part}]"),
         jvp=_svd_jvp,
         sympy=_no_sympy("np.linalg.svd"),
         shape_rule=_svd_shape,
