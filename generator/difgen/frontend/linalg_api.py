@@ -147,8 +147,9 @@ def einsum(
         spec, arrays = operands[0].replace(" ", ""), list(operands[1:])
     else:
         spec, arrays = _from_sublists(operands)
-    try:
-        expected = np.einsum(spec, *(np.zeros(np.shape(x)) for x in arrays)).shape
+    try:  # NumPy's own checks, on zero-strided stand-ins (nothing is computed)
+        stand_ins = [np.broadcast_to(0.0, np.shape(x)) for x in arrays]
+        np.einsum_path(spec, *stand_ins, optimize=False)
     except ValueError as exc:
         raise TraceError(f"{_where()}: np.einsum: {exc}") from None
     ins, _, out_spec = spec.partition("->")
@@ -184,11 +185,8 @@ def einsum(
             s = "".join(s[i] for i in keep)
         terms.append(s)
         inputs.append(x)
-    result = _bind(
-        "einsum", *inputs, spec=",".join(terms) + "->" + out_spec.replace("...", ell)
-    )
-    _check(np.shape(result) == expected, f"np.einsum {spec!r}: internal shape error")
-    return result
+    spec = ",".join(terms) + "->" + out_spec.replace("...", ell)
+    return _bind("einsum", *inputs, spec=spec)
 
 
 # -------------------------------------------------------------- norms

@@ -661,3 +661,8 @@ pinv_p = register(
         batch=_param_batch("pinv"),
     )
 )
+
+TRACE_ONLY = ("svdvals", "svd", "eigvalsh", "eigh", "pinv")
+"""The primitives whose SymPy lowering refuses (:class:`SymbolicDecomposition`): the
+SymPy backend refuses functions that use them and points to ``backend = "trace"``
+(for the README's supported-surface table)."""
