@@ -1,10 +1,18 @@
-"""Linear algebra: ``matmul`` (NumPy semantics, batched and 1-D cases), ``einsum``
-and the ``np.linalg`` rows ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky``.
+"""Linear algebra: ``matmul`` (NumPy semantics, batched and 1-D cases), ``einsum``,
+the ``np.linalg`` rows ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky``, and
+the decompositions ``svdvals``, ``svd``, ``eigvalsh``, ``eigh`` and ``pinv``.
 
-``dot``, ``vdot``, ``inner``, ``outer`` and ``trace`` are written with these in the
-frontend. ``matmul`` and ``einsum`` are bilinear and ``solve`` is linear in its
-right-hand side: linear in whichever argument is the tangent. The other ``np.linalg``
-rows are nonlinear; their JVPs are written with ``solve``, ``inv`` and ``matmul``.
+``dot``, ``tensordot``, ``cross``, ``vdot``, ``inner``, ``outer``, ``trace``,
+``matrix_power`` and the norms are written with these in the frontend
+(:mod:`difgen.frontend.linalg_api`). ``matmul`` and ``einsum`` are bilinear and
+``solve`` is linear in its right-hand side: linear in whichever argument is the
+tangent. The other rows are nonlinear; their JVPs are written with ``solve``,
+``inv``, ``matmul`` and the decompositions themselves (the SVD's JVP uses U and V).
+
+The SymPy lowering of a stack of matrices unrolls the (static) stack. The
+decompositions have no SymPy lowering (LAPACK computes them at run time): they raise
+:class:`SymbolicDecomposition`, which the SymPy backend reports at the config's
+``backend`` line and the trace backend's scalar emission answers with vector code.
 """
 
 from __future__ import annotations
@@ -426,6 +434,8 @@ class SymbolicDecomposition(NotImplementedError):
 
 
 def _no_sympy(what: str) -> Any:
+    """The ``sympy`` field of a decomposition: a refusal saying why."""
+
     def refuse(*args: Any, **params: Any) -> Any:
         raise SymbolicDecomposition(
             f"{what} is computed by LAPACK at run time and has no symbolic form"
@@ -445,17 +455,13 @@ def _param_batch(name: str) -> Any:
     return rule
 
 
-def _eye_like(n: int) -> np.ndarray:
-    return np.eye(n)
-
-
 def _off_diagonal_inverse(d: Any, n: int) -> Any:
     """``1 / d`` off the diagonal and 0 on it (``d`` is zero on its diagonal).
 
     Equal eigenvalues or singular values off the diagonal make it infinite: the
     eigenvectors are not unique there, and the derivative is inf or NaN rather than
     a silently chosen value."""
-    eye = _eye_like(n)
+    eye = np.eye(n)
     return (1.0 - eye) / (d + eye)
 
 
