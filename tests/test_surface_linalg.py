@@ -203,11 +203,11 @@ JAX_ORACLE = {
     "eigh_energy",
     "pinv_energy",
 }
-# Contractions summed in another order than NumPy's: np.dot of N-d operands sums
-# with BLAS's ddot per element and the generated code with one matrix product, and
-# scalar emission (chosen for small functions) sums matrix products term by term;
-# the same value up to rounding, as for np.inner and einsum before.
-ROUNDING = {"dot_nd", "einsum_sublist"}  # einsum's optimize= orders the sums too
+# Values equal NumPy's bit for bit, except where the sums run in another order:
+# np.dot of N-d operands sums with BLAS's ddot per element and the generated code
+# with one matrix product, and the SymPy backend's scalar code sums matrix products
+# and LAPACK's closed forms term by term (the same value up to rounding).
+ROUNDING = {"dot_nd"}
 SYMPY_EXACT = {"cross", "cross_energy"}  # no matrix product or LAPACK call inside
 
 

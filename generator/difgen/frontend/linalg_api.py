@@ -139,9 +139,9 @@ def einsum(
 
     ``...`` becomes fresh labels for the broadcast axes; an operand's axis of size 1
     broadcast against a longer one is dropped (the operand is constant along it), so
-    the primitive sees consistent sizes. ``optimize`` only changes NumPy's
-    contraction order (rounding), so it is accepted; the generated code contracts in
-    ``np.einsum``'s default order."""
+    the primitive sees consistent sizes. ``optimize`` (True or a strategy name) is
+    passed on to the generated ``np.einsum`` call, so the contraction order, and the
+    rounding, are NumPy's."""
     _no_out({"out": out, **kwargs})
     if isinstance(operands[0], str):
         spec, arrays = operands[0].replace(" ", ""), list(operands[1:])
@@ -186,7 +186,14 @@ def einsum(
         terms.append(s)
         inputs.append(x)
     spec = ",".join(terms) + "->" + out_spec.replace("...", ell)
-    return _bind("einsum", *inputs, spec=spec)
+    if optimize is False:
+        return _bind("einsum", *inputs, spec=spec)
+    _check(
+        isinstance(optimize, (bool, str)),
+        "np.einsum with an explicit contraction path is not supported; pass "
+        "optimize=True or a strategy name",
+    )
+    return _bind("einsum", *inputs, spec=spec, optimize=optimize)
 
 
 # -------------------------------------------------------------- norms

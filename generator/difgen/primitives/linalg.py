@@ -142,14 +142,17 @@ def _parse(spec: str) -> tuple[list[str], str]:
     return ins.split(","), out
 
 
-def _einsum_shape(*operands: Any, spec: str) -> Any:
+def _einsum_shape(*operands: Any, spec: str, optimize: Any = False) -> Any:
     ins, out = _parse(spec)
     dims = {c: n for s, (shape, _) in zip(ins, operands) for c, n in zip(s, shape)}
     return tuple(dims[c] for c in out), "float64"
 
 
-def _einsum_jvp(out: Any, primals: list[Any], tangents: list[Any], spec: str) -> Any:
-    """Multilinear: one term per operand with a tangent."""
+def _einsum_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], spec: str, optimize: Any = False
+) -> Any:
+    """Multilinear: one term per operand with a tangent (in einsum's default order:
+    ``optimize`` only decides the rounding of the user's own value)."""
     total = None
     for i, t in enumerate(tangents):
         if t is None:
@@ -161,7 +164,9 @@ def _einsum_jvp(out: Any, primals: list[Any], tangents: list[Any], spec: str) ->
     return total
 
 
-def _einsum_transpose(ct: Any, *operands: Any, spec: str) -> list[Any]:
+def _einsum_transpose(
+    ct: Any, *operands: Any, spec: str, optimize: Any = False
+) -> list[Any]:
     """Contract the cotangent with the other operands into the linear one's indices.
 
     An index repeated in the linear operand (``'ii->i'``) reads its diagonal, so the
@@ -198,16 +203,22 @@ def _onto_diagonal(value: Any, distinct: str, target: str, shape: Any) -> Any:
     return scatter_add(value, index, tuple(shape))
 
 
-def _einsum_batch(args: Any, batched: Any, k: int, spec: str) -> Any:
+def _einsum_batch(
+    args: Any, batched: Any, k: int, spec: str, optimize: Any = False
+) -> Any:
     """A fresh index letter for the batch axis, in front of each batched operand."""
     ins, out = _parse(spec)
     letter = next(c for c in string.ascii_letters if c not in spec)
     ins = [letter + s if b else s for s, b in zip(ins, batched)]
-    return np.einsum(",".join(ins) + "->" + letter + out, *args)
+    return np.einsum(",".join(ins) + "->" + letter + out, *args, optimize=optimize)
 
 
 def _einsum_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
-    return atom(f"np.einsum({params['spec']!r}, {', '.join(map(argument, args))})")
+    """``optimize`` (recorded only when the user passed it) is passed on: NumPy's
+    contraction order is then the user's, and so is the rounding."""
+    extra = f", optimize={params['optimize']!r}" if "optimize" in params else ""
+    operands = ", ".join(map(argument, args))
+    return atom(f"np.einsum({params['spec']!r}, {operands}{extra})")
 
 
 def _einsum_work(eqn: Eqn) -> int:
@@ -223,11 +234,13 @@ def _einsum_work(eqn: Eqn) -> int:
 register(
     contraction(
         "einsum",
-        lambda *ops, spec: np.einsum(spec, *ops),
+        lambda *ops, spec, optimize=False: np.einsum(spec, *ops, optimize=optimize),
         _einsum_emit,
         jvp=_einsum_jvp,
         transpose=_einsum_transpose,
-        sympy=lambda *ops, spec: np.asarray(np.einsum(spec, *ops), dtype=object),
+        sympy=lambda *ops, spec, optimize=False: np.asarray(
+            np.einsum(spec, *ops), dtype=object
+        ),
         shape_rule=_einsum_shape,
         batch=_einsum_batch,
         work=_einsum_work,
