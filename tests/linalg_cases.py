@@ -20,6 +20,7 @@ def cross(x):
             np.cross(a[0], b[:2, 0], axisc=0),
             np.cross(b[:2, 0], a[1]),
             np.cross(x[:4].reshape(2, 2), x[4:8].reshape(2, 2), axis=1) * 3.0,
+            np.linalg.cross(a, b.T).ravel(),
         ]
     )
 
@@ -32,6 +33,8 @@ def tensordot(x):
             np.tensordot(a, x[:4], axes=1).ravel(),
             np.tensordot(x[:3], x[3:6], axes=0).ravel(),
             np.tensordot(a, a, 3).reshape(1),
+            np.linalg.tensordot(b, b, axes=2).reshape(1),
+            np.linalg.matmul(x[:3], b.T),
         ]
     )
 

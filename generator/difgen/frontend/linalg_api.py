@@ -112,6 +112,17 @@ def cross(
     return np.moveaxis(cp, -1, axisc)
 
 
+def linalg_cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """``np.linalg.cross``: ``np.cross`` of 3-vectors only."""
+    n1, n2 = np.shape(x1)[axis], np.shape(x2)[axis]
+    _check(
+        n1 == 3 and n2 == 3,
+        "Both input arrays must be (arrays of) 3-dimensional vectors, "
+        f"but they are {n1} and {n2} dimensional instead.",
+    )
+    return cross(x1, x2, axis=axis)
+
+
 # ------------------------------------------------------------- einsum
 _LABELS = string.ascii_uppercase + string.ascii_lowercase  # NumPy's sublist order
 
@@ -462,6 +473,9 @@ FUNCTIONS.update(
     {
         np.dot: dot,
         np.tensordot: tensordot,
+        np.linalg.tensordot: lambda x1, x2, /, *, axes=2: tensordot(x1, x2, axes),
+        np.linalg.matmul: lambda x1, x2, /: matmul(x1, x2),
+        np.linalg.cross: linalg_cross,
         np.cross: cross,
         np.einsum: einsum,
         np.linalg.norm: norm,
