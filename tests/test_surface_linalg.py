@@ -345,3 +345,17 @@ def test_trace_only_primitives_refuse_symbolic_lowering(name: str) -> None:
         PRIMITIVES[name].lower_sympy(
             np.zeros((2, 2), dtype=object), **params.get(name, {})
         )
+
+
+def test_singular_vectors_at_repeated_singular_values_are_not_finite(
+    module_cache: Any,
+) -> None:
+    """U and V are not unique where singular values repeat: the derivative is inf
+    or NaN there, never a silently chosen finite value."""
+    mod = build(module_cache, "svd_vectors", VECTOR_OPS, "trace")
+    A = np.zeros((4, 3))
+    A[:3] = np.diag([1.0, 1.0, 2.0])
+    x = (A / cases.W).ravel()
+    same_as_numpy(cases.svd_vectors, mod, x, exact=True)
+    with np.errstate(all="ignore"):
+        assert not np.isfinite(mod.pushforward(x, normal((12,), 30))).all()
