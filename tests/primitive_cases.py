@@ -283,6 +283,39 @@ def r_cholesky(x):
     return np.linalg.cholesky(A @ A.T + np.eye(3))
 
 
+def r_svdvals(x):
+    A = x.reshape(4, 3) * np.array([1.0, 2.0, 4.0])
+    return np.linalg.svd(A, compute_uv=False) * x[:3] + np.linalg.svdvals(A.T)
+
+
+def r_svd(x):
+    u, s, vh = np.linalg.svd(x.reshape(3, 4) + M, full_matrices=False)
+    U, _, Vh = np.linalg.svd(x[:9].reshape(3, 3))  # square: full_matrices=True
+    # products of matching columns: independent of LAPACK's sign choice
+    return (
+        np.concatenate(
+            [(u[:, :1] * u[:, 0]).ravel(), (vh[1:2].T * vh[1]).ravel(), s * x[:3]]
+        )
+        + (u[:, 2:] * vh[2]).sum()
+        + (U[:, :1] * Vh[0]).sum()
+    )
+
+
+def r_eigvalsh(x):
+    A = x.reshape(3, 3) + np.diag([0.0, 1.0, 2.0])
+    return np.linalg.eigvalsh(A) * x[:3] + np.linalg.eigvalsh(A, UPLO="U")
+
+
+def r_eigh(x):
+    w, v = np.linalg.eigh(x.reshape(3, 3) + np.diag([0.0, 1.0, 2.0]), UPLO="U")
+    return np.concatenate([(v[:, 1:2] * v[:, 1]).ravel(), w * x[:3]])
+
+
+def r_pinv(x):
+    A = x.reshape(4, 3) * np.array([1.0, 2.0, 4.0])
+    return np.linalg.pinv(A).ravel() + np.linalg.pinv(A[:3] + 2.0, hermitian=True)[0, 0]
+
+
 # primitive name: (function, input shape)
 ROWS = {
     "sin": (r_sin, (4,)),
@@ -348,6 +381,11 @@ ROWS = {
     "logabsdet": (r_logabsdet, (9,)),
     "detsign": (r_detsign, (9,)),
     "cholesky": (r_cholesky, (9,)),
+    "svdvals": (r_svdvals, (12,)),
+    "svd": (r_svd, (12,)),
+    "eigvalsh": (r_eigvalsh, (9,)),
+    "eigh": (r_eigh, (9,)),
+    "pinv": (r_pinv, (12,)),
 }
 
 

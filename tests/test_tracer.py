@@ -29,6 +29,7 @@ PATTERNS = [
     (cases.padding_and_products, (4,)),
     (cases.comparisons, (6,)),
     (cases.matrix_functions, (9,)),
+    (cases.decompositions, (9,)),
     (cases.integer_index_array, (3,)),
 ]
 

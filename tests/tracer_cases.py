@@ -155,6 +155,19 @@ def matrix_functions(x):
     )
 
 
+def decompositions(x):
+    A = x.reshape(3, 3) + np.diag([0.0, 1.5, 3.0])
+    u, s, vh = np.linalg.svd(A)
+    w, v = np.linalg.eigh(A)
+    return (
+        np.linalg.svd(A, compute_uv=False).sum()
+        + (u[:, 0] * vh[0]).sum() * s[1]
+        + np.linalg.eigvalsh(A, UPLO="U").sum()
+        + (v[:, 1] * v[:, 1]).sum() * w[2]
+        + np.linalg.pinv(A).sum()
+    )
+
+
 def integer_index_array(x):
     idx = np.array([0, 2])
     return x[idx] * 2.0

@@ -28,6 +28,7 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
 from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.emit.signatures import is_sparse
+from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
 
 EXPAND_LIMIT = 400  # try the expanded form only below this many operations
@@ -220,7 +221,15 @@ def _seed_symbols(
 
 def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """Emit every requested operator (and ``f``) as straight-line scalar code."""
-    fn = SymbolicFunction(spec, graph)
+    try:
+        fn = SymbolicFunction(spec, graph)
+    except NotImplementedError as exc:  # a decomposition has no symbolic form
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("backend"),
+            f'backend = "sympy" cannot lower module {spec.name!r}: {exc}; '
+            'use backend = "trace"',
+        ) from None
     batch = spec.batch
     functions: list[Function] = []
     constants = Constants()

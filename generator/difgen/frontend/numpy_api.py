@@ -133,25 +133,6 @@ def _cumulative(prim: str) -> Callable[..., Any]:
     return accumulate
 
 
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    """Vector norms (and the Frobenius norm of a matrix)."""
-    shape = np.shape(x)
-    axes = _axes(axis, len(shape))
-    if ord in (None, "fro", 2) and (ord != 2 or len(axes) == 1):
-        return np.sqrt(sum_(x * x, axis=axes, keepdims=keepdims))
-    if len(axes) == 1 and ord == 1:
-        return sum_(np.abs(x), axis=axes, keepdims=keepdims)
-    if len(axes) == 1 and ord in (np.inf, "inf"):
-        return _reducer("reduce_max")(np.abs(x), axis=axes, keepdims=keepdims)
-    if len(axes) == 1 and isinstance(ord, (int, float)) and ord > 0:
-        return sum_(np.abs(x) ** float(ord), axis=axes, keepdims=keepdims) ** (
-            1.0 / ord
-        )
-    raise TraceError(
-        f"{_where()}: np.linalg.norm with ord={ord!r} over {len(axes)} axes"
-    )
-
-
 # -------------------------------------------------------------- structure
 def reshape(a: Any, shape: Any = None, order: str = "C", newshape: Any = None) -> Any:
     shape = newshape if shape is None else shape
@@ -357,17 +338,6 @@ def matmul(a: Any, b: Any, **kwargs: Any) -> Any:
     return _bind("matmul", a, b)
 
 
-def dot(a: Any, b: Any, out: Any = None) -> Any:
-    _no_out({"out": out})
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return a * b
-    if np.ndim(b) <= 2:
-        return matmul(a, b)
-    raise TraceError(
-        f"{_where()}: np.dot with a {np.ndim(b)}-d right operand; use np.einsum"
-    )
-
-
 def vdot(a: Any, b: Any) -> Any:
     return sum_(ravel(a) * ravel(b))
 
@@ -380,17 +350,7 @@ def inner(a: Any, b: Any) -> Any:
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return a * b
     la, lb = "abcdefgh"[: np.ndim(a) - 1], "ijklmnop"[: np.ndim(b) - 1]
-    return einsum(f"{la}z,{lb}z->{la}{lb}", a, b)
-
-
-def einsum(spec: str, *operands: Any, **kwargs: Any) -> Any:
-    spec = spec.replace(" ", "")
-    if "." in spec:
-        raise TraceError(f"{_where()}: np.einsum with '...' is not supported")
-    if "->" not in spec:
-        letters = spec.replace(",", "")
-        spec += "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    return _bind("einsum", *operands, spec=spec)
+    return _bind("einsum", a, b, spec=f"{la}z,{lb}z->{la}{lb}")
 
 
 # ---------------------------------------------------------------- selection
@@ -439,7 +399,6 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.amin: _reducer("reduce_min"),
     np.cumsum: _cumulative("cumsum"),
     np.cumprod: _cumulative("cumprod"),
-    np.linalg.norm: norm,
     np.reshape: reshape,
     np.ravel: ravel,
     np.transpose: transpose,
@@ -463,11 +422,9 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.trace: trace_,
     np.triu: _triangle(np.triu),
     np.tril: _triangle(np.tril),
-    np.dot: dot,
     np.vdot: vdot,
     np.outer: outer,
     np.inner: inner,
-    np.einsum: einsum,
     np.matmul: matmul,
     np.where: where,
     np.clip: clip,
@@ -590,56 +547,6 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
     raise TraceError(
         f"{_where()}: np.{ufunc.__name__}{suffix} is not supported by difgen's tracer"
     )
-
-
-# ------------------------------------------------------------------ np.linalg
-class SlogdetResult(tuple):
-    """``(sign, logabsdet)``, with NumPy's field names."""
-
-    @property
-    def sign(self) -> Any:
-        return self[0]
-
-    @property
-    def logabsdet(self) -> Any:
-        return self[1]
-
-
-def solve(a: Any, b: Any) -> Any:
-    """``np.linalg.solve``: ``b`` is a vector exactly when it is 1-D (NumPy 2)."""
-    if np.ndim(a) < 2 or np.shape(a)[-1] != np.shape(a)[-2]:
-        raise TraceError(f"{_where()}: np.linalg.solve needs square matrices")
-    if np.ndim(b) == 1 and np.ndim(a) > 2:
-        return _bind("solve", a, expand_dims(b, 1))[..., 0]
-    return _bind("solve", a, b)
-
-
-def _matrix_function(name: str) -> Callable[..., Any]:
-    def apply(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if np.ndim(a) < 2 or np.shape(a)[-1] != np.shape(a)[-2]:
-            raise TraceError(f"{_where()}: np.linalg.{name} needs square matrices")
-        if args or kwargs.get("upper", False):
-            raise TraceError(f"{_where()}: np.linalg.{name} options are not supported")
-        return _bind(name, a)
-
-    return apply
-
-
-def slogdet(a: Any) -> Any:
-    return SlogdetResult(
-        (_matrix_function("detsign")(a), _matrix_function("logabsdet")(a))
-    )
-
-
-FUNCTIONS.update(
-    {
-        np.linalg.solve: solve,
-        np.linalg.inv: _matrix_function("inv"),
-        np.linalg.det: _matrix_function("det"),
-        np.linalg.slogdet: slogdet,
-        np.linalg.cholesky: _matrix_function("cholesky"),
-    }
-)
 
 
 use_numpy_dispatch(handle_ufunc, handle_function)

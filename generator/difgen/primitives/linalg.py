@@ -1,10 +1,18 @@
-"""Linear algebra: ``matmul`` (NumPy semantics, batched and 1-D cases), ``einsum``
-and the ``np.linalg`` rows ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky``.
+"""Linear algebra: ``matmul`` (NumPy semantics, batched and 1-D cases), ``einsum``,
+the ``np.linalg`` rows ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky``, and
+the decompositions ``svdvals``, ``svd``, ``eigvalsh``, ``eigh`` and ``pinv``.
 
-``dot``, ``vdot``, ``inner``, ``outer`` and ``trace`` are written with these in the
-frontend. ``matmul`` and ``einsum`` are bilinear and ``solve`` is linear in its
-right-hand side: linear in whichever argument is the tangent. The other ``np.linalg``
-rows are nonlinear; their JVPs are written with ``solve``, ``inv`` and ``matmul``.
+``dot``, ``tensordot``, ``cross``, ``vdot``, ``inner``, ``outer``, ``trace``,
+``matrix_power`` and the norms are written with these in the frontend
+(:mod:`difgen.frontend.linalg_api`). ``matmul`` and ``einsum`` are bilinear and
+``solve`` is linear in its right-hand side: linear in whichever argument is the
+tangent. The other rows are nonlinear; their JVPs are written with ``solve``,
+``inv``, ``matmul`` and the decompositions themselves (the SVD's JVP uses U and V).
+
+The SymPy lowering of a stack of matrices unrolls the (static) stack. The
+decompositions have no SymPy lowering (LAPACK computes them at run time): they raise
+:class:`SymbolicDecomposition`, which the SymPy backend reports at the config's
+``backend`` line and the trace backend's scalar emission answers with vector code.
 """
 
 from __future__ import annotations
@@ -19,16 +27,17 @@ import sympy as sp
 from difgen.core import simplify as identities
 from difgen.core.batching import lift_batched
 from difgen.core.expr import Expr, argument, atom, call, infix
-from difgen.core.ir import Eqn
+from difgen.core.ir import Eqn, FrozenArray
 from difgen.core.primitive import (
     NOT_DIFFERENTIABLE,
     Linear,
     register,
     unbroadcast,
 )
-from difgen.core.tracer import bind
+from difgen.core.tracer import bind, bind_name
 from difgen.primitives import patterns
 from difgen.primitives.family import contraction, matrix_function
+from difgen.primitives.indexing import scatter_add
 
 
 def _mT(x: Any) -> Any:
@@ -133,14 +142,17 @@ def _parse(spec: str) -> tuple[list[str], str]:
     return ins.split(","), out
 
 
-def _einsum_shape(*operands: Any, spec: str) -> Any:
+def _einsum_shape(*operands: Any, spec: str, optimize: Any = False) -> Any:
     ins, out = _parse(spec)
     dims = {c: n for s, (shape, _) in zip(ins, operands) for c, n in zip(s, shape)}
     return tuple(dims[c] for c in out), "float64"
 
 
-def _einsum_jvp(out: Any, primals: list[Any], tangents: list[Any], spec: str) -> Any:
-    """Multilinear: one term per operand with a tangent."""
+def _einsum_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], spec: str, optimize: Any = False
+) -> Any:
+    """Multilinear: one term per operand with a tangent (in einsum's default order:
+    ``optimize`` only decides the rounding of the user's own value)."""
     total = None
     for i, t in enumerate(tangents):
         if t is None:
@@ -152,8 +164,14 @@ def _einsum_jvp(out: Any, primals: list[Any], tangents: list[Any], spec: str) ->
     return total
 
 
-def _einsum_transpose(ct: Any, *operands: Any, spec: str) -> list[Any]:
-    """Contract the cotangent with the other operands into the linear one's indices."""
+def _einsum_transpose(
+    ct: Any, *operands: Any, spec: str, optimize: Any = False
+) -> list[Any]:
+    """Contract the cotangent with the other operands into the linear one's indices.
+
+    An index repeated in the linear operand (``'ii->i'``) reads its diagonal, so the
+    cotangent is contracted into the distinct indices and scattered into the
+    diagonal positions (zero elsewhere)."""
     ins, out = _parse(spec)
     cts: list[Any] = []
     for i, x in enumerate(operands):
@@ -161,31 +179,46 @@ def _einsum_transpose(ct: Any, *operands: Any, spec: str) -> list[Any]:
             cts.append(None)
             continue
         target = ins[i]
-        if len(set(target)) != len(target):
-            raise NotImplementedError("einsum with a repeated index in one operand")
+        sizes = dict(zip(target, x.shape))
+        distinct = "".join(dict.fromkeys(target))
         others = [(s, op) for j, (s, op) in enumerate(zip(ins, operands)) if j != i]
         available = set(out).union(*(set(s) for s, _ in others))
-        kept = "".join(c for c in target if c in available)
+        kept = "".join(c for c in distinct if c in available)
         sub = ",".join([out] + [s for s, _ in others]) + "->" + kept
         value = np.einsum(sub, ct, *[op for _, op in others])
-        if kept != target:  # indices only x carried (summed away): broadcast back
-            sizes = dict(zip(target, x.shape))
-            value = np.reshape(value, [sizes[c] if c in kept else 1 for c in target])
-            value = np.broadcast_to(value, x.shape)
+        if kept != distinct:  # indices only x carried (summed away): broadcast back
+            value = np.reshape(value, [sizes[c] if c in kept else 1 for c in distinct])
+            value = np.broadcast_to(value, [sizes[c] for c in distinct])
+        if distinct != target:
+            value = _onto_diagonal(value, distinct, target, x.shape)
         cts.append(value)
     return cts
 
 
-def _einsum_batch(args: Any, batched: Any, k: int, spec: str) -> Any:
+def _onto_diagonal(value: Any, distinct: str, target: str, shape: Any) -> Any:
+    """``value`` (indexed by ``distinct``) written where ``x[target]`` reads it: the
+    transpose of taking a diagonal is a scatter into it."""
+    grid = np.indices(np.shape(value))
+    index = tuple(FrozenArray(grid[distinct.index(c)]) for c in target)
+    return scatter_add(value, index, tuple(shape))
+
+
+def _einsum_batch(
+    args: Any, batched: Any, k: int, spec: str, optimize: Any = False
+) -> Any:
     """A fresh index letter for the batch axis, in front of each batched operand."""
     ins, out = _parse(spec)
     letter = next(c for c in string.ascii_letters if c not in spec)
     ins = [letter + s if b else s for s, b in zip(ins, batched)]
-    return np.einsum(",".join(ins) + "->" + letter + out, *args)
+    return np.einsum(",".join(ins) + "->" + letter + out, *args, optimize=optimize)
 
 
 def _einsum_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
-    return atom(f"np.einsum({params['spec']!r}, {', '.join(map(argument, args))})")
+    """``optimize`` (recorded only when the user passed it) is passed on: NumPy's
+    contraction order is then the user's, and so is the rounding."""
+    extra = f", optimize={params['optimize']!r}" if "optimize" in params else ""
+    operands = ", ".join(map(argument, args))
+    return atom(f"np.einsum({params['spec']!r}, {operands}{extra})")
 
 
 def _einsum_work(eqn: Eqn) -> int:
@@ -201,16 +234,35 @@ def _einsum_work(eqn: Eqn) -> int:
 register(
     contraction(
         "einsum",
-        lambda *ops, spec: np.einsum(spec, *ops),
+        lambda *ops, spec, optimize=False: np.einsum(spec, *ops, optimize=optimize),
         _einsum_emit,
         jvp=_einsum_jvp,
         transpose=_einsum_transpose,
-        sympy=lambda *ops, spec: np.asarray(np.einsum(spec, *ops), dtype=object),
+        sympy=lambda *ops, spec, optimize=False: np.asarray(
+            np.einsum(spec, *ops), dtype=object
+        ),
         shape_rule=_einsum_shape,
         batch=_einsum_batch,
         work=_einsum_work,
     )
 )
+
+
+# ------------------------------------------------- stacks on the SymPy backend
+def _each_matrix(fn: Any, *stacks: Any) -> Any:
+    """``fn`` of each matrix of broadcast stacks, as one object array: the SymPy
+    lowering of a stack unrolls it (the stack shape is static)."""
+    lead = _stack_shape(*(np.shape(s) for s in stacks))
+    if not lead:
+        return fn(*stacks)
+    full = [np.broadcast_to(s, (*lead, *np.shape(s)[-2:])) for s in stacks]
+    parts = [
+        np.asarray(fn(*(s[i] for s in full)), dtype=object) for i in np.ndindex(*lead)
+    ]
+    out = np.empty((int(np.prod(lead)), *parts[0].shape), dtype=object)
+    for k, part in enumerate(parts):
+        out[k, ...] = part
+    return out.reshape(*lead, *parts[0].shape)
 
 
 # ----------------------------------------------------------------------- solve
@@ -259,10 +311,16 @@ def _solve_batch(args: Any, batched: Any, k: int) -> Any:
 
 
 def _sym_solve(a: Any, b: Any) -> Any:
-    if np.ndim(a) != 2:
-        raise NotImplementedError("symbolic solve of a stack of matrices")
-    x = sp.Matrix(a).LUsolve(sp.Matrix(b))
-    return np.array(x.tolist(), dtype=object).reshape(np.shape(b))
+    """LU solve of each system of the (static) stack."""
+
+    def one(a: Any, b: Any) -> Any:
+        with sp.evaluate(True):  # SymPy's matrix algorithms need evaluation
+            x = sp.Matrix(a).LUsolve(sp.Matrix(b))
+        return np.array(x.tolist(), dtype=object).reshape(np.shape(b))
+
+    if np.ndim(b) == 1:
+        return one(a, b)
+    return _each_matrix(one, a, b)
 
 
 solve_p = register(
@@ -318,15 +376,16 @@ def _cholesky_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
 
 
 def _sym_matrix(fn: Any, scalar: bool) -> Any:
-    def lower(a: Any) -> Any:
-        if np.ndim(a) != 2:
-            raise NotImplementedError("symbolic matrix function of a stack")
-        value = fn(sp.Matrix(a))
+    """A SymPy matrix function of each matrix of the (static) stack."""
+
+    def one(a: Any) -> Any:
+        with sp.evaluate(True):  # SymPy's matrix algorithms need evaluation
+            value = fn(sp.Matrix(a))
         if scalar:
             return np.asarray(value, dtype=object)
         return np.array(value.tolist(), dtype=object)
 
-    return lower
+    return lambda a: _each_matrix(one, a)
 
 
 _SQUARE = lambda a: (a[0], "float64")
@@ -378,3 +437,251 @@ for _prim in (
     ),
 ):
     register(_prim)
+
+
+# ------------------------------------------- decompositions (trace backend only)
+class SymbolicDecomposition(NotImplementedError):
+    """A decomposition (SVD, eigen-decomposition, pseudo-inverse) has no closed
+    form SymPy could differentiate usefully: the SymPy backend refuses it, and the
+    trace backend's scalar emission falls back to vector code."""
+
+
+def _no_sympy(what: str) -> Any:
+    """The ``sympy`` field of a decomposition: a refusal saying why."""
+
+    def refuse(*args: Any, **params: Any) -> Any:
+        raise SymbolicDecomposition(
+            f"{what} is computed by LAPACK at run time and has no symbolic form"
+        )
+
+    return refuse
+
+
+def _param_batch(name: str) -> Any:
+    """NumPy's decompositions take stacks: the batch is one more stack axis (the
+    rule of :func:`~difgen.primitives.family.stack_batch`, keeping the params)."""
+
+    def rule(args: Any, batched: Any, k: int, **params: Any) -> Any:
+        """The function of the stack, with the same params."""
+        return bind_name(name, args[0], **params)
+
+    return rule
+
+
+def _off_diagonal_inverse(d: Any, n: int) -> Any:
+    """``1 / d`` off the diagonal and 0 on it (``d`` is zero on its diagonal).
+
+    Equal eigenvalues or singular values off the diagonal make it infinite: the
+    eigenvectors are not unique there, and the derivative is inf or NaN rather than
+    a silently chosen value."""
+    eye = np.eye(n)
+    return (1.0 - eye) / (d + eye)
+
+
+# ----------------------------------------------------------------------- svd
+def _svd_dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    m, n = shape[-2:]
+    return m, n, min(m, n)
+
+
+def _svdvals_shape(a: Any) -> Any:
+    shape = a[0]
+    return (*shape[:-2], _svd_dims(shape)[2]), "float64"
+
+
+def _svd_shape(a: Any, part: int, full: bool) -> Any:
+    shape = a[0]
+    m, n, k = _svd_dims(shape)
+    return ((*shape[:-2], m, k), (*shape[:-2], k), (*shape[:-2], k, n))[part], "float64"
+
+
+def _svd_parts(a: Any, full: bool = False) -> tuple[Any, Any, Any]:
+    """U, s and V (not V^T) of the thin SVD, traced (``full``: the same LAPACK call
+    as NumPy's default, allowed for square matrices, where it is the thin one)."""
+    u = bind_name("svd", a, part=0, full=full)
+    s = bind_name("svd", a, part=1, full=full)
+    v = _mT(bind_name("svd", a, part=2, full=full))
+    return u, s, v
+
+
+def _svdvals_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d s_i = u_i^T dA v_i."""
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return None
+    u, _, v = _svd_parts(a)
+    return np.sum(u * (da @ v), axis=-2)
+
+
+def _svd_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], part: int, full: bool
+) -> Any:
+    """The thin SVD's differential (as JAX's ``svd_jvp_rule``, real case):
+    dP = U^T dA V, ds = diag(dP), dU = U (F o (dP S + S dP^T)) + (I - U U^T) dA V
+    / s, dV = V (F o (S dP + dP^T S)) + (I - V V^T) dA^T U / s, with F_ij =
+    1 / (s_j^2 - s_i^2): infinite at repeated singular values, where U and V are
+    not unique."""
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return None
+    u, s, v = _svd_parts(a, full)
+    m, n, k = _svd_dims(np.shape(a))
+    dp = _mT(u) @ da @ v
+    if part == 1:
+        return np.sum(u * (da @ v), axis=-2)
+    row, col = np.expand_dims(s, -2), np.expand_dims(s, -1)  # s_j, s_i
+    f = _off_diagonal_inverse((row + col) * (row - col), k)
+    if part == 0:
+        dps = dp * row
+        du = u @ (f * (dps + _mT(dps)))
+        if m > k:
+            dav = da @ v
+            du = du + (dav - u @ (_mT(u) @ dav)) / row
+        return du
+    sdp = col * dp
+    dv = v @ (f * (sdp + _mT(sdp)))
+    if n > k:
+        dau = _mT(da) @ u
+        dv = dv + (dau - v @ (_mT(v) @ dau)) / row
+    return _mT(dv)
+
+
+svdvals_p = register(
+    matrix_function(
+        "svdvals",
+        lambda a: np.linalg.svd(a, compute_uv=False),
+        call("np.linalg.svd({0}, compute_uv=False)"),
+        jvp=_svdvals_jvp,
+        sympy=_no_sympy("np.linalg.svd"),
+        shape_rule=_svdvals_shape,
+    )
+)
+svd_p = register(
+    matrix_function(
+        "svd",
+        lambda a, part, full: np.linalg.svd(a, full_matrices=full)[part],
+        call("np.linalg.svd({0}, full_matrices={full})[{part}]"),
+        jvp=_svd_jvp,
+        sympy=_no_sympy("np.linalg.svd"),
+        shape_rule=_svd_shape,
+        batch=_param_batch("svd"),
+    )
+)
+
+
+# ---------------------------------------------------------------------- eigh
+def _symmetric(a: Any, uplo: str) -> Any:
+    """The symmetric matrix LAPACK reads from one triangle of ``a`` (NumPy's
+    ``eigh``/``eigvalsh`` never look at the other one)."""
+    n = np.shape(a)[-1]
+    strict = np.tril(np.ones((n, n)), -1)
+    if uplo == "U":
+        strict = strict.T
+    keep = strict + np.eye(n)
+    return a * keep + _mT(a * strict)
+
+
+def _eigh_shape(a: Any, part: int, uplo: str) -> Any:
+    shape = a[0]
+    return (shape[:-1], shape)[part], "float64"
+
+
+def _eigvalsh_shape(a: Any, uplo: str) -> Any:
+    return a[0][:-1], "float64"
+
+
+def _eigvalsh_jvp(out: Any, primals: list[Any], tangents: list[Any], uplo: str) -> Any:
+    """d w_i = v_i^T dS v_i, dS the symmetric matrix of the triangle NumPy reads."""
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return None
+    v = bind_name("eigh", a, part=1, uplo=uplo)
+    return np.sum(v * (_symmetric(da, uplo) @ v), axis=-2)
+
+
+def _eigh_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], part: int, uplo: str
+) -> Any:
+    """dw = diag(V^T dS V), dV = V (F o V^T dS V), F_ij = 1 / (w_j - w_i): infinite
+    at repeated eigenvalues, where the eigenvectors are not unique."""
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return None
+    v = bind_name("eigh", a, part=1, uplo=uplo)
+    dsv = _symmetric(da, uplo) @ v
+    if part == 0:
+        return np.sum(v * dsv, axis=-2)
+    w = bind_name("eigh", a, part=0, uplo=uplo)
+    n = np.shape(a)[-1]
+    f = _off_diagonal_inverse(np.expand_dims(w, -2) - np.expand_dims(w, -1), n)
+    return v @ (f * (_mT(v) @ dsv))
+
+
+eigvalsh_p = register(
+    matrix_function(
+        "eigvalsh",
+        lambda a, uplo: np.linalg.eigvalsh(a, UPLO=uplo),
+        call("np.linalg.eigvalsh({0}, UPLO={uplo!r})"),
+        jvp=_eigvalsh_jvp,
+        sympy=_no_sympy("np.linalg.eigvalsh"),
+        shape_rule=_eigvalsh_shape,
+        batch=_param_batch("eigvalsh"),
+    )
+)
+eigh_p = register(
+    matrix_function(
+        "eigh",
+        lambda a, part, uplo: np.linalg.eigh(a, UPLO=uplo)[part],
+        call("np.linalg.eigh({0}, UPLO={uplo!r})[{part}]"),
+        jvp=_eigh_jvp,
+        sympy=_no_sympy("np.linalg.eigh"),
+        shape_rule=_eigh_shape,
+        batch=_param_batch("eigh"),
+    )
+)
+
+
+# ---------------------------------------------------------------------- pinv
+def _pinv_shape(a: Any, rcond: float, hermitian: bool) -> Any:
+    shape = a[0]
+    return (*shape[:-2], shape[-1], shape[-2]), "float64"
+
+
+def _pinv_jvp(
+    out: Any, primals: list[Any], tangents: list[Any], rcond: float, hermitian: bool
+) -> Any:
+    """Golub and Pereyra's differential of the pseudo-inverse X of A,
+    dX = -X dA X + X X^T dA^T (I - A X) + (I - X A) dA^T X^T X.
+
+    Exact where the rank of A is constant near the point (full rank, in particular).
+    Where NumPy's ``rcond`` cuts singular values, X is NumPy's truncated
+    pseudo-inverse and this is the derivative along perturbations that keep that
+    rank; the pseudo-inverse itself is not continuous there."""
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return None
+    if hermitian:
+        a, da = _symmetric(a, "L"), _symmetric(da, "L")
+    m, n = np.shape(a)[-2:]
+    x, xt, dat = out, _mT(out), _mT(da)
+    left = np.eye(m) - a @ x
+    right = np.eye(n) - x @ a
+    return -(x @ da @ x) + (x @ xt) @ dat @ left + right @ dat @ (xt @ x)
+
+
+pinv_p = register(
+    matrix_function(
+        "pinv",
+        lambda a, rcond, hermitian: np.linalg.pinv(a, rcond, hermitian),
+        call("np.linalg.pinv({0}, rcond={rcond!r}, hermitian={hermitian!r})"),
+        jvp=_pinv_jvp,
+        sympy=_no_sympy("np.linalg.pinv"),
+        shape_rule=_pinv_shape,
+        batch=_param_batch("pinv"),
+    )
+)
+
+TRACE_ONLY = ("svdvals", "svd", "eigvalsh", "eigh", "pinv")
+"""The primitives whose SymPy lowering refuses (:class:`SymbolicDecomposition`): the
+SymPy backend refuses functions that use them and points to ``backend = "trace"``
+(for the README's supported-surface table)."""
