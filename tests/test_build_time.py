@@ -26,6 +26,7 @@ from difgen.api import build
 from difgen.backends import cost_model
 from difgen.backends.scalar_code import PRINTER
 from difgen.backends.sympy_backend import Sizes, expanded_terms, simplest
+from difgen.cli import main
 from difgen.frontend import trace
 from difgen.primitives.reductions import NaryMax
 
@@ -239,3 +240,16 @@ def test_many_argument_max_prints_balanced() -> None:
     assert text.count("_maximum(") == 7
     depth = max(text[:i].count("(") - text[:i].count(")") for i in range(len(text)))
     assert depth == 3
+
+
+def test_difgen_build_prints_why_it_changed_course(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A budget that changes the build is never silent: ``difgen build`` prints a
+    note naming the module and the reason, also without ``--verbose``."""
+    cfg = write_config(
+        tmp_path, SOURCE, "inverse_sum", (5, 5), ["gradient"], backend="sympy"
+    )
+    assert main(["build", str(cfg)]) == 0
+    err = capsys.readouterr().err
+    assert "difgen: mod: note: sympy backend over its budget (inv of a 5 x 5" in err

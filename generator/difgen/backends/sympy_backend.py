@@ -6,6 +6,18 @@ symbol per element, each primitive is evaluated on object arrays of expressions
 expression takes the cheapest of its plain and expanded forms, and one ``cse`` over all
 results of an operator gives straight-line code on Python floats. Best for small
 functions, where it reaches the hand-written floor.
+
+Every symbolic step runs under a size budget, measured before the step (SymPy walks
+expressions as trees, so a step's cost follows the tree, not the graph): the graph
+is not lowered when its results would be large trees (a loop that reuses its
+state), its max/min reductions long or its matrix factorizations larger than 3 x 3
+(:func:`symbolic_reason`, from the graph alone); lowering stops when an element
+grows past the limit; an operator's derivatives are checked as a whole
+(:func:`check_results`); and ``simplest`` counts and expands only small
+expressions whose expansion is small (:func:`expanded_terms`). Over a budget,
+:class:`ExpressionTooLarge` is raised and the pipeline builds the module from the
+graph instead (vector code), saying so. Budgets count nodes, never seconds, so the
+same config always gives the same bytes.
 """
 
 from __future__ import annotations
