@@ -237,8 +237,8 @@ def table(rows: list[tuple[Build, dict[str, Any]]], load: float) -> str:
         ),
         "",
         (
-            "| family | size | backend | graph eqns | CPU s | wall s | module KB "
-            "| emission |"
+            "| family | size | backend | graph eqns | graph work | CPU s | wall s "
+            "| module KB | emission |"
         ),
         "|---|---:|---|---:|---:|---:|---:|---:|---|",
     ]
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes only")
     parser.add_argument(
-        "--limit", type=float, default=300.0, help="wall seconds before a build stops"
+        "--limit", type=float, default=900.0, help="wall seconds before a build stops"
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="results folder")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
