@@ -75,6 +75,9 @@ class BuiltModule:
     """Time to generate the module's text (load, trace, derivatives, emit)."""
     stages: tuple[tuple[str, float], ...]
     """Seconds per stage, in the order the stages ran."""
+    notes: tuple[str, ...] = ()
+    """What the build did differently because a step went over its budget
+    (:func:`difgen.budget.note`), e.g. vector code instead of scalar code."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,9 @@ def build(
         if wrote:
             reason = "contents changed" if was else "new file"
         action = Action.WRITTEN if wrote else Action.UNCHANGED
-        built.append(BuiltModule(spec.name, path, action, reason, g.seconds, g.stages))
+        built.append(
+            BuiltModule(spec.name, path, action, reason, g.seconds, g.stages, g.notes)
+        )
     return BuildResult(cfg.path, tuple(built), tuple(transaction.removed_leftovers))
 
 
@@ -308,6 +313,7 @@ class _Generated:
     text: str
     seconds: float
     stages: tuple[tuple[str, float], ...]
+    notes: tuple[str, ...] = ()
 
 
 def _generate(
@@ -325,7 +331,9 @@ def _generate(
         with stage("load"):
             fn = load_function(spec)
         text: str = pipeline.generate_module(spec, config, fn)
-    return _Generated(text, tracker.elapsed, tracker.stage_times())
+    return _Generated(
+        text, tracker.elapsed, tracker.stage_times(), tuple(tracker.notes)
+    )
 
 
 _WORKER_QUEUE: Any = None

@@ -9,7 +9,9 @@ Inside :func:`reporting`, entering a :func:`stage` calls the progress callback w
 a :class:`Progress` (module, stage, elapsed seconds), and leaving the block reports
 ``"done"`` with the time spent in each stage. The stages of a module's build are
 :data:`STAGES`; a backend may mark finer stages inside ``derivatives`` (each report
-names the innermost stage).
+names the innermost stage). A backend that changes course because a step would go
+over its budget (scalar code that would be too large, say) says so with
+:func:`note`; the notes come with the ``"done"`` report and the build's result.
 
 >>> with stage("trace"):
 ...     current_stage()
@@ -54,13 +56,15 @@ class Progress:
 
     ``module`` is None for steps of the whole build (``write``). ``elapsed`` is
     the seconds since the module's build started. On ``"done"``, ``stages`` holds
-    the seconds spent in each stage, in the order they were first entered.
+    the seconds spent in each stage, in the order they were first entered, and
+    ``notes`` what the build chose to do differently (see :func:`note`).
     """
 
     module: str | None
     stage: str
     elapsed: float
     stages: tuple[tuple[str, float], ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -75,6 +79,7 @@ class _Tracker:
         self.callback = callback
         self.start = self.last = time.perf_counter()
         self.times: dict[str, float] = {}
+        self.notes: list[str] = []
 
     def account(self) -> None:
         """Charge the time since the last change to the innermost stage."""
@@ -84,11 +89,14 @@ class _Tracker:
         self.last = now
 
     def report(
-        self, stage_name: str, stages: tuple[tuple[str, float], ...] = ()
+        self,
+        stage_name: str,
+        stages: tuple[tuple[str, float], ...] = (),
+        notes: tuple[str, ...] = (),
     ) -> None:
         if self.callback is not None:
             elapsed = time.perf_counter() - self.start
-            self.callback(Progress(self.module, stage_name, elapsed, stages))
+            self.callback(Progress(self.module, stage_name, elapsed, stages, notes))
 
     @property
     def elapsed(self) -> float:
@@ -104,6 +112,17 @@ class _Tracker:
 
 
 _TRACKERS: list[_Tracker] = []
+
+
+def note(message: str) -> None:
+    """Record that the module being built changed course (a budget was hit).
+
+    The message goes with the module's ``"done"`` progress report (which
+    ``difgen build`` prints) and into :attr:`_Tracker.notes`; outside a build
+    (a backend called directly) it is dropped.
+    """
+    if _TRACKERS:
+        _TRACKERS[-1].notes.append(message)
 
 
 def current_stage() -> str:
@@ -143,7 +162,7 @@ def reporting(module: str, callback: ProgressCallback | None) -> Iterator[_Track
         tracker.account()
     finally:
         _TRACKERS.pop()
-    tracker.report(DONE, tracker.stage_times())
+    tracker.report(DONE, tracker.stage_times(), tuple(tracker.notes))
 
 
 @contextlib.contextmanager

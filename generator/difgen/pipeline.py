@@ -7,12 +7,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from typing import Any
 
 from difgen.backends import sympy_backend, trace_backend
-from difgen.budget import stage
+from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
 from difgen.emit.render import ModuleParts, render_module
@@ -85,9 +86,24 @@ def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
 
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
-    """Run the configured backend on a traced graph."""
+    """Run the configured backend on a traced graph.
+
+    When the sympy backend's expressions go over their size budget, the module is
+    built from the graph instead, as the trace backend builds it with vector code
+    (time linear in the graph); the module's docstring and the build's notes say so.
+    """
     if spec.backend == "sympy":
-        return sympy_backend.build(spec, graph)
+        try:
+            return sympy_backend.build(spec, graph)
+        except sympy_backend.ExpressionTooLarge as exc:
+            note(
+                f"sympy backend over its budget ({exc}); built from the graph "
+                'instead (vector code, as backend = "trace" builds it)'
+            )
+        parts = trace_backend.build(dataclasses.replace(spec, emit="vector"), graph)
+        return dataclasses.replace(
+            parts, emission=f"{parts.emission} (from the graph: sympy over budget)"
+        )
     return trace_backend.build(spec, graph)
 
 

@@ -93,6 +93,8 @@ class Reporter:
                 self.finished += 1
                 if self.verbose or not self.live:
                     self._line(self._summary(event))
+                for message in event.notes:  # a budget changed course: always shown
+                    self._line(f"difgen: {event.module}: note: {message}")
             else:
                 self.active[event.module] = (event.stage, now - event.elapsed)
                 if self.verbose:

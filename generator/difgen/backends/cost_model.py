@@ -12,10 +12,17 @@ of each operation on this machine class (CPython 3.11+, NumPy 2):
 
 An operator is emitted as scalar code when its measured scalar cost (after lowering
 the graph to SymPy expressions and CSE, without symbolic differentiation) is at
-most its vector cost (ties, such as a constant result, go to scalar code). Graphs whose element count exceeds ``SCALAR_LIMIT`` are
-vector without trying, as are graphs with matrix factorizations: scalarizing them would make the build slow and the file
-large, and they are never cheaper as scalars. ``emit = "scalar" | "vector"`` in the
-config overrides the choice.
+most its vector cost (ties, such as a constant result, go to scalar code).
+
+SymPy is only asked when an estimate made from the graph alone, without SymPy, says
+scalar code is plausible and cheap to build (:func:`worth_trying_scalar`): graphs
+whose element count exceeds ``SCALAR_LIMIT``, graphs with matrix factorizations, and
+graphs whose results, written out as expression trees, would exceed
+``EXPRESSION_LIMIT`` nodes (:func:`expression_size`: a loop that reuses its state
+doubles or triples the tree at each step) are vector without trying. Scalarizing them
+would make the build slow (SymPy's tree walks are exponential in the loop length)
+and the file large, and they are never cheaper as scalars. ``emit = "scalar" |
+"vector"`` in the config overrides the choice.
 
 Calibration (CPython 3.11, NumPy 2.4, this project's 2-core machine): a NumPy ufunc
 call on a small array costs ~0.5-1 us, a Python float operation ~30-50 ns, so
@@ -24,15 +31,31 @@ scalar code wins roughly below a dozen or two element operations per equation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from difgen.core.ir import Graph
+from difgen.core.ir import Eqn, Graph, Var
+from difgen.primitives.family import size_work
 
 CALL_NS = 700.0
 ELEMENT_NS = 1.5
 SCALAR_OP_NS = 40.0
 ELEMENT_NS_SCALAR = 25.0
 SCALAR_LIMIT = 1500
+EXPRESSION_LIMIT = 4000
+"""Nodes of the largest result element, written out as a tree, that scalar code is
+tried for (both backends). SymPy walks expressions as trees, so its steps (lowering,
+``count_ops``, ``expand``, ``diff``) cost at least this much per element."""
+
+REDUCING = frozenset(
+    {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "scatter_sum"}
+)
+"""Primitives whose output element combines many input elements (the input size
+over the output size of them), besides contractions, which say so by their work."""
+
+ACCUMULATING = frozenset({"cumsum", "cumprod"})
+"""Primitives whose last output element combines a whole axis of the input."""
 
 
 def work(graph: Graph) -> int:
@@ -62,12 +85,70 @@ def scalar_cost(
     return operations * SCALAR_OP_NS + elements * ELEMENT_NS_SCALAR + calls * CALL_NS
 
 
-def worth_trying_scalar(graph: Graph) -> bool:
-    """Whether scalarizing is at all plausible (and cheap enough to attempt).
+def fan_in(eqn: Eqn) -> int:
+    """How many elements of its inputs one output element of ``eqn`` combines, at
+    most (1 for elementwise and structural primitives, which move elements)."""
+    prim, out = eqn.primitive, max(eqn.out.size, 1)
+    largest = max((a.size for a in eqn.inputs), default=1)
+    if prim.elementwise:
+        return 1
+    if prim.name in REDUCING:
+        return max(1, -(-largest // out))
+    if prim.name in ACCUMULATING:
+        axis = eqn.params.as_dict().get("axis")
+        shape = eqn.inputs[0].shape
+        return int(shape[axis]) if isinstance(axis, int) and shape else largest
+    if prim.work is not size_work:  # contractions: work is the sum of products
+        return max(1, -(-prim.work(eqn) // out))
+    return 1
+
+
+def expression_size(graph: Graph, cap: int = 10**12) -> int:
+    """Nodes of the largest result element written out as an expression tree,
+    estimated from the graph alone (no SymPy), in time linear in the graph.
+
+    An element of an equation's output is one node over the trees of the input
+    elements it reads (``fan_in`` of each input); shared subexpressions count once
+    per use, as they do in the trees SymPy walks. ``cap`` keeps the numbers small:
+    the estimate is only compared with limits far below it.
+    """
+    size: dict[Var, int] = {}
+
+    def of(atom: Any) -> int:
+        return size.get(atom, 1) if isinstance(atom, Var) else 1
+
+    for eqn in graph.eqns:
+        fan = fan_in(eqn)
+        total = 1 + fan * sum(of(a) for a in eqn.inputs)
+        size[eqn.out] = min(total, cap)
+    return max((of(v) for v in graph.outputs), default=1)
+
+
+def scalar_reason(graph: Graph) -> str | None:
+    """Why scalar code is not even tried for ``graph`` (None: it is worth trying).
 
     Matrix factorizations are never scalarized: their closed forms (cofactors,
-    nested square roots) grow much faster than LAPACK's cost.
+    nested square roots) grow much faster than LAPACK's cost. Large graphs and
+    expressions that would be large as trees are never cheaper as scalars and would
+    make SymPy slow.
     """
-    if not all(e.primitive.scalarizable for e in graph.eqns):
-        return False
-    return work(graph) <= SCALAR_LIMIT
+    unscalarizable = sorted(
+        {e.primitive.name for e in graph.eqns if not e.primitive.scalarizable}
+    )
+    if unscalarizable:
+        return f"it uses {', '.join(unscalarizable)}"
+    elements = work(graph)
+    if elements > SCALAR_LIMIT:
+        return f"{elements} elements of work (limit {SCALAR_LIMIT})"
+    nodes = expression_size(graph)
+    if nodes > EXPRESSION_LIMIT:
+        return (
+            f"a result would be an expression of about {nodes:.3g} nodes "
+            f"(limit {EXPRESSION_LIMIT})"
+        )
+    return None
+
+
+def worth_trying_scalar(graph: Graph) -> bool:
+    """Whether scalarizing is at all plausible (and cheap enough to attempt)."""
+    return scalar_reason(graph) is None

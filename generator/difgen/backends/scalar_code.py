@@ -30,7 +30,7 @@ INERT_PREFIX = "Exact__"
 _INERT: dict[str, Any] = {}
 
 
-def inert(expr: Any) -> Any:
+def inert(expr: Any, memo: dict[Any, Any] | None = None) -> Any:
     """``expr`` (built unevaluated) with every arithmetic operation and elementary
     function replaced by an inert function of the same name.
 
@@ -38,11 +38,21 @@ def inert(expr: Any) -> Any:
     SymPy step that re-evaluates expressions would otherwise turn ``x - x`` into 0
     and ``log(exp(x))`` into ``x``. The printer prints an inert node as the
     operation it stands for (:data:`INERT_PREFIX`, ``original``).
+
+    ``memo`` maps each subexpression already converted to its result: lowered
+    expressions share subexpressions (a loop reuses its state), and without it the
+    walk visits each shared node once per path to it, exponentially many times.
+    Pass one dict for all the elements of a result to share their common parts too.
     """
     expr = sp.sympify(expr)
     if not expr.args:
         return expr
-    args = [inert(a) for a in expr.args]
+    if memo is None:
+        memo = {}
+    done = memo.get(expr)
+    if done is not None:
+        return done
+    args = [inert(a, memo) for a in expr.args]
     func = expr.func
     if func in (sp.Add, sp.Mul, sp.Pow) or (
         isinstance(func, sp.FunctionClass)
@@ -52,8 +62,11 @@ def inert(expr: Any) -> Any:
     ):
         name = INERT_PREFIX + func.__name__
         _INERT.setdefault(name, func)
-        return sp.Function(name)(*args)
-    return func(*args)
+        result = sp.Function(name)(*args)
+    else:
+        result = func(*args)
+    memo[expr] = result
+    return result
 
 
 def _negated(term: Any) -> Any:
@@ -235,7 +248,19 @@ class FloatPrinter(PythonCodePrinter):
         return self._fold("_minimum", expr.args)
 
     def _fold(self, helper: str, args: Any) -> str:
-        """NumPy's NaN-propagating maximum/minimum of several arguments, nested."""
+        """NumPy's NaN-propagating maximum/minimum of several arguments, nested.
+
+        Up to three arguments nest from the left (``f(f(a, b), c)``); more are
+        split in halves, so the nesting is logarithmic: a left fold of n arguments
+        nests n deep, and black indents each level, which makes the text grow
+        with n^2 (either order gives NaN if any argument is NaN).
+        """
+        if len(args) > 3:
+            half = len(args) // 2
+            left, right = self._fold(helper, args[:half]), self._fold(
+                helper, args[half:]
+            )
+            return f"{helper}({left}, {right})"
         text = self._print(args[0])
         for arg in args[1:]:
             text = f"{helper}({text}, {self._print(arg)})"

@@ -6,6 +6,18 @@ symbol per element, each primitive is evaluated on object arrays of expressions
 expression takes the cheapest of its plain and expanded forms, and one ``cse`` over all
 results of an operator gives straight-line code on Python floats. Best for small
 functions, where it reaches the hand-written floor.
+
+Every symbolic step runs under a size budget, measured before the step (SymPy walks
+expressions as trees, so a step's cost follows the tree, not the graph): the graph
+is not lowered when its results would be large trees (a loop that reuses its
+state), its max/min reductions long or its matrix factorizations larger than 3 x 3
+(:func:`symbolic_reason`, from the graph alone); lowering stops when an element
+grows past the limit; an operator's derivatives are checked as a whole
+(:func:`check_results`); and ``simplest`` counts and expands only small
+expressions whose expansion is small (:func:`expanded_terms`). Over a budget,
+:class:`ExpressionTooLarge` is raised and the pipeline builds the module from the
+graph instead (vector code), saying so. Budgets count nodes, never seconds, so the
+same config always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import floats, naming
+from difgen.backends import cost_model
 from difgen.backends.scalar_code import (
     ScalarCode,
     SparseResult,
@@ -32,6 +45,82 @@ from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
 
 EXPAND_LIMIT = 400  # try the expanded form only below this many operations
+EXPANDED_TERMS_LIMIT = (
+    400  # ... and only when the expansion has at most this many terms
+)
+
+
+RESULT_LIMIT = 40_000
+"""Nodes, as trees, of all the derivative expressions of one operator: beyond it,
+``simplest``, ``cse`` and printing take minutes and the module hundreds of KB
+(gradients of a max over many elements, hessians of long expressions)."""
+
+FACTORIZATION_LIMIT = 3
+"""Largest n of an n x n matrix factorization (inv, det, solve, cholesky) written out
+in closed form: cofactor expansions grow factorially, and a 6 x 6 inverse does not
+finish in minutes."""
+
+
+EXTREMUM_LIMIT = 16
+"""Most elements a max/min reduction may take on the sympy backend: the derivative
+with respect to each element compares it with the extremum of all the others, so
+the derivative expressions grow with the square of the element count."""
+
+
+class ExpressionTooLarge(Exception):
+    """A lowered expression went over its size budget: the caller falls back to
+    code from the graph (vector code), which costs time linear in the graph."""
+
+
+class Sizes:
+    """Tree sizes of SymPy expressions (nodes, counting a shared subexpression once
+    per use), memoized so that measuring a DAG costs time linear in its nodes."""
+
+    def __init__(self) -> None:
+        self._memo: dict[Any, int] = {}
+
+    def __call__(self, expr: Any) -> int:
+        args = getattr(expr, "args", ())
+        if not args:
+            return 1
+        known = self._memo.get(expr)
+        if known is None:
+            known = 1 + sum(self(a) for a in args)
+            self._memo[expr] = known
+        return known
+
+
+def expanded_terms(expr: Any, memo: dict[Any, int] | None = None) -> int:
+    """An upper estimate of the terms ``sp.expand(expr)`` produces, without expanding.
+
+    A product multiplies its factors' term counts, a power ``n`` (or ``-n``, whose
+    denominator is expanded, or a fraction above ``n``) of a sum of ``k`` terms has
+    ``C(n + k - 1, k - 1)``, and a function keeps one term
+    but expands its arguments (the largest of them counts). Expansion is exponential
+    in the nesting of products of sums: this is how :func:`simplest` refuses it
+    before starting.
+    """
+    memo = {} if memo is None else memo
+    args = getattr(expr, "args", ())
+    if not args:
+        return 1
+    known = memo.get(expr)
+    if known is not None:
+        return known
+    parts = [expanded_terms(a, memo) for a in args]
+    if expr.is_Add:
+        terms = sum(parts)
+    elif expr.is_Mul:
+        terms = math.prod(parts)
+    elif expr.is_Pow and expr.exp.is_Rational and abs(expr.exp) >= 1:
+        # (a + b)**-3 expands its denominator, (a + b)**(5/2) its square
+        n, k = int(abs(expr.exp)), parts[0]
+        terms = math.comb(n + k - 1, k - 1) if n < 64 else 2**64
+    else:
+        terms = max(parts)
+    terms = min(terms, 2**64)
+    memo[expr] = terms
+    return terms
 
 
 def number(value: Any) -> sp.Expr:
@@ -63,7 +152,10 @@ def symbols(base: str, shape: tuple[int, ...], batch: int | None = None) -> np.n
 
 
 def lower(
-    graph: Graph, args: list[np.ndarray], exact: bool = False
+    graph: Graph,
+    args: list[np.ndarray],
+    exact: bool = False,
+    limit: int | None = cost_model.EXPRESSION_LIMIT,
 ) -> list[np.ndarray]:
     """Evaluate the graph on object arrays of SymPy expressions.
 
@@ -71,11 +163,20 @@ def lower(
     (``x - x``, ``x / x``, ``log(exp(x))``) instead of simplifying them into a
     value that differs from NumPy's where x is NaN, infinite or zero. Values are
     lowered exactly; only expressions that are differentiated are not.
+
+    Raises :class:`ExpressionTooLarge` as soon as an element's tree exceeds
+    ``limit`` nodes (None: no limit), before SymPy's quadratic flattening of
+    ever larger sums makes the lowering itself the slow step.
     """
     if exact:
         with sp.evaluate(False):
-            return [np.vectorize(inert, otypes=[object])(r) for r in lower(graph, args)]
+            memo: dict[Any, Any] = {}  # shared: the results share subexpressions
+            return [
+                np.vectorize(lambda e: inert(e, memo), otypes=[object])(r)
+                for r in lower(graph, args, limit=limit)
+            ]
     env: dict[Var, np.ndarray] = dict(zip(graph.inputs, args))
+    sizes = Sizes()
 
     def read(atom: Any) -> np.ndarray:
         if isinstance(atom, Lit):
@@ -95,6 +196,13 @@ def lower(
             ]
         value = eqn.primitive.lower_sympy(*args, **eqn.params.as_dict())
         env[eqn.out] = _as_object(value, eqn.out.shape)
+        if limit is not None:
+            largest = max((sizes(e) for e in env[eqn.out].flat), default=1)
+            if largest > limit:
+                raise ExpressionTooLarge(
+                    f"{eqn.primitive.name} makes an expression of {largest} nodes "
+                    f"(limit {limit})"
+                )
     return [read(out) for out in graph.outputs]
 
 
@@ -116,13 +224,21 @@ def _as_object(value: Any, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def simplest(expr: sp.Expr) -> sp.Expr:
-    """The cheaper (by operation count) of an expression and its expansion."""
+def simplest(expr: sp.Expr, sizes: Sizes | None = None) -> sp.Expr:
+    """The cheaper (by operation count) of an expression and its expansion.
+
+    Both steps are bounded before they start: ``count_ops`` walks the tree, so an
+    expression over ``EXPRESSION_LIMIT`` nodes is kept as it is (``cse`` will
+    share its repeated parts), and the expansion is tried only when its estimated
+    term count (:func:`expanded_terms`) is small.
+    """
     expr = sp.sympify(expr)
     if expr.is_number or expr.is_Symbol:
         return expr
+    if (sizes or Sizes())(expr) > cost_model.EXPRESSION_LIMIT:
+        return expr
     best, cost = expr, sp.count_ops(expr)
-    if cost <= EXPAND_LIMIT:
+    if cost <= EXPAND_LIMIT and expanded_terms(expr) <= EXPANDED_TERMS_LIMIT:
         expanded = sp.expand(expr)
         expanded_cost = sp.count_ops(expanded)
         if expanded_cost < cost:
@@ -132,7 +248,10 @@ def simplest(expr: sp.Expr) -> sp.Expr:
 
 def simplest_all(exprs: np.ndarray) -> np.ndarray:
     """:func:`simplest` of each element of an object array."""
-    return np.vectorize(simplest, otypes=[object])(exprs) if exprs.size else exprs
+    if not exprs.size:
+        return exprs
+    sizes = Sizes()  # shared: the elements share subexpressions
+    return np.vectorize(lambda e: simplest(e, sizes), otypes=[object])(exprs)
 
 
 class SymbolicFunction:
@@ -219,8 +338,59 @@ def _seed_symbols(
     return np.stack([symbols(seed, shape, b) for b in range(batch)])
 
 
+def symbolic_reason(graph: Graph) -> str | None:
+    """Why the graph is too large to write out as SymPy expressions (None: it is
+    not), judged from the graph alone, before SymPy starts."""
+    for eqn in graph.eqns:
+        if not eqn.primitive.scalarizable and eqn.inputs:
+            n = eqn.inputs[0].shape[-1] if eqn.inputs[0].shape else 1
+            if n > FACTORIZATION_LIMIT:
+                return (
+                    f"{eqn.primitive.name} of a {n} x {n} matrix (closed forms "
+                    f"only up to {FACTORIZATION_LIMIT} x {FACTORIZATION_LIMIT})"
+                )
+        if eqn.primitive.name in ("reduce_max", "reduce_min"):
+            fan = cost_model.fan_in(eqn)
+            if fan > EXTREMUM_LIMIT:
+                return (
+                    f"{eqn.primitive.name} over {fan} elements (its derivative "
+                    f"grows with their square; limit {EXTREMUM_LIMIT})"
+                )
+    nodes = cost_model.expression_size(graph)
+    if nodes > cost_model.EXPRESSION_LIMIT:
+        return (
+            f"the function's result would be an expression of about {nodes:.3g} "
+            f"nodes (limit {cost_model.EXPRESSION_LIMIT})"
+        )
+    return None
+
+
+def check_results(results: list[np.ndarray], limit: int = RESULT_LIMIT) -> None:
+    """Raise :class:`ExpressionTooLarge` when an operator's derivative expressions
+    together exceed ``limit`` nodes (measured in time linear in their DAG)."""
+    sizes = Sizes()
+    total = 0
+    for result in results:
+        for expr in result.flat:
+            total += sizes(expr)
+            if total > limit:
+                raise ExpressionTooLarge(
+                    f"its derivative expressions exceed {limit} nodes"
+                )
+
+
 def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
-    """Emit every requested operator (and ``f``) as straight-line scalar code."""
+    """Emit every requested operator (and ``f``) as straight-line scalar code.
+
+    Raises :class:`ExpressionTooLarge` when the graph (:func:`symbolic_reason`),
+    an expression while it is lowered, or an operator's derivatives
+    (:func:`check_results`) go over their size budgets: the caller then builds
+    the module from the graph instead (:func:`difgen.pipeline.build_parts`).
+    A decomposition with no symbolic form is a ConfigError at ``backend``.
+    """
+    reason = symbolic_reason(graph)
+    if reason is not None:
+        raise ExpressionTooLarge(reason)
     try:
         fn = SymbolicFunction(spec, graph)
     except NotImplementedError as exc:  # a decomposition has no symbolic form
@@ -236,9 +406,11 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
+        raw = [fn.result(k, seeds) for k in op.results]
+        check_results([r for kind, r in zip(op.results, raw) if kind != "value"])
         dense = [
             r if kind == "value" else simplest_all(r)
-            for kind, r in zip(op.results, (fn.result(k, seeds) for k in op.results))
+            for kind, r in zip(op.results, raw)
         ]
         results = [
             (

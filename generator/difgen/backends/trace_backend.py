@@ -31,7 +31,13 @@ from difgen import naming
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
 from difgen.backends import cost_model, vector_code
 from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
-from difgen.backends.sympy_backend import lower, simplest_all, symbols
+from difgen.backends.sympy_backend import (
+    ExpressionTooLarge,
+    lower,
+    simplest_all,
+    symbols,
+)
+from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.batching import batched_to
 from difgen.core.ir import FrozenArray, Graph
@@ -383,24 +389,41 @@ def _emit(
     pool: Constants,
     layouts: Layouts,
 ) -> tuple[Function, str]:
-    """The operator in the configured emission, or the cheaper by the cost model."""
-    if spec.emit == "scalar" or (
-        spec.emit == "auto" and cost_model.worth_trying_scalar(graph)
-    ):
+    """The operator in the configured emission, or the cheaper by the cost model.
+
+    With ``emit = "auto"``, SymPy is asked only when the graph alone says scalar
+    code is worth trying (:func:`cost_model.scalar_reason`), and an expression that
+    grows past its budget while being lowered stops the attempt: the operator is
+    then vector code, and the build says why (:func:`difgen.budget.note`).
+    """
+    reason = None if spec.emit == "scalar" else cost_model.scalar_reason(graph)
+    if spec.emit == "auto" and reason is not None and _plausible(graph):
+        note(f"{op.name}: vector code, not scalar: {reason}")
+    if spec.emit == "scalar" or (spec.emit == "auto" and reason is None):
         try:
             function, cost = _scalar_function(op, spec, ys, graph, pool, layouts)
-        except NotImplementedError as exc:
+        except (NotImplementedError, ExpressionTooLarge) as exc:
             if spec.emit == "scalar":
                 raise ConfigError(
                     spec.config_path,
                     spec.line_of("emit"),
                     f'emit = "scalar" cannot scalarize {op.name}: {exc}; use "auto"',
                 ) from None
+            if isinstance(exc, ExpressionTooLarge):
+                note(f"{op.name}: vector code, not scalar: {exc}")
         else:
             if spec.emit == "scalar" or cost <= cost_model.vector_cost(graph):
                 return function, "scalar"
     wrap = _csr_wrappers(op, layouts, pool)
     return vector_code.emit_operator(op, spec, ys, graph, pool, wrap), "vector"
+
+
+def _plausible(graph: Graph) -> bool:
+    """Whether scalar code would have been tried before its size budget existed
+    (small, no factorization): only then is skipping it news worth a note."""
+    return cost_model.work(graph) <= cost_model.SCALAR_LIMIT and all(
+        e.primitive.scalarizable for e in graph.eqns
+    )
 
 
 def _label(kinds: dict[str, str]) -> str:

@@ -160,6 +160,62 @@ def _object_reduce(fn: Any) -> Any:
     return reduce
 
 
+class NaryMax(sp.Max):
+    """``Max`` of many arguments that never compares them symbolically.
+
+    SymPy's ``Max`` drops arguments it can prove smaller than another
+    (``Max._find_localzeros``): every new argument is compared with all the others,
+    so building (or rebuilding, as ``cse`` does) the max of n elements costs n^2
+    symbolic comparisons, and a pairwise fold n^3: minutes for a few dozen
+    elements. The generated code is the same nested NaN-propagating
+    ``_maximum`` calls either way (the printer dispatches on ``Max``).
+    """
+
+    def __new__(cls, *args: Any, **options: Any) -> Any:
+        options["evaluate"] = False
+        return super().__new__(cls, *args, **options)
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        """d/d arg_i: Heaviside(arg_i - max of the others), as SymPy's ``Max``."""
+        others = [a for i, a in enumerate(self.args) if i != argindex - 1]
+        rest = others[0] if len(others) == 1 else type(self)(*others)
+        return sp.Heaviside(self.args[argindex - 1] - rest)
+
+
+class NaryMin(sp.Min):
+    """``Min`` of many arguments that never compares them symbolically (see
+    :class:`NaryMax`)."""
+
+    def __new__(cls, *args: Any, **options: Any) -> Any:
+        options["evaluate"] = False
+        return super().__new__(cls, *args, **options)
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        """d/d arg_i: Heaviside(min of the others - arg_i), as SymPy's ``Min``."""
+        others = [a for i, a in enumerate(self.args) if i != argindex - 1]
+        rest = others[0] if len(others) == 1 else type(self)(*others)
+        return sp.Heaviside(rest - self.args[argindex - 1])
+
+
+def _object_extremum(fn: Any) -> Any:
+    """The SymPy lowering of a max/min reduction: one n-ary :class:`NaryMax`
+    (:class:`NaryMin`) per output element, in time linear in the elements."""
+
+    def reduce(x: Any, axes: Any) -> Any:
+        x = np.asarray(x, dtype=object)
+        axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
+        kept = [a for a in range(x.ndim) if a not in axes]
+        shape = tuple(x.shape[a] for a in kept)
+        rows = np.transpose(x, kept + list(axes)).reshape(shape + (-1,))
+        out = np.empty(shape, dtype=object)
+        for index in np.ndindex(*shape):
+            items = list(rows[index])
+            out[index] = items[0] if len(items) == 1 else fn(*items)
+        return out
+
+    return reduce
+
+
 def _reduction_impl(fn: Any) -> Any:
     return lambda x, axes: np.asarray(fn(x, axis=axes))
 
@@ -170,14 +226,14 @@ for _prim in (
         _reduction_impl(np.max),
         _reduce_emit("maximum"),
         jvp=_extremum_jvp,
-        sympy=_object_reduce(sp.Max),
+        sympy=_object_extremum(NaryMax),
     ),
     reduction(
         "reduce_min",
         _reduction_impl(np.min),
         _reduce_emit("minimum"),
         jvp=_extremum_jvp,
-        sympy=_object_reduce(sp.Min),
+        sympy=_object_extremum(NaryMin),
     ),
     reduction(
         "reduce_prod",
