@@ -43,6 +43,7 @@ from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.emit.signatures import is_sparse
 from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
+from difgen.primitives.linalg import TRACE_ONLY
 
 EXPAND_LIMIT = 400  # try the expanded form only below this many operations
 EXPANDED_TERMS_LIMIT = (
@@ -338,6 +339,14 @@ def _seed_symbols(
     return np.stack([symbols(seed, shape, b) for b in range(batch)])
 
 
+def refuse_decompositions(graph: Graph) -> None:
+    """Raise the declared refusal of a decomposition (SVD, eigh, pinv) before any
+    budget: whatever its size it has no symbolic form, and the user chose sympy."""
+    for eqn in graph.eqns:
+        if eqn.primitive.name in TRACE_ONLY:
+            eqn.primitive.sympy()
+
+
 def symbolic_reason(graph: Graph) -> str | None:
     """Why the graph is too large to write out as SymPy expressions (None: it is
     not), judged from the graph alone, before SymPy starts."""
@@ -388,10 +397,11 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     the module from the graph instead (:func:`difgen.pipeline.build_parts`).
     A decomposition with no symbolic form is a ConfigError at ``backend``.
     """
-    reason = symbolic_reason(graph)
-    if reason is not None:
-        raise ExpressionTooLarge(reason)
     try:
+        refuse_decompositions(graph)
+        reason = symbolic_reason(graph)
+        if reason is not None:
+            raise ExpressionTooLarge(reason)
         fn = SymbolicFunction(spec, graph)
     except NotImplementedError as exc:  # a decomposition has no symbolic form
         raise ConfigError(
