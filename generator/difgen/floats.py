@@ -90,6 +90,44 @@ HELPERS["_sign"] = (
 )
 """Each helper's source, by its generated name."""
 
+
+def _rounding_source(name: str, fast: str) -> str:
+    """``np.floor``-like: ``math`` returns an int (raising on inf and NaN, which
+    NumPy returns unchanged) and loses the sign of a zero result (``np.ceil(-0.5)``
+    is ``-0.0``), which the sign of the argument restores."""
+    return (
+        f"def {helper(name)}(a: float) -> float:\n"
+        f"    if a - a != 0.0:  # inf or NaN: unchanged, as in NumPy\n"
+        f"        return a\n"
+        f"    r = float({fast}(a))\n"
+        f"    return r if r != 0.0 else math.copysign(0.0, a)\n"
+    )
+
+
+for _name, _fast in {
+    "floor": "math.floor",
+    "ceil": "math.ceil",
+    "trunc": "math.trunc",
+    "rint": "round",
+}.items():
+    HELPERS[helper(_name)] = _rounding_source(_name, _fast)
+HELPERS["_remainder"] = (
+    "def _remainder(a: float, b: float) -> float:\n"
+    '    """np.remainder: Python\'s % where it does not raise (the same sign rule)."""\n'
+    "    if b != 0.0 and a - a == 0.0 and b - b == 0.0:\n"
+    "        return a % b\n"
+    "    return float(np.remainder(a, b))\n"
+)
+HELPERS["_fmod"] = (
+    "def _fmod(a: float, b: float) -> float:\n"
+    '    """np.fmod: C\'s fmod, as math.fmod where it does not raise."""\n'
+    "    try:\n"
+    "        return math.fmod(a, b)\n"
+    "    except ValueError:\n"
+    "        return float(np.fmod(a, b))\n"
+)
+
+
 CONSTANTS = {"_INF": "math.inf", "_NINF": "-math.inf", "_NAN": "math.nan"}
 """Non-finite constants of the user's computation (``x * np.inf``, ``np.log(0.0)``),
 named: in symbolic expressions they are opaque symbols, so SymPy cannot fold them

@@ -468,3 +468,132 @@ where_p = register(
         sparsity=patterns.selected,
     )
 )
+
+
+# ------------------------------------------------------------ rounding and modulo
+class _Rounding(sp.Function):
+    """A NumPy rounding function (``np.floor``...) as an opaque SymPy head.
+
+    SymPy's own ``floor`` evaluates on its exact numbers and prints as
+    ``math.floor``, which returns an int (losing ``-0.0``) and raises on inf and NaN;
+    this head stays as written, has derivative zero (the function is piecewise
+    constant) and prints as the :mod:`difgen.floats` helper of the same name, which
+    returns NumPy's float."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.S.Zero
+
+
+class NpFloor(_Rounding):
+    """``np.floor``."""
+
+
+class NpCeil(_Rounding):
+    """``np.ceil``."""
+
+
+class NpTrunc(_Rounding):
+    """``np.trunc``."""
+
+
+class NpRint(_Rounding):
+    """``np.rint``: round half to even, as Python's ``round``."""
+
+
+class NpRemainder(sp.Function):
+    """``np.remainder(a, b)`` (Python's ``%``): ``a - floor(a / b) b`` in value, with
+    NumPy's sign convention (the sign of ``b``); d/da = 1, d/db = -floor(a / b)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        return sp.S.One if argindex == 1 else -NpFloor(a / b)
+
+
+class NpFmod(sp.Function):
+    """``np.fmod(a, b)`` (C's fmod): the sign of ``a``; d/da = 1, d/db = -trunc(a/b)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        return sp.S.One if argindex == 1 else -NpTrunc(a / b)
+
+
+def _modulo_jvp(quotient: Callable[[Any], Any]) -> Callable[..., Any]:
+    def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+        """d(a mod b) = da - q(a / b) db, with q floor (remainder) or trunc (fmod):
+        the quotient is piecewise constant, so only its factor on b moves."""
+        (a, b), (da, db) = primals, tangents
+        terms = [da, None if db is None else -(quotient(a / b) * db)]
+        return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+    return jvp
+
+
+ROUNDING = [
+    unary(
+        "floor",
+        np.floor,
+        call("np.floor({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpFloor,
+        sparsity=patterns.no_dependence,
+    ),
+    unary(
+        "ceil",
+        np.ceil,
+        call("np.ceil({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpCeil,
+        sparsity=patterns.no_dependence,
+    ),
+    unary(
+        "trunc",
+        np.trunc,
+        call("np.trunc({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpTrunc,
+        sparsity=patterns.no_dependence,
+    ),
+    unary(
+        "rint",
+        np.rint,
+        call("np.rint({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpRint,
+        sparsity=patterns.no_dependence,
+    ),
+    binary(
+        "remainder",
+        np.remainder,
+        call("np.remainder({0}, {1})"),
+        jvp=_modulo_jvp(np.floor),
+        sympy=NpRemainder,
+    ),
+    binary(
+        "fmod",
+        np.fmod,
+        call("np.fmod({0}, {1})"),
+        jvp=_modulo_jvp(np.trunc),
+        sympy=NpFmod,
+    ),
+]
+
+for _prim in ROUNDING:
+    register(_prim)
