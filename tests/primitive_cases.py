@@ -283,6 +283,14 @@ def r_cholesky(x):
     return np.linalg.cholesky(A @ A.T + np.eye(3))
 
 
+def r_logaddexp(x):
+    return np.logaddexp(x, 2.0 - 3.0 * x) + np.logaddexp(x, x)
+
+
+def r_logaddexp2(x):
+    return np.logaddexp2(x * x, x[::-1]) + np.logaddexp2(2.0 * x, x + x)
+
+
 def r_floor(x):
     return np.floor(4.0 * x) * x + np.ceil(3.0 * x) * x
 
@@ -332,6 +340,8 @@ ROWS = {
     "cbrt": (r_cbrt, (4,)),
     "abs": (r_abs, (4,)),
     "sign": (r_sign, (4,)),
+    "logaddexp": (r_logaddexp, (4,)),
+    "logaddexp2": (r_logaddexp2, (4,)),
     "floor": (r_floor, (4,)),
     "ceil": (r_ceil, (4,)),
     "trunc": (r_trunc, (4,)),

@@ -75,13 +75,13 @@ HELPERS["_pow"] = (
 )
 HELPERS["_maximum"] = (
     "def _maximum(a: float, b: float) -> float:\n"
-    '    """np.maximum: NaN if either is NaN."""\n'
-    "    return a if a >= b or a != a else b\n"
+    '    """np.maximum: NaN if either is NaN; the second of equal values."""\n'
+    "    return a if a > b or a != a else b\n"
 )
 HELPERS["_minimum"] = (
     "def _minimum(a: float, b: float) -> float:\n"
-    '    """np.minimum: NaN if either is NaN."""\n'
-    "    return a if a <= b or a != a else b\n"
+    '    """np.minimum: NaN if either is NaN; the second of equal values."""\n'
+    "    return a if a < b or a != a else b\n"
 )
 HELPERS["_sign"] = (
     "def _sign(a: float) -> float:\n"
@@ -118,6 +118,22 @@ HELPERS["_remainder"] = (
     "        return a % b\n"
     "    return float(np.remainder(a, b))\n"
 )
+for _name, _same, _exp, _scale in (
+    ("_logaddexp", "0.6931471805599453", "math.exp", ""),
+    ("_logaddexp2", "1.0", "math.exp2", "1.4426950408889634 * "),
+):
+    # NumPy's npy_logaddexp(2), with the same libm calls, so the same float
+    HELPERS[_name] = (
+        f"def {_name}(a: float, b: float) -> float:\n"
+        f"    if a == b:\n"
+        f"        return a + {_same}\n"
+        f"    d = a - b\n"
+        f"    if d > 0.0:\n"
+        f"        return a + {_scale}math.log1p({_exp}(-d))\n"
+        f"    if d <= 0.0:\n"
+        f"        return b + {_scale}math.log1p({_exp}(d))\n"
+        f"    return d\n"
+    )
 HELPERS["_fmod"] = (
     "def _fmod(a: float, b: float) -> float:\n"
     '    """np.fmod: C\'s fmod, as math.fmod where it does not raise."""\n'

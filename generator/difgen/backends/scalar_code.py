@@ -236,6 +236,14 @@ class FloatPrinter(PythonCodePrinter):
         a, b = (self._print(arg) for arg in expr.args)
         return f"_remainder({a}, {b})"
 
+    def _print_NpLogaddexp(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_logaddexp({a}, {b})"
+
+    def _print_NpLogaddexp2(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_logaddexp2({a}, {b})"
+
     def _print_NpFmod(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
         return f"_fmod({a}, {b})"

@@ -772,9 +772,19 @@ def nan_to_num(
     posinf = big if posinf is None else float(posinf)
     neginf = -big if neginf is None else float(neginf)
     x = lift(x)
-    x = where(_bind("ne", x, x), float(nan), x)  # NaN: unequal to itself
-    x = where(x == np.inf, posinf, x)
-    return where(x == -np.inf, neginf, x)
+    # the three cases are disjoint: each condition reads x itself (so none is a
+    # condition on a selection, which the SymPy backend handles poorly)
+    finite = where(x == -np.inf, neginf, x)
+    finite = where(x == np.inf, posinf, finite)
+    return where(not_nan(x), finite, float(nan))
+
+
+def not_nan(x: Any) -> Any:
+    """Where ``x`` is not NaN, as ``x >= -inf``: NaN is the only float that
+    compares false with -inf. (``x == x`` is the same test in NumPy, but SymPy,
+    whose symbols are real numbers, folds it to True, and rewrites a negated
+    comparison as its opposite, ``x < -inf``, false for NaN too.)"""
+    return _bind("ge", x, -np.inf)
 
 
 def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
@@ -956,32 +966,6 @@ def _binary(name: str) -> Callable[[Any, Any], Any]:
     return lambda a, b: _bind(name, a, b)
 
 
-LOGE2 = math.log(2.0)
-LOG2E = 1.0 / math.log(2.0)
-
-
-def _logaddexp(
-    x: Any,
-    y: Any,
-    same: float,
-    exp: Callable[[Any], Any],
-    log1p: Callable[[Any], Any],
-) -> Any:
-    """NumPy's ``npy_logaddexp`` (and ``2``): ``x + log1p(exp(y - x))`` for the
-    larger ``x``, ``x + same`` for equal infinities, NaN for NaN.
-
-    NumPy returns ``x + same`` whenever x == y; for finite x the general formula
-    gives the same float (``log1p(1) == log(2)``), so it is used there too and the
-    derivative at x == y is the smooth one (1/2, 1/2). Both branches take the
-    non-positive difference, so the one not taken never overflows into a NaN
-    derivative."""
-    tmp = x - y
-    pos = tmp > 0.0
-    main = where(pos, x, y) + log1p(exp(where(pos, -tmp, tmp)))
-    nan = _bind("ne", tmp, tmp)
-    return where(nan, where(x == y, x + same, tmp), main)
-
-
 UFUNCS: dict[str, Callable[..., Any]] = {
     **{
         name: _unary(name)
@@ -1048,10 +1032,8 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "rint": _unary("rint"),
     "remainder": _binary("remainder"),
     "fmod": _binary("fmod"),
-    "logaddexp": lambda a, b: _logaddexp(a, b, LOGE2, np.exp, lambda v: np.log1p(v)),
-    "logaddexp2": lambda a, b: _logaddexp(
-        a, b, 1.0, lambda v: 2.0**v, lambda v: LOG2E * np.log1p(v)
-    ),
+    "logaddexp": _binary("logaddexp"),
+    "logaddexp2": _binary("logaddexp2"),
     "rad2deg": lambda x: x * (180.0 / math.pi),
 }
 

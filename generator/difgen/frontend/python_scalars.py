@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from difgen.core.location import user_location
-from difgen.core.tracer import Tracer, contains_tracer, xp
+from difgen.core.tracer import Tracer, bind_name, contains_tracer, xp
 from difgen.errors import TraceError
 from difgen.frontend import numpy_api
 
@@ -177,12 +177,15 @@ MATH_REPLACEMENTS = {
 _NO_DEFAULT = object()
 
 
-def _extremum(name: str, real: Callable[..., Any], better: str) -> Callable[..., Any]:
-    """Python's ``max``/``min`` on traced scalars.
+def _extremum(name: str, real: Callable[..., Any], prim: str) -> Callable[..., Any]:
+    """Python's ``max``/``min`` on traced scalars, folded left over the arguments.
 
-    ``max(a, b)`` is ``b if b > a else a`` (the first of equal or unordered values,
-    so NaN order matters: ``max(nan, 1.0)`` is NaN, ``max(1.0, nan)`` is 1.0), which
-    is ``np.where(b > a, b, a)``, folded left over the arguments."""
+    ``max(a, b)`` is ``b if b > a else a``: the first of equal values (so
+    ``max(-0.0, 0.0)`` is ``-0.0``) and NaN-order dependent (``max(nan, 1.0)`` is
+    NaN, ``max(1.0, nan)`` is 1.0). That is NumPy's ``maximum(b, a)`` (which
+    returns its second argument on ties and NaN if either is NaN) except where
+    ``b`` is NaN: ``where(b >= -inf, maximum(b, a), a)``, written on primitives
+    whose SymPy form (``Max``) nests without piecewise conditions."""
 
     def extremum(*args: Any, key: Any = None, default: Any = _NO_DEFAULT) -> Any:
         items = list(args[0]) if len(args) == 1 else list(args)
@@ -205,15 +208,16 @@ def _extremum(name: str, real: Callable[..., Any], better: str) -> Callable[...,
             )
         result = items[0]
         for item in items[1:]:
-            wins = item > result if better == ">" else item < result
-            result = numpy_api.where(wins, item, result)
+            result = numpy_api.where(
+                numpy_api.not_nan(item), bind_name(prim, item, result), result
+            )
         return result
 
     extremum.__name__ = name
     return extremum
 
 
-traced_max = _extremum("max", builtins.max, ">")
-traced_min = _extremum("min", builtins.min, "<")
+traced_max = _extremum("max", builtins.max, "maximum")
+traced_min = _extremum("min", builtins.min, "minimum")
 BUILTINS = {"max": traced_max, "min": traced_min}
 """Builtins the user's modules see while tracing (when they do not define their own)."""

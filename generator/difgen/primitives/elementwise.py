@@ -470,7 +470,7 @@ where_p = register(
 )
 
 
-# ------------------------------------------------------------ rounding and modulo
+# ------------------------------------------- logaddexp, rounding and modulo
 class _Rounding(sp.Function):
     """A NumPy rounding function (``np.floor``...) as an opaque SymPy head.
 
@@ -546,7 +546,68 @@ def _modulo_jvp(quotient: Callable[[Any], Any]) -> Callable[..., Any]:
     return jvp
 
 
+class NpLogaddexp(sp.Function):
+    """``np.logaddexp(a, b)`` = log(e^a + e^b), as NumPy computes it (a helper of
+    :mod:`difgen.floats` in scalar code); d/da = exp(a - y)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.exp(self.args[argindex - 1] - self)
+
+
+class NpLogaddexp2(sp.Function):
+    """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^(a - y)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.Pow(2, self.args[argindex - 1] - self)
+
+
+def _logaddexp_jvp(base: float) -> Callable[..., Any]:
+    def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+        """dy = w_a da + w_b db with the weights base^(a - y), base^(b - y) (the
+        softmax of a and b): 1/2 each where a == b, never an overflow."""
+        (a, b), (da, db) = primals, tangents
+        terms = [
+            None if d is None else _power_of(base, p - out) * d
+            for p, d in ((a, da), (b, db))
+        ]
+        return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+    return jvp
+
+
+def _power_of(base: float, x: Any) -> Any:
+    return np.exp(x) if base == np.e else base**x
+
+
 ROUNDING = [
+    binary(
+        "logaddexp",
+        np.logaddexp,
+        call("np.logaddexp({0}, {1})"),
+        jvp=_logaddexp_jvp(np.e),
+        sympy=NpLogaddexp,
+        commutative=True,
+    ),
+    binary(
+        "logaddexp2",
+        np.logaddexp2,
+        call("np.logaddexp2({0}, {1})"),
+        jvp=_logaddexp_jvp(2.0),
+        sympy=NpLogaddexp2,
+        commutative=True,
+    ),
     unary(
         "floor",
         np.floor,
