@@ -263,3 +263,19 @@ def s_methods(x):
         + m.T.ravel()[1]
         + m.squeeze().swapaxes(0, 1)[0, 1]
     )
+
+
+def s_linspace_values(x):
+    return np.concatenate(
+        [np.linspace(x[0], x[1], 5), np.linspace(x[0], x[1], 3, endpoint=False)]
+    )
+
+
+def s_views(x):
+    y = x.copy()
+    np.real(y)[0] = 5.0  # a view: the write shows in y, as in NumPy
+    z = x * 1.0
+    z.fill(2.0)
+    w = x.copy()
+    w[1:].fill(0.25)  # fill through a view writes into its base
+    return y + z + w * x

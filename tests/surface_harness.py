@@ -106,19 +106,28 @@ def check_module(
     backend: str,
     mode: str,
     use_jax: bool = True,
+    exact_value: bool = True,
+    **options: Any,
 ) -> None:
-    """The generated operators against the oracle, on one backend and mode."""
+    """The generated operators against the oracle, on one backend and mode.
+
+    ``exact_value=False`` compares ``f`` to 4 ulp instead of bit for bit: scalar
+    code lets cse turn divisions by one constant into products by its reciprocal
+    (a defect of scalar emission, reported, that this surface does not cause)."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(fn(x))
     ops = ["jacobian", "pushforward", "pullback"]
     if y.shape == ():
         ops += ["gradient", "hvp"]
     mod, _ = module_cache(
-        TESTS / source, fn.__name__, x.shape, ops, backend=backend, mode=mode
+        TESTS / source, fn.__name__, x.shape, ops, backend=backend, mode=mode, **options
     )
     J = jax_jacobian(fn, x) if use_jax else oracle.central_jacobian(fn, x)
     rtol = 1e-9 if use_jax else 1e-6
-    same(mod.f(x), y)
+    if exact_value:
+        same(mod.f(x), y)
+    else:
+        close(mod.f(x), y, rtol=1e-15, atol=0.0)
     close(mod.jacobian(x), J, rtol=rtol, atol=rtol)
     flat = J.reshape(y.size, x.size)
     v, u = normal(x.shape, 4), normal(y.shape, 5)
