@@ -137,3 +137,18 @@ def test_refusals_name_the_line_and_the_construct() -> None:
     _refuses(lambda x: x.sum(out=x), (3,), "out=")
     _refuses(lambda x: x.mean(where=x > 0), (3,), "where=")
     _refuses(lambda x: x.sum(dtype=int), (3,), "dtype=int64")
+    _refuses(lambda x: x.var(mean=x.mean()), (3,), "mean=")
+    _refuses(lambda x: x.clip(0.0, 1.0, out=x), (3,), "out=")
+    _refuses(lambda x: np.trace(x, dtype=int), (2, 2), "dtype=int64")
+
+
+def test_numpy_2_keywords() -> None:
+    """``correction=`` is ``ddof``: not silently dropped."""
+    g = trace(
+        lambda x: np.var(x, correction=1) + np.std(x, correction=1.5),
+        [((4,), "float64")],
+    )
+    x = point((4,), 6)
+    np.testing.assert_array_equal(
+        g.evaluate(x)[0], np.var(x, correction=1) + np.std(x, correction=1.5)
+    )

@@ -122,6 +122,7 @@ def var(
     keepdims: bool = False,
     **kwargs: Any,
 ) -> Any:
+    ddof = _ddof(ddof, kwargs)
     _no_out({"out": out, "dtype": dtype, **kwargs})
     shape = np.shape(a)
     axes = _axes(axis, len(shape))
@@ -138,8 +139,18 @@ def std(
     keepdims: bool = False,
     **kwargs: Any,
 ) -> Any:
+    ddof = _ddof(ddof, kwargs)
     _no_out({"out": out, "dtype": dtype, **kwargs})
     return np.sqrt(var(a, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+def _ddof(ddof: Any, kwargs: dict[str, Any]) -> Any:
+    """NumPy 2's ``correction=`` is ``ddof``; a precomputed ``mean=`` is refused
+    (it would replace the mean the function computes)."""
+    if kwargs.pop("mean", None) is not None:
+        raise TraceError(f"{_where()}: mean= is not supported while tracing")
+    correction = kwargs.pop("correction", None)
+    return ddof if correction is None or correction is np._NoValue else correction
 
 
 def _cumulative(prim: str) -> Callable[..., Any]:
@@ -366,6 +377,9 @@ def _triangle(keep: Callable[..., np.ndarray]) -> Callable[..., Any]:
 
 
 def trace_(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, **kw: Any) -> Any:
+    """``np.trace``: the sum of the ``offset`` diagonal of the ``axis1``/``axis2``
+    planes (``dtype=``/``out=`` refused as for every reduction)."""
+    _no_out(kw)
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1)
 
 
@@ -423,6 +437,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 def clip(
     a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any
 ) -> Any:
+    _no_out({"out": out, "dtype": kw.get("dtype"), "where": kw.get("where", True)})
     a_min = kw.get("min", a_min)
     a_max = kw.get("max", a_max)
     if a_min is not None:
