@@ -128,6 +128,7 @@ def test_refusals_name_the_line_and_the_construct() -> None:
     _refuses(lambda x: np.gradient(x[:2], edge_order=2), (4,), "edge_order + 1")
     _refuses(lambda x: np.average(x, weights=[1.0, 2.0]), (2, 2), "axis=")
     _refuses(lambda x: np.select([x], [x]), (3,), "boolean")
+    _refuses(lambda x: np.average(x, weights=[1.0, -1.0]), (2,), "sum to zero")
     _refuses(lambda x: np.diff(x[0]), (3,), "0-d")
     _refuses(lambda x: x.ravel(order="F"), (2, 2), "order='F'")
     _refuses(lambda x: np.linspace(x, 1.0, 3), (2,), "np.linspace")

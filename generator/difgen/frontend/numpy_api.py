@@ -539,6 +539,11 @@ def average(
         if tuple(np.shape(w)) != shape:
             w = _weights_along(w, shape, axis)
         scl = sum_(w, axis=axis, keepdims=keepdims)
+        if not isinstance(scl, Tracer) and np.any(np.asarray(scl) == 0.0):
+            raise TraceError(
+                f"{_where()}: np.average weights sum to zero (NumPy raises "
+                "ZeroDivisionError)"
+            )
         avg = sum_(a * w, axis=axis, keepdims=keepdims) / scl
     if not returned:
         return avg
