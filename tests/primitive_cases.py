@@ -316,6 +316,41 @@ def r_pinv(x):
     return np.linalg.pinv(A).ravel() + np.linalg.pinv(A[:3] + 2.0, hermitian=True)[0, 0]
 
 
+def r_logaddexp(x):
+    return np.logaddexp(x, 2.0 - 3.0 * x) + np.logaddexp(x, x)
+
+
+def r_logaddexp2(x):
+    return np.logaddexp2(x * x, x[::-1]) + np.logaddexp2(2.0 * x, x + x)
+
+
+def r_floor(x):
+    return np.floor(4.0 * x) * x + np.ceil(3.0 * x) * x
+
+
+def r_ceil(x):
+    return np.ceil(3.0 * x - 1.2) * x**2
+
+
+def r_trunc(x):
+    return np.trunc(5.0 * x - 2.3) * x
+
+
+def r_rint(x):
+    return np.rint(7.0 * x) * x + np.round(x, 1) * x
+
+
+def r_remainder(x):
+    # quotients in (2.5, 2.9) and (-2.9, -2.5): away from the jumps on [0.2, 0.8]
+    b = 0.1 * x[::-1] + 2.0
+    return (x + 5.0) % b + np.mod(x + 5.0, -b) + 0.25 % (x + 1.0) + np.remainder(x, 1.5)
+
+
+def r_fmod(x):
+    b = 0.1 * x[::-1] + 2.0
+    return np.fmod(-x - 5.0, b) + np.fmod(x + 5.0, -b)
+
+
 # primitive name: (function, input shape)
 ROWS = {
     "sin": (r_sin, (4,)),
@@ -338,6 +373,14 @@ ROWS = {
     "cbrt": (r_cbrt, (4,)),
     "abs": (r_abs, (4,)),
     "sign": (r_sign, (4,)),
+    "logaddexp": (r_logaddexp, (4,)),
+    "logaddexp2": (r_logaddexp2, (4,)),
+    "floor": (r_floor, (4,)),
+    "ceil": (r_ceil, (4,)),
+    "trunc": (r_trunc, (4,)),
+    "rint": (r_rint, (4,)),
+    "remainder": (r_remainder, (4,)),
+    "fmod": (r_fmod, (4,)),
     "neg": (r_neg, (4,)),
     "add": (r_add, (4,)),
     "sub": (r_sub, (4,)),

@@ -26,6 +26,7 @@ PATTERNS = [
     (cases.selection, (6,)),
     (cases.elementwise_surface, (5,)),
     (cases.more_elementwise, (5,)),
+    (cases.rounding_and_modulo, (5,)),
     (cases.padding_and_products, (4,)),
     (cases.comparisons, (6,)),
     (cases.matrix_functions, (9,)),
@@ -71,7 +72,7 @@ def _line_of(fn, needle: str) -> int:
     "fn,needle,message",
     [
         (cases.branch_on_value, "if x > 0", "np.where"),
-        (cases.math_on_value, "math.sin", "np.sin"),
+        (cases.math_on_value, "math.erf", "math.erf"),
         (cases.unsupported, "np.sort", "np.sort is not supported"),
     ],
 )

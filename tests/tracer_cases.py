@@ -111,11 +111,24 @@ def branch_on_value(x):
 
 
 def math_on_value(x):
-    return math.sin(x)
+    return math.sin(x) + math.erf(x)  # math.sin is traced; math.erf is not
 
 
 def unsupported(x):
     return np.sort(x)
+
+
+def rounding_and_modulo(x):
+    return (
+        np.floor(3.0 * x)
+        + np.ceil(3.0 * x)
+        + np.trunc(3.0 * x)
+        + np.rint(3.0 * x)
+        + x % 0.3
+        + np.fmod(x, 0.7)
+        + np.logaddexp(x, 1.0 - x)
+        + np.logaddexp2(x, 2.0 * x)
+    )
 
 
 def more_elementwise(x):

@@ -75,13 +75,13 @@ HELPERS["_pow"] = (
 )
 HELPERS["_maximum"] = (
     "def _maximum(a: float, b: float) -> float:\n"
-    '    """np.maximum: NaN if either is NaN."""\n'
-    "    return a if a >= b or a != a else b\n"
+    '    """np.maximum: NaN if either is NaN; the second of equal values."""\n'
+    "    return a if a > b or a != a else b\n"
 )
 HELPERS["_minimum"] = (
     "def _minimum(a: float, b: float) -> float:\n"
-    '    """np.minimum: NaN if either is NaN."""\n'
-    "    return a if a <= b or a != a else b\n"
+    '    """np.minimum: NaN if either is NaN; the second of equal values."""\n'
+    "    return a if a < b or a != a else b\n"
 )
 HELPERS["_sign"] = (
     "def _sign(a: float) -> float:\n"
@@ -89,6 +89,60 @@ HELPERS["_sign"] = (
     "    return float((a > 0.0) - (a < 0.0)) if a == a else a\n"
 )
 """Each helper's source, by its generated name."""
+
+
+def _rounding_source(name: str, fast: str) -> str:
+    """``np.floor``-like: ``math`` returns an int (raising on inf and NaN, which
+    NumPy returns unchanged) and loses the sign of a zero result (``np.ceil(-0.5)``
+    is ``-0.0``), which the sign of the argument restores."""
+    return (
+        f"def {helper(name)}(a: float) -> float:\n"
+        f"    if a - a != 0.0:  # inf or NaN: unchanged, as in NumPy\n"
+        f"        return a\n"
+        f"    r = float({fast}(a))\n"
+        f"    return r if r != 0.0 else math.copysign(0.0, a)\n"
+    )
+
+
+for _name, _fast in {
+    "floor": "math.floor",
+    "ceil": "math.ceil",
+    "trunc": "math.trunc",
+    "rint": "round",
+}.items():
+    HELPERS[helper(_name)] = _rounding_source(_name, _fast)
+HELPERS["_remainder"] = (
+    "def _remainder(a: float, b: float) -> float:\n"
+    '    """np.remainder: Python\'s % where it does not raise (the same sign rule)."""\n'
+    "    if b != 0.0 and a - a == 0.0 and b - b == 0.0:\n"
+    "        return a % b\n"
+    "    return float(np.remainder(a, b))\n"
+)
+for _name, _same, _exp, _scale in (
+    ("_logaddexp", "0.6931471805599453", "math.exp", ""),
+    ("_logaddexp2", "1.0", "math.exp2", "1.4426950408889634 * "),
+):
+    # NumPy's npy_logaddexp(2), with the same libm calls, so the same float
+    HELPERS[_name] = (
+        f"def {_name}(a: float, b: float) -> float:\n"
+        f"    if a == b:\n"
+        f"        return a + {_same}\n"
+        f"    d = a - b\n"
+        f"    if d > 0.0:\n"
+        f"        return a + {_scale}math.log1p({_exp}(-d))\n"
+        f"    if d <= 0.0:\n"
+        f"        return b + {_scale}math.log1p({_exp}(d))\n"
+        f"    return d\n"
+    )
+HELPERS["_fmod"] = (
+    "def _fmod(a: float, b: float) -> float:\n"
+    '    """np.fmod: C\'s fmod, as math.fmod where it does not raise."""\n'
+    "    try:\n"
+    "        return math.fmod(a, b)\n"
+    "    except ValueError:\n"
+    "        return float(np.fmod(a, b))\n"
+)
+
 
 CONSTANTS = {"_INF": "math.inf", "_NINF": "-math.inf", "_NAN": "math.nan"}
 """Non-finite constants of the user's computation (``x * np.inf``, ``np.log(0.0)``),

@@ -233,6 +233,34 @@ class FloatPrinter(PythonCodePrinter):
     def _print_sign(self, expr: Any) -> str:
         return f"_sign({self._print(expr.args[0])})"
 
+    def _print_NpFloor(self, expr: Any) -> str:
+        return f"_floor({self._print(expr.args[0])})"
+
+    def _print_NpCeil(self, expr: Any) -> str:
+        return f"_ceil({self._print(expr.args[0])})"
+
+    def _print_NpTrunc(self, expr: Any) -> str:
+        return f"_trunc({self._print(expr.args[0])})"
+
+    def _print_NpRint(self, expr: Any) -> str:
+        return f"_rint({self._print(expr.args[0])})"
+
+    def _print_NpRemainder(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_remainder({a}, {b})"
+
+    def _print_NpLogaddexp(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_logaddexp({a}, {b})"
+
+    def _print_NpLogaddexp2(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_logaddexp2({a}, {b})"
+
+    def _print_NpFmod(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_fmod({a}, {b})"
+
     def _print_Heaviside(self, expr: Any) -> str:
         """Step of a max/min/abs derivative; ties split evenly, as SymPy's H(0) = 1/2."""
         z = self._print(expr.args[0])

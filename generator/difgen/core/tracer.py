@@ -423,6 +423,8 @@ class Tracer:
     __rtruediv__ = _binop("div", reverse=True)
     __pow__ = _binop("pow")
     __rpow__ = _binop("pow", reverse=True)
+    __mod__ = _binop("remainder")
+    __rmod__ = _binop("remainder", reverse=True)
     __lt__ = _binop("lt")
     __le__ = _binop("le")
     __gt__ = _binop("gt")
@@ -493,6 +495,9 @@ class Tracer:
     def __ipow__(self, other: Any) -> Tracer:
         return self._inplace(self**other)
 
+    def __imod__(self, other: Any) -> Tracer:
+        return self._inplace(self % other)
+
     def __imatmul__(self, other: Any) -> Tracer:
         return self._inplace(self @ other)
 
@@ -501,18 +506,21 @@ class Tracer:
     def T(self) -> Any:
         return xp.transpose(self)
 
-    def reshape(self, *shape: Any, order: str = "C") -> Any:
+    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> Any:
+        _c_order(order, "reshape")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return xp.reshape(self, shape)
 
-    def ravel(self) -> Any:
+    def ravel(self, order: str = "C") -> Any:
+        _c_order(order, "ravel")
         return xp.ravel(self)
 
-    def flatten(self) -> Any:
+    def flatten(self, order: str = "C") -> Any:
+        _c_order(order, "flatten")
         return xp.ravel(self).copy()  # NumPy's flatten copies; ravel is a view
 
-    def copy(self) -> Any:
+    def copy(self, order: str = "C") -> Any:
         return Tracer(self.builder, self.atom)  # a new array object, not a view
 
     def astype(self, dtype: Any, *args: Any, copy: bool = True, **kwargs: Any) -> Any:
@@ -529,41 +537,70 @@ class Tracer:
             axes = tuple(axes[0])
         return xp.transpose(self, axes or None)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return xp.sum(self, axis=axis, keepdims=keepdims)
+    # Reductions and the rest take NumPy's keywords and pass them on, so that the
+    # function refuses (out=, where=, dtype=int...) what it cannot reproduce.
+    def sum(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
+    ) -> Any:
+        return xp.sum(self, axis=axis, dtype=dtype, out=out, **kw)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return xp.mean(self, axis=axis, keepdims=keepdims)
+    def mean(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
+    ) -> Any:
+        return xp.mean(self, axis=axis, dtype=dtype, out=out, **kw)
 
-    def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return xp.prod(self, axis=axis, keepdims=keepdims)
+    def prod(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
+    ) -> Any:
+        return xp.prod(self, axis=axis, dtype=dtype, out=out, **kw)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return xp.max(self, axis=axis, keepdims=keepdims)
+    def max(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
+        return xp.max(self, axis=axis, out=out, **kw)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return xp.min(self, axis=axis, keepdims=keepdims)
+    def min(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
+        return xp.min(self, axis=axis, out=out, **kw)
 
-    def var(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return xp.var(self, axis=axis, keepdims=keepdims)
+    def var(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
+    ) -> Any:
+        return xp.var(self, axis=axis, dtype=dtype, out=out, **kw)
 
-    def std(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return xp.std(self, axis=axis, keepdims=keepdims)
+    def std(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
+    ) -> Any:
+        return xp.std(self, axis=axis, dtype=dtype, out=out, **kw)
 
-    def cumsum(self, axis: Any = None) -> Any:
-        return xp.cumsum(self, axis=axis)
+    def any(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
+        return xp.any(self, axis=axis, out=out, **kw)
 
-    def cumprod(self, axis: Any = None) -> Any:
-        return xp.cumprod(self, axis=axis)
+    def all(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
+        return xp.all(self, axis=axis, out=out, **kw)
 
-    def dot(self, other: Any) -> Any:
-        return xp.dot(self, other)
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        return xp.cumsum(self, axis=axis, dtype=dtype, out=out)
 
-    def clip(self, lo: Any = None, hi: Any = None) -> Any:
-        return xp.clip(self, lo, hi)
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        return xp.cumprod(self, axis=axis, dtype=dtype, out=out)
 
-    def swapaxes(self, a: int, b: int) -> Any:
-        return xp.swapaxes(self, a, b)
+    def dot(self, b: Any, out: Any = None) -> Any:
+        return xp.dot(self, b, out=out)
+
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kw: Any) -> Any:
+        return xp.clip(self, min, max, out=out, **kw)
+
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        return xp.round(self, decimals, out=out)
+
+    def take(
+        self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"
+    ) -> Any:
+        return xp.take(self, indices, axis=axis, out=out, mode=mode)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        return xp.repeat(self, repeats, axis=axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Any:
+        return xp.swapaxes(self, axis1, axis2)
 
     def squeeze(self, axis: Any = None) -> Any:
         return xp.squeeze(self, axis=axis)
@@ -571,8 +608,74 @@ class Tracer:
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         return xp.diagonal(self, offset, axis1, axis2)
 
-    def trace(self, offset: int = 0) -> Any:
-        return xp.trace(self, offset)
+    def trace(
+        self,
+        offset: int = 0,
+        axis1: int = 0,
+        axis2: int = 1,
+        dtype: Any = None,
+        out: Any = None,
+    ) -> Any:
+        return xp.trace(self, offset, axis1, axis2, dtype=dtype, out=out)
+
+    def conj(self) -> Any:
+        return xp.conjugate(self)
+
+    def conjugate(self) -> Any:
+        return xp.conjugate(self)
+
+    @property
+    def real(self) -> Any:
+        return xp.real(self)
+
+    @property
+    def imag(self) -> Any:
+        return xp.imag(self)
+
+    def fill(self, value: Any) -> None:
+        """Every element set to ``value``, in place (through a view into its base)."""
+        self.write(xp.broadcast_to(value, self.shape) * 1.0)
+
+    # Permutations and indices: NumPy's function of the same name decides (it is
+    # refused, naming the line, where the frontend does not support it).
+    def argmax(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
+        return xp.argmax(self, axis=axis, out=out, **kw)
+
+    def argmin(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
+        return xp.argmin(self, axis=axis, out=out, **kw)
+
+    def argsort(self, axis: Any = -1, **kw: Any) -> Any:
+        return xp.argsort(self, axis=axis, **kw)
+
+    def sort(self, axis: Any = -1, **kw: Any) -> None:
+        """In place, as ``ndarray.sort``."""
+        self.write(xp.sort(self, axis=axis, **kw))
+
+    def nonzero(self) -> Any:
+        return xp.nonzero(self)
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        """``round(x)``: NumPy's rounding (half to even, as Python's), traced as a
+        float where Python returns an int of the same value."""
+        return xp.round(self, 0 if ndigits is None else ndigits)
+
+    def __floor__(self) -> Any:
+        return xp.floor(self)
+
+    def __ceil__(self) -> Any:
+        return xp.ceil(self)
+
+    def __trunc__(self) -> Any:
+        return xp.trunc(self)
+
+
+def _c_order(order: str, method: str) -> None:
+    """Only C order: another order would lay the elements out differently."""
+    if order != "C":
+        raise TraceError(
+            f"{user_location()}: .{method}(order={order!r}) of a traced value is "
+            "not supported (C order only)"
+        )
 
 
 def view_of(
@@ -652,7 +755,6 @@ def _install_scalar_methods() -> None:
     """Ufuncs over object arrays of tracers call ``element.sin()`` and the like."""
     for name in _SCALAR_METHODS.split():
         setattr(Tracer, name, _scalar_method(name))
-    Tracer.conjugate = lambda self: self  # type: ignore[attr-defined]
     Tracer.absolute = Tracer.__abs__  # type: ignore[attr-defined]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,8 @@ import numpy as np
 from difgen.core.location import user_location
 from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
+from difgen.frontend import numpy_api
+from difgen.frontend.python_scalars import BUILTINS, MATH_REPLACEMENTS, TRACING_MATH
 
 
 def _check_dtype(dtype: Any) -> None:
@@ -96,6 +99,12 @@ OVERRIDES: dict[str, Callable[..., Any]] = {
     "ones": _filler(1.0),
     "empty": _filler(0.0),  # zeros: deterministic, and the user overwrites it anyway
     "full": full,
+    # reductions of a Python list of traced arrays (np.mean([x, x + 2])): NumPy's
+    # dispatch sees a list, not a tracer, and would build an object array
+    **{
+        name: numpy_api.reduce_list(getattr(np, name))
+        for name in ("sum", "mean", "prod", "max", "min", "amax", "amin", "std", "var")
+    },
 }
 
 
@@ -112,6 +121,7 @@ class TracingNumpy(types.ModuleType):
 
 TRACING_NUMPY = TracingNumpy()
 _REPLACEMENTS = {id(getattr(np, name)): fn for name, fn in OVERRIDES.items()}
+_REPLACEMENTS.update(MATH_REPLACEMENTS)
 
 
 def _user_globals(fn: Callable[..., Any]) -> list[dict[str, Any]]:
@@ -143,13 +153,22 @@ def _safe(cell: Any) -> Any:
 
 @contextlib.contextmanager
 def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
-    """Bind ``np`` (and ``from numpy import zeros``-style names) while tracing ``fn``."""
+    """Bind ``np`` (and ``from numpy import zeros``-style names), ``math`` (and
+    ``from math import exp``) and the builtins ``min``/``max`` while tracing ``fn``.
+
+    Every binding is undone afterwards, exactly: replaced names get their value back,
+    and builtins added to a module's globals (where the module does not define its
+    own) are removed again."""
     saved: list[tuple[dict[str, Any], str, Any]] = []
+    added: list[tuple[dict[str, Any], str]] = []
     for g in _user_globals(fn):
         for name, value in list(g.items()):
             if value is np:
                 saved.append((g, name, value))
                 g[name] = TRACING_NUMPY
+            elif value is math:
+                saved.append((g, name, value))
+                g[name] = TRACING_MATH
             elif (
                 callable(value)
                 and id(value) in _REPLACEMENTS
@@ -157,8 +176,14 @@ def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
             ):
                 saved.append((g, name, value))
                 g[name] = _REPLACEMENTS[id(value)]
+        for name, traced in BUILTINS.items():
+            if name not in g:
+                added.append((g, name))
+                g[name] = traced
     try:
         yield
     finally:
+        for g, name in reversed(added):
+            g.pop(name, None)
         for g, name, value in reversed(saved):
             g[name] = value

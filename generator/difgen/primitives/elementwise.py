@@ -468,3 +468,193 @@ where_p = register(
         sparsity=patterns.selected,
     )
 )
+
+
+# ------------------------------------------- logaddexp, rounding and modulo
+class _Rounding(sp.Function):
+    """A NumPy rounding function (``np.floor``...) as an opaque SymPy head.
+
+    SymPy's own ``floor`` evaluates on its exact numbers and prints as
+    ``math.floor``, which returns an int (losing ``-0.0``) and raises on inf and NaN;
+    this head stays as written, has derivative zero (the function is piecewise
+    constant) and prints as the :mod:`difgen.floats` helper of the same name, which
+    returns NumPy's float."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.S.Zero
+
+
+class NpFloor(_Rounding):
+    """``np.floor``."""
+
+
+class NpCeil(_Rounding):
+    """``np.ceil``."""
+
+
+class NpTrunc(_Rounding):
+    """``np.trunc``."""
+
+
+class NpRint(_Rounding):
+    """``np.rint``: round half to even, as Python's ``round``."""
+
+
+class NpRemainder(sp.Function):
+    """``np.remainder(a, b)`` (Python's ``%``): ``a - floor(a / b) b`` in value, with
+    NumPy's sign convention (the sign of ``b``); d/da = 1, d/db = -floor(a / b)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        return sp.S.One if argindex == 1 else -NpFloor(a / b)
+
+
+class NpFmod(sp.Function):
+    """``np.fmod(a, b)`` (C's fmod): the sign of ``a``; d/da = 1, d/db = -trunc(a/b)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        return sp.S.One if argindex == 1 else -NpTrunc(a / b)
+
+
+def _modulo_jvp(quotient: Callable[[Any], Any]) -> Callable[..., Any]:
+    def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+        """d(a mod b) = da - q(a / b) db, with q floor (remainder) or trunc (fmod):
+        the quotient is piecewise constant, so only its factor on b moves."""
+        (a, b), (da, db) = primals, tangents
+        terms = [da, None if db is None else -(quotient(a / b) * db)]
+        return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+    return jvp
+
+
+class NpLogaddexp(sp.Function):
+    """``np.logaddexp(a, b)`` = log(e^a + e^b), as NumPy computes it (a helper of
+    :mod:`difgen.floats` in scalar code); d/da = exp(a - y)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.exp(self.args[argindex - 1] - self)
+
+
+class NpLogaddexp2(sp.Function):
+    """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^(a - y)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.Pow(2, self.args[argindex - 1] - self)
+
+
+def _logaddexp_jvp(base: float) -> Callable[..., Any]:
+    def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+        """dy = w_a da + w_b db with the weights base^(a - y), base^(b - y) (the
+        softmax of a and b): 1/2 each where a == b, never an overflow."""
+        (a, b), (da, db) = primals, tangents
+        terms = [
+            None if d is None else _power_of(base, p - out) * d
+            for p, d in ((a, da), (b, db))
+        ]
+        return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+    return jvp
+
+
+def _power_of(base: float, x: Any) -> Any:
+    return np.exp(x) if base == np.e else base**x
+
+
+ROUNDING = [
+    binary(
+        "logaddexp",
+        np.logaddexp,
+        call("np.logaddexp({0}, {1})"),
+        jvp=_logaddexp_jvp(np.e),
+        sympy=NpLogaddexp,
+        commutative=True,
+    ),
+    binary(
+        "logaddexp2",
+        np.logaddexp2,
+        call("np.logaddexp2({0}, {1})"),
+        jvp=_logaddexp_jvp(2.0),
+        sympy=NpLogaddexp2,
+        commutative=True,
+    ),
+    unary(
+        "floor",
+        np.floor,
+        call("np.floor({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpFloor,
+        sparsity=patterns.no_dependence,
+    ),
+    unary(
+        "ceil",
+        np.ceil,
+        call("np.ceil({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpCeil,
+        sparsity=patterns.no_dependence,
+    ),
+    unary(
+        "trunc",
+        np.trunc,
+        call("np.trunc({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpTrunc,
+        sparsity=patterns.no_dependence,
+    ),
+    unary(
+        "rint",
+        np.rint,
+        call("np.rint({0})"),
+        deriv=PIECEWISE_CONSTANT,
+        sympy=NpRint,
+        sparsity=patterns.no_dependence,
+    ),
+    binary(
+        "remainder",
+        np.remainder,
+        call("np.remainder({0}, {1})"),
+        jvp=_modulo_jvp(np.floor),
+        sympy=NpRemainder,
+    ),
+    binary(
+        "fmod",
+        np.fmod,
+        call("np.fmod({0}, {1})"),
+        jvp=_modulo_jvp(np.trunc),
+        sympy=NpFmod,
+    ),
+]
+
+for _prim in ROUNDING:
+    register(_prim)
