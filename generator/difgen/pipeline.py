@@ -11,11 +11,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from difgen.backends import sympy_backend, trace_backend
+from difgen.backends import points, sympy_backend, trace_backend
 from difgen.budget import stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
-from difgen.emit.render import ModuleParts, render_module
+from difgen.emit.render import Constants, ModuleParts, render_module
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
 from difgen.frontend.tracing import definition
@@ -85,10 +85,17 @@ def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
 
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
-    """Run the configured backend on a traced graph."""
+    """Run the configured backend on a traced graph, then add the points variants
+    (``points = true``), which share the module's constants."""
+    pool = Constants()
     if spec.backend == "sympy":
-        return sympy_backend.build(spec, graph)
-    return trace_backend.build(spec, graph)
+        parts = sympy_backend.build(spec, graph, pool)
+    else:
+        parts = trace_backend.build(spec, graph, pool)
+    if spec.points:
+        with stage("points"):
+            parts.functions += points.build(spec, graph, pool)
+    return parts
 
 
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:

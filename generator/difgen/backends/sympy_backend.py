@@ -218,12 +218,13 @@ def _seed_symbols(
     return np.stack([symbols(seed, shape, b) for b in range(batch)])
 
 
-def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
-    """Emit every requested operator (and ``f``) as straight-line scalar code."""
+def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> ModuleParts:
+    """Emit every requested operator (and ``f``) as straight-line scalar code
+    (module constants go to ``pool``)."""
     fn = SymbolicFunction(spec, graph)
     batch = spec.batch
     functions: list[Function] = []
-    constants = Constants()
+    constants = Constants() if pool is None else pool
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
@@ -255,4 +256,5 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         output_shape=fn.ys,
         emission="scalar",
         constants=constants.items,
+        setup=constants.setup,
     )

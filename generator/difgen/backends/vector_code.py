@@ -391,7 +391,7 @@ def emit_operator(
             isinstance(out, Lit)
             or out in graph.inputs
             or out in code.hoisted
-            or _is_view(graph, out, code.hoisted)
+            or is_view(graph, out, code.hoisted)
         ):
             results.append(f"np.array({expr})")
         else:
@@ -407,7 +407,7 @@ def emit_operator(
     return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
 
 
-def _is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) -> bool:
+def is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) -> bool:
     """Whether ``atom`` may share memory with an argument or a module constant."""
     producer = {e.out: e for e in graph.eqns}
     while isinstance(atom, Var) and atom in producer and atom not in hoisted:
