@@ -160,7 +160,7 @@ def test_points_equal_the_loop(
         single, points = getattr(mod, op), getattr(mod, f"{op}_points")
         nres = len(OPERATORS[op].results)
         # the shapes of the one-point results, for k = 0
-        probe_args, probe = _inputs(name, op, 1, flags, ys, 0)
+        _, probe = _inputs(name, op, 1, flags, ys, 0)
         like = single(*probe[0])
         like = like if nres > 1 else (like,)
         for k in POINTS:
@@ -260,9 +260,7 @@ def test_points_config_errors(tmp_path: Path) -> None:
         path = tmp_path / "difgen.toml"
         path.write_text(
             '[[module]]\nname = "m"\nfunction = "f.py:f"\n'
-            'operators = ["jacobian"]\ninput = { shape = [3] }\n'
-            + contexts
-            + extra
+            'operators = ["jacobian"]\ninput = { shape = [3] }\n' + contexts + extra
         )
         load_config(path)
 
@@ -270,7 +268,7 @@ def test_points_config_errors(tmp_path: Path) -> None:
         load('points = "yes"\n')
     with pytest.raises(ConfigError, match="cannot be combined with sparse = true"):
         load("points = true\nsparse = true\n")
-    with pytest.raises(ConfigError, match=":6: .*add points = true to the module"):
+    with pytest.raises(ConfigError, match=r":6: .*add points = true to the module"):
         load("", 'contexts = [{ name = "p", shape = [3], per_point = true }]\n')
 
 
@@ -300,3 +298,52 @@ def test_points_change_the_source_hash() -> None:
     assert spec_fingerprint(per) != spec_fingerprint(
         ModuleSpec("m", "f:f", "trace", "auto", (), ArraySpec((3,)), ctx, points=True)
     )
+
+
+def test_points_over_a_dask_array(tmp_path: Path) -> None:
+    """A points variant evaluates a chunked Dask array block by block on a
+    ``dask.distributed`` cluster (per-point context chunked alike, shared one
+    passed whole), and equals the one call on the whole NumPy array."""
+    import dask.array as da
+    from dask.distributed import Client, LocalCluster
+
+    cfg = write_points_config(
+        tmp_path,
+        "vector_vector_ctx",
+        [3],
+        ["pullback"],
+        [((3, 3), False), ((), True)],
+        backend="trace",
+    )
+    mod, text = build_and_import(cfg)
+    assert "dask" not in text
+    rng = np.random.default_rng(5)
+    X, DY, S = rng.normal(size=(30, 3)), rng.normal(size=(30, 3)), rng.normal(size=30)
+    M = rng.normal(size=(3, 3))
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster),
+    ):
+        x, dy = da.from_array(X, chunks=(7, 3)), da.from_array(DY, chunks=(7, 3))
+        s = da.from_array(S, chunks=7)
+        # blockwise, not map_blocks: map_blocks aligns a 1-D argument with the
+        # last axis (NumPy broadcasting); index "i" is the points axis everywhere
+        vjp = da.blockwise(
+            mod.pullback_points, "ij", x, "ij", dy, "ij", M, None, s, "i", dtype=float
+        ).compute()
+        value = da.blockwise(
+            mod.f_points, "ij", x, "ij", M, None, s, "i", dtype=float
+        ).compute()
+        empty = da.blockwise(
+            mod.f_points, "ij", x[:0], "ij", M, None, s[:0], "i", dtype=float
+        ).compute()
+    # blocks of 7 and 2 points against one call of 30: each block may take the
+    # other memory layout (see _points_layout), which BLAS may round differently
+    whole = mod.pullback_points(X, DY, M, S)
+    np.testing.assert_allclose(vjp, whole, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(value, mod.f_points(X, M, S), rtol=1e-13, atol=1e-15)
+    loop = np.array([mod.pullback(*a, M, float(c)) for *a, c in zip(X, DY, S)])
+    np.testing.assert_allclose(vjp, loop, rtol=1e-12, atol=1e-14)
+    assert empty.shape == (0, 3)

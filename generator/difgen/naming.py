@@ -57,7 +57,8 @@ AS_ARRAY = "_as_array"
 AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
-HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT, AS_POINTS)
+POINTS_LAYOUT = "_points_layout"
+HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT, AS_POINTS, POINTS_LAYOUT)
 FLOAT_HELPERS = floats.NAMES
 """NumPy-semantics helpers of scalar code (:mod:`difgen.floats`)."""
 """Module-level helpers that check the arguments of every generated operator."""
@@ -219,7 +220,7 @@ def check_module(text: str) -> None:
             if isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Name)
-            and node.value.func.id in (AS_ARRAY, AS_SCALAR, AS_POINTS)
+            and node.value.func.id in (AS_ARRAY, AS_SCALAR, AS_POINTS, POINTS_LAYOUT)
         }
         assigned = {
             node.id

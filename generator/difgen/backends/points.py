@@ -52,7 +52,9 @@ def batch_flags(op: Operator, spec: ModuleSpec) -> list[bool]:
     return [True] * (1 + len(op.seeds)) + [c.per_point for c in spec.contexts]
 
 
-def batched_graph(graph: Graph, flags: Sequence[bool], k: int) -> tuple[Graph, list[bool]]:
+def batched_graph(
+    graph: Graph, flags: Sequence[bool], k: int
+) -> tuple[Graph, list[bool]]:
     """``graph`` on inputs whose ``flags`` ones lead with ``k`` points, optimized.
 
     Returns the graph and, per output, whether it carries the points axis (an

@@ -7,6 +7,7 @@ backends call them, so the two emit the same contract.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Set as AbstractSet
 
 from difgen import naming
@@ -145,7 +146,9 @@ def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, st
 
 def _with_points(shape: Shape) -> str:
     """``(4, 3)`` -> ``"(k, 4, 3)"``: a shape with the points axis in front."""
-    return "(" + ", ".join(["k", *(str(n) for n in shape)]) + (",)" if not shape else ")")
+    return (
+        "(" + ", ".join(["k", *(str(n) for n in shape)]) + (",)" if not shape else ")")
+    )
 
 
 def points_docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
@@ -186,9 +189,25 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
                 f"if type({name}) is not {naming.NDARRAY} or {name}.shape != {full} "
                 f"or {name}.dtype is not {naming.F64}:"
             ),
-            f"    {name} = {naming.AS_POINTS}({name!r}, {name}, {shape!r}, "
-            f"{naming.NPOINTS})",
+            (
+                f"    {name} = {naming.AS_POINTS}({name!r}, {name}, {shape!r}, "
+                f"{naming.NPOINTS})"
+            ),
         ]
     for name, shape in shared:
         lines += _exact_check(name, shape)
+    return lines + _layout(per_point)
+
+
+def _layout(per_point: list[tuple[str, Shape]]) -> list[str]:
+    """Put the points axis innermost in memory when the points outnumber the
+    elements of one point. NumPy runs its inner loop along the last axis of a
+    C-ordered array: on ``(k, 10)`` arrays that is 10 elements per loop (4x slower
+    on the Rosenbrock gradient at k = 10^4) where Fortran order gives loops of k."""
+    arrays = [(name, shape) for name, shape in per_point if shape]
+    if not arrays:
+        return []
+    size = max(math.prod(shape) for _, shape in arrays)
+    lines = [f"if {naming.NPOINTS} > {size}:"]
+    lines += [f"    {name} = {naming.POINTS_LAYOUT}({name})" for name, _ in arrays]
     return lines
