@@ -347,3 +347,19 @@ def test_points_over_a_dask_array(tmp_path: Path) -> None:
     loop = np.array([mod.pullback(*a, M, float(c)) for *a, c in zip(X, DY, S)])
     np.testing.assert_allclose(vjp, loop, rtol=1e-12, atol=1e-14)
     assert empty.shape == (0, 3)
+
+
+def test_checked_in_example_is_a_parameter_sweep() -> None:
+    """generated/lorenz_points.py: the Lorenz jacobian over states and parameters
+    at once equals the loop over the one-point example (sympy backend)."""
+    from conftest import import_file
+
+    root = TESTS.parent / "generated"
+    sweep, one = import_file(root / "lorenz_points.py"), import_file(root / "lorenz.py")
+    rng = np.random.default_rng(11)
+    U, P = rng.normal(size=(40, 3)), rng.uniform(1.0, 30.0, size=(40, 3))
+    loop = np.array([one.jacobian(u, p) for u, p in zip(U, P)])
+    np.testing.assert_allclose(sweep.jacobian_points(U, P), loop, rtol=1e-14)
+    dU = rng.normal(size=(40, 3))
+    loop = np.array([one.pushforward(u, du, p) for u, du, p in zip(U, dU, P)])
+    np.testing.assert_allclose(sweep.pushforward_points(U, dU, P), loop, rtol=1e-12)
