@@ -363,3 +363,43 @@ def test_checked_in_example_is_a_parameter_sweep() -> None:
     dU = rng.normal(size=(40, 3))
     loop = np.array([one.pushforward(u, du, p) for u, du, p in zip(U, dU, P)])
     np.testing.assert_allclose(sweep.pushforward_points(U, dU, P), loop, rtol=1e-12)
+
+
+def test_points_with_batched_seeds(tmp_path: Path) -> None:
+    """batch = 2: each point takes its own batch of seeds, (k, 2, *shape)."""
+    cfg = write_points_config(
+        tmp_path,
+        "vector_vector",
+        [3],
+        ["pushforward", "pullback"],
+        backend="trace",
+        batch=2,
+    )
+    mod, _ = build_and_import(cfg)
+    rng = np.random.default_rng(4)
+    X, DX, DY = rng.uniform(0.2, 1.0, (5, 3)), rng.normal(size=(5, 2, 3)), None
+    DY = rng.normal(size=(5, 2, *mod.OUTPUT_SHAPE))
+    loop = np.array([mod.pushforward(x, d) for x, d in zip(X, DX)])
+    _compare(mod.pushforward_points(X, DX), loop)
+    loop = np.array([mod.pullback(x, d) for x, d in zip(X, DY)])
+    _compare(mod.pullback_points(X, DY), loop)
+    with pytest.raises(ValueError, match=r"dx: expected shape \(5, 2, 3\)"):
+        mod.pushforward_points(X, DX[:, 0])
+
+
+def test_points_refuse_code_valid_for_one_number_of_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the emissions at the two sentinel sizes disagree once the sentinel is
+    generalized, the build refuses at the points key instead of writing code
+    that is right for one number of points only."""
+    from difgen.backends import points
+
+    monkeypatch.setattr(points, "_generic", lambda lines, k: list(lines))
+    cfg = write_points_config(
+        tmp_path, "vector_scalar", [4], ["gradient"], backend="trace"
+    )
+    with pytest.raises(
+        ConfigError, match=r"difgen.toml:8: the points variant of 'gradient'"
+    ):
+        build_and_import(cfg)
