@@ -403,3 +403,41 @@ def test_points_refuse_code_valid_for_one_number_of_points(
         ConfigError, match=r"difgen.toml:8: the points variant of 'gradient'"
     ):
         build_and_import(cfg)
+
+
+def test_verify_checks_the_points_variants(tmp_path: Path) -> None:
+    """``difgen verify`` calls every points variant on stacked random points and
+    compares it with the loop of its one-point operator; a wrong one fails."""
+    import difgen
+
+    cfg = write_points_config(
+        tmp_path,
+        "vector_vector_ctx",
+        [3],
+        ["jacobian", "value_and_pullback"],
+        [((3, 3), True), ((), False)],
+        backend="trace",
+    )
+    difgen.build(cfg)
+    (module,) = difgen.verify(cfg).modules
+    checks = {op.operator: op for op in module.operators}
+    assert {"f_points", "jacobian_points", "value_and_pullback_points"} <= set(checks)
+    assert [r.kind for r in checks["value_and_pullback_points"].results] == [
+        "value",
+        "vjp",
+    ]
+    assert module.passed
+    points = [op for op in module.operators if op.operator.endswith("_points")]
+    assert len(points) == 3
+    assert all(r.error < 1e-12 for op in points for r in op.results)
+    path = tmp_path / "out" / "mod.py"
+    text = path.read_text()
+    wrong = text.replace("def jacobian_points(", "def jacobian_points_wrong(").replace(
+        "__all__ = [",
+        "def jacobian_points(*args: object) -> object:\n"
+        "    return jacobian_points_wrong(*args) * 1.000001\n\n\n__all__ = [",
+    )
+    path.write_text(wrong)
+    (module,) = difgen.verify(cfg).modules
+    failed = [op.operator for op in module.operators if not op.passed]
+    assert failed == ["jacobian_points"]
