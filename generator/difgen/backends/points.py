@@ -89,7 +89,7 @@ def _code(
     """(statements, result expressions) of a batched graph; every result a fresh
     array with the points in front."""
     k = graph.inputs[0].shape[0]
-    code = emit_graph(graph, names, pool)
+    code = emit_graph(graph, names, pool, lead=k)
     results = []
     for out, expr, batched in zip(graph.outputs, code.outputs, out_flags):
         if isinstance(out, Lit) and out.shape == ():
