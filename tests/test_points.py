@@ -207,6 +207,14 @@ def test_points_bitwise_for_elementwise_vector_code(tmp_path: Path) -> None:
     loop = [mod.value_and_pullback(x, d, c) for x, d, c in zip(X, D, C)]
     assert np.array_equal(value, np.array([v for v, _ in loop]))
     assert np.array_equal(vjp, np.array([g for _, g in loop]))
+    # NumPy's NaN and inf, point by point, as the one-point operator has them
+    X[1, :3], X[4, 2:5], C[6, 1] = np.inf, np.nan, -np.inf
+    with np.errstate(all="ignore"):
+        value, vjp = mod.value_and_pullback_points(X, D, C)
+        loop = [mod.value_and_pullback(x, d, c) for x, d, c in zip(X, D, C)]
+    assert np.isnan(value).any() and np.isnan(vjp).any()
+    assert np.array_equal(value, np.array([v for v, _ in loop]), equal_nan=True)
+    assert np.array_equal(vjp, np.array([g for _, g in loop]), equal_nan=True)
 
 
 def test_points_argument_checks(built: Any) -> None:
