@@ -449,3 +449,28 @@ def test_verify_checks_the_points_variants(tmp_path: Path) -> None:
     (module,) = difgen.verify(cfg).modules
     failed = [op.operator for op in module.operators if not op.passed]
     assert failed == ["jacobian_points"]
+
+
+@pytest.mark.parametrize("row", ["getitem", "scatter_sum", "concatenate", "pack"])
+def test_points_of_structural_primitives(tmp_path: Path, row: str) -> None:
+    """Batching rules that broadcast a constant operand to the points axis (the
+    jacobians of these rows) make values that depend on no argument but carry the
+    number of points: they are computed per call, never hoisted to import time."""
+    import primitive_cases
+
+    fn, shape = primitive_cases.ROWS[row]
+    cfg = write_points_config(
+        tmp_path,
+        fn.__name__,
+        shape,
+        ["jacobian"],
+        source=TESTS / "primitive_cases.py",
+        backend="trace",
+    )
+    mod, _ = build_and_import(cfg)
+    rng = np.random.default_rng(8)
+    for k in POINTS:
+        X = rng.uniform(0.2, 0.8, (k, *shape))
+        like = mod.jacobian(np.full(shape, 0.5))
+        loop = _stack([mod.jacobian(x) for x in X], k, like)
+        _compare(mod.jacobian_points(X), loop)
