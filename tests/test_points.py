@@ -358,19 +358,28 @@ def test_points_over_a_dask_array(tmp_path: Path) -> None:
 
 
 def test_checked_in_example_is_a_parameter_sweep() -> None:
-    """generated/lorenz_points.py: the Lorenz jacobian over states and parameters
-    at once equals the loop over the one-point example (sympy backend)."""
+    """generated/tanh_layer_points.py: the gradient and hvp over inputs and
+    parameters at once equal the loop over the one-point example (sympy
+    backend there)."""
     from conftest import import_file
 
     root = TESTS.parent / "generated"
-    sweep, one = import_file(root / "lorenz_points.py"), import_file(root / "lorenz.py")
+    sweep = import_file(root / "tanh_layer_points.py")
+    one = import_file(root / "tanh_layer.py")
     rng = np.random.default_rng(11)
-    U, P = rng.normal(size=(40, 3)), rng.uniform(1.0, 30.0, size=(40, 3))
-    loop = np.array([one.jacobian(u, p) for u, p in zip(U, P)])
-    np.testing.assert_allclose(sweep.jacobian_points(U, P), loop, rtol=1e-14)
-    dU = rng.normal(size=(40, 3))
-    loop = np.array([one.pushforward(u, du, p) for u, du, p in zip(U, dU, P)])
-    np.testing.assert_allclose(sweep.pushforward_points(U, dU, P), loop, rtol=1e-12)
+    W, A, V = rng.normal(size=(40, 3, 4)), rng.normal(size=(40, 4)), None
+    V = rng.normal(size=(40, 3, 4))
+    loop = np.array([one.gradient(w, a) for w, a in zip(W, A)])
+    _compare(sweep.gradient_points(W, A), loop)
+    value, gradient = sweep.value_and_gradient_points(W, A)
+    _compare(gradient, loop)
+    _compare(value, np.array([sweep.f(w, a) for w, a in zip(W, A)]))
+    hvp = np.array(
+        [one.hessian(w, a).reshape(12, 12) @ v.ravel() for w, a, v in zip(W, A, V)]
+    )
+    np.testing.assert_allclose(
+        sweep.hvp_points(W, V, A), hvp.reshape(40, 3, 4), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_points_with_batched_seeds(tmp_path: Path) -> None:
