@@ -278,6 +278,12 @@ def test_points_config_errors(tmp_path: Path) -> None:
         load("points = true\nsparse = true\n")
     with pytest.raises(ConfigError, match=r":6: .*add points = true to the module"):
         load("", 'contexts = [{ name = "p", shape = [3], per_point = true }]\n')
+    # the names the points variants use cannot name a context
+    for name in ("npoints", "gradient_points", "f_points", "_points_layout"):
+        with pytest.raises(ConfigError, match=r"uses itself"):
+            load(
+                "points = true\n", f'contexts = [{{ name = "{name}", shape = [3] }}]\n'
+            )
 
 
 def test_points_change_the_source_hash() -> None:
