@@ -116,7 +116,9 @@ def test_module_contract(name: str) -> None:
         module.OUTPUT_SHAPE, tuple
     )
     spec = next(s for s in EXAMPLES.modules if s.name == name)
-    assert set(module.__all__) == {"f", *spec.operators}
+    operators = {"f", *spec.operators}
+    points = {f"{op}_points" for op in operators} if spec.points else set()
+    assert set(module.__all__) == operators | points
 
 
 def test_examples_against_references() -> None:

@@ -57,9 +57,10 @@ _MODULE_KEYS = (
     "sparse",
     "emit",
     "timeout",
+    "points",
 )
 _ARRAY_KEYS = ("shape", "dtype")
-_CONTEXT_KEYS = ("name", "shape", "dtype")
+_CONTEXT_KEYS = ("name", "shape", "dtype", "per_point")
 _FUNCTION_FORMS = '"package.module:attr" or "path/to/file.py:attr"'
 
 
@@ -78,6 +79,10 @@ class ContextSpec:
     name: str
     shape: tuple[int, ...]
     dtype: str = "float64"
+    per_point: bool = False
+    """With ``points = true``: the points variants take this context with a leading
+    axis, one value per point (a parameter sweep); otherwise one value shared by
+    all points."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,8 @@ class ModuleSpec:
     sparse: bool = False
     emit: str = "auto"
     timeout: float | None = None
+    points: bool = False
+    """Also emit ``<operator>_points`` variants over a leading axis of points."""
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
@@ -495,6 +502,16 @@ class _Reader:
                     "sparse = true applies to the jacobian and hessian operators; "
                     f"expected one of {', '.join(sparse_ops)} in operators",
                 )
+        points = False
+        if "points" in table:
+            points = self.get(table, at + ("points",), bool, "true or false")
+            if points and sparse:
+                raise self.error(
+                    at + ("points",),
+                    "points = true cannot be combined with sparse = true: a CSR "
+                    "result has no leading axis of points; build the sparse "
+                    "operators in a module of their own",
+                )
         timeout = table.get("timeout")
         if timeout is not None and (
             type(timeout) not in (int, float) or not 0 < timeout < 1e9
@@ -503,6 +520,14 @@ class _Reader:
                 at + ("timeout",),
                 f"'timeout' must be a positive number of seconds; got {_show(timeout)}",
             )
+        contexts = self.contexts(table, at + ("contexts",))
+        for index, context in enumerate(contexts):
+            if context.per_point and not points:
+                raise self.error(
+                    at + ("contexts", index, "per_point"),
+                    f"context '{context.name}' has per_point = true, which applies "
+                    "to the points variants only; add points = true to the module",
+                )
         return ModuleSpec(
             name=name,
             function=function,
@@ -510,11 +535,12 @@ class _Reader:
             mode=self.choice(table, at + ("mode",), MODES, "auto"),
             operators=operators,
             input=array,
-            contexts=self.contexts(table, at + ("contexts",)),
+            contexts=contexts,
             batch=batch,
             sparse=sparse,
             emit=self.choice(table, at + ("emit",), EMITS, "auto"),
             timeout=None if timeout is None else float(timeout),
+            points=points,
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
@@ -607,7 +633,14 @@ class _Reader:
             if any(other.name == name for other in specs):
                 raise self.error(at + ("name",), f"duplicate context name '{name}'")
             shape, dtype = self.shape_and_dtype(context, at, _CONTEXT_KEYS)
-            specs.append(ContextSpec(name=name, shape=shape, dtype=dtype))
+            per_point = False
+            if "per_point" in context:
+                per_point = self.get(
+                    context, at + ("per_point",), bool, "true or false"
+                )
+            specs.append(
+                ContextSpec(name=name, shape=shape, dtype=dtype, per_point=per_point)
+            )
         names = [c.name for c in specs]
         for index, spec in enumerate(specs):
             problem = naming.context_name_problem(spec.name, names)

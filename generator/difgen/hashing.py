@@ -38,6 +38,11 @@ _LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines", "timeout"})
 """Fields that do not change the generated text: where the entry is, and how long
 its build may take."""
 
+_OPT_IN_DEFAULTS: dict[str, object] = {"points": False, "per_point": False}
+"""Keys added after modules were first hashed, left out of the fingerprint at their
+default: a module that does not use the feature keeps its SOURCE_HASH (its text
+does not change either), and turning the feature on changes the hash."""
+
 BODY_HASH_PLACEHOLDER = "0" * HASH_LENGTH
 """What the template writes before :func:`stamp_body_hash` fills in the digest:
 as long as the digest, so black lays the module out the same either way."""
@@ -62,6 +67,7 @@ def spec_fingerprint(spec: ModuleSpec) -> str:
         field.name: getattr(spec, field.name)
         for field in dataclasses.fields(spec)
         if field.name not in _LOCATION_FIELDS
+        and not _at_opt_in_default(field.name, getattr(spec, field.name))
     }
     return json.dumps(_plain(fields), sort_keys=True, separators=(",", ":"))
 
@@ -203,11 +209,18 @@ def _feed_value(digest: _Digest, value: Any) -> None:
         )
 
 
+def _at_opt_in_default(name: str, value: Any) -> bool:
+    """Whether a field is an opt-in key at its default (see _OPT_IN_DEFAULTS)."""
+    return name in _OPT_IN_DEFAULTS and value == _OPT_IN_DEFAULTS[name]
+
+
 def _plain(value: Any) -> Any:
     """Dataclasses and tuples as JSON-ready dicts and lists."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not _at_opt_in_default(f.name, getattr(value, f.name))
         }
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}

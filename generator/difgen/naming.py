@@ -38,6 +38,10 @@ DIRECTION = "v"
 OUT = "out"
 RESULT = "result"
 VALUE = "value"
+NPOINTS = "npoints"
+"""The number of points, read from ``x.shape[0]`` by every points variant."""
+POINTS_SUFFIX = "_points"
+"""``gradient_points`` is the points variant of ``gradient`` (``points = true``)."""
 TEMP_PREFIX = "t"
 CONST_PREFIX = "C"
 HOISTED_PREFIX = "K"
@@ -46,13 +50,15 @@ MODULES = ("np", "math", "sp")
 """Modules the generated code imports, by the names it imports them as."""
 
 ARGUMENTS = (INPUT, TANGENT, COTANGENT, DIRECTION, OUT)
-LOCALS = (RESULT, VALUE)
+LOCALS = (RESULT, VALUE, NPOINTS)
 F64 = "_F64"
 NDARRAY = "_ND"
 AS_ARRAY = "_as_array"
 AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
-HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT)
+AS_POINTS = "_as_points"
+POINTS_LAYOUT = "_points_layout"
+HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT, AS_POINTS, POINTS_LAYOUT)
 FLOAT_HELPERS = floats.NAMES
 """NumPy-semantics helpers of scalar code (:mod:`difgen.floats`)."""
 """Module-level helpers that check the arguments of every generated operator."""
@@ -90,6 +96,15 @@ def flat(base: str) -> str:
     return f"{base}{FLAT_SUFFIX}"
 
 
+def points(operator: str) -> str:
+    """Name of the points variant of an operator.
+
+    >>> points("gradient")
+    'gradient_points'
+    """
+    return f"{operator}{POINTS_SUFFIX}"
+
+
 def temp(i: int) -> str:
     """Name of the i-th temporary."""
     return f"{TEMP_PREFIX}{i}"
@@ -115,6 +130,7 @@ def reserved() -> set[str]:
         *HELPERS,
         *FLOAT_HELPERS,
         *OPERATORS,  # the generated functions themselves
+        *(points(name) for name in OPERATORS),  # and their points variants
     }
 
 
@@ -204,7 +220,7 @@ def check_module(text: str) -> None:
             if isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Name)
-            and node.value.func.id in (AS_ARRAY, AS_SCALAR)
+            and node.value.func.id in (AS_ARRAY, AS_SCALAR, AS_POINTS, POINTS_LAYOUT)
         }
         assigned = {
             node.id

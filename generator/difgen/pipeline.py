@@ -12,11 +12,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from difgen.backends import sympy_backend, trace_backend
+from difgen.backends import points, sympy_backend, trace_backend
 from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
-from difgen.emit.render import ModuleParts, render_module
+from difgen.emit.render import Constants, ModuleParts, render_module
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
 from difgen.frontend.tracing import definition
@@ -86,25 +86,39 @@ def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
 
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
-    """Run the configured backend on a traced graph.
+    """Run the configured backend on a traced graph, then add the points variants
+    (``points = true``), which share the module's constants.
 
     When the sympy backend's expressions go over their size budget, the module is
     built from the graph instead, as the trace backend builds it with vector code
     (time linear in the graph); the module's docstring and the build's notes say so.
     """
+    parts, pool = _backend_parts(spec, graph)
+    if spec.points:
+        with stage("points"):
+            parts.functions += points.build(spec, graph, pool)
+    return parts
+
+
+def _backend_parts(spec: ModuleSpec, graph: Graph) -> tuple[ModuleParts, Constants]:
+    """The configured backend's module (with the sympy budget's fallback) and the
+    pool of module constants it filled (``parts.constants`` is its list)."""
+    pool = Constants()
     if spec.backend == "sympy":
         try:
-            return sympy_backend.build(spec, graph)
+            return sympy_backend.build(spec, graph, pool), pool
         except sympy_backend.ExpressionTooLarge as exc:
             note(
                 f"sympy backend over its budget ({exc}); built from the graph "
                 'instead (vector code, as backend = "trace" builds it)'
             )
-        parts = trace_backend.build(dataclasses.replace(spec, emit="vector"), graph)
-        return dataclasses.replace(
-            parts, emission=f"{parts.emission} (from the graph: sympy over budget)"
+        pool = Constants()  # the abandoned attempt may have registered constants
+        parts = trace_backend.build(
+            dataclasses.replace(spec, emit="vector"), graph, pool
         )
-    return trace_backend.build(spec, graph)
+        emission = f"{parts.emission} (from the graph: sympy over budget)"
+        return dataclasses.replace(parts, emission=emission), pool
+    return trace_backend.build(spec, graph, pool), pool
 
 
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:

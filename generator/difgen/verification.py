@@ -35,6 +35,10 @@ For each module, at ``points`` random points (default 3):
   the points is compared with the tolerance of the result's order,
   :data:`TOLERANCES` (times ``factor``): finite differences are only that
   accurate, while a wrong derivative is typically off by order 1.
+- With ``points = true``, each ``<operator>_points`` is called once on all the
+  points stacked (per-point contexts stacked too, shared ones drawn once) and
+  compared row by row with its one-point operator, which the checks above tie to
+  the function: the error must stay within :data:`POINTS_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
 from difgen.emit.signatures import is_sparse
@@ -89,6 +94,11 @@ ORDER = {
 
 TOLERANCES = {"value": 1e-8, "first": 1e-5, "second": 1e-3}
 """The largest error accepted for each order (before ``factor``)."""
+
+POINTS_TOLERANCE = 1e-9
+"""A points variant against the loop of its one-point operator (before ``factor``):
+the same arithmetic up to rounding (reductions, matrix products, the sympy
+backend's simplified forms), so far tighter than the finite-difference bounds."""
 
 Array = np.ndarray
 Shape = tuple[int, ...]
@@ -182,7 +192,63 @@ def verify_module(
         )
         for name in names
     )
+    if spec.points:
+        ys = tuple(graph.outputs[0].shape)
+        checks += tuple(
+            _points_check(module, spec, ys, name, points, rng, factor) for name in names
+        )
     return ModuleVerification(spec.name, path, checks, stale=stale)
+
+
+def _points_check(
+    module: ModuleType,
+    spec: ModuleSpec,
+    ys: Shape,
+    name: str,
+    points: int,
+    rng: np.random.Generator,
+    factor: float,
+) -> OperatorCheck:
+    """``<name>_points`` at ``points`` random points against the loop of ``name``."""
+    op = OPERATORS[name]
+    xs = tuple(spec.input.shape)
+    args = [rng.uniform(-1.0, 1.0, (points, *xs))]
+    args += [
+        rng.uniform(-1.0, 1.0, (points, *seed_shape(s, xs, ys, spec.batch)))
+        for s in op.seeds
+    ]
+    per_point = [True] * len(args) + [c.per_point for c in spec.contexts]
+    args += [
+        rng.uniform(-1.0, 1.0, ((points,) if c.per_point else ()) + tuple(c.shape))
+        for c in spec.contexts
+    ]
+    out = getattr(module, naming.points(name))(*(_plain(a) for a in args))
+    stacked = out if len(op.results) > 1 else (out,)
+    loop = []
+    for i in range(points):
+        one = [_plain(a[i] if p else a) for a, p in zip(args, per_point)]
+        single = getattr(module, name)(*one)
+        loop.append(single if len(op.results) > 1 else (single,))
+    return OperatorCheck(
+        naming.points(name),
+        tuple(
+            ResultCheck(
+                kind,
+                _rows_error(stacked[j], [r[j] for r in loop]),
+                POINTS_TOLERANCE * factor,
+            )
+            for j, kind in enumerate(op.results)
+        ),
+    )
+
+
+def _rows_error(stacked: Any, rows: Sequence[Any]) -> float:
+    """The worst :func:`error` of a stacked result's rows; inf if the number of rows
+    is not the number of points."""
+    value = np.asarray(stacked, dtype=np.float64)
+    if value.ndim == 0 or len(value) != len(rows):
+        return math.inf
+    return max((error(v, r) for v, r in zip(value, rows)), default=0.0)
 
 
 def error(generated: Any, reference: Any) -> float:

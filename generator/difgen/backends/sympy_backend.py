@@ -388,7 +388,7 @@ def check_results(results: list[np.ndarray], limit: int = RESULT_LIMIT) -> None:
                 )
 
 
-def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
+def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> ModuleParts:
     """Emit every requested operator (and ``f``) as straight-line scalar code.
 
     Raises :class:`ExpressionTooLarge` when the graph (:func:`symbolic_reason`),
@@ -396,6 +396,7 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     (:func:`check_results`) go over their size budgets: the caller then builds
     the module from the graph instead (:func:`difgen.pipeline.build_parts`).
     A decomposition with no symbolic form is a ConfigError at ``backend``.
+    Module constants go to ``pool``.
     """
     try:
         refuse_decompositions(graph)
@@ -412,7 +413,7 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         ) from None
     batch = spec.batch
     functions: list[Function] = []
-    constants = Constants()
+    constants = Constants() if pool is None else pool
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
@@ -446,4 +447,5 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
         output_shape=fn.ys,
         emission="scalar",
         constants=constants.items,
+        setup=constants.setup,
     )

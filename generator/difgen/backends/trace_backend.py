@@ -436,10 +436,10 @@ def _label(kinds: dict[str, str]) -> str:
     return " and ".join(parts)
 
 
-def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
-    """Emit ``f`` and every requested operator."""
+def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> ModuleParts:
+    """Emit ``f`` and every requested operator (module constants go to ``pool``)."""
     derivs = Derivatives(spec, graph)
-    pool = Constants()
+    pool = Constants() if pool is None else pool
     functions: list[Function] = []
     kinds: dict[str, str] = {}
     for name in ("f", *spec.operators):

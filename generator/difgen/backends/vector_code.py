@@ -269,15 +269,20 @@ class Inlining:
     hoisted: frozenset[Var]
 
     @classmethod
-    def of(cls, graph: Graph) -> Inlining:
-        """Count the uses of each value and find the hoistable equations, in order."""
+    def of(cls, graph: Graph, lead: int | None = None) -> Inlining:
+        """Count the uses of each value and find the hoistable equations, in order.
+
+        Values whose leading axis has length ``lead`` (a points variant's points,
+        :mod:`difgen.backends.points`) are never hoisted: that length is only
+        known per call."""
         uses: dict[Var, int] = {}
         for a in [*(a for e in graph.eqns for a in e.inputs), *graph.outputs]:
             if isinstance(a, Var):
                 uses[a] = uses.get(a, 0) + 1
         hoisted: set[Var] = set()
         for eqn in graph.eqns:
-            if _hoistable(eqn, hoisted):
+            per_call = lead is not None and eqn.out.shape[:1] == (lead,)
+            if not per_call and _hoistable(eqn, hoisted):
                 hoisted.add(eqn.out)
         return cls(uses, frozenset(hoisted))
 
@@ -344,10 +349,13 @@ class _Statements:
         self.pending[var] = emitted
 
 
-def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
+def emit_graph(
+    graph: Graph, arg_names: Sequence[str], pool: Constants, lead: int | None = None
+) -> GraphCode:
     """Statements for ``graph`` with its inputs bound to ``arg_names``: the policy
-    decides where each value goes, the statements are built accordingly."""
-    policy = Inlining.of(graph)
+    decides where each value goes, the statements are built accordingly (``lead``:
+    see :meth:`Inlining.of`)."""
+    policy = Inlining.of(graph, lead)
     out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
     for eqn in graph.eqns:
         emitted = out.emit(eqn)
@@ -391,7 +399,7 @@ def emit_operator(
             isinstance(out, Lit)
             or out in graph.inputs
             or out in code.hoisted
-            or _is_view(graph, out, code.hoisted)
+            or is_view(graph, out, code.hoisted)
         ):
             results.append(f"np.array({expr})")
         else:
@@ -407,7 +415,7 @@ def emit_operator(
     return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
 
 
-def _is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) -> bool:
+def is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) -> bool:
     """Whether ``atom`` may share memory with an argument or a module constant."""
     producer = {e.out: e for e in graph.eqns}
     while isinstance(atom, Var) and atom in producer and atom not in hoisted:

@@ -20,7 +20,7 @@ import jinja2
 
 from difgen import floats, naming
 from difgen.config import Config, ModuleSpec
-from difgen.emit.signatures import argument_checks
+from difgen.emit.signatures import argument_checks, points_argument_checks
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
@@ -33,6 +33,8 @@ class Function:
 
     ``checked`` names the arguments whose checks the body makes itself (scalar
     code checks a 1-D argument as it unpacks it); render adds the others'.
+    ``points_of`` names the operator a points variant evaluates at many points
+    (``points = true``), whose argument checks take a leading axis of points.
     """
 
     name: str
@@ -41,6 +43,14 @@ class Function:
     doc: str
     body: tuple[str, ...]
     checked: frozenset[str] = frozenset()
+    points_of: str | None = None
+
+
+def _checks(f: Function, spec: ModuleSpec, ys: tuple[int, ...]) -> list[str]:
+    """The argument checks ``f`` starts with."""
+    if f.points_of is not None:
+        return points_argument_checks(OPERATORS[f.points_of], spec, ys)
+    return argument_checks(OPERATORS[f.name], spec, ys, skip=f.checked)
 
 
 class Constants:
@@ -147,12 +157,7 @@ def render_module(
     functions = [
         dataclasses.replace(
             f,
-            body=(
-                *argument_checks(
-                    OPERATORS[f.name], spec, parts.output_shape, skip=f.checked
-                ),
-                *f.body,
-            ),
+            body=(*_checks(f, spec, parts.output_shape), *f.body),
         )
         for f in parts.functions
     ]
@@ -184,6 +189,7 @@ def render_module(
             all_names=repr(sorted(f.name for f in functions)),
             functions=functions,
             helpers=naming,
+            points=any(f.points_of is not None for f in functions),
             float_helpers=floats.definitions(body_text),
         )
     )
