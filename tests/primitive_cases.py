@@ -128,6 +128,13 @@ def r_minimum(x):
     return np.minimum(x**2, 0.5 * x[::-1] + 0.1)
 
 
+def r_cond(x):
+    # a branch on a traced value: both branches are taken at the test points
+    if np.sum(x) > 2.0:
+        return np.sin(x) * x[0]
+    return x**3 - x[1]
+
+
 def r_where(x):
     return np.where(x > 0.5, x**2, np.sin(x))
 
@@ -315,6 +322,7 @@ ROWS = {
     "maximum": (r_maximum, (4,)),
     "minimum": (r_minimum, (4,)),
     "where": (r_where, (4,)),
+    "cond": (r_cond, (4,)),
     "lt": (r_lt, (4,)),
     "le": (r_le, (4,)),
     "gt": (r_gt, (4,)),

@@ -18,6 +18,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import floats, naming
+from difgen.ad.control import uses_control_flow
 from difgen.backends.scalar_code import (
     ScalarCode,
     SparseResult,
@@ -28,6 +29,7 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
 from difgen.emit.render import Constants, Function, ModuleParts
 from difgen.emit.signatures import is_sparse
+from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
 
 EXPAND_LIMIT = 400  # try the expanded form only below this many operations
@@ -139,6 +141,7 @@ class SymbolicFunction:
 
     def __init__(self, spec: ModuleSpec, graph: Graph) -> None:
         self.spec = spec
+        _refuse_control_flow(spec, graph)
         self.xs = tuple(spec.input.shape)
         self.x = symbols(naming.INPUT, self.xs)
         self.contexts = [symbols(c.name, tuple(c.shape)) for c in spec.contexts]
@@ -200,6 +203,20 @@ class SymbolicFunction:
         flat = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=object)
         flat[:] = list(np.asarray(out, dtype=object).ravel())
         return flat.reshape(shape)
+
+
+def _refuse_control_flow(spec: ModuleSpec, graph: Graph) -> None:
+    """A branch on a traced value has no closed SymPy form difgen can emit exactly
+    (a Piecewise would evaluate both sides in the value's cse): refused here."""
+    where = uses_control_flow(graph)
+    if where is not None:
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("backend"),
+            f"the function branches on a traced value at {where}, which the sympy "
+            'backend cannot emit; use backend = "trace" (it emits the branch as '
+            "a Python if)",
+        )
 
 
 def _rows(seed: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -12,6 +12,7 @@ and never grow with the number of elements when they have structure: uniform arr
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -288,6 +289,8 @@ class Inlining:
 
 def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
     """An equation whose inputs are constants or hoisted values, of bounded size."""
+    if eqn.primitive.name == "cond":  # its blocks run per call, as the user's if
+        return False
     return eqn.out.size <= HOIST_LIMIT and all(
         isinstance(a, Lit) or a in hoisted for a in eqn.inputs
     )
@@ -347,9 +350,19 @@ class _Statements:
 def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> GraphCode:
     """Statements for ``graph`` with its inputs bound to ``arg_names``: the policy
     decides where each value goes, the statements are built accordingly."""
-    policy = Inlining.of(graph)
     out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
+    policy = _emit_eqns(graph, out)
+    outputs = [out.source(o).text for o in graph.outputs]
+    return GraphCode(out.lines, outputs, set(policy.hoisted))
+
+
+def _emit_eqns(graph: Graph, out: _Statements) -> Inlining:
+    """Each equation of ``graph`` into ``out`` as the inlining policy decides."""
+    policy = Inlining.of(graph)
     for eqn in graph.eqns:
+        if eqn.primitive.name == "cond":
+            _emit_cond(eqn, out)
+            continue
         emitted = out.emit(eqn)
         if eqn.out in policy.hoisted:  # depends on no argument: computed at import
             out.hoist(eqn.out, emitted)
@@ -359,8 +372,48 @@ def emit_graph(graph: Graph, arg_names: Sequence[str], pool: Constants) -> Graph
             out.inline(eqn.out, emitted)
         else:
             out.assign(eqn.out, emitted)
-    outputs = [out.source(o).text for o in graph.outputs]
-    return GraphCode(out.lines, outputs, set(policy.hoisted))
+    return policy
+
+
+def _emit_cond(eqn: Any, out: _Statements) -> None:
+    """A branch on a traced value as the user wrote it: a Python ``if``/``else``
+    whose blocks compute the branch taken into one temporary.
+
+    Operands are named first (an inlined expression would be evaluated in each
+    branch), and a branch result that may share memory with an operand or a module
+    constant is copied, as any result of an operation is a new array.
+    """
+    pred, *operands = [_named(out, a) for a in eqn.inputs]
+    branches = eqn.params.as_dict()["branches"]
+    name = naming.temp(out.counter)
+    out.counter += 1
+    blocks = []
+    for branch in (branches[1], branches[0]):
+        graph = branch.graph
+        inner = _Statements(out.pool, dict(zip(graph.inputs, operands)))
+        inner.counter = out.counter
+        policy = _emit_eqns(graph, inner)
+        out.counter = inner.counter
+        result = graph.outputs[0]
+        text = inner.source(result).text
+        copy = result.shape != () and (
+            isinstance(result, Lit) or _is_view(graph, result, policy.hoisted)
+        )
+        value = f"np.array({text})" if copy else text
+        blocks.append([*inner.lines, f"{name} = {value}"])
+    out.lines.append(f"if {pred.text}:")
+    out.lines += [textwrap.indent(line, "    ") for line in blocks[0]]
+    out.lines.append("else:")
+    out.lines += [textwrap.indent(line, "    ") for line in blocks[1]]
+    out.names[eqn.out] = atom(name)
+
+
+def _named(out: _Statements, a: Any) -> Expr:
+    """An operand as a name (or a literal): pending expressions are written out."""
+    if isinstance(a, Var) and a in out.pending:
+        expr = out.pending.pop(a)
+        out.assign(a, expr)
+    return out.source(a)
 
 
 def emit_operator(
