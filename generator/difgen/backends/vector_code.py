@@ -289,7 +289,7 @@ class Inlining:
 
 def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
     """An equation whose inputs are constants or hoisted values, of bounded size."""
-    if eqn.primitive.name == "cond":  # its blocks run per call, as the user's if
+    if eqn.primitive.name in STATEMENTS:  # its blocks run per call, as the user's
         return False
     return eqn.out.size <= HOIST_LIMIT and all(
         isinstance(a, Lit) or a in hoisted for a in eqn.inputs
@@ -306,6 +306,7 @@ class _Statements:
         self.pending: dict[Var, Expr] = {}  # single-use values not yet written out
         self.lines: list[str] = []
         self.counter = 0
+        self.loops: dict[Any, list[str]] = {}  # equal loops run once
 
     def source(self, a: Any) -> Expr:
         """A literal's source, or a value's pending expression (used up) or name."""
@@ -360,8 +361,8 @@ def _emit_eqns(graph: Graph, out: _Statements) -> Inlining:
     """Each equation of ``graph`` into ``out`` as the inlining policy decides."""
     policy = Inlining.of(graph)
     for eqn in graph.eqns:
-        if eqn.primitive.name == "cond":
-            _emit_cond(eqn, out)
+        if eqn.primitive.name in STATEMENTS:
+            STATEMENTS[eqn.primitive.name](eqn, out)
             continue
         emitted = out.emit(eqn)
         if eqn.out in policy.hoisted:  # depends on no argument: computed at import
@@ -406,6 +407,131 @@ def _emit_cond(eqn: Any, out: _Statements) -> None:
     out.lines.append("else:")
     out.lines += [textwrap.indent(line, "    ") for line in blocks[1]]
     out.names[eqn.out] = atom(name)
+
+
+def _fresh(out: _Statements) -> str:
+    name = naming.temp(out.counter)
+    out.counter += 1
+    return name
+
+
+def _block(
+    graph: Graph, inputs: Sequence[Expr], out: _Statements
+) -> tuple[list[str], list[str]]:
+    """A sub-graph's statements (its inputs bound to ``inputs``) and the expressions
+    of its outputs; temporaries continue ``out``'s numbering."""
+    inner = _Statements(out.pool, dict(zip(graph.inputs, inputs)))
+    inner.counter = out.counter
+    _emit_eqns(graph, inner)
+    out.counter = inner.counter
+    return inner.lines, [inner.source(o).text for o in graph.outputs]
+
+
+def _indented(lines: Sequence[str]) -> list[str]:
+    return [textwrap.indent(line, "    ") for line in lines]
+
+
+def _assign_all(names: Sequence[str], values: Sequence[str]) -> str:
+    """``a, b = x, y`` (simultaneous, as a loop's state update must be)."""
+    if len(names) == 1:
+        return f"{names[0]} = {values[0]}"
+    return f"{', '.join(names)} = {', '.join(values)}"
+
+
+def _while_head(
+    cond: Graph, state: Sequence[Expr], consts: Sequence[Expr], out: _Statements
+) -> list[str]:
+    """``while <test>:``, or a ``while True:`` whose test is computed first."""
+    lines, (test,) = _block(cond, [*state, *consts], out)
+    if not lines:
+        return [f"while {test}:"]
+    return ["while True:", *_indented(lines), f"    if not {test}:", "        break"]
+
+
+def _loop_state(
+    eqn: Any, n_state: int, out: _Statements
+) -> tuple[list[str], list[Expr]]:
+    """Fresh names for a loop's state, assigned their initial values."""
+    operands = [_named(out, a) for a in eqn.inputs]
+    names = [_fresh(out) for _ in range(n_state)]
+    out.lines.append(_assign_all(names, [o.text for o in operands[:n_state]]))
+    return names, operands[n_state:]
+
+
+def _result(out: _Statements, var: Var, name: str) -> None:
+    """A loop's result: an array is copied (it may still be an argument)."""
+    if var.shape == ():
+        out.names[var] = atom(name)
+        return
+    copy = _fresh(out)
+    out.lines.append(f"{copy} = np.array({name})")
+    out.names[var] = atom(copy)
+
+
+def _loop_key(eqn: Any, drop: str) -> tuple[Any, ...]:
+    params = tuple((k, v) for k, v in eqn.params if k != drop)
+    return (eqn.primitive.name, eqn.inputs, params)
+
+
+def _emit_while(eqn: Any, out: _Statements) -> None:
+    """``while`` as the user wrote it: the state in temporaries, the condition
+    evaluated at the head, the body computing the next state."""
+    params = eqn.params.as_dict()
+    key = _loop_key(eqn, "index")
+    names = out.loops.get(key)
+    if names is None:
+        n = params["n_state"]
+        names, consts = _loop_state(eqn, n, out)
+        state = [atom(m) for m in names]
+        out.lines += _while_head(params["cond"].graph, state, consts, out)
+        lines, new = _block(params["body"].graph, [*state, *consts], out)
+        out.lines += _indented([*lines, _assign_all(names, new)])
+        out.loops[key] = names
+    _result(out, eqn.out, names[params["index"]])
+
+
+def _emit_sweep(eqn: Any, out: _Statements) -> None:
+    """A loop's adjoint: the forward loop pushes each state on a list (memory grows
+    with the trip count), then a ``for`` over the reversed list applies the body's
+    VJP, carrying the state's cotangent and summing the constants' cotangents."""
+    params = eqn.params.as_dict()
+    key = _loop_key(eqn, "out")
+    found = out.loops.get(key)
+    if found is None:
+        n, m = params["n_state"], params["n_carry"]
+        back = params["back"].graph
+        nc = len(eqn.inputs) - n - m
+        names, rest = _loop_state(eqn, n, out)
+        consts, carry0 = rest[:nc], rest[nc:]
+        state = [atom(v) for v in names]
+        stack = _fresh(out)
+        out.lines.append(f"{stack}: list[Any] = []")
+        out.lines += _while_head(params["cond"].graph, state, consts, out)
+        pushed = names[0] if n == 1 else f"({', '.join(names)})"
+        lines, new = _block(params["fwd"].graph, [*state, *consts], out)
+        out.lines += _indented(
+            [f"{stack}.append({pushed})", *lines, _assign_all(names, new)]
+        )
+        carry = [_fresh(out) for _ in range(m)]
+        out.lines.append(_assign_all(carry, [c.text for c in carry0]))
+        accs = [_fresh(out) for _ in back.outputs[m:]]
+        for name, o in zip(accs, back.outputs[m:]):
+            out.lines.append(
+                f"{name} = {'0.0' if o.shape == () else f'np.zeros({o.shape!r})'}"
+            )
+        target = names[0] if n == 1 else ", ".join(names)
+        out.lines.append(f"for {target} in reversed({stack}):")
+        inputs = [*state, *consts, *(atom(c) for c in carry)]
+        lines, new = _block(back, inputs, out)
+        updates = [_assign_all(carry, new[:m])] if m else []
+        updates += [f"{a} = {a} + {v}" for a, v in zip(accs, new[m:])]
+        out.lines += _indented([*lines, *updates])
+        found = [*carry, *accs]
+        out.loops[key] = found
+    _result(out, eqn.out, found[params["out"]])
+
+
+STATEMENTS: dict[str, Callable[[Any, _Statements], None]] = {}
 
 
 def _named(out: _Statements, a: Any) -> Expr:
@@ -469,3 +595,6 @@ def _is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) -
             return False
         atom = eqn.inputs[0]
     return True
+
+
+STATEMENTS.update(cond=_emit_cond, while_loop=_emit_while, sweep=_emit_sweep)

@@ -179,6 +179,180 @@ def not_(operand: Any, where: str) -> Any:
     return bind_name("logical_not", pred)
 
 
+def while_(
+    test: Callable[..., Any],
+    body: Callable[..., Any],
+    values: tuple[Any, ...],
+    written: tuple[int, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """A ``while`` loop: Python's loop while the condition is known at build time;
+    from the first traced condition on, one ``while_loop`` per loop variable.
+
+    ``values`` are the loop variables (what the body assigns or writes into);
+    ``written`` the positions of those it writes into by item assignment: the array
+    objects from before the loop receive the loop's result, as NumPy writes in place.
+    """
+    state = values
+    while True:
+        pred = _predicate(test(*state), where)
+        if isinstance(pred, Tracer):
+            break
+        if not pred:
+            return state
+        state = tuple(body(*state))
+    final = _loop(test, body, state, where, names)
+    result = list(final)
+    for i in written:
+        before = values[i]
+        if isinstance(before, Tracer) and isinstance(result[i], Tracer):
+            before.write(result[i])
+            result[i] = before
+    return tuple(result)
+
+
+def _loop(
+    test: Callable[..., Any],
+    body: Callable[..., Any],
+    state: tuple[Any, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """Trace the condition and the body on symbolic loop variables; bind the loop."""
+    if "while_loop" not in PRIMITIVES:
+        raise TraceError(f"{where}: while_loop is not registered (import difgen.ad)")
+    leaves, tree = _flatten(state)
+    slots: list[int] = []
+    inits: list[Atom] = []
+    for i, leaf in enumerate(leaves):
+        atom = _as_atom(leaf.atom if isinstance(leaf, Tracer) else leaf)
+        if atom is not None:
+            slots.append(i)
+            inits.append(atom)
+    label = [
+        names[i] if i < len(names) and tree is not None else f"#{i}"
+        for i in range(len(leaves))
+    ]
+    cond_trace = _trace_step(test, leaves, tree, slots, inits, where, True)
+    body_trace = _trace_step(body, leaves, tree, slots, inits, where, False)
+    if body_trace.tree != tree:
+        raise TraceError(
+            f"{where}: the body of a loop on a traced condition changes the structure "
+            "of its variables (a tuple's length, a list into a tuple...)"
+        )
+    (pred,) = cond_trace.leaves
+    pred_atom = _as_atom(pred)
+    if pred_atom is None or pred_atom.shape != () or pred_atom.dtype != "bool":
+        raise TraceError(f"{where}: the loop condition must be a scalar truth value")
+    outs: list[Atom] = []
+    for slot, init in zip(slots, inits):
+        out = _as_atom(body_trace.leaves[slot])
+        if out is None or (out.shape, out.dtype) != (init.shape, init.dtype):
+            got = "a non-array" if out is None else f"{out.dtype}{list(out.shape)}"
+            raise TraceError(
+                f"{where}: the loop on a traced condition changes `{label[slot]}` "
+                f"from {init.dtype}{list(init.shape)} to {got}; a loop variable "
+                "keeps its shape and dtype"
+            )
+        outs.append(out)
+    for i, (a, b) in enumerate(zip(leaves, body_trace.objects)):
+        if i not in slots and a is not b and not isinstance(a, Undefined):
+            raise TraceError(
+                f"{where}: the loop on a traced condition changes `{label[i]}`, a "
+                f"{type(a).__name__}; difgen can loop over arrays and numbers only"
+            )
+    for trace in (cond_trace, body_trace):
+        if trace.builder.journal:
+            raise TraceError(
+                f"{where}: the loop on a traced condition writes into an array from "
+                "before the loop through another name; write into the loop's own "
+                "variable"
+            )
+    consts: dict[Var, Builder] = {}
+    for trace in (cond_trace, body_trace):
+        for outer, owner in trace.builder.owners.items():
+            consts.setdefault(outer, owner)
+    cond_graph = _step_graph(cond_trace, [pred_atom], list(consts))
+    body_graph = _step_graph(body_trace, outs, list(consts))
+    operands = [
+        (
+            Tracer(current_builder(), a)
+            if isinstance(a, Lit)
+            else _outer_tracer(a, leaves, slots, inits)
+        )
+        for a in inits
+    ]
+    const_args = [Tracer(owner, var) for var, owner in consts.items()]
+    results = list(leaves)
+    for j, slot in enumerate(slots):
+        results[slot] = bind(
+            PRIMITIVES["while_loop"],
+            *operands,
+            *const_args,
+            cond=SubGraph(cond_graph, where),
+            body=SubGraph(body_graph, where),
+            n_state=len(slots),
+            index=j,
+        )
+    return tuple(_unflatten(tree, iter(results))) if tree is not None else (results[0],)
+
+
+def _outer_tracer(
+    atom: Atom, leaves: list[Any], slots: list[int], inits: list[Atom]
+) -> Any:
+    """The tracer holding loop variable ``atom`` before the loop."""
+    for slot, init in zip(slots, inits):
+        if init is atom and isinstance(leaves[slot], Tracer):
+            return leaves[slot]
+    raise TraceError("internal: a loop variable lost its tracer")
+
+
+@dataclass
+class _Step:
+    builder: BranchBuilder
+    inputs: list[Var]
+    leaves: list[Any]
+    tree: Any
+    objects: list[Any]
+
+
+def _trace_step(
+    fn: Callable[..., Any],
+    leaves: list[Any],
+    tree: Any,
+    slots: list[int],
+    inits: list[Atom],
+    where: str,
+    is_test: bool,
+) -> _Step:
+    """Run ``fn`` (the loop's condition or body) on symbolic loop variables."""
+    builder = BranchBuilder(where)
+    inputs = [Var(a.shape, a.dtype) for a in inits]
+    args = list(leaves)
+    for slot, var in zip(slots, inputs):
+        args[slot] = Tracer(builder, var)
+    BUILDERS.append(builder)
+    try:
+        state = _unflatten(tree, iter(args)) if tree is not None else (args[0],)
+        result = fn(*state)
+        if is_test:
+            result = _predicate(result, where)
+        objects, out_tree = _flatten(result)
+        out = [_leaf(builder, v) for v in objects]
+    finally:
+        BUILDERS.pop()
+        builder.closed = True
+        builder.restore()
+    return _Step(builder, inputs, out, out_tree, objects)
+
+
+def _step_graph(step: _Step, outs: list[Atom], consts: list[Var]) -> Graph:
+    """The condition or body as a graph of (loop variables, constants)."""
+    extra = [step.builder.captures.get(v) or Var(v.shape, v.dtype) for v in consts]
+    return dce(Graph((*step.inputs, *extra), tuple(outs), tuple(step.builder.eqns)))
+
+
 # ------------------------------------------------------------- tracing branches
 @dataclass
 class _Branch:
@@ -708,13 +882,15 @@ class _Rewriter(ast.NodeTransformer):
                 out.append(self.visit(stmt))
                 return out  # what follows a return never runs
             if not isinstance(stmt, ast.If):
-                out.append(self.statement(stmt))
+                done = self.statement(stmt)
+                out += done if isinstance(done, list) else [done]
                 continue
             names = _scan([stmt])
             if names.reason is not None or (names.returns and not tail):
                 why = names.reason or "it returns from inside a loop or a `with`"
                 self.refused[stmt.lineno] = why
-                out.append(self.statement(stmt))
+                done = self.statement(stmt)
+                out += done if isinstance(done, list) else [done]
                 continue
             if names.returns:
                 out += self.returning_if(stmt, stmts[i + 1 :])
@@ -722,11 +898,20 @@ class _Rewriter(ast.NodeTransformer):
             out += self.assigning_if(stmt, names)
         return out
 
-    def statement(self, stmt: ast.stmt) -> ast.stmt:
+    def statement(self, stmt: ast.stmt) -> ast.stmt | list[ast.stmt]:
         """A statement other than a rewritten ``if``: its expressions are rewritten,
         and its blocks too (loops, ``with`` and ``try`` bodies are never tails)."""
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return stmt
+        if isinstance(stmt, ast.While):
+            names = _scan(stmt.body)
+            if names.reason is None and not names.returns and not stmt.orelse:
+                return self.while_loop(stmt, names)
+            self.refused[stmt.lineno] = (
+                "a loop on a traced condition with "
+                + ("an `else` clause" if stmt.orelse else names.reason or "a `return`")
+                + " is not supported yet"
+            )
         if isinstance(stmt, (ast.For, ast.While)):
             self.refuse_loop(stmt)
         for name in ("body", "orelse", "finalbody"):
@@ -742,6 +927,60 @@ class _Rewriter(ast.NodeTransformer):
             elif isinstance(value, list) and value and isinstance(value[0], ast.expr):
                 setattr(stmt, name, [self.visit(v) for v in value])
         return stmt
+
+    def while_loop(self, stmt: ast.While, names: _Names) -> list[ast.stmt]:
+        """``while test: body`` as a condition function, a body function returning
+        the loop variables, and a call of :func:`while_`."""
+        params = names.assigned + [w for w in names.written if w not in names.assigned]
+        self.count += 1
+        result = ast.Tuple([ast.Name(p, ast.Load()) for p in params], ast.Load())
+        args = ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=p) for p in params],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        )
+        test = ast.FunctionDef(
+            name=f"__difgen_cond_{stmt.lineno}_{self.count}",
+            args=args,
+            body=[ast.Return(self.visit(stmt.test))],
+            decorator_list=[],
+        )
+        body = ast.FunctionDef(
+            name=f"__difgen_body_{stmt.lineno}_{self.count}",
+            args=args,
+            body=[*self.block(stmt.body, tail=False), ast.Return(result)],
+            decorator_list=[],
+        )
+        values: list[ast.expr] = [
+            ast.Call(
+                _helper("value"),
+                [_thunk(ast.Name(p, ast.Load())), ast.Constant(p)],
+                [],
+            )
+            for p in params
+        ]
+        written = [params.index(w) for w in names.written]
+        call = ast.Call(
+            _helper("while_"),
+            [
+                ast.Name(test.name, ast.Load()),
+                ast.Name(body.name, ast.Load()),
+                ast.Tuple(values, ast.Load()),
+                ast.Tuple([ast.Constant(i) for i in written], ast.Load()),
+                self.where(stmt),
+                ast.Tuple([ast.Constant(p) for p in params], ast.Load()),
+            ],
+            [],
+        )
+        target = ast.Tuple([ast.Name(p, ast.Store()) for p in params], ast.Store())
+        assign = ast.Assign([target], call) if params else ast.Expr(call)
+        return [
+            ast.copy_location(test, stmt),
+            ast.copy_location(body, stmt),
+            ast.copy_location(assign, stmt),
+        ]
 
     def refuse_loop(self, stmt: ast.For | ast.While) -> None:
         """Loops stay loops: a traced condition in one keeps the bool() error."""
@@ -851,7 +1090,7 @@ def _always_returns(block: list[ast.stmt]) -> bool:
 
 
 _HELPERS_MODULE = types.SimpleNamespace(
-    value=value, if_=if_, ifexp=ifexp, and_=and_, or_=or_, not_=not_
+    value=value, if_=if_, ifexp=ifexp, and_=and_, or_=or_, not_=not_, while_=while_
 )
 
 
