@@ -135,6 +135,14 @@ def r_cond(x):
     return x**3 - x[1]
 
 
+def r_while_loop(x):
+    # shrink until small: the trip count depends on x
+    y = x * 3.0
+    while np.sum(y * y) > 0.5:
+        y = y * 0.7 + 0.01 * np.sin(y)
+    return y
+
+
 def r_where(x):
     return np.where(x > 0.5, x**2, np.sin(x))
 
@@ -323,6 +331,7 @@ ROWS = {
     "minimum": (r_minimum, (4,)),
     "where": (r_where, (4,)),
     "cond": (r_cond, (4,)),
+    "while_loop": (r_while_loop, (4,)),
     "lt": (r_lt, (4,)),
     "le": (r_le, (4,)),
     "gt": (r_gt, (4,)),

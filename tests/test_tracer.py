@@ -30,6 +30,7 @@ PATTERNS = [
     (cases.comparisons, (6,)),
     (cases.matrix_functions, (9,)),
     (cases.integer_index_array, (3,)),
+    (cases.control_flow, (3,)),
 ]
 
 
@@ -69,7 +70,7 @@ def _line_of(fn, needle: str) -> int:
 @pytest.mark.parametrize(
     "fn,needle,message",
     [
-        (cases.branch_on_value, "if x > 0", "np.where"),
+        (cases.branch_on_value, "if x > i", "`break`"),
         (cases.math_on_value, "math.sin", "np.sin"),
         (cases.unsupported, "np.sort", "np.sort is not supported"),
     ],

@@ -554,22 +554,22 @@ def _sweep_transpose(ct: Any, *args: Any, **params: Any) -> list[Any]:
     )
 
 
-SWEEP = register(
-    Primitive(
-        name="sweep",
-        impl=_sweep_impl,
-        shape_rule=_sweep_shape,
-        emit=_no_emit,
-        jvp=_sweep_jvp,
-        transpose=_sweep_transpose,
-        batch=_sweep_batch,
-        sympy=_sympy,
-        simplify=NO_IDENTITIES,
-        commutative=False,
-        sparsity=patterns.all_inputs,
-        work=_work,
-        scalarizable=False,
-        view=False,
-        elementwise=False,
-    )
+# Not registered: made by the transpose of while_loop only, never traced or bound by
+# name (as the basis seed); tests/test_control_flow.py checks its fields.
+SWEEP = Primitive(
+    name="sweep",
+    impl=_sweep_impl,
+    shape_rule=_sweep_shape,
+    emit=_no_emit,
+    jvp=_sweep_jvp,
+    transpose=_sweep_transpose,
+    batch=_sweep_batch,
+    sympy=_sympy,
+    simplify=NO_IDENTITIES,
+    commutative=False,
+    sparsity=patterns.all_inputs,
+    work=_work,
+    scalarizable=False,
+    view=False,
+    elementwise=False,
 )

@@ -579,7 +579,9 @@ class Tracer:
         static = _static_index(index)
         frozen = freeze_index(static, self.shape)
         result = bind_name("getitem", self, index=frozen)
-        if _is_basic(static):  # NumPy returns a view
+        if _is_basic(static) and not _is_element(static, self.ndim):
+            # NumPy returns a view (an element read is a scalar copy: ``a[0], a[1]
+            # = a[1], a[0]`` swaps)
             return view_of(self, result, lambda a: a[static])
         return result
 
@@ -732,6 +734,16 @@ def _is_basic(index: Any) -> bool:
             and not isinstance(item, (bool, np.bool_))
         )
         for item in items
+    )
+
+
+def _is_element(index: Any, ndim: int) -> bool:
+    """Whether ``index`` reads one element by integers alone (NumPy returns a scalar,
+    not a view)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return len(items) == ndim and all(
+        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+        for i in items
     )
 
 
