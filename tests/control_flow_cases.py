@@ -387,7 +387,7 @@ def integrate_and_fire(x):
 
 
 # Each case: (function, input shape, points, runs under autograd).
-P3 = (np.array([0.3, 0.7, 0.4]), np.array([-0.4, 0.9, 0.6]))
+P3 = (np.array([0.3, 0.6, 0.4]), np.array([-0.4, 0.9, 0.6]))
 CASES = {
     "piecewise_quadratic": (piecewise_quadratic, (3,), P3, True),
     "elif_chain": (
@@ -416,12 +416,17 @@ CASES = {
     "sign_power": (sign_power, (), (np.array(0.7), np.array(-0.6)), True),
     "soft_plus_guard": (soft_plus_guard, (), (np.array(0.3), np.array(2.5)), True),
     "safe_sqrt": (safe_sqrt, (3,), P3, True),
-    "sinc": (sinc, (), (np.array(0.0), np.array(0.8)), True),
+    "sinc": (sinc, (), (np.array(-1.9), np.array(0.8)), True),
     "huber": (huber, (3,), P3 + (P3[1] * 2,), True),
     "leaky_relu_sum": (leaky_relu_sum, (3,), P3, True),
     "clamp": (clamp, (3,), (np.array([-0.3, 0.5, 1.4]), P3[1]), True),
     "running_max": (running_max, (3,), P3, True),
-    "piecewise_linear_table": (piecewise_linear_table, (3,), P3, True),
+    "piecewise_linear_table": (
+        piecewise_linear_table,
+        (3,),
+        (P3[0], np.array([0.9, 0.8, -0.3]), np.array([0.1, 0.2, 0.5])),
+        True,
+    ),
     "heaviside_weights": (heaviside_weights, (3,), P3, True),
     "branch_on_reduction": (branch_on_reduction, (3,), (P3[0], P3[1] * 2), True),
     "writes_in_branch": (

@@ -353,10 +353,11 @@ class TracedBranch(TraceError):
     control`). ``code`` and ``line`` say where the branch is.
     """
 
-    def __init__(self, message: str, code: Any, line: int) -> None:
+    def __init__(self, message: str, code: Any, line: int, outer: list[Any]) -> None:
         super().__init__(message)
         self.code = code
         self.line = line
+        self.outer = outer  # the code of the enclosing user frames, innermost first
 
 
 def _user_frame() -> Any:
@@ -379,7 +380,18 @@ def _bool(self: Tracer) -> bool:
         "np.where(cond, a, b).",
         frame.f_code if frame is not None else None,
         frame.f_lineno if frame is not None else 0,
+        _outer_codes(frame),
     )
+
+
+def _outer_codes(frame: Any) -> list[Any]:
+    """The code objects of the user's frames from ``frame`` outwards."""
+    codes = []
+    while frame is not None:
+        if not in_difgen_or_numpy(frame.f_code.co_filename):
+            codes.append(frame.f_code)
+        frame = frame.f_back
+    return codes
 
 
 def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:

@@ -57,12 +57,17 @@ def _to_rewrite(
 ) -> types.FunctionType:
     """The function whose branch on a traced value raised ``exc``, to be rewritten
     so that its branches become conds; the refusal when that cannot help."""
-    if exc.code is None or control.is_rewritten(exc.code):
-        raise TraceError(control.explain(exc)) from None
-    function = control.function_of(exc.code)
-    if function is None or function in done:
-        raise TraceError(control.explain(exc)) from None
-    return function
+    for code in exc.outer:  # a comprehension's code runs inside its function's
+        if control.is_rewritten(code):
+            break
+        if code.co_name.startswith("<"):  # <genexpr>, <listcomp>, <lambda>
+            continue
+        function = control.function_of(code)
+        if function is not None:
+            if function in done:
+                break
+            return function
+    raise TraceError(control.explain(exc)) from None
 
 
 def _check_result(fn: Callable[..., Any], result: Any) -> None:
