@@ -191,7 +191,7 @@ def penalty_contact(x):
 
 
 def newton_sqrt(x):
-    y = x.copy()
+    y = x * 1.0
     err = 1.0
     while err > 1e-12:
         y_new = 0.5 * (y + x / y)
@@ -351,9 +351,9 @@ def time_to_ground(x):
 
 def bouncing_ball(x):
     y, v = x[0], x[1]
-    for _ in range(40):
-        v = v - 9.81 * 0.02
-        y = y + v * 0.02
+    for _ in range(15):
+        v = v - 9.81 * 0.05
+        y = y + v * 0.05
         if y < 0.0:
             y = -y * x[2]
             v = -v * x[2]

@@ -217,7 +217,9 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
         args = tuple(top.adopt(a) for a in args)
         builder = top
     elif builder is not None:
-        _check_open(builder)
+        for a in args:
+            if isinstance(a, Tracer) and isinstance(a.builder, BranchBuilder):
+                _check_open(a.builder)
     if builder is None:
         values = [
             # no builder: every tracer among the arguments is a constant (a Lit)
