@@ -119,7 +119,8 @@ def leaky_relu_sum(x):
 
 
 def clamp(x):
-    return np.array([0.0 if v < 0.0 else (1.0 if v > 1.0 else v) for v in x]) * x
+    clamped = [0.0 if v < 0.0 else (1.0 if v > 1.0 else v) for v in x]  # noqa: FURB136
+    return np.array(clamped) * x
 
 
 def running_max(x):

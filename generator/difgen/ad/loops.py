@@ -239,13 +239,13 @@ def _loop_transpose(
     bgraph = build_graph(back, fixed_avals + carry_avals)
     carry0 = [ct if i == index else np.zeros(graph.outputs[i].shape) for i in ls]
     fixed_args = [args[i] for i in ns_] + [args[n + i] for i in nc_]
-    params = dict(
-        cond=SubGraph(fcond, cond.where),
-        fwd=SubGraph(fbody, body.where),
-        back=SubGraph(bgraph, body.where),
-        n_state=len(ns_),
-        n_carry=len(ls),
-    )
+    params = {
+        "cond": SubGraph(fcond, cond.where),
+        "fwd": SubGraph(fbody, body.where),
+        "back": SubGraph(bgraph, body.where),
+        "n_state": len(ns_),
+        "n_carry": len(ls),
+    }
     results: list[Any] = [None] * len(args)
     if is_zero(ct):
         return results
