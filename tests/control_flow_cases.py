@@ -320,6 +320,57 @@ def loops_in_fixed_outer_loop(x):
     return total
 
 
+# ------------------------------------------------------------ break, continue
+
+
+def first_over(x):
+    # sum squares until the running total passes 1
+    total = 0.0
+    for v in x:
+        total = total + v * v
+        if total > 1.0:
+            break
+    return total * x[0]
+
+
+def skip_negative(x):
+    total = 0.0
+    for v in x:
+        if v < 0.0:
+            continue
+        total = total + np.sin(v)
+    return total
+
+
+def newton_with_break(x):
+    y = x[0]
+    for _ in range(8):
+        step = (y**3 - x[1]) / (3 * y**2)
+        y = y - step
+        if abs(step) < 1e-13:
+            break
+    return y
+
+
+def while_with_break(x):
+    y = x[0]
+    while y < 100.0:
+        y = y * 1.5 + x[1]
+        if y > 20.0 * x[2]:
+            break
+    return y
+
+
+def for_else(x):
+    for v in x:
+        if v > 0.8:
+            r = v * x[0]
+            break
+    else:
+        r = x[0] * 0.0 - 1.0
+    return r
+
+
 # ------------------------------------------------------------ ODEs, physics
 
 
@@ -389,6 +440,11 @@ def integrate_and_fire(x):
 
 # Each case: (function, input shape, points, runs under autograd).
 P3 = (np.array([0.3, 0.6, 0.4]), np.array([-0.4, 0.9, 0.6]))
+Q4 = (
+    np.array([0.3, 0.7, 0.9, 0.5]),
+    np.array([0.9, -0.2, 0.4, 0.95]),
+    np.array([1.5, 2.0, 0.5, 0.3]),
+)
 CASES = {
     "piecewise_quadratic": (piecewise_quadratic, (3,), P3, True),
     "elif_chain": (
@@ -461,4 +517,14 @@ CASES = {
     "friction": (friction, (3,), P3 + (np.array([1e-4, -2e-4, 0.5]),), True),
     "spring_contact": (spring_contact, (3,), (P3[0], np.array([1.2, 0.5, 0.3])), True),
     "integrate_and_fire": (integrate_and_fire, (2,), (np.array([0.77, 0.4]),), True),
+    "first_over": (first_over, (4,), Q4, True),
+    "skip_negative": (skip_negative, (4,), Q4, True),
+    "newton_with_break": (
+        newton_with_break,
+        (2,),
+        (np.array([0.9, 0.7]), np.array([-0.55, -0.2])),
+        True,
+    ),
+    "while_with_break": (while_with_break, (3,), (Q4[0][:3], Q4[2][:3]), True),
+    "for_else": (for_else, (4,), Q4, True),
 }

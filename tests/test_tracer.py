@@ -70,7 +70,7 @@ def _line_of(fn, needle: str) -> int:
 @pytest.mark.parametrize(
     "fn,needle,message",
     [
-        (cases.branch_on_value, "if x > i", "`break`"),
+        (cases.branch_on_value, "if x > i", "returns from inside a loop"),
         (cases.math_on_value, "math.sin", "np.sin"),
         (cases.unsupported, "np.sort", "np.sort is not supported"),
     ],

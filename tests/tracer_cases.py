@@ -105,11 +105,11 @@ def elementwise_surface(x):
 
 
 def branch_on_value(x):
-    # a `break` on a traced value is refused (an `if` alone becomes a cond)
+    # a `return` inside a loop, on a traced value, is refused (an `if`, a `while`
+    # and `break` become conds and loops)
     for i in range(3):
         if x > i:
-            break
-        x = x * 2.0
+            return x * i
     return x
 
 

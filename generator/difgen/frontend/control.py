@@ -148,7 +148,7 @@ def and_(where: str, *operands: Callable[[], Any]) -> Any:
                 return result
             result = operand()
             continue
-        result = _cond(pred, operand, _constant_thunk(result), where)
+        result = _logical("logical_and", result, pred, operand, where)
     return result
 
 
@@ -162,8 +162,30 @@ def or_(where: str, *operands: Callable[[], Any]) -> Any:
                 return result
             result = operand()
             continue
-        result = _cond(pred, _constant_thunk(result), operand, where)
+        result = _logical("logical_or", result, pred, operand, where)
     return result
+
+
+def _logical(
+    name: str, before: Any, pred: Tracer, operand: Callable[[], Any], where: str
+) -> Any:
+    """``before and operand()`` (or ``or``) on a traced truth value ``before``.
+
+    Between truth values it is ``logical_and``/``logical_or`` with no branch: tracing
+    evaluates both sides either way, and a boolean operand has no derivative. Other
+    values keep Python's semantics: the ``cond`` of the operand and ``before``.
+    """
+    if isinstance(before, Tracer) and before.dtype == np.bool_:
+        value = operand()
+        if isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, Tracer) and value.dtype == np.bool_ and value.size == 1
+        ):
+            other = _predicate(value, where)
+            return bind_name(name, pred, other)
+    keep = _constant_thunk(before)
+    if name == "logical_and":
+        return _cond(pred, operand, keep, where)
+    return _cond(pred, keep, operand, where)
 
 
 def _constant_thunk(result: Any) -> Callable[[], Any]:
@@ -460,8 +482,19 @@ def _merge(
     index: int,
 ) -> Any:
     """The value after the branch of one result the branches give as ``t``, ``f``."""
+    if isinstance(t, Undefined) and isinstance(f, Undefined):
+        return t
     if isinstance(t, Undefined) or isinstance(f, Undefined):
-        return t if isinstance(t, Undefined) else f
+        # Bound on one side only: Python could not read it after the branch on the
+        # other (NameError), so that side's placeholder is never a result of valid
+        # code (``for ... else`` and flags assign it on every path that reads it).
+        known = _as_atom(f if isinstance(t, Undefined) else t)
+        if known is None:
+            return t if isinstance(t, Undefined) else f
+        hole = Lit(
+            np.zeros(known.shape, dtype=np.bool_ if known.dtype == "bool" else None)
+        )
+        t, f = (hole, f) if isinstance(t, Undefined) else (t, hole)
     if not isinstance(t, (Var, Lit)) and not isinstance(f, (Var, Lit)):
         if t is f:
             return t
@@ -903,6 +936,14 @@ class _Rewriter(ast.NodeTransformer):
         and its blocks too (loops, ``with`` and ``try`` bodies are never tails)."""
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return stmt
+        if isinstance(stmt, (ast.For, ast.While)) and _has_exit(stmt.body):
+            lowered = self.lower_exits(stmt)
+            if lowered is not None:
+                return self.block(lowered, tail=False)
+            self.refused[stmt.lineno] = (
+                "a `break` or `continue` inside a `with` or `try` block of a loop is "
+                "not supported"
+            )
         if isinstance(stmt, ast.While):
             names = _scan(stmt.body)
             if names.reason is None and not names.returns and not stmt.orelse:
@@ -927,6 +968,46 @@ class _Rewriter(ast.NodeTransformer):
             elif isinstance(value, list) and value and isinstance(value[0], ast.expr):
                 setattr(stmt, name, [self.visit(v) for v in value])
         return stmt
+
+    def lower_exits(self, stmt: ast.For | ast.While) -> list[ast.stmt] | None:
+        """A loop's ``break`` and ``continue`` as flags that guard the rest of the
+        body (AutoGraph's lowering), so a traced exit is a ``cond`` of the flag:
+
+        - ``for``: each iteration runs under ``if not broke:`` (the trip count stays
+          the iterable's, unrolled as before), the target assigned inside it;
+        - ``while``: the condition becomes ``not broke and <test>``;
+        - statements after an ``if`` that may exit run under ``if not (broke or
+          skipped):``; an ``else`` clause runs under ``if not broke:``.
+        """
+        self.count += 1
+        broke = f"__difgen_break_{self.count}"
+        skipped = f"__difgen_continue_{self.count}"
+        body = _lower_exits(stmt.body, broke, skipped)
+        if body is None:
+            return None
+        reset = _assign(skipped, False)
+        not_broke = ast.UnaryOp(ast.Not(), ast.Name(broke, ast.Load()))
+        loop: ast.stmt
+        if isinstance(stmt, ast.For):
+            item = f"__difgen_item_{self.count}"
+            bind = ast.Assign([stmt.target], ast.Name(item, ast.Load()))
+            guarded = ast.If(not_broke, [bind, *body], [])
+            loop = ast.For(ast.Name(item, ast.Store()), stmt.iter, [reset, guarded], [])
+        else:
+            test = ast.BoolOp(ast.And(), [not_broke, stmt.test])
+            loop = ast.While(test, [reset, *body], [])
+        out: list[ast.stmt] = [_assign(broke, False), _assign(skipped, False), loop]
+        if stmt.orelse:
+            not_broke = ast.UnaryOp(ast.Not(), ast.Name(broke, ast.Load()))
+            out.append(ast.If(not_broke, stmt.orelse, []))
+        for node in out:
+            ast.copy_location(node, stmt)
+        module = ast.Module(body=out, type_ignores=[])
+        ast.fix_missing_locations(module)
+        for node in ast.walk(module):
+            if hasattr(node, "lineno") and getattr(node, "lineno", 0) == 0:
+                ast.copy_location(node, stmt)
+        return out
 
     def while_loop(self, stmt: ast.While, names: _Names) -> list[ast.stmt]:
         """``while test: body`` as a condition function, a body function returning
@@ -1083,6 +1164,60 @@ class _Rewriter(ast.NodeTransformer):
         defs = self.functions(stmt, bodies, params)
         call = self.call(stmt, defs, params, names.written)
         return [*defs, ast.copy_location(ast.Return(call), stmt)]
+
+
+def _assign(name: str, value: bool) -> ast.Assign:
+    return ast.Assign([ast.Name(name, ast.Store())], ast.Constant(value))
+
+
+def _has_exit(stmts: list[ast.stmt]) -> bool:
+    """Whether a ``break``/``continue`` of this loop level is among ``stmts``."""
+    todo: list[ast.AST] = list(stmts)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Break, ast.Continue)):
+            return True
+        skip = (ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.ClassDef)
+        if not isinstance(node, skip):
+            todo.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, (ast.For, ast.While)):
+            todo.extend(node.orelse)  # a loop's else belongs to the outer level
+    return False
+
+
+def _lower_exits(
+    stmts: list[ast.stmt], broke: str, skipped: str
+) -> list[ast.stmt] | None:
+    """``stmts`` with this loop's exits set as flags (None: an exit sits where the
+    lowering cannot reach it, inside a ``with`` or ``try``)."""
+    out: list[ast.stmt] = []
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, ast.Break):
+            out.append(ast.copy_location(_assign(broke, True), stmt))
+            return out
+        if isinstance(stmt, ast.Continue):
+            out.append(ast.copy_location(_assign(skipped, True), stmt))
+            return out
+        if not _has_exit([stmt]):
+            out.append(stmt)
+            continue
+        if not isinstance(stmt, ast.If):
+            return None
+        body = _lower_exits(stmt.body, broke, skipped)
+        orelse = _lower_exits(stmt.orelse, broke, skipped)
+        if body is None or orelse is None:
+            return None
+        out.append(ast.copy_location(ast.If(stmt.test, body, orelse), stmt))
+        rest = stmts[i + 1 :]
+        if rest:
+            lowered = _lower_exits(rest, broke, skipped)
+            if lowered is None:
+                return None
+            flags = [ast.Name(broke, ast.Load()), ast.Name(skipped, ast.Load())]
+            go_on = ast.UnaryOp(ast.Not(), ast.BoolOp(ast.Or(), flags))
+            out.append(ast.copy_location(ast.If(go_on, lowered, []), rest[0]))
+        return out
+    return out
 
 
 def _always_returns(block: list[ast.stmt]) -> bool:
