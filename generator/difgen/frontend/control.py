@@ -1000,13 +1000,9 @@ class _Rewriter(ast.NodeTransformer):
         if stmt.orelse:
             not_broke = ast.UnaryOp(ast.Not(), ast.Name(broke, ast.Load()))
             out.append(ast.If(not_broke, stmt.orelse, []))
-        for node in out:
-            ast.copy_location(node, stmt)
-        module = ast.Module(body=out, type_ignores=[])
-        ast.fix_missing_locations(module)
-        for node in ast.walk(module):
-            if hasattr(node, "lineno") and getattr(node, "lineno", 0) == 0:
-                ast.copy_location(node, stmt)
+        for made in out:
+            ast.copy_location(made, stmt)
+        ast.fix_missing_locations(ast.Module(body=out, type_ignores=[]))
         return out
 
     def while_loop(self, stmt: ast.While, names: _Names) -> list[ast.stmt]:
@@ -1213,7 +1209,10 @@ def _lower_exits(
             lowered = _lower_exits(rest, broke, skipped)
             if lowered is None:
                 return None
-            flags = [ast.Name(broke, ast.Load()), ast.Name(skipped, ast.Load())]
+            flags: list[ast.expr] = [
+                ast.Name(broke, ast.Load()),
+                ast.Name(skipped, ast.Load()),
+            ]
             go_on = ast.UnaryOp(ast.Not(), ast.BoolOp(ast.Or(), flags))
             out.append(ast.copy_location(ast.If(go_on, lowered, []), rest[0]))
         return out
