@@ -465,6 +465,31 @@ def test_refusals_name_the_construct_file_and_line(
     assert message in text, text
 
 
+def view_then_write(x):
+    A = np.stack([x, x * 2.0])
+    row = A[0] if x[0] > 0 else A[1]  # NumPy: a view of A
+    A[0, 0] = 5.0
+    return row
+
+
+def view_read_only(x):
+    A = np.stack([x, x * 2.0])
+    row = A[0] if x[0] > 0 else A[1]
+    return row * 2.0
+
+
+def test_a_view_chosen_by_a_branch_then_written_through_is_refused() -> None:
+    """NumPy's chosen row is a view and would see the later write; difgen's is a
+    copy: refused, naming the branch. Without the write it is exact."""
+    with pytest.raises(TraceError) as info:
+        trace(view_then_write, [((3,), "float64")])
+    line = _line(view_then_write, "row = A[0] if")
+    assert f"traced value at {__file__}:{line}" in str(info.value)
+    g = trace(view_read_only, [((3,), "float64")])
+    x = np.array([0.5, 0.3, 0.2])
+    close(g.evaluate(x)[0], view_read_only(x), rtol=0, atol=0)
+
+
 def test_reverse_over_reverse_through_a_loop_is_refused() -> None:
     with pytest.raises(DifgenError, match="reverse over reverse"):
         vjp(vjp(cached("kepler")))

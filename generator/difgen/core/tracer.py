@@ -446,10 +446,17 @@ class Tracer:
         self._atom = atom
         self.version = 0
         self.view: View | None = None
+        # set on a value a branch on a traced value chose among views of arrays
+        # from before it: (where, [(base, its version then)]). NumPy's result would
+        # still be a view, which difgen cannot follow, so a later write into it or
+        # into those bases is refused rather than silently diverging.
+        self.chosen: tuple[str, list[tuple[Tracer, int]]] | None = None
 
     @property
     def atom(self) -> Atom:
         """The current value: re-derived first if this is a view of a written base."""
+        if self.chosen is not None:
+            self._check_chosen()
         view = self.view
         if view is not None and view.version != view.base.version:
             fresh = view.derive(view.base)
@@ -459,11 +466,26 @@ class Tracer:
             view.version = view.base.version
         return self._atom
 
+    def _check_chosen(self, writing: bool = False) -> None:
+        """Refuse what NumPy would do through a view a traced branch chose."""
+        assert self.chosen is not None
+        where, bases = self.chosen
+        if writing or any(base.version != version for base, version in bases):
+            raise TraceError(
+                f"{user_location()}: this value was chosen by the branch on a "
+                f"traced value at {where} among views of an array, and "
+                + ("is written into" if writing else "that array was written since")
+                + "; NumPy's view would follow the write and difgen's copy cannot: "
+                "take a .copy() in the branch"
+            )
+
     def write(self, value: Any) -> None:
         """Replace this array's whole content with ``value`` (same shape), in place.
 
         A view writes into its base at the positions it views, as NumPy does.
         """
+        if self.chosen is not None:
+            self._check_chosen(writing=True)
         value = lift(value)
         shape = tuple(np.shape(value))
         if shape != self.shape:

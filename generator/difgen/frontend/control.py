@@ -469,7 +469,22 @@ def _cond(
     for i, (a, b) in enumerate(zip(true.objects, false.objects)):
         if a is b and isinstance(a, Tracer):
             merged[i] = a  # the same array object in both: it stays that object
+        elif isinstance(merged[i], Tracer):
+            _mark_views(merged[i], (a, b), where)
     return _unflatten(true.tree, iter(merged))
+
+
+def _mark_views(result: Tracer, chosen: tuple[Any, Any], where: str) -> None:
+    """A result chosen among views of arrays from before the branch (``a if c else
+    x[1]``, a row...) is a copy in difgen but a view in NumPy: mark it, so that a
+    write that NumPy would see through the view is refused (Tracer.chosen)."""
+    bases = [
+        (v.view.base, v.view.base.version)
+        for v in chosen
+        if isinstance(v, Tracer) and v.view is not None
+    ]
+    if bases:
+        result.chosen = (where, bases)
 
 
 def _merge(
