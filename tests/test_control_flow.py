@@ -380,12 +380,15 @@ def break_in_try(x):
     return x
 
 
-def while_else(x):
-    y = x[0]
-    while y > 0.1:
-        y = y * 0.5
-    y = y + 1.0
-    return y
+class _Box:
+    value: Any = 0.0
+
+
+def attribute_in_branch(x):
+    box = _Box()
+    if x[0] > 0:
+        box.value = x[0]
+    return x * 2.0
 
 
 def return_in_loop(x):
@@ -440,9 +443,19 @@ def writes_plain_array(x):
     return x * 2.0
 
 
+def nested_function(x):
+    def inner(v):
+        if v[0] > 0:
+            return v * 2.0
+        return v
+
+    return inner(x)
+
+
 REFUSALS = [
     (break_in_try, "if x[0] > i:", "`break` or `continue`"),
-    (while_else, "while y > 0.1:", "an `else` clause"),
+    (nested_function, "if v[0] > 0:", "nested function"),
+    (attribute_in_branch, "if x[0] > 0:", "assigns an attribute"),
     (return_in_loop, "if x[0] > i:", "returns from inside a loop"),
     (appends_in_branch, "if x[0] > 0:", ".append()"),
     (different_shapes, "y = x if", "same shape and dtype"),

@@ -622,8 +622,10 @@ def _nested_codes(code: types.CodeType) -> Iterator[types.CodeType]:
 
 
 def is_rewritten(code: Any) -> bool:
-    """Whether ``code`` comes from a rewrite (a second rewrite cannot help)."""
-    return code in _REWRITTEN
+    """Whether ``code`` comes from a rewrite, or was rewritten already and runs
+    unrewritten again (a nested function, made anew from its code at each call):
+    a second rewrite cannot help."""
+    return code in _REWRITTEN or code in _REWRITES
 
 
 def refusal(filename: str, line: int) -> str | None:
@@ -1247,6 +1249,8 @@ def explain(exc: TracedBranch) -> str:
     """The refusal message for a branch the rewrite could not turn into a cond."""
     filename = getattr(exc.code, "co_filename", "<unknown>")
     why = refusal(filename, exc.line)
+    if why is None and exc.code in _REWRITES:
+        why = "it is in a nested function (or lambda), which difgen does not rewrite"
     if why:
         return (
             f"{filename}:{exc.line}: a branch on a traced value (bool() of a value "
