@@ -99,6 +99,15 @@ def _is_zero_graph(graph: Graph) -> bool:
 def _bind(
     pred: Any, operands: Sequence[Any], graphs: Sequence[Graph], where: str
 ) -> Any:
+    """Bind ``cond`` on the operands some branch reads (the others are dropped, so
+    nothing is computed for a branch that does not need it)."""
+    read = {a for g in graphs for e in g.eqns for a in e.inputs}
+    read |= {o for g in graphs for o in g.outputs}
+    used = [i for i in range(len(operands)) if any(g.inputs[i] in read for g in graphs)]
+    graphs = [
+        Graph(tuple(g.inputs[i] for i in used), g.outputs, g.eqns) for g in graphs
+    ]
+    operands = [operands[i] for i in used]
     return bind(
         COND,
         pred,

@@ -307,6 +307,8 @@ class _Statements:
         self.lines: list[str] = []
         self.counter = 0
         self.loops: dict[Any, list[str]] = {}  # equal loops run once
+        # the last if written: (its test, the line of its else, the line after it)
+        self.last_if: tuple[str, int, int] | None = None
 
     def source(self, a: Any) -> Expr:
         """A literal's source, or a value's pending expression (used up) or name."""
@@ -402,10 +404,20 @@ def _emit_cond(eqn: Any, out: _Statements) -> None:
         )
         value = f"np.array({text})" if copy else text
         blocks.append([*inner.lines, f"{name} = {value}"])
-    out.lines.append(f"if {pred.text}:")
-    out.lines += [textwrap.indent(line, "    ") for line in blocks[0]]
-    out.lines.append("else:")
-    out.lines += [textwrap.indent(line, "    ") for line in blocks[1]]
+    true, false = _indented(blocks[0]), _indented(blocks[1])
+    last = out.last_if
+    if last is not None and last[0] == pred.text and last[2] == len(out.lines):
+        # the same test as the if just written (one per value the user's branch
+        # assigns): one if, as in the user's code
+        _, at_else, _ = last
+        out.lines[at_else:at_else] = true
+        out.lines += false
+        out.last_if = (pred.text, at_else + len(true), len(out.lines))
+    else:
+        out.lines += [f"if {pred.text}:", *true]
+        at_else = len(out.lines)
+        out.lines += ["else:", *false]
+        out.last_if = (pred.text, at_else, len(out.lines))
     out.names[eqn.out] = atom(name)
 
 

@@ -622,10 +622,8 @@ def _nested_codes(code: types.CodeType) -> Iterator[types.CodeType]:
 
 
 def is_rewritten(code: Any) -> bool:
-    """Whether ``code`` comes from a rewrite, or was rewritten already and runs
-    unrewritten again (a nested function, made anew from its code at each call):
-    a second rewrite cannot help."""
-    return code in _REWRITTEN or code in _REWRITES
+    """Whether ``code`` comes from a rewrite (a second rewrite cannot help)."""
+    return code in _REWRITTEN
 
 
 def refusal(filename: str, line: int) -> str | None:
@@ -1249,7 +1247,7 @@ def explain(exc: TracedBranch) -> str:
     """The refusal message for a branch the rewrite could not turn into a cond."""
     filename = getattr(exc.code, "co_filename", "<unknown>")
     why = refusal(filename, exc.line)
-    if why is None and exc.code in _REWRITES:
+    if why is None and exc.code in _REWRITES and not is_rewritten(exc.code):
         why = "it is in a nested function (or lambda), which difgen does not rewrite"
     if why:
         return (

@@ -64,8 +64,8 @@ def _to_rewrite(
             continue
         function = control.function_of(code)
         if function is not None:
-            if function in done:
-                break
+            if function in done or code in {f.__code__ for f in done}:
+                break  # a nested function: made anew from its code at each call
             return function
     raise TraceError(control.explain(exc)) from None
 
