@@ -194,6 +194,24 @@ def all_cases() -> list[Case]:
             P.make_logsumexp(),
             difgen=(("difgen trace", "logsumexp"),),
         ),
+        Case(
+            "kepler_newton_gradient",
+            "Newton's iteration to a tolerance (Kepler's equation, n = 1000): gradient",
+            "gradient",
+            P.kepler_newton,
+            P.kepler_newton_gradient,
+            P.make_kepler(),
+            difgen=(("difgen trace", "kepler_newton"),),
+            limit_name="hand-written implicit derivative",
+            note=(
+                "A while loop on a traced condition: difgen's gradient runs the "
+                "iterations forward, keeping each state on a list, then backward "
+                "through them (the derivative of the iterations taken); the "
+                "hand-written row solves, then applies the implicit-function "
+                "derivative 1 / (1 - e cos E). JAX cannot differentiate a Python "
+                "loop on a traced condition (nor reverse-differentiate lax.while_loop)."
+            ),
+        ),
     ]
 
 

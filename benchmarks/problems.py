@@ -256,3 +256,33 @@ def logsumexp_gradient(x):
 
 def make_logsumexp(n=1000):
     return np.random.default_rng(0).standard_normal(n) * 3
+
+
+# --- Newton's iteration: a loop on a traced condition ------------------------------
+
+KEPLER_E = 0.6
+
+
+def kepler_newton(M):
+    # sum of squares of the eccentric anomalies E solving E - e sin E = M, by
+    # Newton's iteration to a tolerance (a trip count that depends on M)
+    E = M + KEPLER_E * np.sin(M)
+    step = np.ones(M.shape)
+    while np.max(np.abs(step)) > 1e-12:
+        step = (E - KEPLER_E * np.sin(E) - M) / (1.0 - KEPLER_E * np.cos(E))
+        E = E - step
+    return np.sum(E**2)
+
+
+def kepler_newton_gradient(M):
+    # the same solve, then the implicit-function derivative dE/dM = 1 / (1 - e cos E)
+    E = M + KEPLER_E * np.sin(M)
+    step = np.ones(M.shape)
+    while np.max(np.abs(step)) > 1e-12:
+        step = (E - KEPLER_E * np.sin(E) - M) / (1.0 - KEPLER_E * np.cos(E))
+        E = E - step
+    return 2.0 * E / (1.0 - KEPLER_E * np.cos(E))
+
+
+def make_kepler(n=1000):
+    return np.random.default_rng(0).uniform(0.0, 2 * np.pi, n)

@@ -77,3 +77,19 @@ def brusselator_2d(u):
     da = laplacian(a) + B + a**2 * b - (A + 1.0) * a + forcing
     db = laplacian(b) + A * a - a**2 * b
     return np.stack([da, db])
+
+
+def kepler(M, e):
+    """Eccentric anomalies E of the mean anomalies M: E - e sin(E) = M.
+
+    Kepler's equation has no closed form: Newton's iteration runs until the step is
+    below a tolerance, a loop whose trip count depends on M and e. difgen emits the
+    loop as a Python while, and its jacobian (diagonal: dE/dM = 1 / (1 - e cos E))
+    as the derivative of the iterations taken.
+    """
+    E = M + e * np.sin(M)
+    step = np.ones(M.shape)
+    while np.max(np.abs(step)) > 1e-13:
+        step = (E - e * np.sin(E) - M) / (1.0 - e * np.cos(E))
+        E = E - step
+    return E

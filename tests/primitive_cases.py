@@ -128,6 +128,21 @@ def r_minimum(x):
     return np.minimum(x**2, 0.5 * x[::-1] + 0.1)
 
 
+def r_cond(x):
+    # a branch on a traced value: both branches are taken at the test points
+    if np.sum(x) > 2.0:
+        return np.sin(x) * x[0]
+    return x**3 - x[1]
+
+
+def r_while_loop(x):
+    # shrink until small: the trip count depends on x
+    y = x * 3.0
+    while np.sum(y * y) > 0.5:
+        y = y * 0.7 + 0.01 * np.sin(y)
+    return y
+
+
 def r_where(x):
     return np.where(x > 0.5, x**2, np.sin(x))
 
@@ -391,6 +406,8 @@ ROWS = {
     "maximum": (r_maximum, (4,)),
     "minimum": (r_minimum, (4,)),
     "where": (r_where, (4,)),
+    "cond": (r_cond, (4,)),
+    "while_loop": (r_while_loop, (4,)),
     "lt": (r_lt, (4,)),
     "le": (r_le, (4,)),
     "gt": (r_gt, (4,)),

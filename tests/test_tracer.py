@@ -32,6 +32,7 @@ PATTERNS = [
     (cases.matrix_functions, (9,)),
     (cases.decompositions, (9,)),
     (cases.integer_index_array, (3,)),
+    (cases.control_flow, (3,)),
 ]
 
 
@@ -71,7 +72,7 @@ def _line_of(fn, needle: str) -> int:
 @pytest.mark.parametrize(
     "fn,needle,message",
     [
-        (cases.branch_on_value, "if x > 0", "np.where"),
+        (cases.branch_on_value, "if x > i", "returns from inside a loop"),
         (cases.math_on_value, "math.erf", "math.erf"),
         (cases.unsupported, "np.sort", "np.sort is not supported"),
     ],

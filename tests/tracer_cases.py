@@ -105,9 +105,20 @@ def elementwise_surface(x):
 
 
 def branch_on_value(x):
-    if x > 0:
-        return x
-    return -x
+    # a `return` inside a loop, on a traced value, is refused (an `if`, a `while`
+    # and `break` become conds and loops)
+    for i in range(3):
+        if x > i:
+            return x * i
+    return x
+
+
+def control_flow(x):
+    # an if and a while on traced values: a cond and a while_loop
+    y = x * 2.0 if x[0] > 0.5 else np.sin(x)
+    while np.sum(y * y) > 0.1:
+        y = y * 0.5
+    return y
 
 
 def math_on_value(x):

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from difgen.config import ModuleSpec
-from difgen.core.ir import FrozenArray, Graph, Lit, Var
+from difgen.core.ir import FrozenArray, Graph, Lit, SubGraph, Var
 from difgen.version import VERSION
 
 HASH_LENGTH = 16
@@ -196,6 +196,8 @@ def _feed_value(digest: _Digest, value: Any) -> None:
             _feed_value(digest, item)
     elif isinstance(value, slice):
         _feed_value(digest, ("slice", value.start, value.stop, value.step))
+    elif isinstance(value, SubGraph):
+        feed_graph(digest, value.graph)
     elif isinstance(value, FrozenArray):
         _put_array(digest, b"A", value.value)
     elif isinstance(value, np.ndarray):

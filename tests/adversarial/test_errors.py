@@ -82,7 +82,11 @@ RAISES = [
     ),
     (
         "branch_on_value",
-        "def f(x):\n    if x[0] > 0:  # <-\n        return x.sum()\n    return -x.sum()",
+        # an `if` on a traced value becomes a cond; a return inside a loop is refused
+        (
+            "def f(x):\n    for i in range(2):\n        if x[0] > i:  # <-\n"
+            "            return x.sum()\n    return -x.sum()"
+        ),
         "np.where",
     ),
     ("float_of_traced", "def f(x):\n    return float(x[0])  # <-", "float()"),

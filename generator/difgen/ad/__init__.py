@@ -4,12 +4,17 @@
   through ``bind``: constants fold, identities apply, equal equations are shared);
 - :mod:`difgen.ad.jvp`: forward mode, one JVP rule per primitive;
 - :mod:`difgen.ad.transpose`: reverse mode as JVP, partial evaluation, transposition;
+- :mod:`difgen.ad.control`: ``cond``, a branch on a traced value, whose rules are
+  transforms of its branch sub-graphs;
+- :mod:`difgen.ad.loops`: ``while_loop`` and its adjoint ``sweep`` (forward sweep
+  recording the states, backward sweep over them);
 - :mod:`difgen.ad.batching`: a leading batch axis for seeds (vmap), so a jacobian is
   one batched pushforward or pullback rather than a loop over seeds.
 """
 
 from __future__ import annotations
 
+from difgen.ad import control, loops  # noqa: F401  (register cond and the loops)
 from difgen.ad.batching import vmap, vmap_eval
 from difgen.ad.interpret import build_graph, eval_graph
 from difgen.ad.jvp import jvp, jvp_eval

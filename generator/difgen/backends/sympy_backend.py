@@ -30,6 +30,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import floats, naming
+from difgen.ad.control import uses_control_flow
 from difgen.backends import cost_model
 from difgen.backends.scalar_code import (
     ScalarCode,
@@ -260,6 +261,7 @@ class SymbolicFunction:
 
     def __init__(self, spec: ModuleSpec, graph: Graph) -> None:
         self.spec = spec
+        _refuse_control_flow(spec, graph)
         self.xs = tuple(spec.input.shape)
         self.x = symbols(naming.INPUT, self.xs)
         self.contexts = [symbols(c.name, tuple(c.shape)) for c in spec.contexts]
@@ -321,6 +323,20 @@ class SymbolicFunction:
         flat = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=object)
         flat[:] = list(np.asarray(out, dtype=object).ravel())
         return flat.reshape(shape)
+
+
+def _refuse_control_flow(spec: ModuleSpec, graph: Graph) -> None:
+    """A branch on a traced value has no closed SymPy form difgen can emit exactly
+    (a Piecewise would evaluate both sides in the value's cse): refused here."""
+    where = uses_control_flow(graph)
+    if where is not None:
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("backend"),
+            f"the function branches on a traced value at {where}, which the sympy "
+            'backend cannot emit; use backend = "trace" (it emits the branch as '
+            "a Python if)",
+        )
 
 
 def _rows(seed: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -398,6 +414,7 @@ def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> Modu
     A decomposition with no symbolic form is a ConfigError at ``backend``.
     Module constants go to ``pool``.
     """
+    _refuse_control_flow(spec, graph)  # before budgets: no size makes it symbolic
     try:
         refuse_decompositions(graph)
         reason = symbolic_reason(graph)

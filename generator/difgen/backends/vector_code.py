@@ -12,6 +12,7 @@ and never grow with the number of elements when they have structure: uniform arr
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -293,6 +294,8 @@ class Inlining:
 
 def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
     """An equation whose inputs are constants or hoisted values, of bounded size."""
+    if eqn.primitive.name in STATEMENTS:  # its blocks run per call, as the user's
+        return False
     return eqn.out.size <= HOIST_LIMIT and all(
         isinstance(a, Lit) or a in hoisted for a in eqn.inputs
     )
@@ -308,6 +311,9 @@ class _Statements:
         self.pending: dict[Var, Expr] = {}  # single-use values not yet written out
         self.lines: list[str] = []
         self.counter = 0
+        self.loops: dict[Any, list[str]] = {}  # equal loops run once
+        # the last if written: (its test, the line of its else, the line after it)
+        self.last_if: tuple[str, int, int] | None = None
 
     def source(self, a: Any) -> Expr:
         """A literal's source, or a value's pending expression (used up) or name."""
@@ -355,9 +361,19 @@ def emit_graph(
     """Statements for ``graph`` with its inputs bound to ``arg_names``: the policy
     decides where each value goes, the statements are built accordingly (``lead``:
     see :meth:`Inlining.of`)."""
-    policy = Inlining.of(graph, lead)
     out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
+    policy = _emit_eqns(graph, out, lead)
+    outputs = [out.source(o).text for o in graph.outputs]
+    return GraphCode(out.lines, outputs, set(policy.hoisted))
+
+
+def _emit_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inlining:
+    """Each equation of ``graph`` into ``out`` as the inlining policy decides."""
+    policy = Inlining.of(graph, lead)
     for eqn in graph.eqns:
+        if eqn.primitive.name in STATEMENTS:
+            STATEMENTS[eqn.primitive.name](eqn, out)
+            continue
         emitted = out.emit(eqn)
         if eqn.out in policy.hoisted:  # depends on no argument: computed at import
             out.hoist(eqn.out, emitted)
@@ -367,8 +383,183 @@ def emit_graph(
             out.inline(eqn.out, emitted)
         else:
             out.assign(eqn.out, emitted)
-    outputs = [out.source(o).text for o in graph.outputs]
-    return GraphCode(out.lines, outputs, set(policy.hoisted))
+    return policy
+
+
+def _emit_cond(eqn: Any, out: _Statements) -> None:
+    """A branch on a traced value as the user wrote it: a Python ``if``/``else``
+    whose blocks compute the branch taken into one temporary.
+
+    Operands are named first (an inlined expression would be evaluated in each
+    branch), and a branch result that may share memory with an operand or a module
+    constant is copied, as any result of an operation is a new array.
+    """
+    pred, *operands = [_named(out, a) for a in eqn.inputs]
+    branches = eqn.params.as_dict()["branches"]
+    name = naming.temp(out.counter)
+    out.counter += 1
+    blocks = []
+    for branch in (branches[1], branches[0]):
+        graph = branch.graph
+        inner = _Statements(out.pool, dict(zip(graph.inputs, operands)))
+        inner.counter = out.counter
+        policy = _emit_eqns(graph, inner)
+        out.counter = inner.counter
+        result = graph.outputs[0]
+        text = inner.source(result).text
+        copy = result.shape != () and (
+            isinstance(result, Lit) or _is_view(graph, result, policy.hoisted)
+        )
+        value = f"np.array({text})" if copy else text
+        blocks.append([*inner.lines, f"{name} = {value}"])
+    true, false = _indented(blocks[0]), _indented(blocks[1])
+    last = out.last_if
+    if last is not None and last[0] == pred.text and last[2] == len(out.lines):
+        # the same test as the if just written (one per value the user's branch
+        # assigns): one if, as in the user's code
+        _, at_else, _ = last
+        out.lines[at_else:at_else] = true
+        out.lines += false
+        out.last_if = (pred.text, at_else + len(true), len(out.lines))
+    else:
+        out.lines += [f"if {pred.text}:", *true]
+        at_else = len(out.lines)
+        out.lines += ["else:", *false]
+        out.last_if = (pred.text, at_else, len(out.lines))
+    out.names[eqn.out] = atom(name)
+
+
+def _fresh(out: _Statements) -> str:
+    name = naming.temp(out.counter)
+    out.counter += 1
+    return name
+
+
+def _block(
+    graph: Graph, inputs: Sequence[Expr], out: _Statements
+) -> tuple[list[str], list[str]]:
+    """A sub-graph's statements (its inputs bound to ``inputs``) and the expressions
+    of its outputs; temporaries continue ``out``'s numbering."""
+    inner = _Statements(out.pool, dict(zip(graph.inputs, inputs)))
+    inner.counter = out.counter
+    _emit_eqns(graph, inner)
+    out.counter = inner.counter
+    return inner.lines, [inner.source(o).text for o in graph.outputs]
+
+
+def _indented(lines: Sequence[str]) -> list[str]:
+    return [textwrap.indent(line, "    ") for line in lines]
+
+
+def _assign_all(names: Sequence[str], values: Sequence[str]) -> str:
+    """``a, b = x, y`` (simultaneous, as a loop's state update must be)."""
+    if len(names) == 1:
+        return f"{names[0]} = {values[0]}"
+    return f"{', '.join(names)} = {', '.join(values)}"
+
+
+def _while_head(
+    cond: Graph, state: Sequence[Expr], consts: Sequence[Expr], out: _Statements
+) -> list[str]:
+    """``while <test>:``, or a ``while True:`` whose test is computed first."""
+    lines, (test,) = _block(cond, [*state, *consts], out)
+    if not lines:
+        return [f"while {test}:"]
+    return ["while True:", *_indented(lines), f"    if not {test}:", "        break"]
+
+
+def _loop_state(
+    eqn: Any, n_state: int, out: _Statements
+) -> tuple[list[str], list[Expr]]:
+    """Fresh names for a loop's state, assigned their initial values."""
+    operands = [_named(out, a) for a in eqn.inputs]
+    names = [_fresh(out) for _ in range(n_state)]
+    out.lines.append(_assign_all(names, [o.text for o in operands[:n_state]]))
+    return names, operands[n_state:]
+
+
+def _result(out: _Statements, var: Var, name: str) -> None:
+    """A loop's result: an array is copied (it may still be an argument)."""
+    if var.shape == ():
+        out.names[var] = atom(name)
+        return
+    copy = _fresh(out)
+    out.lines.append(f"{copy} = np.array({name})")
+    out.names[var] = atom(copy)
+
+
+def _loop_key(eqn: Any, drop: str) -> tuple[Any, ...]:
+    params = tuple((k, v) for k, v in eqn.params if k != drop)
+    return (eqn.primitive.name, eqn.inputs, params)
+
+
+def _emit_while(eqn: Any, out: _Statements) -> None:
+    """``while`` as the user wrote it: the state in temporaries, the condition
+    evaluated at the head, the body computing the next state."""
+    params = eqn.params.as_dict()
+    key = _loop_key(eqn, "index")
+    names = out.loops.get(key)
+    if names is None:
+        n = params["n_state"]
+        names, consts = _loop_state(eqn, n, out)
+        state = [atom(m) for m in names]
+        out.lines += _while_head(params["cond"].graph, state, consts, out)
+        lines, new = _block(params["body"].graph, [*state, *consts], out)
+        out.lines += _indented([*lines, _assign_all(names, new)])
+        out.loops[key] = names
+    _result(out, eqn.out, names[params["index"]])
+
+
+def _emit_sweep(eqn: Any, out: _Statements) -> None:
+    """A loop's adjoint: the forward loop pushes each state on a list (memory grows
+    with the trip count), then a ``for`` over the reversed list applies the body's
+    VJP, carrying the state's cotangent and summing the constants' cotangents."""
+    params = eqn.params.as_dict()
+    key = _loop_key(eqn, "out")
+    found = out.loops.get(key)
+    if found is None:
+        n, m = params["n_state"], params["n_carry"]
+        back = params["back"].graph
+        nc = len(eqn.inputs) - n - m
+        names, rest = _loop_state(eqn, n, out)
+        consts, carry0 = rest[:nc], rest[nc:]
+        state = [atom(v) for v in names]
+        stack = _fresh(out)
+        out.lines.append(f"{stack}: list[Any] = []")
+        out.lines += _while_head(params["cond"].graph, state, consts, out)
+        pushed = names[0] if n == 1 else f"({', '.join(names)})"
+        lines, new = _block(params["fwd"].graph, [*state, *consts], out)
+        out.lines += _indented(
+            [f"{stack}.append({pushed})", *lines, _assign_all(names, new)]
+        )
+        carry = [_fresh(out) for _ in range(m)]
+        out.lines.append(_assign_all(carry, [c.text for c in carry0]))
+        accs = [_fresh(out) for _ in back.outputs[m:]]
+        for name, o in zip(accs, back.outputs[m:]):
+            out.lines.append(
+                f"{name} = {'0.0' if o.shape == () else f'np.zeros({o.shape!r})'}"
+            )
+        target = names[0] if n == 1 else ", ".join(names)
+        out.lines.append(f"for {target} in reversed({stack}):")
+        inputs = [*state, *consts, *(atom(c) for c in carry)]
+        lines, new = _block(back, inputs, out)
+        updates = [_assign_all(carry, new[:m])] if m else []
+        updates += [f"{a} = {a} + {v}" for a, v in zip(accs, new[m:])]
+        out.lines += _indented([*lines, *updates])
+        found = [*carry, *accs]
+        out.loops[key] = found
+    _result(out, eqn.out, found[params["out"]])
+
+
+STATEMENTS: dict[str, Callable[[Any, _Statements], None]] = {}
+
+
+def _named(out: _Statements, a: Any) -> Expr:
+    """An operand as a name (or a literal): pending expressions are written out."""
+    if isinstance(a, Var) and a in out.pending:
+        expr = out.pending.pop(a)
+        out.assign(a, expr)
+    return out.source(a)
 
 
 def emit_operator(
@@ -424,3 +615,6 @@ def is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) ->
             return False
         atom = eqn.inputs[0]
     return True
+
+
+STATEMENTS.update(cond=_emit_cond, while_loop=_emit_while, sweep=_emit_sweep)

@@ -172,7 +172,8 @@ def evaluate(graph: Graph, args: Sequence[Any]) -> tuple[np.ndarray, ...]:
         raise ValueError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
     env: dict[Var, Any] = {}
     for var, arg in zip(graph.inputs, args):
-        env[var] = np.asarray(arg, dtype=np.float64).reshape(var.shape)
+        dtype = np.bool_ if var.dtype == "bool" else np.float64
+        env[var] = np.asarray(arg, dtype=dtype).reshape(var.shape)
 
     def read(atom: Atom) -> Any:
         return atom.value if isinstance(atom, Lit) else env[atom]
@@ -182,6 +183,57 @@ def evaluate(graph: Graph, args: Sequence[Any]) -> tuple[np.ndarray, ...]:
             *map(read, eqn.inputs), **eqn.params.as_dict()
         )
     return tuple(np.asarray(read(out)) for out in graph.outputs)
+
+
+def structure(graph: Graph) -> tuple[Any, ...]:
+    """A structural key: equal for graphs that differ only in Var identities.
+
+    Params compare by value, so a sub-graph param (:class:`SubGraph`) compares by its
+    own structure: equal branches make equal equations, which CSE shares.
+    """
+    index: dict[Var, int] = {v: i for i, v in enumerate(graph.inputs)}
+
+    def key(atom: Atom) -> Any:
+        return ("lit", atom) if isinstance(atom, Lit) else index[atom]
+
+    types = tuple((v.shape, v.dtype) for v in graph.inputs)
+    eqns = []
+    for eqn in graph.eqns:
+        eqns.append((eqn.primitive.name, tuple(map(key, eqn.inputs)), eqn.params))
+        index[eqn.out] = len(index)
+    return types, tuple(eqns), tuple(map(key, graph.outputs))
+
+
+@dataclass(frozen=True, eq=False)
+class SubGraph:
+    """A graph carried as an equation's param (a branch of ``cond``).
+
+    Compared and hashed by structure, so CSE, the purity check (two traces compared)
+    and the fingerprint of :func:`difgen.passes.optimize` see equal branches as equal.
+    ``where`` (the user's ``file:line``) is for messages only: it takes no part in
+    comparison, so moving code does not change a graph's identity.
+    """
+
+    graph: Graph
+    where: str = ""
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        cached = self.__dict__.get("_key")
+        if cached is None:
+            cached = structure(self.graph)
+            object.__setattr__(self, "_key", cached)
+        return cached
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SubGraph) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        body = format_graph(self.graph).replace("\n", "\n    ")
+        return body
 
 
 def dce(graph: Graph) -> Graph:

@@ -18,7 +18,9 @@ frontend: they bind primitives by name or call ``np.*``, which dispatches back.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import operator
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -27,12 +29,13 @@ import numpy as np
 
 from difgen.core.indexing import freeze_index
 from difgen.core.ir import Atom, Eqn, FrozenArray, Graph, Lit, Params, Var, dce
-from difgen.core.location import user_location
+from difgen.core.location import in_difgen_or_numpy, user_location
 from difgen.core.primitive import PRIMITIVES, Primitive
 from difgen.core.simplify import simplify
 from difgen.errors import TraceError
 
 BUILDERS: list[Builder] = []
+_VERSIONS = itertools.count(1)  # write counts: unique, so a restored array re-derives
 
 # NumPy without its stubs, for calls on tracers: a Tracer reaches NumPy functions
 # through __array_function__, which NumPy's stubs cannot express (they accept
@@ -88,6 +91,68 @@ class Builder:
         self.cache[key] = out
         self.producer[out] = eqn
         return out
+
+
+class BranchBuilder(Builder):
+    """The trace of one branch of a branch on a traced value (a ``cond``'s sub-graph).
+
+    The branch's code reads values of the enclosing traces through Python closures:
+    :func:`bind` *captures* each such value as an input of the branch (``captures``
+    maps the outer Var to the branch's input Var). An array object of an enclosing
+    trace written inside the branch is *journaled*: its outer value is restored when
+    the branch ends, and the ``cond`` result is written into it afterwards, so both
+    branches start from the same state and NumPy's in-place semantics hold.
+    """
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self.where = where
+        self.captures: dict[Var, Var] = {}
+        self.owners: dict[Var, Builder] = {}
+        self.journal: dict[int, tuple[Tracer, Atom, Builder]] = {}
+        self.closed = False
+
+    def capture(self, var: Var, owner: Builder) -> Var:
+        """The branch's input standing for ``var`` of the enclosing trace ``owner``."""
+        inner = self.captures.get(var)
+        if inner is None:
+            inner = Var(var.shape, var.dtype)
+            self.captures[var] = inner
+            self.owners[var] = owner
+        return inner
+
+    def adopt(self, value: Any) -> Any:
+        """``value`` as a value of this branch: enclosing tracers are captured."""
+        if not isinstance(value, Tracer) or value.builder is self:
+            return value
+        atom = value.atom  # (a view re-derives here, possibly in this branch)
+        if value.builder is self or not isinstance(atom, Var):
+            return value
+        _check_open(value.builder)
+        return Tracer(self, self.capture(atom, value.builder))
+
+    def record_write(self, tracer: Tracer) -> None:
+        """Journal an enclosing array object before its first write in the branch."""
+        if id(tracer) not in self.journal:
+            self.journal[id(tracer)] = (tracer, tracer.atom, tracer.builder)
+        tracer.builder = self
+
+    def restore(self) -> None:
+        """Give every journaled array object its value from before the branch."""
+        for tracer, atom, builder in self.journal.values():
+            tracer._atom, tracer.builder = atom, builder
+            tracer.version = next(_VERSIONS)
+
+
+def _check_open(builder: Builder) -> None:
+    """Refuse a value of a branch's trace used after the branch ended."""
+    if isinstance(builder, BranchBuilder) and builder.closed:
+        raise TraceError(
+            f"{user_location()}: a value computed inside a branch on a traced value "
+            f"(the branch at {builder.where}) is used outside it; assign it to a "
+            "variable in both branches instead (keeping it in a list or an "
+            "attribute hides it from difgen)"
+        )
 
 
 @contextlib.contextmanager
@@ -147,6 +212,14 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     builder = next(
         (a.builder for a in args if isinstance(a, Tracer) and a.is_var), None
     )
+    top = BUILDERS[-1] if BUILDERS else None
+    if builder is not None and isinstance(top, BranchBuilder):
+        args = tuple(top.adopt(a) for a in args)
+        builder = top
+    elif builder is not None:
+        for a in args:
+            if isinstance(a, Tracer) and isinstance(a.builder, BranchBuilder):
+                _check_open(a.builder)
     if builder is None:
         values = [
             # no builder: every tracer among the arguments is a constant (a Lit)
@@ -274,6 +347,55 @@ def _binop(name: str, reverse: bool = False) -> Callable[[Tracer, Any], Any]:
     return method
 
 
+class TracedBranch(TraceError):
+    """``bool()`` of a traced value: a branch on a value known at run time only.
+
+    The tracer raises it; the frontend catches it, rewrites the function so that its
+    branches become ``cond`` equations, and traces again (:mod:`difgen.frontend.
+    control`). ``code`` and ``line`` say where the branch is.
+    """
+
+    def __init__(self, message: str, code: Any, line: int, outer: list[Any]) -> None:
+        super().__init__(message)
+        self.code = code
+        self.line = line
+        self.outer = outer  # the code of the enclosing user frames, innermost first
+
+
+def _user_frame() -> Any:
+    """The innermost frame of the user's code (outside difgen and NumPy)."""
+    frame = sys._getframe(1)
+    while frame is not None and in_difgen_or_numpy(frame.f_code.co_filename):
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame
+
+
+def _bool(self: Tracer) -> bool:
+    """``bool()``: a constant's truth, or :class:`TracedBranch` for a traced value."""
+    if isinstance(self.atom, Lit):
+        return bool(self.atom.value)
+    frame = _user_frame()
+    raise TracedBranch(
+        f"{user_location()}: bool() of a traced value: the value depends on the "
+        "input, which difgen does not know at build time. A branch on it "
+        "(`if`, `while`, `and`/`or`) cannot be traced here: use "
+        "np.where(cond, a, b).",
+        frame.f_code if frame is not None else None,
+        frame.f_lineno if frame is not None else 0,
+        _outer_codes(frame),
+    )
+
+
+def _outer_codes(frame: Any) -> list[Any]:
+    """The code objects of the user's frames from ``frame`` outwards."""
+    codes = []
+    while frame is not None:
+        if not in_difgen_or_numpy(frame.f_code.co_filename):
+            codes.append(frame.f_code)
+        frame = frame.f_back
+    return codes
+
+
 def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
     """A conversion to a Python value: fine for a constant, an error when traced."""
 
@@ -324,22 +446,46 @@ class Tracer:
         self._atom = atom
         self.version = 0
         self.view: View | None = None
+        # set on a value a branch on a traced value chose among views of arrays
+        # from before it: (where, [(base, its version then)]). NumPy's result would
+        # still be a view, which difgen cannot follow, so a later write into it or
+        # into those bases is refused rather than silently diverging.
+        self.chosen: tuple[str, list[tuple[Tracer, int]]] | None = None
 
     @property
     def atom(self) -> Atom:
         """The current value: re-derived first if this is a view of a written base."""
+        if self.chosen is not None:
+            self._check_chosen()
         view = self.view
         if view is not None and view.version != view.base.version:
             fresh = view.derive(view.base)
             self._atom = fresh.atom if isinstance(fresh, Tracer) else Lit(fresh)
+            if isinstance(fresh, Tracer):
+                self.builder = fresh.builder
             view.version = view.base.version
         return self._atom
+
+    def _check_chosen(self, writing: bool = False) -> None:
+        """Refuse what NumPy would do through a view a traced branch chose."""
+        assert self.chosen is not None
+        where, bases = self.chosen
+        if writing or any(base.version != version for base, version in bases):
+            raise TraceError(
+                f"{user_location()}: this value was chosen by the branch on a "
+                f"traced value at {where} among views of an array, and "
+                + ("is written into" if writing else "that array was written since")
+                + "; NumPy's view would follow the write and difgen's copy cannot: "
+                "take a .copy() in the branch"
+            )
 
     def write(self, value: Any) -> None:
         """Replace this array's whole content with ``value`` (same shape), in place.
 
         A view writes into its base at the positions it views, as NumPy does.
         """
+        if self.chosen is not None:
+            self._check_chosen(writing=True)
         value = lift(value)
         shape = tuple(np.shape(value))
         if shape != self.shape:
@@ -355,8 +501,11 @@ class Tracer:
             )
         view = self.view
         if view is None:
+            top = BUILDERS[-1] if BUILDERS else None
+            if isinstance(top, BranchBuilder) and self.builder is not top:
+                top.record_write(self)
             self._atom = new
-            self.version += 1
+            self.version = next(_VERSIONS)
             return
         if not view.writable:
             raise TraceError(
@@ -455,7 +604,7 @@ class Tracer:
     def __abs__(self) -> Any:
         return bind_name("abs", self)
 
-    __bool__ = _branch_error("bool()", bool)
+    __bool__ = _bool
     __float__ = _branch_error("float() (or storing into a non-traced array)", float)
     __int__ = _branch_error("int() (or storing into an integer array)", int)
     __index__ = _branch_error("use as an index", operator.index)
@@ -468,7 +617,9 @@ class Tracer:
         static = _static_index(index)
         frozen = freeze_index(static, self.shape)
         result = bind_name("getitem", self, index=frozen)
-        if _is_basic(static):  # NumPy returns a view
+        if _is_basic(static) and not _is_element(static, self.ndim):
+            # NumPy returns a view (an element read is a scalar copy: ``a[0], a[1]
+            # = a[1], a[0]`` swaps)
             return view_of(self, result, lambda a: a[static])
         return result
 
@@ -722,6 +873,16 @@ def _is_basic(index: Any) -> bool:
             and not isinstance(item, (bool, np.bool_))
         )
         for item in items
+    )
+
+
+def _is_element(index: Any, ndim: int) -> bool:
+    """Whether ``index`` reads one element by integers alone (NumPy returns a scalar,
+    not a view)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return len(items) == ndim and all(
+        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+        for i in items
     )
 
 

@@ -130,6 +130,8 @@ def _imports(source: str) -> list[str]:
     lines = []
     if "math." in source or "_pow(" in source or floats.used_helpers(source):
         lines.append("import math")
+    if ": list[Any] = []" in source:  # the state stack of a loop's adjoint
+        lines.append("from typing import Any")
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
     if "sp.csr_array" in source:
         lines.append("import scipy.sparse as sp  # type: ignore[import-untyped]")

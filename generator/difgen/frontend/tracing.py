@@ -11,6 +11,7 @@ becomes a :class:`~difgen.errors.TraceError` naming the function and the line, a
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,8 +19,9 @@ import numpy as np
 
 from difgen import guard
 from difgen.core.ir import Graph
-from difgen.core.tracer import Tracer, contains_tracer, finish, tracing
+from difgen.core.tracer import TracedBranch, Tracer, contains_tracer, finish, tracing
 from difgen.errors import DifgenError, TraceError
+from difgen.frontend import control
 from difgen.frontend.namespace import tracing_numpy
 
 
@@ -31,11 +33,41 @@ def trace(
     The user's modules see ``np`` as the tracing namespace while ``fn`` runs
     (:func:`difgen.frontend.namespace.tracing_numpy`).
     """
+    functions: list[types.FunctionType] = []
+    while True:
+        try:
+            with control.rewritten(functions):
+                return _trace_once(fn, avals)
+        except TracedBranch as exc:
+            functions.append(_to_rewrite(exc, functions))
+
+
+def _trace_once(
+    fn: Callable[..., Any], avals: Sequence[tuple[tuple[int, ...], str]]
+) -> Graph:
     with tracing(avals) as (builder, inputs):
         with tracing_numpy(fn), guard.no_process_exit():
             result = _call(fn, [Tracer(builder, v) for v in inputs])
         _check_result(fn, result)
         return finish(builder, inputs, result)
+
+
+def _to_rewrite(
+    exc: TracedBranch, done: list[types.FunctionType]
+) -> types.FunctionType:
+    """The function whose branch on a traced value raised ``exc``, to be rewritten
+    so that its branches become conds; the refusal when that cannot help."""
+    for code in exc.outer:  # a comprehension's code runs inside its function's
+        if control.is_rewritten(code):
+            break
+        if code.co_name.startswith("<"):  # <genexpr>, <listcomp>, <lambda>
+            continue
+        function = control.function_of(code)
+        if function is not None:
+            if function in done or code in {f.__code__ for f in done}:
+                break  # a nested function: made anew from its code at each call
+            return function
+    raise TraceError(control.explain(exc)) from None
 
 
 def _check_result(fn: Callable[..., Any], result: Any) -> None:

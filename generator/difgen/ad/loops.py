@@ -1,0 +1,575 @@
+"""Loops on traced conditions: ``while_loop`` and its adjoint, ``sweep``.
+
+``while_loop(*state, *consts, cond=, body=, n_state=, index=)`` runs
+``state = body(state, consts)`` while ``cond(state, consts)`` holds and gives
+``state[index]`` (one equation per loop variable used afterwards; the emission runs
+equal loops once). The trip count depends on the values, so:
+
+- JVP: a ``while_loop`` over (state, tangent of state), the body's JVP, the same
+  condition (which reads the primal state only): the derivative of the path taken;
+- transpose: the tangent loop is linear in the tangents of the initial state and of
+  the constants. Its transpose is a ``sweep``: a forward loop that records the
+  primal states on a stack (a Python list in the generated code: memory grows with
+  the trip count), then a backward pass over the stack applying the body's VJP, which
+  carries the cotangent of the state and accumulates the constants' cotangents;
+- the JVP of a ``sweep`` is a ``sweep`` of the JVPs (forward over reverse: hvp and
+  hessian); a ``sweep`` is not transposed again (reverse over reverse is refused);
+- batching: the seeds' batch axis flows through the state (to a fixed point of which
+  state slots carry it); a condition that would differ across the batch is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from difgen.ad.batching import vmap_eval
+from difgen.ad.interpret import build_graph, eval_graph, is_zero
+from difgen.ad.jvp import jvp
+from difgen.ad.transpose import vjp_eval
+from difgen.core.batching import batched_to
+from difgen.core.expr import Aval, Expr
+from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate
+from difgen.core.primitive import NO_IDENTITIES, Linear, Primitive, register
+from difgen.core.tracer import bind
+from difgen.errors import DifgenError
+from difgen.primitives import patterns
+
+LOOP_WORK = 16  # the cost model's guess of a loop's trip count
+
+Avals = list[tuple[tuple[int, ...], str]]
+
+
+def _avals(graph: Graph) -> Avals:
+    return [(v.shape, v.dtype) for v in graph.inputs]
+
+
+def _run(graph: Graph, args: Sequence[Any]) -> list[Any]:
+    return list(evaluate(graph, args))
+
+
+# ------------------------------------------------------------------ while_loop
+def _loop_impl(
+    *ops: Any, cond: SubGraph, body: SubGraph, n_state: int, index: int
+) -> Any:
+    state, consts = list(ops[:n_state]), list(ops[n_state:])
+    while bool(_run(cond.graph, [*state, *consts])[0]):
+        state = _run(body.graph, [*state, *consts])
+    return np.asarray(state[index])
+
+
+def _loop_shape(
+    *avals: Aval, cond: SubGraph, body: SubGraph, n_state: int, index: int
+) -> Aval:
+    out = body.graph.outputs[index]
+    return out.shape, out.dtype
+
+
+def _no_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Any:
+    """Never called: the vector emission builds loops as statements."""
+    raise DifgenError("loops are emitted as statements by backends.vector_code")
+
+
+def _joint(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
+    """``graph`` with its inputs permuted (input ``i`` of the new graph is input
+    ``order[i]`` of ``graph``) and its outputs ``keep`` only."""
+    inputs = [graph.inputs[i] for i in order]
+    avals = [(v.shape, v.dtype) for v in inputs]
+    graph = dce(Graph(graph.inputs, tuple(graph.outputs[i] for i in keep), graph.eqns))
+
+    def fn(*args: Any) -> tuple[Any, ...]:
+        given: list[Any] = [None] * len(graph.inputs)  # an input left out is unread
+        for pos, i in enumerate(order):
+            given[i] = args[pos]
+        return tuple(eval_graph(graph, given))
+
+    return build_graph(fn, avals)
+
+
+def _float_slots(graph: Graph, n: int) -> list[int]:
+    return [i for i in range(n) if graph.inputs[i].dtype == "float64"]
+
+
+def _loop_jvp(
+    out: Any,
+    primals: list[Any],
+    tangents: list[Any],
+    cond: SubGraph,
+    body: SubGraph,
+    n_state: int,
+    index: int,
+) -> Any:
+    """A ``while_loop`` over (state, tangents): the JVP of the path taken."""
+    n = n_state
+    fs = _float_slots(body.graph, n)
+    if index not in fs:
+        return None
+    nc = len(primals) - n
+    dconsts = [i for i in range(nc) if tangents[n + i] is not None]
+    if all(tangents[i] is None for i in fs) and not dconsts:
+        return None
+    wrt = [i in fs for i in range(n)] + [i in dconsts for i in range(nc)]
+    jbody = jvp(body.graph, wrt)  # (s, c, ds, dc) -> (s', ds' for every output)
+    nf = len(fs)
+    # joint inputs: (s, ds, c, dc); jbody's are (s, c, ds, dc)
+    order = [*range(n), *range(n + nc, n + nc + nf), *range(n, n + nc)]
+    order += list(range(n + nc + nf, n + nc + nf + len(dconsts)))
+    keep = [*range(n), *(n + i for i in fs)]
+    body2 = _joint(jbody, order, keep)
+    cavals = _avals(cond.graph)
+    avals = cavals[:n] + [_avals(body.graph)[i] for i in fs] + cavals[n:]
+    avals += [cavals[n + i] for i in dconsts]
+
+    def cfn(*args: Any) -> tuple[Any, ...]:
+        state, consts = args[:n], args[n + nf : n + nf + nc]
+        return tuple(eval_graph(cond.graph, [*state, *consts]))
+
+    cond2 = build_graph(cfn, avals)
+    ds0 = [
+        np.zeros(body.graph.inputs[i].shape) if tangents[i] is None else tangents[i]
+        for i in fs
+    ]
+    dcs = [tangents[n + i] for i in dconsts]
+    live = [False] * n + [tangents[i] is not None for i in fs] + [False] * nc
+    live += [True] * len(dconsts)
+    if not _linear_state(body2, live, n + nf)[n + fs.index(index)]:
+        return None  # the tangent of this variable stays zero
+    return bind_loop(
+        [*primals[:n], *ds0],
+        [*primals[n:], *dcs],
+        SubGraph(cond2, cond.where),
+        SubGraph(body2, body.where),
+        n + fs.index(index),
+    )
+
+
+def _reads(graph: Graph, outputs: Sequence[int]) -> set[int]:
+    """The inputs (by position) that ``outputs`` of ``graph`` depend on."""
+    need = {graph.outputs[i] for i in outputs}
+    for eqn in reversed(graph.eqns):
+        if eqn.out in need:
+            need.update(eqn.inputs)
+    return {i for i, v in enumerate(graph.inputs) if v in need}
+
+
+def bind_loop(
+    state: Sequence[Any],
+    consts: Sequence[Any],
+    cond: SubGraph,
+    body: SubGraph,
+    index: int,
+) -> Any:
+    """Bind ``while_loop`` giving ``state[index]``, keeping only the state slots it
+    needs (the condition's, the result's, and what they read), so a tangent loop
+    does not carry the tangents and counters nothing reads."""
+    n = len(state)
+    keep = {index} | {i for i in _reads(cond.graph, [0]) if i < n}
+    while True:
+        grown = keep | {i for i in _reads(body.graph, sorted(keep)) if i < n}
+        if grown == keep:
+            break
+        keep = grown
+    slots = sorted(keep)
+    if len(slots) < n:
+        picked = slots + list(range(n, n + len(consts)))
+        cond = SubGraph(_joint(cond.graph, picked, [0]), cond.where)
+        body = SubGraph(_joint(body.graph, picked, slots), body.where)
+    return bind(
+        WHILE_LOOP,
+        *(state[i] for i in slots),
+        *consts,
+        cond=cond,
+        body=body,
+        n_state=len(slots),
+        index=slots.index(index),
+    )
+
+
+def _loop_transpose(
+    ct: Any, *args: Any, cond: SubGraph, body: SubGraph, n_state: int, index: int
+) -> list[Any]:
+    """The tangent loop's transpose: one ``sweep`` per linear input."""
+    n = n_state
+    given = [isinstance(a, Linear) for a in args]
+    lin = _linear_state(body.graph, given, n)
+    for i in range(n):
+        if lin[i] and not given[i] and not is_zero(args[i]):
+            raise DifgenError("while_loop transposed with an affine state slot")
+    if not lin[index]:  # its tangent is zero whatever the linear inputs are
+        return [None] * len(args)
+    nc = len(args) - n
+    ls = [i for i in range(n) if lin[i]]
+    ns_ = [i for i in range(n) if not lin[i]]
+    lc = [i for i in range(nc) if lin[n + i]]
+    nc_ = [i for i in range(nc) if not lin[n + i]]
+    graph = body.graph
+    fixed_avals = [_avals(graph)[i] for i in ns_] + [_avals(graph)[n + i] for i in nc_]
+
+    def fill(fixed: Sequence[Any]) -> list[Any]:
+        it = iter(fixed)
+        return [
+            np.zeros(v.shape) if flag else next(it)
+            for v, flag in zip(graph.inputs, lin)
+        ]
+
+    def fwd_cond(*fixed: Any) -> tuple[Any, ...]:
+        return tuple(eval_graph(cond.graph, fill(fixed)))
+
+    def fwd_body(*fixed: Any) -> tuple[Any, ...]:
+        outs = eval_graph(graph, fill(fixed))
+        return tuple(outs[i] for i in ns_)
+
+    carry_avals = [(graph.outputs[i].shape, "float64") for i in ls]
+
+    def back(*args2: Any) -> tuple[Any, ...]:
+        fixed, lam = args2[: len(fixed_avals)], args2[len(fixed_avals) :]
+        cts: list[Any] = [None] * n
+        for i, value in zip(ls, lam):
+            cts[i] = value
+        _, got = vjp_eval(graph, fill(fixed), cts, lin)
+        zeros = [np.zeros(graph.inputs[i].shape) for i in range(len(lin))]
+        new = [zeros[i] if got[i] is None else got[i] for i in ls]
+        acc = [zeros[n + i] if got[n + i] is None else got[n + i] for i in lc]
+        return (*new, *acc)
+
+    fcond = build_graph(fwd_cond, fixed_avals)
+    fbody = build_graph(fwd_body, fixed_avals)
+    bgraph = build_graph(back, fixed_avals + carry_avals)
+    carry0 = [ct if i == index else np.zeros(graph.outputs[i].shape) for i in ls]
+    fixed_args = [args[i] for i in ns_] + [args[n + i] for i in nc_]
+    params = {
+        "cond": SubGraph(fcond, cond.where),
+        "fwd": SubGraph(fbody, body.where),
+        "back": SubGraph(bgraph, body.where),
+        "n_state": len(ns_),
+        "n_carry": len(ls),
+    }
+    results: list[Any] = [None] * len(args)
+    if is_zero(ct):
+        return results
+    for j, i in enumerate(ls):
+        if given[i]:
+            results[i] = bind(SWEEP, *fixed_args, *carry0, out=j, **params)
+    for j, i in enumerate(lc):
+        results[n + i] = bind(SWEEP, *fixed_args, *carry0, out=len(ls) + j, **params)
+    return results
+
+
+def _linear_state(graph: Graph, given: Sequence[bool], n: int) -> list[bool]:
+    """The inputs the loop is linear in: the linear ones, and every state slot whose
+    update reads a linear value (a tangent that starts at zero), to a fixed point."""
+    flags = list(given)
+    while True:
+        dep = {v for v, f in zip(graph.inputs, flags) if f}
+        for eqn in graph.eqns:
+            if any(a in dep for a in eqn.inputs if not isinstance(a, Lit)):
+                dep.add(eqn.out)
+        new = [f or (i < n and graph.outputs[i] in dep) for i, f in enumerate(flags)]
+        if new == flags:
+            return flags
+        flags = new
+
+
+# ------------------------------------------------------------------ batching
+def _probe(graph: Graph, flags: Sequence[bool], k: int) -> list[bool]:
+    """Which outputs of ``graph`` carry the batch axis when ``flags`` inputs do."""
+    found: list[bool] = []
+    avals = [
+        ((k, *v.shape) if f else v.shape, v.dtype) for v, f in zip(graph.inputs, flags)
+    ]
+
+    def fn(*args: Any) -> tuple[Any, ...]:
+        outs, out_flags = vmap_eval(graph, args, flags, k)
+        found.extend(out_flags)
+        return tuple(outs)
+
+    build_graph(fn, avals)
+    return found
+
+
+def _batched(
+    graph: Graph, flags: Sequence[bool], k: int, want: Sequence[bool]
+) -> Graph:
+    """``graph`` on inputs batched as ``flags``, outputs batched as ``want``."""
+    avals = [
+        ((k, *v.shape) if f else v.shape, v.dtype) for v, f in zip(graph.inputs, flags)
+    ]
+
+    def fn(*args: Any) -> tuple[Any, ...]:
+        outs, out_flags = vmap_eval(graph, args, flags, k)
+        if any(f and not w for f, w in zip(out_flags, want)):
+            raise DifgenError("loop batching: a state slot gained the batch axis")
+        return tuple(
+            batched_to(o, f, k) if w else o for o, f, w in zip(outs, out_flags, want)
+        )
+
+    return build_graph(fn, avals)
+
+
+def _fixed_point(
+    graph: Graph, flags: list[bool], slots: int, k: int, offset: int = 0
+) -> list[bool]:
+    """Grow the batched state flags (inputs ``offset``.. ``offset+slots``) until the
+    body's corresponding outputs are batched exactly where its inputs are."""
+    while True:
+        outs = _probe(graph, flags, k)
+        new = list(flags)
+        for i in range(slots):
+            new[offset + i] = flags[offset + i] or outs[i]
+        if new == flags:
+            return flags
+        flags = new
+
+
+def _refuse_batched_cond(cond: SubGraph, flags: Sequence[bool], k: int) -> None:
+    if _probe(cond.graph, flags, k)[0]:
+        raise DifgenError(
+            f"the loop on a traced condition at {cond.where} would run a different "
+            "number of times for different members of a batch; difgen batches seeds "
+            "only and cannot run it as one loop"
+        )
+
+
+def _lift(
+    args: Sequence[Any], have: Sequence[bool], want: Sequence[bool], k: int
+) -> list[Any]:
+    return [batched_to(a, h, k) if w else a for a, h, w in zip(args, have, want)]
+
+
+def _loop_batch(
+    args: list[Any],
+    batched: list[bool],
+    k: int,
+    cond: SubGraph,
+    body: SubGraph,
+    n_state: int,
+    index: int,
+) -> Any:
+    flags = _fixed_point(body.graph, list(batched), n_state, k)
+    _refuse_batched_cond(cond, flags, k)
+    want = flags[:n_state]
+    return batched_to(
+        bind(
+            WHILE_LOOP,
+            *_lift(args, batched, flags, k),
+            cond=SubGraph(_batched(cond.graph, flags, k, [False]), cond.where),
+            body=SubGraph(_batched(body.graph, flags, k, want), body.where),
+            n_state=n_state,
+            index=index,
+        ),
+        want[index],
+        k,
+    )
+
+
+def _work(eqn: Eqn) -> int:
+    params = eqn.params.as_dict()
+    graphs = [v.graph for v in params.values() if isinstance(v, SubGraph)]
+    return LOOP_WORK * (1 + sum(e.primitive.work(e) for g in graphs for e in g.eqns))
+
+
+def _sympy(*args: Any, **params: Any) -> Any:
+    where = next(v.where for v in params.values() if isinstance(v, SubGraph))
+    raise NotImplementedError(
+        f"the loop on a traced condition at {where} has no SymPy form"
+    )
+
+
+WHILE_LOOP = register(
+    Primitive(
+        name="while_loop",
+        impl=_loop_impl,
+        shape_rule=_loop_shape,
+        emit=_no_emit,
+        jvp=_loop_jvp,
+        transpose=_loop_transpose,
+        batch=_loop_batch,
+        sympy=_sympy,
+        simplify=NO_IDENTITIES,
+        commutative=False,
+        sparsity=patterns.all_inputs,
+        work=_work,
+        scalarizable=False,
+        view=False,
+        elementwise=False,
+    )
+)
+
+
+# ------------------------------------------------------------------ sweep
+def _sweep_impl(
+    *ops: Any,
+    cond: SubGraph,
+    fwd: SubGraph,
+    back: SubGraph,
+    n_state: int,
+    n_carry: int,
+    out: int,
+) -> Any:
+    nc = len(ops) - n_state - n_carry
+    state = list(ops[:n_state])
+    consts = list(ops[n_state : n_state + nc])
+    carry = list(ops[n_state + nc :])
+    stack = []
+    while bool(_run(cond.graph, [*state, *consts])[0]):
+        stack.append(state)
+        state = _run(fwd.graph, [*state, *consts])
+    acc = [np.zeros(o.shape) for o in back.graph.outputs[n_carry:]]
+    for saved in reversed(stack):
+        outs = _run(back.graph, [*saved, *consts, *carry])
+        carry = outs[:n_carry]
+        acc = [a + b for a, b in zip(acc, outs[n_carry:])]
+    return np.asarray([*carry, *acc][out])
+
+
+def _sweep_shape(*avals: Aval, back: SubGraph, out: int, **params: Any) -> Aval:
+    o = back.graph.outputs[out]
+    return o.shape, o.dtype
+
+
+def _sweep_jvp(
+    out_value: Any,
+    primals: list[Any],
+    tangents: list[Any],
+    cond: SubGraph,
+    fwd: SubGraph,
+    back: SubGraph,
+    n_state: int,
+    n_carry: int,
+    out: int,
+) -> Any:
+    """A ``sweep`` over (state, tangents) forward and (carry, tangents) backward."""
+    n, m = n_state, n_carry
+    nc = len(primals) - n - m
+    fs = _float_slots(fwd.graph, n)
+    dconsts = [i for i in range(nc) if tangents[n + i] is not None]
+    nf, nd = len(fs), len(dconsts)
+    if all(t is None for t in tangents):
+        return None
+    # forward: fwd's jvp inputs (s, c, ds, dc) -> joint (s, ds, c, dc)
+    wrt_f = [i in fs for i in range(n)] + [i in dconsts for i in range(nc)]
+    jf = jvp(fwd.graph, wrt_f)
+    order_f = [*range(n), *range(n + nc, n + nc + nf), *range(n, n + nc)]
+    order_f += list(range(n + nc + nf, n + nc + nf + nd))
+    fwd2 = _joint(jf, order_f, [*range(n), *(n + i for i in fs)])
+    cav = _avals(cond.graph)
+    jav = (
+        cav[:n]
+        + [_avals(fwd.graph)[i] for i in fs]
+        + cav[n:]
+        + [cav[n + i] for i in dconsts]
+    )
+
+    def cfn(*args: Any) -> tuple[Any, ...]:
+        return tuple(eval_graph(cond.graph, [*args[:n], *args[n + nf : n + nf + nc]]))
+
+    cond2 = build_graph(cfn, jav)
+    # backward: back's inputs (s, c, carry); jvp inputs (s, c, carry, ds, dc, dcarry)
+    wrt_b = wrt_f + [True] * m
+    jb = jvp(back.graph, wrt_b)
+    base = n + nc + m
+    order_b = [*range(n), *range(base, base + nf), *range(n, n + nc)]
+    order_b += list(range(base + nf, base + nf + nd))
+    order_b += [*range(n + nc, n + nc + m), *range(base + nf + nd, base + nf + nd + m)]
+    na = len(back.graph.outputs) - m
+    nb = m + na
+    keep = [
+        *range(m),
+        *range(nb, nb + m),
+        *range(m, m + na),
+        *range(nb + m, nb + m + na),
+    ]
+    back2 = _joint(jb, order_b, keep)
+    ds0 = [
+        np.zeros(fwd.graph.inputs[i].shape) if tangents[i] is None else tangents[i]
+        for i in fs
+    ]
+    dcs = [tangents[n + i] for i in dconsts]
+    dcarry = [
+        (
+            np.zeros(back.graph.outputs[j].shape)
+            if tangents[n + nc + j] is None
+            else tangents[n + nc + j]
+        )
+        for j in range(m)
+    ]
+    new_out = (m + out) if out < m else (2 * m + na + (out - m))
+    return bind(
+        SWEEP,
+        *primals[:n],
+        *ds0,
+        *primals[n : n + nc],
+        *dcs,
+        *primals[n + nc :],
+        *dcarry,
+        cond=SubGraph(cond2, cond.where),
+        fwd=SubGraph(fwd2, fwd.where),
+        back=SubGraph(back2, back.where),
+        n_state=n + nf,
+        n_carry=2 * m,
+        out=new_out,
+    )
+
+
+def _sweep_batch(
+    args: list[Any],
+    batched: list[bool],
+    k: int,
+    cond: SubGraph,
+    fwd: SubGraph,
+    back: SubGraph,
+    n_state: int,
+    n_carry: int,
+    out: int,
+) -> Any:
+    n, m = n_state, n_carry
+    nc = len(args) - n - m
+    sflags = _fixed_point(fwd.graph, list(batched[: n + nc]), n, k)
+    _refuse_batched_cond(cond, sflags, k)
+    bflags = _fixed_point(
+        back.graph, sflags + list(batched[n + nc :]), m, k, offset=n + nc
+    )
+    outs = _probe(back.graph, bflags, k)
+    want = bflags[n + nc :] + outs[m:]
+    new_args = _lift(args, batched, bflags, k)
+    result = bind(
+        SWEEP,
+        *new_args,
+        cond=SubGraph(_batched(cond.graph, sflags, k, [False]), cond.where),
+        fwd=SubGraph(_batched(fwd.graph, sflags, k, sflags[:n]), fwd.where),
+        back=SubGraph(_batched(back.graph, bflags, k, want), back.where),
+        n_state=n,
+        n_carry=m,
+        out=out,
+    )
+    return batched_to(result, want[out], k)
+
+
+def _sweep_transpose(ct: Any, *args: Any, **params: Any) -> list[Any]:
+    raise DifgenError(
+        "reverse mode over the adjoint of a loop on a traced condition (reverse over "
+        "reverse) is not supported; second order uses forward over reverse"
+    )
+
+
+# Not registered: made by the transpose of while_loop only, never traced or bound by
+# name (as the basis seed); tests/test_control_flow.py checks its fields.
+SWEEP = Primitive(
+    name="sweep",
+    impl=_sweep_impl,
+    shape_rule=_sweep_shape,
+    emit=_no_emit,
+    jvp=_sweep_jvp,
+    transpose=_sweep_transpose,
+    batch=_sweep_batch,
+    sympy=_sympy,
+    simplify=NO_IDENTITIES,
+    commutative=False,
+    sparsity=patterns.all_inputs,
+    work=_work,
+    scalarizable=False,
+    view=False,
+    elementwise=False,
+)
