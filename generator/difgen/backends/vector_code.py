@@ -408,7 +408,7 @@ def _emit_cond(eqn: Any, out: _Statements) -> None:
         result = graph.outputs[0]
         text = inner.source(result).text
         copy = result.shape != () and (
-            isinstance(result, Lit) or _is_view(graph, result, policy.hoisted)
+            isinstance(result, Lit) or is_view(graph, result, policy.hoisted)
         )
         value = f"np.array({text})" if copy else text
         blocks.append([*inner.lines, f"{name} = {value}"])
