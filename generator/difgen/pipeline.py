@@ -21,6 +21,7 @@ from difgen.frontend import trace
 from difgen.frontend.tracing import definition
 from difgen.hashing import source_hash
 from difgen.passes import fingerprint
+from difgen.primitives import runtime as runtime_rows
 
 
 def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
@@ -87,6 +88,16 @@ def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """Run the configured backend on a traced graph."""
     if spec.backend == "sympy":
+        runtime = sorted(
+            {e.primitive.name for e in graph.eqns} & runtime_rows.RUNTIME_PRIMITIVES
+        )
+        if runtime:
+            raise ConfigError(
+                spec.config_path,
+                spec.line_of("backend"),
+                f"the function uses {', '.join(runtime)}: "
+                + runtime_rows.RUNTIME_INDEX,
+            )
         return sympy_backend.build(spec, graph)
     return trace_backend.build(spec, graph)
 

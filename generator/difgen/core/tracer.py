@@ -253,10 +253,15 @@ def _no_frontend(*args: Any) -> Any:
 
 
 class _Dispatch:
-    """The frontend's two handlers (see :func:`use_numpy_dispatch`)."""
+    """The frontend's handlers (see :func:`use_numpy_dispatch` and
+    :func:`use_runtime_dispatch`)."""
 
     ufunc: UfuncHandler = _no_frontend
     function: FunctionHandler = _no_frontend
+    getitem: Callable[[Tracer, Any], Any] = _no_frontend
+    setitem: Callable[[Tracer, Any, Any], None] = _no_frontend
+    integer: Callable[[str, Any, Any], Any] = _no_frontend
+    astype: Callable[[Tracer, Any], Any] = _no_frontend
 
 
 def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
@@ -265,9 +270,44 @@ def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
     _Dispatch.function = staticmethod(function)
 
 
+def use_runtime_dispatch(
+    getitem: Callable[[Tracer, Any], Any],
+    setitem: Callable[[Tracer, Any, Any], None],
+    integer: Callable[[str, Any, Any], Any],
+    astype: Callable[[Tracer, Any], Any],
+) -> None:
+    """Route what touches run-time integer or boolean data to a frontend: indexing
+    with a traced index or mask, arithmetic with a traced int64 operand, and dtype
+    conversions."""
+    _Dispatch.getitem = staticmethod(getitem)
+    _Dispatch.setitem = staticmethod(setitem)
+    _Dispatch.integer = staticmethod(integer)
+    _Dispatch.astype = staticmethod(astype)
+
+
+def is_runtime(value: Any) -> bool:
+    """Whether ``value`` is a traced (not constant) array."""
+    return isinstance(value, Tracer) and isinstance(value.atom, Var)
+
+
+def is_runtime_int(value: Any) -> bool:
+    """Whether ``value`` is a traced int64 array (an index or count known at run
+    time)."""
+    return is_runtime(value) and value.dtype == np.int64
+
+
+def has_runtime_index(index: Any) -> bool:
+    """Whether an index holds a traced item (an index array or a mask)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return any(is_runtime(item) for item in items)
+
+
 # ------------------------------------------------------------------ tracers
 def _binop(name: str, reverse: bool = False) -> Callable[[Tracer, Any], Any]:
     def method(self: Tracer, other: Any) -> Any:
+        if is_runtime_int(self) or is_runtime_int(other):
+            a, b = (other, self) if reverse else (self, other)
+            return _Dispatch.integer(name, a, b)
         prim = PRIMITIVES[name]
         return bind(prim, other, self) if reverse else bind(prim, self, other)
 
@@ -429,6 +469,10 @@ class Tracer:
     __ge__ = _binop("ge")
     __eq__ = _binop("eq")
     __ne__ = _binop("ne")
+    __floordiv__ = _binop("floordiv")
+    __rfloordiv__ = _binop("floordiv", reverse=True)
+    __mod__ = _binop("mod")
+    __rmod__ = _binop("mod", reverse=True)
     __and__ = _binop("logical_and")
     __rand__ = _binop("logical_and", reverse=True)
     __or__ = _binop("logical_or")
@@ -463,6 +507,8 @@ class Tracer:
 
     # -- indexing
     def __getitem__(self, index: Any) -> Any:
+        if has_runtime_index(index):
+            return _Dispatch.getitem(self, index)
         static = _static_index(index)
         frozen = freeze_index(static, self.shape)
         result = bind_name("getitem", self, index=frozen)
@@ -471,6 +517,9 @@ class Tracer:
         return result
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        if has_runtime_index(index):
+            _Dispatch.setitem(self, index, value)
+            return
         frozen = freeze_index(_static_index(index), self.shape)
         self.write(bind_name("set_index", self, value, index=frozen))
 
@@ -517,11 +566,7 @@ class Tracer:
 
     def astype(self, dtype: Any, *args: Any, copy: bool = True, **kwargs: Any) -> Any:
         if np.dtype(dtype) != self.dtype:
-            raise TraceError(
-                f"{user_location()}: .astype({np.dtype(dtype)}) of a traced "
-                f"{self.dtype} value would change its values (NumPy casts, rounding "
-                "toward zero for integers); difgen differentiates float64 values only"
-            )
+            return _Dispatch.astype(self, dtype)
         return self.copy() if copy else self
 
     def transpose(self, *axes: Any) -> Any:
@@ -537,6 +582,19 @@ class Tracer:
 
     def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
         return xp.prod(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis: Any = None) -> Any:
+        return xp.argmax(self, axis=axis)
+
+    def argmin(self, axis: Any = None) -> Any:
+        return xp.argmin(self, axis=axis)
+
+    def argsort(self, axis: Any = -1, kind: Any = None) -> Any:
+        return xp.argsort(self, axis=axis, kind=kind)
+
+    def sort(self, axis: Any = -1, kind: Any = None) -> None:
+        """In place, as ``ndarray.sort``."""
+        self.write(xp.sort(self, axis=axis, kind=kind))
 
     def max(self, axis: Any = None, keepdims: bool = False) -> Any:
         return xp.max(self, axis=axis, keepdims=keepdims)

@@ -20,7 +20,7 @@ import jinja2
 
 from difgen import floats, naming
 from difgen.config import Config, ModuleSpec
-from difgen.emit.signatures import argument_checks
+from difgen.emit.signatures import argument_checks, data_helpers
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
@@ -184,7 +184,7 @@ def render_module(
             all_names=repr(sorted(f.name for f in functions)),
             functions=functions,
             helpers=naming,
-            float_helpers=floats.definitions(body_text),
+            float_helpers=floats.definitions(body_text) + data_helpers(spec),
         )
     )
     text = black.format_str(text, mode=black.Mode(line_length=88))

@@ -7,7 +7,7 @@ graph-building core (:mod:`difgen.core`) and the primitive tables.
 
 from __future__ import annotations
 
-from difgen.frontend import numpy_api
+from difgen.frontend import numpy_api, runtime
 from difgen.frontend.tracing import trace
 
-__all__ = ["numpy_api", "trace"]
+__all__ = ["numpy_api", "runtime", "trace"]
