@@ -312,9 +312,19 @@ def _set_transpose(ct: Any, x: Any, value: Any, *dyn: Any, index: Any) -> list[A
     if not isinstance(value, Linear):
         return [cx, None, *(None for _ in dyn)]
     read = gather(ct, dyn, index)
-    last = bind(last_writes_p, *dyn, index=tuple(index), shape=tuple(np.shape(ct)))
-    read = np.where(last, read, 0.0)
+    read = np.where(last_writes(tuple(np.shape(ct)), dyn, index), read, 0.0)
     return [cx, unbroadcast(read, value.shape), *(None for _ in dyn)]
+
+
+def last_writes(shape: tuple[int, ...], dyn: Sequence[Any], index: Any) -> Any:
+    """True where an assignment through ``index`` writes last to its position
+    (NumPy's ``x[[0, 0]] = v``: ``v[1]`` wins), found at run time the way NumPy
+    decides it: assign each element's number, read the positions back."""
+    region = _region_shape(shape, index, [(np.shape(d), "int64") for d in dyn])
+    ids = np.arange(int(np.prod(region, dtype=np.int64)), dtype=np.float64)
+    ids = ids.reshape(region)
+    written = set_index_dyn(np.zeros(shape), ids, dyn, index)
+    return gather(written, dyn, index) == ids
 
 
 def _set_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
@@ -347,44 +357,6 @@ def set_index_dyn(
 ) -> Any:
     """``out = x.copy(); out[index] = value`` with run-time index operands."""
     return bind(set_index_dyn_p, x, value, *dyn, index=tuple(index))
-
-
-def _last_writes_impl(*dyn: Any, index: Any, shape: Any) -> Any:
-    """True where an assignment through ``index`` writes last to its position."""
-    size = int(np.prod(shape, dtype=np.int64))
-    targets = np.arange(size).reshape(shape)[substitute(index, dyn)]
-    flat = np.ravel(targets)[::-1]
-    n = flat.size
-    last = np.isin(np.arange(n), n - 1 - np.unique(flat, return_index=True)[1])
-    return last.reshape(np.shape(targets))
-
-
-def _last_writes_emit(
-    args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
-) -> list[str]:
-    """Positions as flat numbers; the last occurrence of each is the first of the
-    reversed list (``np.unique`` returns first occurrences)."""
-    shape = tuple(params["shape"])
-    size = int(np.prod(shape, dtype=np.int64))
-    index = _index_text(params["index"], args)
-    return [
-        f"OUT = np.arange({size}).reshape({shape!r})[{index}]",
-        (
-            "OUT = np.isin(np.arange(OUT.size), OUT.size - 1 - np.unique(OUT.ravel()"
-            "[::-1], return_index=True)[1]).reshape(OUT.shape)"
-        ),
-    ]
-
-
-last_writes_p = runtime_row(
-    "last_writes",
-    _last_writes_impl,
-    _last_writes_emit,
-    shape_rule=lambda *dyn, index, shape: (_region_shape(shape, index, dyn), "bool"),
-    jvp=NOT_DIFFERENTIABLE,
-    batch=lambda args, batched, k, **p: _unbatched_indices("last_writes", batched),
-    sparsity=patterns.no_dependence,
-)
 
 
 # ------------------------------------------------------------- conversions
@@ -692,69 +664,6 @@ quantile_p = runtime_row(
 )
 
 
-_ACCUMULATE = {
-    "maximum": ("np.maximum", ">", "-np.inf"),
-    "minimum": ("np.minimum", "<", "np.inf"),
-}
-
-
-def _cum_index_impl(x: Any, axis: int, op: str) -> Any:
-    """The position of the element each running extremum comes from: the earliest
-    one attaining it (a NaN, once met, is carried, as np.maximum carries it)."""
-    x = np.asarray(x)
-    ufunc = getattr(np, op)
-    running = ufunc.accumulate(x, axis=axis)
-    fill = -np.inf if op == "maximum" else np.inf
-    head = np.full_like(np.take(running, [0], axis=axis), fill)
-    prev = np.concatenate((head, np.delete(running, -1, axis=axis)), axis=axis)
-    better = x > prev if op == "maximum" else x < prev
-    new = better | (np.isnan(x) & ~np.isnan(prev))
-    shape = [1] * x.ndim
-    shape[axis] = x.shape[axis]
-    positions = np.arange(x.shape[axis]).reshape(shape)
-    return np.maximum.accumulate(np.where(new, positions, 0), axis=axis)
-
-
-def _cum_index_emit(
-    args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
-) -> list[str]:
-    """Running extremum, shifted by one (a neutral first element), compared: where
-    an element beats the previous running value a new position starts."""
-    axis, op = params["axis"], params["op"]
-    ufunc, cmp, fill = _ACCUMULATE[op]
-    shape = tuple(avals[0][0])
-    x = base(args[0])
-    n = shape[axis]
-    head = list(shape)
-    head[axis] = 1
-    view = [1] * len(shape)
-    view[axis] = n
-    last = ", ".join(":" if d != axis else ":-1" for d in range(len(shape)))
-    return [
-        f"OUT = {ufunc}.accumulate({x}, axis={axis})",
-        (
-            f"OUT = np.concatenate((np.full({tuple(head)!r}, {fill}), OUT[{last}]), "
-            f"axis={axis})"
-        ),
-        f"OUT = ({x} {cmp} OUT) | (np.isnan({x}) & ~np.isnan(OUT))",
-        (
-            f"OUT = np.maximum.accumulate(np.where(OUT, np.arange({n}).reshape("
-            f"{tuple(view)!r}), 0), axis={axis})"
-        ),
-    ]
-
-
-cum_index_p = runtime_row(
-    "cum_index",
-    _cum_index_impl,
-    _cum_index_emit,
-    shape_rule=_axis_shape("int64", True),
-    jvp=NOT_DIFFERENTIABLE,
-    batch=_axis_batch("cum_index"),
-    sparsity=patterns.no_dependence,
-)
-
-
 def _cum_extreme_jvp(
     out: Any, primals: list[Any], tangents: list[Any], axis: int, op: str
 ) -> Any:
@@ -762,7 +671,32 @@ def _cum_extreme_jvp(
     (x,), (dx,) = primals, tangents
     if dx is None:
         return None
-    return take_along(dx, bind_row("cum_index", x, axis=axis, op=op), axis)
+    return take_along(dx, running_source(x, out, axis, op), axis)
+
+
+def running_source(x: Any, running: Any, axis: int, op: str) -> Any:
+    """The position of the element each running extremum comes from: the earliest
+    attaining it (a NaN, once met, is carried, as ``np.maximum`` carries it).
+
+    A position starts a new run where its element beats the previous running value
+    (or is the first NaN); the source of each running value is the latest such
+    position, itself a running maximum.
+    """
+    shape = tuple(np.shape(x))
+    head = list(shape)
+    head[axis] = 1
+    fill = -np.inf if op == "maximum" else np.inf
+    before = tuple(
+        slice(None) if d != axis else slice(None, -1) for d in range(len(shape))
+    )
+    prev = np.concatenate([np.full(tuple(head), fill), running[before]], axis=axis)
+    beats = x > prev if op == "maximum" else x < prev
+    new = beats | ((x != x) & (prev == prev))  # x is the first NaN
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    positions = np.where(new, np.arange(float(shape[axis])).reshape(view), 0.0)
+    latest = bind_row("cum_extreme", positions, axis=axis, op="maximum")
+    return bind_row("to_int64", latest)
 
 
 cum_extreme_p = runtime_row(
@@ -869,7 +803,6 @@ _ROWS = {
         gather_p,
         scatter_add_dyn_p,
         set_index_dyn_p,
-        last_writes_p,
         to_int64_p,
         to_float64_p,
         int_arith_p,
@@ -879,7 +812,6 @@ _ROWS = {
         sort_p,
         median_p,
         quantile_p,
-        cum_index_p,
         cum_extreme_p,
         masked_reduce_p,
         count_nonzero_p,
