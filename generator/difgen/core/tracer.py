@@ -308,7 +308,12 @@ def _binop(name: str, reverse: bool = False) -> Callable[[Tracer, Any], Any]:
         if is_runtime_int(self) or is_runtime_int(other):
             a, b = (other, self) if reverse else (self, other)
             return _Dispatch.integer(name, a, b)
-        prim = PRIMITIVES[name]
+        prim = PRIMITIVES.get(name)
+        if prim is None:  # // and % of floats
+            raise TraceError(
+                f"{user_location()}: the operator {name} of traced float values is "
+                "not supported"
+            )
         return bind(prim, other, self) if reverse else bind(prim, self, other)
 
     return method
@@ -489,18 +494,26 @@ class Tracer:
         return xp.matmul(other, self)
 
     def __neg__(self) -> Any:
+        if is_runtime_int(self):
+            return _Dispatch.integer("sub", 0, self)
         return bind_name("neg", self)
 
     def __pos__(self) -> Any:
         return self
 
     def __abs__(self) -> Any:
+        if is_runtime_int(self):
+            return _Dispatch.integer("maximum", self, -self)
         return bind_name("abs", self)
 
     __bool__ = _branch_error("bool()", bool)
     __float__ = _branch_error("float() (or storing into a non-traced array)", float)
     __int__ = _branch_error("int() (or storing into an integer array)", int)
-    __index__ = _branch_error("use as an index", operator.index)
+    __index__ = _branch_error(
+        "use as an index (of an array difgen does not trace? np.take(table, index, "
+        "axis=0) indexes a constant table at run time)",
+        operator.index,
+    )
     __complex__ = _branch_error("complex()", complex)
     item = _branch_error(".item()", lambda value, *args: value.item(*args))
     tolist = _branch_error(".tolist()", lambda value: value.tolist())

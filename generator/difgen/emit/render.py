@@ -126,7 +126,11 @@ def _imports(source: str) -> list[str]:
     return lines
 
 
-def _shape_desc(shape: Sequence[int]) -> str:
+def _shape_desc(shape: Sequence[int], dtype: str = "float64") -> str:
+    if dtype != "float64":  # run-time integer or boolean data
+        return (
+            f"{dtype} scalar" if not shape else f"{dtype} array of shape {tuple(shape)}"
+        )
     return "scalar (float)" if not shape else f"array of shape {tuple(shape)}"
 
 
@@ -159,7 +163,9 @@ def render_module(
     body_text = "\n".join(
         "\n".join((f.signature, f.returns, *f.body)) for f in functions
     ) + "\n".join([v for _, v in parts.constants] + parts.setup)
-    contexts = ", ".join(f"{c.name} {_shape_desc(c.shape)}" for c in spec.contexts)
+    contexts = ", ".join(
+        f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
+    )
     text = (
         _environment()
         .get_template("module.py.j2")

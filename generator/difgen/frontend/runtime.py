@@ -22,6 +22,7 @@ from difgen.core.ir import Lit
 from difgen.core.location import user_location as _where
 from difgen.core.tracer import (
     Tracer,
+    constant,
     is_runtime,
     is_runtime_int,
     lift,
@@ -31,7 +32,7 @@ from difgen.core.tracer import (
 )
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
-from difgen.frontend import numpy_api
+from difgen.frontend import namespace, numpy_api
 from difgen.primitives import runtime as rt
 from difgen.primitives.indexing import scatter_add
 
@@ -269,6 +270,8 @@ def integer(name: str, a: Any, b: Any) -> Any:
     op = _INT_NAMES.get(name)
     if op is not None and _is_integral(a) and _is_integral(b):
         return rt.int_arith(op, a, b)
+    if name in _COMPARISONS:  # comparisons take any operands and give bool
+        return _bind(name, a, b)
     if name == "pow":
         raise TraceError(
             f"{_where()}: ** with a run-time integer operand is not supported; "
@@ -297,6 +300,7 @@ def astype(x: Tracer, dtype: Any) -> Any:
     )
 
 
+_COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or"}
 _UFUNC_INT = {"add", "subtract", "multiply", "floor_divide", "remainder", "mod"}
 _UFUNC_INT |= {"maximum", "minimum"}
 
@@ -315,7 +319,9 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
             key = "mod" if name in ("remainder", "mod") else name
             return rt.int_arith(_INT_NAMES[key], *inputs)
         if name == "negative" and len(inputs) == 1:
-            return rt.int_arith("sub", 0, inputs[0])
+            return -inputs[0]
+        if name == "absolute" and len(inputs) == 1:
+            return abs(inputs[0])
         inputs = [_as_float(v) for v in inputs]
     return numpy_api.handle_ufunc(ufunc, method, inputs, kwargs)
 
@@ -457,13 +463,42 @@ def _quantile(fn: str, upper: float) -> Callable[..., Any]:
     return quantile
 
 
+def _traced(a: Any) -> Any:
+    """An array to index at run time: a NumPy table (a constant the function reads)
+    becomes a constant tracer, since ``ndarray[tracer]`` cannot dispatch."""
+    a = lift(a)
+    if isinstance(a, Tracer):
+        return a
+    value = np.asarray(a)
+    if value.dtype.kind not in "biuf":
+        raise TraceError(f"{_where()}: cannot index a {value.dtype} array here")
+    return constant(value if value.dtype.kind in "bi" else value.astype(np.float64))
+
+
+def _counted(reduce: Callable[..., Any]) -> Callable[..., Any]:
+    """``np.sum``/``np.mean`` of run-time booleans or integers, as NumPy computes
+    them: the sum of booleans is an int64 count, and the mean of either sums in
+    float64."""
+
+    def apply(a: Any, *args: Any, **kwargs: Any) -> Any:
+        a = lift(a)
+        if is_runtime(a) and a.dtype != np.float64:
+            if reduce is numpy_api.mean:
+                a = rt.bind_row("to_float64", a)
+            elif a.dtype == np.bool_:
+                a = rt.bind_row("to_int64", a)
+        return reduce(a, *args, **kwargs)
+
+    return apply
+
+
 def take(
     a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"
 ) -> Any:
     numpy_api._no_out({"out": out})
     if mode != "raise":
         raise TraceError(f"{_where()}: np.take with mode={mode!r}")
-    a = lift(a)
+    a = _traced(a)
     if axis is None:
         return xp.ravel(a)[indices]
     ax = int(axis) % np.ndim(a)
@@ -471,7 +506,7 @@ def take(
 
 
 def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
-    arr = lift(arr)
+    arr = _traced(arr)
     if axis is None:
         arr, axis = xp.ravel(arr), 0
     ax = int(axis) % np.ndim(arr)
@@ -540,8 +575,20 @@ numpy_api.FUNCTIONS.update(
         np.partition: _refuse_partition("partition"),
         np.argpartition: _refuse_partition("argpartition"),
         np.where: where,
+        np.sum: _counted(numpy_api.sum_),
+        np.mean: _counted(numpy_api.mean),
     }
 )
 
+
+def take_override(a: Any, indices: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.take`` while tracing: NumPy dispatches it on the array alone, so a
+    constant table read at run-time indices would reach NumPy with a tracer."""
+    if isinstance(a, Tracer) or is_runtime(indices):
+        return take(a, indices, *args, **kwargs)
+    return np.take(a, indices, *args, **kwargs)
+
+
+namespace.add_override("take", take_override)
 use_numpy_dispatch(handle_ufunc, numpy_api.handle_function)
 use_runtime_dispatch(getitem, setitem, integer, astype)
