@@ -691,7 +691,8 @@ def running_source(x: Any, running: Any, axis: int, op: str) -> Any:
     )
     prev = np.concatenate([np.full(tuple(head), fill), running[before]], axis=axis)
     beats = x > prev if op == "maximum" else x < prev
-    new = beats | ((x != x) & (prev == prev))  # x is the first NaN
+    x_nan, prev_number = x != x, prev == prev  # noqa: PLR0124 (NaN tests)
+    new = beats | (x_nan & prev_number)  # x is the first NaN
     view = [1] * len(shape)
     view[axis] = shape[axis]
     positions = np.where(new, np.arange(float(shape[axis])).reshape(view), 0.0)
