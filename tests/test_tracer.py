@@ -30,6 +30,7 @@ PATTERNS = [
     (cases.comparisons, (6,)),
     (cases.matrix_functions, (9,)),
     (cases.integer_index_array, (3,)),
+    (cases.runtime_data, (5,)),
 ]
 
 
@@ -71,7 +72,7 @@ def _line_of(fn, needle: str) -> int:
     [
         (cases.branch_on_value, "if x > 0", "np.where"),
         (cases.math_on_value, "math.sin", "np.sin"),
-        (cases.unsupported, "np.sort", "np.sort is not supported"),
+        (cases.unsupported, "np.unique", "np.unique is not supported"),
     ],
 )
 def test_errors_name_the_users_file_and_line(fn, needle: str, message: str) -> None:

@@ -492,6 +492,20 @@ def _counted(reduce: Callable[..., Any]) -> Callable[..., Any]:
     return apply
 
 
+def clip(a: Any, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Any:
+    """``np.clip`` of run-time integers stays integer (``np.maximum``/``np.minimum``
+    on int64); everything else is the NumPy frontend's clip."""
+    if not is_runtime_int(a):
+        return numpy_api.clip(a, a_min, a_max, **kwargs)
+    numpy_api._no_out(kwargs)
+    lo, hi = kwargs.get("min", a_min), kwargs.get("max", a_max)
+    if lo is not None:
+        a = np.maximum(a, lo)
+    if hi is not None:
+        a = np.minimum(a, hi)
+    return a
+
+
 def take(
     a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"
 ) -> Any:
@@ -575,6 +589,7 @@ numpy_api.FUNCTIONS.update(
         np.partition: _refuse_partition("partition"),
         np.argpartition: _refuse_partition("argpartition"),
         np.where: where,
+        np.clip: clip,
         np.sum: _counted(numpy_api.sum_),
         np.mean: _counted(numpy_api.mean),
     }
