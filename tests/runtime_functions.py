@@ -61,8 +61,10 @@ def sort_stats(x):
 
 
 def sort_stats_even(x):
-    """The even-length median averages two elements."""
-    return np.median(x) + np.percentile(x, 50.0) * 0.5
+    """The even-length median averages two elements; ndarray.sort sorts in place."""
+    y = x * 1.0
+    y.sort()
+    return np.median(x) + np.percentile(x, 50.0) * 0.5 + y[-1] - y[1] * 2.0
 
 
 def argmax_gather(x):

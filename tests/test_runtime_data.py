@@ -290,9 +290,10 @@ def test_sort_ties_follow_the_stable_order(
     order = np.argsort(x, kind="stable")
     weights = np.empty(7)
     weights[order] = np.arange(1.0, 8.0)
-    # median (sorted[3]) is x[0] (the first 1.0); the 30th percentile interpolates
-    # sorted[1] (x[1]) and sorted[2] (x[4]) with t = 0.8; the 0.8 quantile takes
-    # sorted[4] (x[2]) and sorted[5] (x[2]... here: x[5]) with t = 0.8
+    # stable order [3, 6, 1, 4, 0, 2, 5]: the median is sorted[3] (x[4], the second
+    # 0.5); the 30th percentile is 0.2 * sorted[1] + 0.8 * sorted[2] (x[6], x[1]);
+    # the 0.8 quantile is 0.2 * sorted[4] + 0.8 * sorted[5] (x[0], x[2]: the tied
+    # 1.0s, the earlier one first)
     expected = weights.copy()
     expected[order[3]] += 2.0
     expected[order[1]] += 0.2
