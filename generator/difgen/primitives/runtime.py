@@ -226,9 +226,12 @@ def _scatter_emit(
     """Zeros, then ``np.add.at``, which adds once per repeated position (a plain
     ``OUT[idx] += v`` would add a repeated position once)."""
     index = _index_text(params["index"], args[1:])
+    # NumPy's stubs type np.add.at's index as one array: a tuple index is valid
+    # NumPy that they reject
+    ignore = "  # type: ignore[arg-type]" if len(params["index"]) > 1 else ""
     return [
         f"OUT = np.zeros({tuple(params['shape'])!r})",
-        f"np.add.at(OUT, np.s_[{index}], {argument(args[0])})",
+        f"np.add.at(OUT, np.s_[{index}], {argument(args[0])}){ignore}",
     ]
 
 
