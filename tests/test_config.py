@@ -182,7 +182,7 @@ BAD_CONFIGS = [
         MODULE + 'contexts = [{ name = "c", shape = [], dtype = "int32" }]\n',
         6,
         (
-            "'contexts.0.dtype' is \"int32\" (string), but expected one of "
+            "'contexts[0].dtype' is \"int32\" (string), but expected one of "
             "float64, int64, bool"
         ),
     ),

@@ -213,9 +213,9 @@ REFUSED = [
         "out=",
     ),
     (
-        "traced_mask_write",
-        "def f(x):\n    x[x > 0] = 0.0  # <-\n    return (x * x).sum()",
-        "traced",
+        "traced_mask_write_of_an_array",
+        "def f(x):\n    x[x > 0] = np.ones(x.shape)  # <-\n    return (x * x).sum()",
+        "np.where",
     ),
 ]
 
