@@ -366,6 +366,73 @@ def r_fmod(x):
     return np.fmod(-x - 5.0, b) + np.fmod(x + 5.0, -b)
 
 
+# run-time integer and boolean data: indices and masks computed from x itself
+def r_gather(x):
+    return x[np.arange(3), np.argsort(x, axis=1)[:, 0]] * x[:, [2, 0]].sum(axis=1)
+
+
+def r_scatter_add_dyn(x):
+    out = np.zeros(4)
+    np.add.at(out, np.argsort(x) % 4, x * x)  # repeated positions accumulate
+    return out
+
+
+def r_set_index_dyn(x):
+    out = np.sin(x)
+    out[np.argsort(x)[:3] % 2] = x[:3] ** 2  # repeated positions: the last wins
+    return out
+
+
+def r_to_int64(x):
+    return x * (x * 10.0).astype(int) + (x > 0.5).astype(np.int64) * x
+
+
+def r_to_float64(x):
+    return x * np.argsort(x).astype(float)
+
+
+def r_int_arith(x):
+    idx = np.argsort(x)
+    return x[(idx + 1) % 5] * x[idx * 2 // 2] - x[np.maximum(idx - 1, 0)]
+
+
+def r_argsort(x):
+    return x[np.argsort(x, kind="stable")] * np.arange(1.0, 6.0)
+
+
+def r_argmax(x):
+    return x[np.arange(3), np.argmax(x, axis=1)] ** 2 + x.ravel()[x.argmax()]
+
+
+def r_argmin(x):
+    return x[np.argmin(x, axis=0), np.arange(4)] ** 2 + x.ravel()[x.argmin()]
+
+
+def r_sort(x):
+    return np.sort(x, axis=0) * M + np.sort(x, axis=None)[:4]
+
+
+def r_median(x):
+    return np.median(x, axis=1) + np.median(x) ** 2
+
+
+def r_quantile(x):
+    return np.percentile(x, 30.0, axis=0) + np.quantile(x, [0.25, 0.9]).sum()
+
+
+def r_cum_extreme(x):
+    return np.maximum.accumulate(np.sin(9.0 * x)) + np.minimum.accumulate(x[::-1])
+
+
+def r_masked_reduce(x):
+    mask = x > x.min()
+    return np.sum(x[mask] ** 2) + np.mean(np.exp(x[mask])) * x
+
+
+def r_count_nonzero(x):
+    return x * np.count_nonzero(x > 0.5)
+
+
 # primitive name: (function, input shape)
 ROWS = {
     "sin": (r_sin, (4,)),
@@ -446,6 +513,21 @@ ROWS = {
     "eigvalsh": (r_eigvalsh, (9,)),
     "eigh": (r_eigh, (9,)),
     "pinv": (r_pinv, (12,)),
+    "gather": (r_gather, (3, 4)),
+    "scatter_add_dyn": (r_scatter_add_dyn, (5,)),
+    "set_index_dyn": (r_set_index_dyn, (5,)),
+    "to_int64": (r_to_int64, (4,)),
+    "to_float64": (r_to_float64, (5,)),
+    "int_arith": (r_int_arith, (5,)),
+    "argsort": (r_argsort, (5,)),
+    "argmax": (r_argmax, (3, 4)),
+    "argmin": (r_argmin, (3, 4)),
+    "sort": (r_sort, (3, 4)),
+    "median": (r_median, (3, 4)),
+    "quantile": (r_quantile, (3, 4)),
+    "cum_extreme": (r_cum_extreme, (6,)),
+    "masked_reduce": (r_masked_reduce, (6,)),
+    "count_nonzero": (r_count_nonzero, (6,)),
 }
 
 

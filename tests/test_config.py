@@ -172,7 +172,19 @@ BAD_CONFIGS = [
         "context-dtype",
         MODULE + 'contexts = [{ name = "c", shape = [], dtype = "int64" }]\n',
         6,
-        "only float64 is supported in this version",
+        (
+            "run-time integer or boolean data (indices, masks) cannot be lowered to "
+            'scalar code; use backend = "trace"'
+        ),
+    ),
+    (
+        "context-dtype-unknown",
+        MODULE + 'contexts = [{ name = "c", shape = [], dtype = "int32" }]\n',
+        6,
+        (
+            "'contexts[0].dtype' is \"int32\" (string), but expected one of "
+            "float64, int64, bool"
+        ),
     ),
     (
         "sparse-without-matrix-operator",

@@ -33,6 +33,7 @@ PATTERNS = [
     (cases.decompositions, (9,)),
     (cases.integer_index_array, (3,)),
     (cases.control_flow, (3,)),
+    (cases.runtime_data, (5,)),
 ]
 
 
@@ -74,7 +75,7 @@ def _line_of(fn, needle: str) -> int:
     [
         (cases.branch_on_value, "if x > i", "returns from inside a loop"),
         (cases.math_on_value, "math.erf", "math.erf"),
-        (cases.unsupported, "np.sort", "np.sort is not supported"),
+        (cases.unsupported, "np.unique", "np.unique is not supported"),
     ],
 )
 def test_errors_name_the_users_file_and_line(fn, needle: str, message: str) -> None:

@@ -126,7 +126,7 @@ def math_on_value(x):
 
 
 def unsupported(x):
-    return np.sort(x)
+    return np.unique(x)
 
 
 def rounding_and_modulo(x):
@@ -195,3 +195,15 @@ def decompositions(x):
 def integer_index_array(x):
     idx = np.array([0, 2])
     return x[idx] * 2.0
+
+
+def runtime_data(x):
+    """Indices, masks and orders computed from x at run time."""
+    order = np.argsort(x, kind="stable")
+    out = np.zeros(4)
+    np.add.at(out, order[:4] % 4, x[:4])
+    out[(order[:3] + 1) % 4] = np.sort(x)[:3]
+    mask = x > np.median(x)
+    picked = x[np.argmax(x)] * x[np.argmin(x)] + np.quantile(x, 0.3)
+    total = np.sum(x[mask] ** 2) + np.count_nonzero(mask) * x.astype(int).astype(float)
+    return out.sum() + picked + total + np.maximum.accumulate(x)

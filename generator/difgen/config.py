@@ -37,6 +37,11 @@ BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
 EMITS = ("auto", "scalar", "vector")
 DTYPES = ("float64",)
+"""The dtypes of the differentiated input."""
+CONTEXT_DTYPES = ("float64", "int64", "bool")
+"""The dtypes of contexts: integer and boolean data (labels, edge lists, masks) is
+not differentiated, and is known only at run time (the trace backend indexes with it
+in the generated code)."""
 
 CONFIG_NAME = "difgen.toml"
 PYPROJECT_NAME = "pyproject.toml"
@@ -520,6 +525,7 @@ class _Reader:
                 at + ("timeout",),
                 f"'timeout' must be a positive number of seconds; got {_show(timeout)}",
             )
+        backend = self.choice(table, at + ("backend",), BACKENDS, "sympy")
         contexts = self.contexts(table, at + ("contexts",))
         for index, context in enumerate(contexts):
             if context.per_point and not points:
@@ -528,10 +534,24 @@ class _Reader:
                     f"context '{context.name}' has per_point = true, which applies "
                     "to the points variants only; add points = true to the module",
                 )
+            if context.per_point and context.dtype != "float64":
+                raise self.error(
+                    at + ("contexts", index, "per_point"),
+                    f"context '{context.name}' has dtype {context.dtype}: per-point "
+                    "contexts are float64 only; share it between points (drop "
+                    "per_point) or pass it as float64",
+                )
+            if context.dtype != "float64" and backend == "sympy":
+                raise self.error(
+                    at + ("contexts", index, "dtype"),
+                    f"context '{context.name}' has dtype {context.dtype}: run-time "
+                    "integer or boolean data (indices, masks) cannot be lowered to "
+                    'scalar code; use backend = "trace"',
+                )
         return ModuleSpec(
             name=name,
             function=function,
-            backend=self.choice(table, at + ("backend",), BACKENDS, "sympy"),
+            backend=backend,
             mode=self.choice(table, at + ("mode",), MODES, "auto"),
             operators=operators,
             input=array,
@@ -582,7 +602,11 @@ class _Reader:
         return ArraySpec(shape=shape, dtype=dtype)
 
     def shape_and_dtype(
-        self, value: dict[str, Any], key: Key, allowed: tuple[str, ...]
+        self,
+        value: dict[str, Any],
+        key: Key,
+        allowed: tuple[str, ...],
+        dtypes: tuple[str, ...] = DTYPES,
     ) -> tuple[tuple[int, ...], str]:
         """Check a table holding ``shape`` and ``dtype`` (and maybe ``name``)."""
         label = _dotted(key[2:])
@@ -604,11 +628,14 @@ class _Reader:
                 f"difgen's limit of {MAX_ELEMENTS:,} (1 GiB of float64) per array",
             )
         dtype = value.get("dtype", "float64")
-        if dtype not in DTYPES:
+        if dtype not in dtypes:
+            what = (
+                "only float64 is supported in this version"
+                if dtypes == DTYPES
+                else f"expected one of {', '.join(dtypes)}"
+            )
             raise self.error(
-                key + ("dtype",),
-                f"'{label}.dtype' is {_show(dtype)}, but only float64 is supported "
-                "in this version",
+                key + ("dtype",), f"'{label}.dtype' is {_show(dtype)}, but {what}"
             )
         return tuple(shape), dtype
 
@@ -632,7 +659,9 @@ class _Reader:
             name = self.get(context, at + ("name",), str, "a string")
             if any(other.name == name for other in specs):
                 raise self.error(at + ("name",), f"duplicate context name '{name}'")
-            shape, dtype = self.shape_and_dtype(context, at, _CONTEXT_KEYS)
+            shape, dtype = self.shape_and_dtype(
+                context, at, _CONTEXT_KEYS, CONTEXT_DTYPES
+            )
             per_point = False
             if "per_point" in context:
                 per_point = self.get(

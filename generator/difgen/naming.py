@@ -58,7 +58,19 @@ AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
 POINTS_LAYOUT = "_points_layout"
-HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT, AS_POINTS, POINTS_LAYOUT)
+AS_INTS = "_as_ints"
+AS_BOOLS = "_as_bools"
+HELPERS = (
+    F64,
+    NDARRAY,
+    AS_ARRAY,
+    AS_SCALAR,
+    CHECK_OUT,
+    AS_POINTS,
+    POINTS_LAYOUT,
+    AS_INTS,
+    AS_BOOLS,
+)
 FLOAT_HELPERS = floats.NAMES
 """NumPy-semantics helpers of scalar code (:mod:`difgen.floats`)."""
 """Module-level helpers that check the arguments of every generated operator."""
@@ -220,7 +232,8 @@ def check_module(text: str) -> None:
             if isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Name)
-            and node.value.func.id in (AS_ARRAY, AS_SCALAR, AS_POINTS, POINTS_LAYOUT)
+            and node.value.func.id
+            in (AS_ARRAY, AS_SCALAR, AS_POINTS, POINTS_LAYOUT, AS_INTS, AS_BOOLS)
         }
         assigned = {
             node.id

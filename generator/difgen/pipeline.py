@@ -22,6 +22,7 @@ from difgen.frontend import trace
 from difgen.frontend.tracing import definition
 from difgen.hashing import source_hash
 from difgen.passes import fingerprint
+from difgen.primitives import runtime as runtime_rows
 
 
 def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
@@ -105,6 +106,16 @@ def _backend_parts(spec: ModuleSpec, graph: Graph) -> tuple[ModuleParts, Constan
     pool of module constants it filled (``parts.constants`` is its list)."""
     pool = Constants()
     if spec.backend == "sympy":
+        runtime = sorted(
+            {e.primitive.name for e in graph.eqns} & runtime_rows.RUNTIME_PRIMITIVES
+        )
+        if runtime:
+            raise ConfigError(
+                spec.config_path,
+                spec.line_of("backend"),
+                f"the function uses {', '.join(runtime)}: "
+                + runtime_rows.RUNTIME_INDEX,
+            )
         try:
             return sympy_backend.build(spec, graph, pool), pool
         except sympy_backend.ExpressionTooLarge as exc:

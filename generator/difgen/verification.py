@@ -274,6 +274,17 @@ def error(generated: Any, reference: Any) -> float:
     return diff / scale
 
 
+def _context(shape: Shape, dtype: str, rng: np.random.Generator) -> Array:
+    """A random context: floats in [-1, 1], random booleans, and zeros for integers
+    (they are mostly indices, and 0 is the one index valid for every non-empty
+    axis)."""
+    if dtype == "bool":
+        return rng.random(tuple(shape)) < 0.5
+    if dtype == "int64":
+        return np.zeros(tuple(shape), dtype=np.int64)
+    return rng.uniform(-1.0, 1.0, tuple(shape))
+
+
 class _Point:
     """One random point: the arguments, and references computed from the graph."""
 
@@ -284,7 +295,7 @@ class _Point:
         self.xs: Shape = tuple(spec.input.shape)
         self.ys: Shape = tuple(graph.outputs[0].shape)
         self.x = rng.uniform(-1.0, 1.0, self.xs)
-        self.contexts = [rng.uniform(-1.0, 1.0, tuple(c.shape)) for c in spec.contexts]
+        self.contexts = [_context(c.shape, c.dtype, rng) for c in spec.contexts]
         self.directions = _directions(self.xs, rng)
         self._along: list[Array] | None = None
 

@@ -96,7 +96,11 @@ RAISES = [
         "math.erf",
     ),
     ("tolist", "def f(x):\n    return x.tolist()  # <-", "tolist"),
-    ("unsupported_function", "def f(x):\n    return np.sort(x)[0]  # <-", "np.sort"),
+    (
+        "unsupported_function",
+        "def f(x):\n    return np.unique(x)[0]  # <-",
+        "np.unique",
+    ),
     ("generator_exit", "def f(x):\n    raise GeneratorExit  # <-", "GeneratorExit"),
     (
         "custom_base_exception",

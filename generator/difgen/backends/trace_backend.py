@@ -314,7 +314,7 @@ class Derivatives:
         spec, k = self.spec, self.spec.batch
         avals = [(self.xs, "float64")]
         avals += [(seed_shape(s, self.xs, self.ys, k), "float64") for s in op.seeds]
-        avals += [(tuple(c.shape), "float64") for c in spec.contexts]
+        avals += [(tuple(c.shape), c.dtype) for c in spec.contexts]
         nseeds = len(op.seeds)
 
         def fn(x: Any, *rest: Any) -> tuple[Any, ...]:
@@ -354,6 +354,12 @@ def _scalar_function(
     SymPy's simplifications hold for finite values only and would change NumPy's
     NaN or inf. Derivative results take the simpler of SymPy's forms.
     """
+    data = [c.name for c in spec.contexts if c.dtype != "float64"]
+    if data:  # scalar code unpacks arguments into floats
+        raise NotImplementedError(
+            f"int64 and bool contexts ({', '.join(data)}) are checked and used as "
+            "arrays of their dtype, which only vector code does"
+        )
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
     arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
     args = [arrays[n] for n in names]

@@ -172,8 +172,7 @@ def evaluate(graph: Graph, args: Sequence[Any]) -> tuple[np.ndarray, ...]:
         raise ValueError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
     env: dict[Var, Any] = {}
     for var, arg in zip(graph.inputs, args):
-        dtype = np.bool_ if var.dtype == "bool" else np.float64
-        env[var] = np.asarray(arg, dtype=dtype).reshape(var.shape)
+        env[var] = np.asarray(arg, dtype=var.dtype).reshape(var.shape)
 
     def read(atom: Atom) -> Any:
         return atom.value if isinstance(atom, Lit) else env[atom]

@@ -152,6 +152,10 @@ def broadcasting(name: str, dtype: str) -> Callable[..., Aval]:
     reported at the user's line when the shapes do not broadcast."""
 
     def rule(*avals: Aval) -> Aval:
+        if dtype == "float64" and any(d == "int64" for _, d in avals):
+            # a float64 row would record NumPy's int64 result as float64: the
+            # frontend converts run-time ints first, so this is a path it missed
+            raise TypeError(f"{name} of run-time int64 values is not supported")
         try:
             shape = tuple(np.broadcast_shapes(*(s for s, _ in avals)))
         except ValueError:

@@ -326,10 +326,15 @@ def _no_frontend(*args: Any) -> Any:
 
 
 class _Dispatch:
-    """The frontend's two handlers (see :func:`use_numpy_dispatch`)."""
+    """The frontend's handlers (see :func:`use_numpy_dispatch` and
+    :func:`use_runtime_dispatch`)."""
 
     ufunc: UfuncHandler = _no_frontend
     function: FunctionHandler = _no_frontend
+    getitem: Callable[[Tracer, Any], Any] = _no_frontend
+    setitem: Callable[[Tracer, Any, Any], None] = _no_frontend
+    integer: Callable[[str, Any, Any], Any] = _no_frontend
+    astype: Callable[[Tracer, Any], Any] = _no_frontend
 
 
 def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
@@ -338,10 +343,50 @@ def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
     _Dispatch.function = staticmethod(function)
 
 
+def use_runtime_dispatch(
+    getitem: Callable[[Tracer, Any], Any],
+    setitem: Callable[[Tracer, Any, Any], None],
+    integer: Callable[[str, Any, Any], Any],
+    astype: Callable[[Tracer, Any], Any],
+) -> None:
+    """Route what touches run-time integer or boolean data to a frontend: indexing
+    with a traced index or mask, arithmetic with a traced int64 operand, and dtype
+    conversions."""
+    _Dispatch.getitem = staticmethod(getitem)
+    _Dispatch.setitem = staticmethod(setitem)
+    _Dispatch.integer = staticmethod(integer)
+    _Dispatch.astype = staticmethod(astype)
+
+
+def is_runtime(value: Any) -> bool:
+    """Whether ``value`` is a traced (not constant) array."""
+    return isinstance(value, Tracer) and isinstance(value.atom, Var)
+
+
+def is_runtime_int(value: Any) -> bool:
+    """Whether ``value`` is a traced int64 array (an index or count known at run
+    time)."""
+    return is_runtime(value) and value.dtype == np.int64
+
+
+def has_runtime_index(index: Any) -> bool:
+    """Whether an index holds a traced item (an index array or a mask)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return any(is_runtime(item) for item in items)
+
+
 # ------------------------------------------------------------------ tracers
 def _binop(name: str, reverse: bool = False) -> Callable[[Tracer, Any], Any]:
     def method(self: Tracer, other: Any) -> Any:
-        prim = PRIMITIVES[name]
+        if is_runtime_int(self) or is_runtime_int(other):
+            a, b = (other, self) if reverse else (self, other)
+            return _Dispatch.integer(name, a, b)
+        prim = PRIMITIVES.get(name)
+        if prim is None:  # // of floats
+            raise TraceError(
+                f"{user_location()}: the operator {name} of traced float values is "
+                "not supported"
+            )
         return bind(prim, other, self) if reverse else bind(prim, self, other)
 
     return method
@@ -580,6 +625,8 @@ class Tracer:
     __ge__ = _binop("ge")
     __eq__ = _binop("eq")
     __ne__ = _binop("ne")
+    __floordiv__ = _binop("floordiv")
+    __rfloordiv__ = _binop("floordiv", reverse=True)
     __and__ = _binop("logical_and")
     __rand__ = _binop("logical_and", reverse=True)
     __or__ = _binop("logical_or")
@@ -596,24 +643,34 @@ class Tracer:
         return xp.matmul(other, self)
 
     def __neg__(self) -> Any:
+        if is_runtime_int(self):
+            return _Dispatch.integer("sub", 0, self)
         return bind_name("neg", self)
 
     def __pos__(self) -> Any:
         return self
 
     def __abs__(self) -> Any:
+        if is_runtime_int(self):
+            return _Dispatch.integer("maximum", self, -self)
         return bind_name("abs", self)
 
     __bool__ = _bool
     __float__ = _branch_error("float() (or storing into a non-traced array)", float)
     __int__ = _branch_error("int() (or storing into an integer array)", int)
-    __index__ = _branch_error("use as an index", operator.index)
+    __index__ = _branch_error(
+        "use as an index (of an array difgen does not trace? np.take(table, index, "
+        "axis=0) indexes a constant table at run time)",
+        operator.index,
+    )
     __complex__ = _branch_error("complex()", complex)
     item = _branch_error(".item()", lambda value, *args: value.item(*args))
     tolist = _branch_error(".tolist()", lambda value: value.tolist())
 
     # -- indexing
     def __getitem__(self, index: Any) -> Any:
+        if has_runtime_index(index):
+            return _Dispatch.getitem(self, index)
         static = _static_index(index)
         frozen = freeze_index(static, self.shape)
         result = bind_name("getitem", self, index=frozen)
@@ -624,6 +681,9 @@ class Tracer:
         return result
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        if has_runtime_index(index):
+            _Dispatch.setitem(self, index, value)
+            return
         frozen = freeze_index(_static_index(index), self.shape)
         self.write(bind_name("set_index", self, value, index=frozen))
 
@@ -676,11 +736,7 @@ class Tracer:
 
     def astype(self, dtype: Any, *args: Any, copy: bool = True, **kwargs: Any) -> Any:
         if np.dtype(dtype) != self.dtype:
-            raise TraceError(
-                f"{user_location()}: .astype({np.dtype(dtype)}) of a traced "
-                f"{self.dtype} value would change its values (NumPy casts, rounding "
-                "toward zero for integers); difgen differentiates float64 values only"
-            )
+            return _Dispatch.astype(self, dtype)
         return self.copy() if copy else self
 
     def transpose(self, *axes: Any) -> Any:
@@ -787,8 +843,8 @@ class Tracer:
         """Every element set to ``value``, in place (through a view into its base)."""
         self.write(xp.broadcast_to(value, self.shape) * 1.0)
 
-    # Permutations and indices: NumPy's function of the same name decides (it is
-    # refused, naming the line, where the frontend does not support it).
+    # Permutations and indices: NumPy's function of the same name decides
+    # (frontend/runtime.py; refused, naming the line, where it is not supported).
     def argmax(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
         return xp.argmax(self, axis=axis, out=out, **kw)
 

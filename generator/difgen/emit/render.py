@@ -20,7 +20,11 @@ import jinja2
 
 from difgen import floats, naming
 from difgen.config import Config, ModuleSpec
-from difgen.emit.signatures import argument_checks, points_argument_checks
+from difgen.emit.signatures import (
+    argument_checks,
+    data_helpers,
+    points_argument_checks,
+)
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
@@ -138,7 +142,11 @@ def _imports(source: str) -> list[str]:
     return lines
 
 
-def _shape_desc(shape: Sequence[int]) -> str:
+def _shape_desc(shape: Sequence[int], dtype: str = "float64") -> str:
+    if dtype != "float64":  # run-time integer or boolean data
+        return (
+            f"{dtype} scalar" if not shape else f"{dtype} array of shape {tuple(shape)}"
+        )
     return "scalar (float)" if not shape else f"array of shape {tuple(shape)}"
 
 
@@ -166,7 +174,9 @@ def render_module(
     body_text = "\n".join(
         "\n".join((f.signature, f.returns, *f.body)) for f in functions
     ) + "\n".join([v for _, v in parts.constants] + parts.setup)
-    contexts = ", ".join(f"{c.name} {_shape_desc(c.shape)}" for c in spec.contexts)
+    contexts = ", ".join(
+        f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
+    )
     text = (
         _environment()
         .get_template("module.py.j2")
@@ -192,7 +202,7 @@ def render_module(
             functions=functions,
             helpers=naming,
             points=any(f.points_of is not None for f in functions),
-            float_helpers=floats.definitions(body_text),
+            float_helpers=floats.definitions(body_text) + data_helpers(spec),
         )
     )
     text = black.format_str(text, mode=black.Mode(line_length=88))

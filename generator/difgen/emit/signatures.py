@@ -34,12 +34,28 @@ def annotation(shape: Shape) -> str:
     return "float" if shape == () else "NDArray[np.float64]"
 
 
+_DATA = {"int64": ("int", "np.int64"), "bool": ("bool", "np.bool_")}
+"""Context dtypes other than float64: (Python scalar type, NumPy scalar type)."""
+
+
+def context_annotation(shape: Shape, dtype: str) -> str:
+    """Float contexts as :func:`annotation`; integer and boolean contexts are arrays
+    of their dtype (a 0-d one may be passed as a Python int or bool)."""
+    if dtype not in _DATA:
+        return annotation(shape)
+    scalar, numpy_type = _DATA[dtype]
+    array = f"NDArray[{numpy_type}]"
+    return f"{scalar} | {array}" if shape == () else array
+
+
 def signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
     """(parameter list, return annotation) of the emitted function."""
     xs, batch = spec.input.shape, spec.batch
     params = [f"{naming.INPUT}: {annotation(xs)}"]
     params += [f"{s}: {annotation(seed_shape(s, xs, ys, batch))}" for s in op.seeds]
-    params += [f"{c.name}: {annotation(c.shape)}" for c in spec.contexts]
+    params += [
+        f"{c.name}: {context_annotation(c.shape, c.dtype)}" for c in spec.contexts
+    ]
     shapes = [result_shape(k, xs, ys, batch) for k in op.results]
     sparse = is_sparse(op.results[-1], spec)
     if op.takes_out and shapes[-1] != () and not sparse:
@@ -85,16 +101,19 @@ def argument_checks(
     arguments = [(naming.INPUT, xs)]
     arguments += [(s, tuple(seed_shape(s, xs, ys, batch))) for s in op.seeds]
     arguments += [(c.name, tuple(c.shape)) for c in spec.contexts]
+    dtypes = {c.name: c.dtype for c in spec.contexts}
     lines = []
     for name, shape in arguments:
         if name in skip:  # the body checks it (see Function.checked)
             continue
-        lines += _exact_check(name, shape)
+        lines += _exact_check(name, shape, dtypes.get(name, "float64"))
     return lines
 
 
-def _exact_check(name: str, shape: Shape) -> list[str]:
-    """Check and convert one argument of a hard-coded shape."""
+def _exact_check(name: str, shape: Shape, dtype: str = "float64") -> list[str]:
+    """Check and convert one argument of a hard-coded shape (and dtype)."""
+    if dtype != "float64":
+        return data_check(name, shape, dtype)
     if shape == ():
         return [
             f"if not isinstance({name}, float):",
@@ -136,7 +155,11 @@ def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, st
     params += [f"{s}: NDArray[np.float64]" for s in op.seeds]
     params += [
         f"{c.name}: "
-        + ("NDArray[np.float64]" if c.per_point else annotation(tuple(c.shape)))
+        + (
+            "NDArray[np.float64]"
+            if c.per_point
+            else context_annotation(tuple(c.shape), c.dtype)
+        )
         for c in spec.contexts
     ]
     results = ["NDArray[np.float64]"] * len(op.results)
@@ -194,8 +217,9 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
                 f"{naming.NPOINTS})"
             ),
         ]
+    dtypes = {c.name: c.dtype for c in spec.contexts}
     for name, shape in shared:
-        lines += _exact_check(name, shape)
+        lines += _exact_check(name, shape, dtypes[name])
     return lines + _layout(per_point)
 
 
@@ -211,3 +235,56 @@ def _layout(per_point: list[tuple[str, Shape]]) -> list[str]:
     lines = [f"if {naming.NPOINTS} > {size}:"]
     lines += [f"    {name} = {naming.POINTS_LAYOUT}({name})" for name, _ in arrays]
     return lines
+
+
+def data_check(name: str, shape: Shape, dtype: str) -> list[str]:
+    """The check of an int64 or bool context: exactly that dtype on the fast path;
+    otherwise the module's helper converts other integer (or boolean) arrays and
+    refuses floats with a TypeError, since rounding an index would be a guess."""
+    numpy_type = _DATA[dtype][1]
+    helper = naming.AS_INTS if dtype == "int64" else naming.AS_BOOLS
+    return [
+        (
+            f"if type({name}) is not {naming.NDARRAY} or {name}.shape != "
+            f"{shape!r} or {name}.dtype.type is not {numpy_type}:"
+        ),
+        f"    {name} = {helper}({name!r}, {name}, {shape!r})",
+    ]
+
+
+def data_helpers(spec: ModuleSpec) -> list[str]:
+    """Sources of the argument-check helpers of int64 and bool contexts, only in
+    modules that have such contexts (so every other module's text is unchanged)."""
+    dtypes = {c.dtype for c in spec.contexts}
+    sources = []
+    if "int64" in dtypes:
+        sources.append(_AS_INTS.replace("AS_INTS", naming.AS_INTS))
+    if "bool" in dtypes:
+        sources.append(_AS_BOOLS.replace("AS_BOOLS", naming.AS_BOOLS))
+    return sources
+
+
+_AS_INTS = '''def AS_INTS(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.int64]:
+    """``value`` as an int64 array of ``shape``; TypeError or ValueError naming it.
+
+    Floats are refused, not rounded: an index that is not an integer is a mistake.
+    """
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu" or not np.can_cast(array.dtype, np.int64):
+        raise TypeError(f"{name}: expected int64 values, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array.astype(np.int64, copy=False)'''
+
+_AS_BOOLS = '''def AS_BOOLS(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.bool_]:
+    """``value`` as a bool array of ``shape``; TypeError or ValueError naming it.
+
+    Numbers are refused: NumPy indexes with a bool array as a mask, with an integer
+    array as positions, so converting one into the other would change the meaning.
+    """
+    array = np.asarray(value)
+    if array.dtype != np.bool_:
+        raise TypeError(f"{name}: expected bool values, got {array.dtype} values")
+    if array.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
+    return array'''

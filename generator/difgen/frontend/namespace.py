@@ -124,6 +124,14 @@ _REPLACEMENTS = {id(getattr(np, name)): fn for name, fn in OVERRIDES.items()}
 _REPLACEMENTS.update(MATH_REPLACEMENTS)
 
 
+def add_override(name: str, fn: Callable[..., Any]) -> None:
+    """Replace ``np.<name>`` while tracing, for a NumPy function that does not
+    dispatch on the argument that may be traced (``np.take``'s indices)."""
+    OVERRIDES[name] = fn
+    setattr(TRACING_NUMPY, name, fn)
+    _REPLACEMENTS[id(getattr(np, name))] = fn
+
+
 def _user_globals(fn: Callable[..., Any]) -> list[dict[str, Any]]:
     """Globals of ``fn`` and of the user functions it can reach by name."""
     seen: dict[int, dict[str, Any]] = {}

@@ -8,6 +8,7 @@ from difgen.primitives import (  # noqa: F401
     indexing,
     linalg,
     reductions,
+    runtime,
     structural,
 )
 
