@@ -35,7 +35,7 @@ from difgen.toml_lines import Key, Locator
 
 BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
-EMITS = ("auto", "scalar", "vector")
+EMITS = ("auto", "scalar", "vector", "c")
 DTYPES = ("float64",)
 
 CONFIG_NAME = "difgen.toml"

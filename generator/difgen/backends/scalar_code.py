@@ -335,19 +335,44 @@ def _literal(exprs: np.ndarray) -> str:
     return "[" + ", ".join(_literal(exprs[i, ...]) for i in range(len(exprs))) + "]"
 
 
-def emit_operator(
-    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: ScalarCode
-) -> Function:
-    """One operator as a :class:`Function` of straight-line scalar code."""
+Reduced = tuple[list[tuple[sp.Symbol, Any]], list[Any]]
+"""Temporaries ``(t_i, expression)`` in order, and the results in terms of them."""
+
+
+def reduce(code: ScalarCode) -> Reduced:
+    """One ``cse`` over every result of an operator, in a fixed order.
+
+    Python and C code print the same reduction (:mod:`difgen.backends.c_code`), so
+    both compute the same operations in the same order.
+    """
     flat = [e for r in code.results for e in r.ravel()]
     temps, reduced = sp.cse(
         flat, symbols=sp.numbered_symbols(naming.TEMP_PREFIX), order="canonical"
     )
+    return list(temps), list(reduced)
+
+
+def used_symbols(reduction: Reduced) -> set[sp.Symbol]:
+    """The symbols (arguments' elements and temporaries) a reduction reads."""
+    temps, reduced = reduction
     used: set[sp.Symbol] = set()
     for _, e in temps:
         used |= e.free_symbols
     for e in reduced:
         used |= sp.sympify(e).free_symbols
+    return used
+
+
+def emit_operator(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    code: ScalarCode,
+    reduction: Reduced | None = None,
+) -> Function:
+    """One operator as a :class:`Function` of straight-line scalar code."""
+    temps, reduced = reduce(code) if reduction is None else reduction
+    used = used_symbols((temps, reduced))
     unpacks = {n: _unpack(n, code.arrays[n], used) for n in code.order}
     body = [line for n in code.order for line in unpacks[n]]
     checked = frozenset(n for n, lines in unpacks.items() if lines[:1] == ["try:"])

@@ -18,6 +18,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import floats, naming
+from difgen.backends import c_code
 from difgen.backends.scalar_code import (
     ScalarCode,
     SparseResult,
@@ -249,7 +250,8 @@ def build(spec: ModuleSpec, graph: Graph) -> ModuleParts:
             results=results,
             constants=constants,
         )
-        functions.append(emit_operator(op, spec, fn.ys, code))
+        emit = c_code.emit_operator if spec.emit == "c" else emit_operator
+        functions.append(emit(op, spec, fn.ys, code))
     return ModuleParts(
         functions=functions,
         output_shape=fn.ys,

@@ -29,7 +29,7 @@ import sympy as sp
 
 from difgen import naming
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
-from difgen.backends import cost_model, vector_code
+from difgen.backends import c_code, cost_model, vector_code
 from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
 from difgen.backends.sympy_backend import lower, simplest_all, symbols
 from difgen.config import ModuleSpec
@@ -372,7 +372,8 @@ def _scalar_function(
         indices, indptr = coloring.csr_indices()
         results[i] = SparseResult(results[i].ravel(), indices, indptr, shape)
     code = ScalarCode(arrays=arrays, order=names, results=results, constants=pool)
-    return emit_operator(op, spec, ys, code), cost
+    emit = c_code.emit_operator if spec.emit == "c" else emit_operator
+    return emit(op, spec, ys, code), cost
 
 
 def _emit(
@@ -384,20 +385,20 @@ def _emit(
     layouts: Layouts,
 ) -> tuple[Function, str]:
     """The operator in the configured emission, or the cheaper by the cost model."""
-    if spec.emit == "scalar" or (
-        spec.emit == "auto" and cost_model.worth_trying_scalar(graph)
-    ):
+    forced = spec.emit in ("scalar", "c")  # C prints the scalar emission's code
+    if forced or (spec.emit == "auto" and cost_model.worth_trying_scalar(graph)):
         try:
             function, cost = _scalar_function(op, spec, ys, graph, pool, layouts)
         except NotImplementedError as exc:
-            if spec.emit == "scalar":
+            if forced:
                 raise ConfigError(
                     spec.config_path,
                     spec.line_of("emit"),
-                    f'emit = "scalar" cannot scalarize {op.name}: {exc}; use "auto"',
+                    f'emit = "{spec.emit}" cannot scalarize {op.name}: {exc}; '
+                    'use "auto"',
                 ) from None
         else:
-            if spec.emit == "scalar" or cost <= cost_model.vector_cost(graph):
+            if forced or cost <= cost_model.vector_cost(graph):
                 return function, "scalar"
     wrap = _csr_wrappers(op, layouts, pool)
     return vector_code.emit_operator(op, spec, ys, graph, pool, wrap), "vector"
