@@ -223,14 +223,27 @@ def build(
             reason = "contents changed" if was else "new file"
         action = Action.WRITTEN if wrote else Action.UNCHANGED
         built.append(BuiltModule(spec.name, path, action, reason, g.seconds, g.stages))
-    stale = [
-        spec.name
-        for spec in specs
-        if compile and spec.emit == "c" and _needs_compiling(cfg, spec)
-    ]
-    compiled = tuple(compiling.compile_modules(cfg.output_dir, stale))
+    compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
     return BuildResult(
         cfg.path, tuple(built), tuple(transaction.removed_leftovers), compiled
+    )
+
+
+def compile_extensions(
+    config: ConfigLike = None, modules: Sequence[str] | None = None
+) -> tuple[compiling.Compiled, ...]:
+    """Compile the extension of each ``emit = "c"`` module (all, or those named)
+    whose extension is missing or older than its C source; the others are left.
+
+    Raises :class:`~difgen.compiling.CompileError` when a C source is missing
+    (build first) or the compiler fails.
+    """
+    cfg = _config(config)
+    specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
+    return tuple(
+        compiling.compile_modules(
+            cfg.output_dir, [s.name for s in specs if _needs_compiling(cfg, s)]
+        )
     )
 
 
@@ -238,6 +251,8 @@ def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
     """Whether the module's extension is missing or older than its C source."""
     source = c_source_path(config, spec)
     target = compiling.extension_path(config.output_dir, spec.name)
+    if not source.is_file():
+        raise compiling.CompileError(f"{source}: no C source; run difgen build first")
     return not target.exists() or target.stat().st_mtime < source.stat().st_mtime
 
 

@@ -42,10 +42,13 @@ class Compiled:
     seconds: float
 
 
+EXTENSION_SUFFIX: str = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+"""This interpreter's extension file suffix (``.cpython-311-x86_64-linux-gnu.so``)."""
+
+
 def extension_path(directory: Path, module: str) -> Path:
     """Where the extension of module ``module`` goes: next to its ``.py``."""
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    return Path(directory, module + C_SUFFIX + suffix)
+    return Path(directory, module + C_SUFFIX + EXTENSION_SUFFIX)
 
 
 def include_dirs() -> list[str]:
