@@ -56,7 +56,8 @@ NDARRAY = "_ND"
 AS_ARRAY = "_as_array"
 AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
-HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT)
+CHECK_CSR_OUT = "_check_csr_out"
+HELPERS = (F64, NDARRAY, AS_ARRAY, AS_SCALAR, CHECK_OUT, CHECK_CSR_OUT)
 FLOAT_HELPERS = floats.NAMES
 """NumPy-semantics helpers of scalar code (:mod:`difgen.floats`)."""
 """Module-level helpers that check the arguments of every generated operator."""

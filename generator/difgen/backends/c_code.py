@@ -51,12 +51,15 @@ from difgen.backends.scalar_code import (
 from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
 from difgen.emit.render import Function
-from difgen.emit.signatures import is_sparse
+from difgen.emit.signatures import is_sparse, sparse_out
 from difgen.errors import ConfigError
 from difgen.operators import Operator, result_shape, seed_shape
 
 SUFFIX = naming.C_SUFFIX
 """The extension module of ``NAME.py`` is ``NAME__c`` (its C file ``NAME__c.c``)."""
+
+ZERO_FILL = 16
+"""A result with more zero entries than this is zeroed by one memset first."""
 
 PREFIX = "dg_"
 """Every name the C code defines itself starts with this (arguments' element
@@ -298,6 +301,34 @@ def _nulls(n: int) -> str:
     return ", ".join(["NULL"] * n)
 
 
+def _csr_out_lines(k: int, kind: str, exprs: list[str], out: str) -> list[str]:
+    """A sparse last result: into ``out.data`` when ``out`` is given (checked by the
+    module's ``_check_csr_out``), else a new CSR array."""
+    res, data = f"{PREFIX}res[{k}]", f"{PREFIX}sdata"
+    return [
+        f"static const npy_intp {PREFIX}rdims_{k}[] = {{{len(exprs)}}};",
+        f"PyObject *{data} = NULL;",
+        f"if ({out} != NULL && {out} != Py_None) {{",
+        f'    {data} = {PREFIX}csr_data({out}, "{kind}.out");',
+        f"    if ({data} == NULL) goto {PREFIX}fail;",
+        "}",
+        f"{res} = {PREFIX}result({data}, 1, {PREFIX}rdims_{k}, &{PREFIX}d);",
+        f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
+        *(f"{PREFIX}d[{i}] = {e};" for i, e in enumerate(exprs)),
+        f"{res} = {PREFIX}into_out({res}, {data}, 1, {PREFIX}rdims_{k});",
+        f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
+        f"if ({data} != NULL) {{",
+        f"    Py_DECREF({res});",
+        f"    Py_DECREF({data});",
+        f"    Py_INCREF({out});",
+        f"    {res} = {out};",
+        "} else {",
+        f'    {res} = {PREFIX}wrap({res}, "{kind}");',
+        f"    if ({res} == NULL) goto {PREFIX}fail;",
+        "}",
+    ]
+
+
 def _result_lines(
     k: int,
     kind: str,
@@ -308,6 +339,8 @@ def _result_lines(
 ) -> list[str]:
     """Build result ``k`` into ``dg_res[k]`` (a float, an array, or a CSR array)."""
     res = f"{PREFIX}res[{k}]"
+    if sparse and out is not None:
+        return _csr_out_lines(k, kind, exprs, out)
     if sparse or shape != ():
         dims = shape if not sparse else (len(exprs),)
         lines = [f"static const npy_intp {PREFIX}rdims_{k}[] = {_dims(dims)};"]
@@ -317,7 +350,13 @@ def _result_lines(
             else f"{PREFIX}new({len(dims)}, {PREFIX}rdims_{k}, &{PREFIX}d)"
         )
         lines += [f"{res} = {target};", f"if ({res} == NULL) goto {PREFIX}fail;"]
-        lines += [f"{PREFIX}d[{i}] = {e};" for i, e in enumerate(exprs)]
+        zeros = sum(e == "0.0" for e in exprs)
+        if zeros > ZERO_FILL:  # one memset (+0.0 is all zero bits) for many zeros
+            lines.append(f"memset({PREFIX}d, 0, sizeof(double) * {len(exprs)});")
+            exprs_kept = [(i, e) for i, e in enumerate(exprs) if e != "0.0"]
+        else:
+            exprs_kept = list(enumerate(exprs))
+        lines += [f"{PREFIX}d[{i}] = {e};" for i, e in exprs_kept]
         if out is not None:
             lines += [
                 (
@@ -354,7 +393,8 @@ def c_function(
     shapes = [result_shape(k, xs, ys, batch) for k in op.results]
     sparse = [is_sparse(k, spec) for k in op.results]
     takes_out = op.takes_out and shapes[-1] != () and not sparse[-1]
-    names = [a.name for a in args] + ([naming.OUT] if takes_out else [])
+    csr_out = sparse_out(op, spec)
+    names = [a.name for a in args] + ([naming.OUT] if takes_out or csr_out else [])
     nres = len(op.results)
     quoted = ", ".join(f'"{n}"' for n in names)
     body = [
@@ -374,7 +414,7 @@ def c_function(
         body += [line.replace("{argv}", f"{PREFIX}argv[{i}]") for line in lines]
     body += [f"const double {t} = {c_expr(e)};" for t, e in temps]
     it = iter(reduced)
-    out = f"{PREFIX}argv[{len(args)}]" if takes_out else None
+    out = f"{PREFIX}argv[{len(args)}]" if takes_out or csr_out else None
     for k, (kind, r) in enumerate(zip(op.results, code.results)):
         size = r.size if isinstance(r, SparseResult) else int(np.prod(r.shape))
         exprs = [c_expr(next(it)) for _ in range(size)]
@@ -403,7 +443,8 @@ def c_function(
         f"PyObject *{PREFIX}kwnames)\n{{\n"
     )
     source = head + "".join(f"    {line}\n" for line in body) + "}\n"
-    params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if takes_out else names)
+    with_out = takes_out or csr_out
+    params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if with_out else names)
     return CFunction(op.name, source, f"{op.name}({params})\\n--\\n\\n")
 
 
@@ -422,16 +463,16 @@ def emit_operator(
             spec.line_of("emit"),
             f'emit = "c" cannot print {op.name} as C ({exc}); use "scalar"',
         ) from None
-    wrappers = tuple(
-        (
-            kind,
-            csr_format(kind, r.indices, r.indptr, r.shape, code.constants).format(
-                "data"
-            ),
-        )
-        for kind, r in zip(op.results, code.results)
-        if isinstance(r, SparseResult)
-    )
+    wrappers = []
+    for kind, r in zip(op.results, code.results):
+        if not isinstance(r, SparseResult):
+            continue
+        wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
+        wrappers.append((kind, "lambda data: " + wrap.format("data")))
+        if sparse_out(op, spec) and kind == op.results[-1]:
+            indices, indptr = re.findall(r"\(\{\}, (\w+), (\w+)\)", wrap)[0]
+            check = f"{naming.CHECK_CSR_OUT}(out, {indices}, {indptr}, {r.shape!r})"
+            wrappers.append((f"{kind}.out", f"lambda out: {check}"))
     return Function(
         function.name,
         function.signature,
@@ -441,7 +482,7 @@ def emit_operator(
         function.checked,
         native=native.source,
         native_doc=native.doc + function.doc,
-        wrappers=wrappers,
+        wrappers=tuple(wrappers),
     )
 
 
@@ -451,6 +492,7 @@ RUNTIME = r"""
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <math.h>
+#include <string.h>
 
 /* The Python module's own argument checks and result wrappers (bound by _bind). */
 static PyObject *dg_helpers = NULL;
@@ -679,6 +721,19 @@ dg_wrap(PyObject *data, const char *kind)
     PyObject *result = PyObject_CallOneArg(wrap, data);
     Py_DECREF(data);
     return result;
+}
+
+/* The data of a CSR `out` of the operator's pattern, checked by the module's
+   _check_csr_out (a new reference), or NULL with its ValueError. */
+static PyObject *
+dg_csr_data(PyObject *out, const char *key)
+{
+    PyObject *check = dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, key);
+    if (check == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "difgen extension: no check for %s", key);
+        return NULL;
+    }
+    return PyObject_CallOneArg(check, out);
 }
 
 /* A tuple of the results; steals them (clearing the slots) unless it fails. */

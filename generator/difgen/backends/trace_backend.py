@@ -389,7 +389,9 @@ def _emit(
     if forced or (spec.emit == "auto" and cost_model.worth_trying_scalar(graph)):
         try:
             function, cost = _scalar_function(op, spec, ys, graph, pool, layouts)
-        except NotImplementedError as exc:
+        except (NotImplementedError, RecursionError) as exc:
+            if isinstance(exc, RecursionError):  # SymPy recurses once per nesting
+                exc = NotImplementedError("its expressions nest too deeply for SymPy")
             if forced:
                 raise ConfigError(
                     spec.config_path,
