@@ -181,8 +181,11 @@ def all_cases() -> list[Case]:
             difgen=(
                 ("difgen trace (dense, colored)", "brusselator"),
                 ("difgen trace (sparse CSR, colored)", "brusselator_sparse"),
-                ("difgen C (sparse CSR)", "brusselator_sparse_c"),
-                ("difgen C (CSR data in place)", "brusselator_sparse_c:in_place"),
+                ("difgen C (sparse CSR, colored)", "brusselator_sparse_c"),
+                (
+                    "difgen C (CSR data in place, colored)",
+                    "brusselator_sparse_c:in_place",
+                ),
             ),
             extras=(
                 (("hand-written (dense)", P.make_brusselator_jacobian(dense=True)),)
