@@ -99,15 +99,24 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
 
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:
     """The complete text of the generated module for one config entry."""
-    return generate_files(spec, config, fn)[0][1]
+    return _generate(spec, config, fn)[0][1]
 
 
 def generate_files(
     spec: ModuleSpec, config: Config, fn: Callable[..., Any]
 ) -> list[tuple[str, str]]:
     """``(file suffix, text)`` of every file of one config entry: the module
-    (``".py"``), and with ``emit = "c"`` first its C source (``"__c.c"``), whose
+    (``".py"``), and with ``emit = "c"`` also its C source (``"__c.c"``), whose
     ``BODY_HASH`` the module records as ``C_HASH``."""
+    if spec.emit != "c":
+        return [(".py", generate_module(spec, config, fn))]
+    return _generate(spec, config, fn)
+
+
+def _generate(
+    spec: ModuleSpec, config: Config, fn: Callable[..., Any]
+) -> list[tuple[str, str]]:
+    """The stages of one module's build (see :func:`generate_files`)."""
     with stage("trace"):
         graph = trace_spec(spec, fn)
         digest = source_hash(spec, graph)  # of the graph as traced, before any backend
