@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         parser.error(f"no case matches --only {args.only!r}")
     load_before = os.getloadavg()[0]
-    names = list(dict.fromkeys(name for c in cases for _, name in c.difgen))
+    names = list(dict.fromkeys(n.partition(":")[0] for c in cases for _, n in c.difgen))
     print(f"building {len(names)} difgen modules", file=sys.stderr)
     built = peers.build_difgen(names, build=not args.no_build)
 

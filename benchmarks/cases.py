@@ -71,6 +71,7 @@ def all_cases() -> list[Case]:
                 ("difgen sympy", "seed_sympy"),
                 ("difgen trace forward", "seed_trace_forward"),
                 ("difgen trace reverse", "seed_trace_reverse"),
+                ("difgen C", "seed_c"),
             ),
             symbolic=True,
             limit_name="hand-written 81.0*x",
@@ -82,7 +83,10 @@ def all_cases() -> list[Case]:
             P.rosenbrock,
             P.rosenbrock2_gradient,
             x2,
-            difgen=(("difgen sympy", "rosenbrock_n2_sympy"),),
+            difgen=(
+                ("difgen sympy", "rosenbrock_n2_sympy"),
+                ("difgen C", "rosenbrock_n2_c"),
+            ),
             extras=(("hand-written (vectorized)", P.rosenbrock_gradient),)
             + ((("scipy rosen_der", rosen_der),) if scipy_ok else ()),
             symbolic=True,
@@ -95,7 +99,10 @@ def all_cases() -> list[Case]:
             P.rosenbrock,
             P.rosenbrock_gradient,
             x100,
-            difgen=(("difgen trace", "rosenbrock_n100"),),
+            difgen=(
+                ("difgen trace", "rosenbrock_n100"),
+                ("difgen C", "rosenbrock_n100_c"),
+            ),
             extras=(("scipy rosen_der", rosen_der),) if scipy_ok else (),
         ),
         Case(
@@ -105,7 +112,10 @@ def all_cases() -> list[Case]:
             P.rosenbrock,
             P.rosenbrock_hessian,
             x100,
-            difgen=(("difgen trace", "rosenbrock_n100"),),
+            difgen=(
+                ("difgen trace", "rosenbrock_n100"),
+                ("difgen C", "rosenbrock_n100_c"),
+            ),
             extras=(("scipy rosen_hess", rosen_hess),) if scipy_ok else (),
         ),
         Case(
@@ -157,7 +167,7 @@ def all_cases() -> list[Case]:
             P.lorenz_jacobian,
             u,
             contexts=(params,),
-            difgen=(("difgen sympy", "lorenz_sympy"),),
+            difgen=(("difgen sympy", "lorenz_sympy"), ("difgen C", "lorenz_c")),
             symbolic=True,
             limit_name="hand-written (unpacked floats)",
         ),
@@ -171,6 +181,11 @@ def all_cases() -> list[Case]:
             difgen=(
                 ("difgen trace (dense, colored)", "brusselator"),
                 ("difgen trace (sparse CSR, colored)", "brusselator_sparse"),
+                ("difgen C (sparse CSR, colored)", "brusselator_sparse_c"),
+                (
+                    "difgen C (CSR data in place, colored)",
+                    "brusselator_sparse_c:in_place",
+                ),
             ),
             extras=(
                 (("hand-written (dense)", P.make_brusselator_jacobian(dense=True)),)
@@ -192,7 +207,7 @@ def all_cases() -> list[Case]:
             P.logsumexp,
             P.logsumexp_gradient,
             P.make_logsumexp(),
-            difgen=(("difgen trace", "logsumexp"),),
+            difgen=(("difgen trace", "logsumexp"), ("difgen C", "logsumexp_c")),
         ),
         Case(
             "kepler_newton_gradient",

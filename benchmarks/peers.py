@@ -35,7 +35,7 @@ CONFIG = HERE / "difgen.toml"
 GENERATED = HERE / "generated"
 FD_MAX_SIZE = 2000  # beyond this, one FD gradient costs thousands of calls of f
 
-PEERS = ("jax", "torch", "autograd", "sympy", "scipy")
+PEERS = ("jax", "torch", "autograd", "sympy", "scipy", "casadi")
 STATUS: dict[str, str] = {}  # peer -> version, or why it is skipped
 
 
@@ -95,6 +95,7 @@ def build_difgen(names: list[str], build: bool = True) -> dict[str, Built]:
             continue
         if build:
             command = [sys.executable, "-m", "difgen", "build", str(CONFIG)]
+            command.append("--compile")  # emit = "c" modules: build the extension
             start = perf_counter()
             try:
                 proc = subprocess.run(
@@ -119,9 +120,22 @@ def build_difgen(names: list[str], build: bool = True) -> dict[str, Built]:
         except Exception as exc:  # noqa: BLE001  whatever the module raises
             built[name] = Built(None, build_s, "import failed: " + first_line(exc))
             continue
-        built[name] = Built(module, build_s)
+        note = ""
+        if getattr(module, "COMPILED", None) is False:
+            note = "C extension not loaded: " + str(module.C_FALLBACK_REASON)
+        elif build and getattr(module, "COMPILED", None):
+            note = "compile " + _compile_seconds(proc.stdout)
+        built[name] = Built(module, build_s, note)
         print(f"  difgen {name}: built in {build_s or 0:.2f} s", file=sys.stderr)
     return built
+
+
+def _compile_seconds(stdout: str) -> str:
+    """The compile time ``difgen build --compile`` printed (``compiled P (X s)``)."""
+    for line in stdout.splitlines():
+        if line.startswith("compiled "):
+            return line.rsplit("(", 1)[-1].rstrip(")")
+    return "? s (extension up to date)"
 
 
 def _error_line(text: str) -> str:
@@ -145,14 +159,23 @@ def _import_file(path: Path) -> types.ModuleType:
 
 def difgen_tools(case: Case, built: dict[str, Built]) -> list[Tool]:
     tools = []
-    for label, name in case.difgen:
+    for label, entry in case.difgen:
+        name, _, variant = entry.partition(":")
         b = built.get(name, Built(None, None, "not built"))
         fn = getattr(b.module, case.operator, None) if b.module else None
+        if fn is not None and variant == "in_place":
+            fn = _in_place(fn, case)
         note = b.note or ("" if fn else f"module {name} has no {case.operator}")
         tool = Tool(label, "difgen", fn, case.op_args, build_s=b.build_s, note=note)
         tool.status = "ok" if fn else "SKIPPED"
         tools.append(tool)
     return tools
+
+
+def _in_place(fn: Callable[..., Any], case: Case) -> Callable[..., Any]:
+    """A sparse operator filling one CSR array's ``data`` in place (``out=``)."""
+    csr = fn(*case.op_args)
+    return lambda *a: fn(*a, out=csr)
 
 
 # --- JAX ------------------------------------------------------------------------------
@@ -334,6 +357,184 @@ def _floats(contexts: tuple[np.ndarray, ...]) -> list[float]:
     return [value for c in contexts for value in np.ravel(c).tolist()]
 
 
+# --- CasADi ---------------------------------------------------------------------------
+
+CASADI_CFLAGS = ("-O2", "-fPIC", "-shared")
+"""How CasADi's generated C is compiled: the system compiler, optimized, as a
+shared library called through ctypes (CasADi's documented C interface)."""
+
+
+def _casadi_numpy(ca: Any) -> types.SimpleNamespace:
+    """NumPy on object arrays of SX scalars: NumPy keeps the structure (slices,
+    reshape, roll, matmul), CasADi the expressions; ``max`` folds ``fmax``."""
+
+    def fold_max(a):
+        items = list(np.ravel(a))
+        out = items[0]
+        for item in items[1:]:
+            out = ca.fmax(out, item)
+        return out
+
+    return types.SimpleNamespace(
+        **{name: getattr(np, name) for name in ("sum", "mean", "exp", "log", "log1p")},
+        tanh=np.tanh,
+        roll=np.roll,
+        concatenate=np.concatenate,
+        array=lambda obj: np.array(obj, dtype=object),
+        max=fold_max,
+    )
+
+
+def _sx_vector(ca: Any, name: str, value: Any) -> tuple[Any, Any]:
+    """A symbolic input of ``value``'s shape: (the SX column, the object array)."""
+    n = int(np.size(value))
+    sym = ca.SX.sym(name, n)
+    flat = np.empty(n, dtype=object)
+    flat[:] = [sym[i] for i in range(n)]
+    return sym, (flat[0] if np.ndim(value) == 0 else flat.reshape(np.shape(value)))
+
+
+def _casadi_function(case: Case, ca: Any) -> Any:
+    """The case's operator as a CasADi SX Function of (x, [v], *contexts)."""
+    f = rebind(case.fn, _casadi_numpy(ca))
+    x, xo = _sx_vector(ca, "x", case.x)
+    ctx = [_sx_vector(ca, f"c{i}", c) for i, c in enumerate(case.contexts)]
+    y = f(xo, *(o for _, o in ctx))
+    y = ca.vertcat(*np.ravel(np.asarray(y, dtype=object)))
+    inputs = [x]
+    if case.operator in ("derivative", "gradient"):
+        out = ca.gradient(y, x)
+    elif case.operator == "jacobian":
+        out = ca.jacobian(y, x)
+        if np.size(case.x) < 100:
+            out = ca.densify(out)
+    elif case.operator == "hessian":
+        out = ca.densify(ca.hessian(y, x)[0])
+    else:  # hvp
+        v = ca.SX.sym("v", int(np.size(case.x)))
+        out = ca.jtimes(ca.gradient(y, x), x, v)
+        inputs.append(v)
+    inputs += [sym for sym, _ in ctx]
+    return ca.Function("op", inputs, [out])
+
+
+CASADI_MAX_SIZE = 2000
+"""Inputs (x and contexts) above this many numbers are not given to CasADi: its SX
+graphs and generated C grow with every element (the issue saw a 1000x20 logistic
+gradient not finish building in 9 minutes)."""
+
+
+def _result_shape(case: Case, F: Any) -> tuple[int, ...]:
+    if case.operator in ("gradient", "hvp"):
+        return tuple(np.shape(case.x))
+    if case.operator == "derivative":
+        return ()
+    return tuple(F.size_out(0))
+
+
+def casadi_tools(case: Case) -> list[Tool]:
+    ca = load("casadi")
+    if ca is None:
+        return []
+    size = sum(int(np.size(a)) for a in case.op_args)
+    if size > CASADI_MAX_SIZE:
+        note = f"{size} input numbers: not built (SX graphs grow per element)"
+        return [Tool("casadi", "casadi", None, status="SKIPPED", note=note)]
+    start = perf_counter()
+    F = _casadi_function(case, ca)
+    build_s = perf_counter() - start
+    scalar = case.operator == "derivative"
+    sparse_out = not F.sparsity_out(0).is_dense()
+
+    shape = _result_shape(case, F)
+
+    def sx_call(*args):
+        result = F(*(np.ravel(a) if np.ndim(a) > 1 else a for a in args))
+        if scalar:
+            return float(result)
+        return result.sparse() if sparse_out else result.full().reshape(shape)
+
+    tools = [
+        Tool("casadi SX Function", "casadi", sx_call, case.op_args, build_s=build_s)
+    ]
+    tools.append(_casadi_c_tool(case, F, ca, scalar, sparse_out))
+    return tools
+
+
+def _casadi_c_tool(case: Case, F: Any, ca: Any, scalar: bool, sparse_out: bool) -> Tool:
+    """CasADi's generated C, compiled with gcc -O2, called through ctypes with the
+    inputs' own buffers and a preallocated result (sparse: the CSC nonzeros, in
+    place). The build time is code generation plus compilation."""
+    import ctypes
+    import tempfile
+
+    start = perf_counter()
+    directory = Path(tempfile.mkdtemp(prefix="casadi_"))
+    generator = ca.CodeGenerator("op.c", {"with_header": False})
+    generator.add(F)
+    generator.generate(str(directory) + "/")
+    library = directory / "op.so"
+    subprocess.run(
+        ["gcc", *CASADI_CFLAGS, str(directory / "op.c"), "-o", str(library), "-lm"],
+        check=True,
+        capture_output=True,
+    )
+    build_s = perf_counter() - start
+    lib = ctypes.CDLL(str(library))
+    fn = lib.op
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int]
+    args = (ctypes.c_void_p * max(F.sz_arg(), 1))()
+    results = (ctypes.c_void_p * max(F.sz_res(), 1))()
+    iw = (ctypes.c_longlong * max(F.sz_iw(), 1))()
+    w = np.zeros(max(F.sz_w(), 1))
+    out = np.zeros(F.nnz_out(0))
+    results[0] = out.ctypes.data
+    w_ptr, iw_ptr = w.ctypes.data, ctypes.addressof(iw)
+    n_in = len(case.op_args)
+    boxes = [np.zeros(1) for _ in range(n_in)]  # scalar inputs are copied in
+    box_ptrs = [int(b.ctypes.data) for b in boxes]
+    if not sparse_out:
+        view = out.reshape(_result_shape(case, F), order="F")  # column-major
+    known: dict[int, tuple[Any, int]] = {}  # id -> (array kept alive, its pointer)
+
+    def buffer(i: int, a: Any) -> int:
+        """The input's buffer: its elements in C order, as the SX vector has them.
+        An array's address is looked up once per array object (``.ctypes.data``
+        costs microseconds): the most favourable way to call CasADi's C."""
+        if type(a) is float:
+            boxes[i][0] = a
+            return box_ptrs[i]
+        found = known.get(id(a))
+        if found is None or found[0] is not a:
+            found = known[id(a)] = (a, int(a.ctypes.data))
+        return found[1]
+
+    if sparse_out:  # the result's pattern, fixed: CSC nonzeros into `out`
+        sp = F.sparsity_out(0)
+        import scipy.sparse
+
+        template = scipy.sparse.csc_array(
+            (out, np.array(sp.row()), np.array(sp.colind())), shape=sp.shape
+        )
+
+    def call(*a):
+        for i, value in enumerate(a):
+            args[i] = buffer(i, value)
+        fn(args, results, iw_ptr, w_ptr, 0)
+        if scalar:
+            return float(out[0])
+        return template if sparse_out else view
+
+    return Tool(
+        "casadi SX codegen C (gcc -O2, ctypes)",
+        "casadi",
+        call,
+        case.op_args,
+        build_s=build_s,
+    )
+
+
 # --- finite differences ---------------------------------------------------------------
 
 
@@ -372,7 +573,15 @@ def tools_for(case: Case, built: dict[str, Built]) -> list[Tool]:
         family = "scipy" if label.startswith("scipy") else "hand"
         tools.append(Tool(label, family, fn, case.op_args))
     tools += difgen_tools(case, built)
-    for make in (jax_tools, torch_tools, autograd_tools, sympy_tools, fd_tools):
+    makers = (
+        jax_tools,
+        torch_tools,
+        autograd_tools,
+        sympy_tools,
+        casadi_tools,
+        fd_tools,
+    )
+    for make in makers:
         try:
             tools += make(case)
         except Exception as exc:  # noqa: BLE001  a peer that cannot set up: ERROR

@@ -438,6 +438,7 @@ COLORS = {
     "autograd": "#9467bd",
     "sympy": "#8c564b",
     "fd": "#e377c2",
+    "casadi": "#17becf",
 }
 
 

@@ -236,7 +236,7 @@ def test_main_exits_1_when_difgen_did_not_build(
     assert status == 1
     md = (tmp_path / "results.md").read_text(encoding="utf-8")
     assert "**SKIPPED** build failed" in md and "| **FAIL** |" in md
-    assert "0 pass, 6 fail" in md
+    assert "0 pass, 7 fail" in md  # 3 bars, and 4 difgen rows vs the peers
 
 
 # --- item 2: JAX's headline time is native; the conversion is beside it ----------------

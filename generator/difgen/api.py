@@ -31,12 +31,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Union
 
-from difgen import verification
+from difgen import compiling, verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
 from difgen.hashing import source_hash
 from difgen.load import load_function
+from difgen.naming import C_SUFFIX
 from difgen.verification import ModuleVerification
 from difgen.write import State, WriteTransaction, inspect_file
 
@@ -88,6 +89,8 @@ class BuildResult:
     modules: tuple[BuiltModule, ...]
     removed_leftovers: tuple[Path, ...] = ()
     """Temporary files of an interrupted earlier build, removed by this one."""
+    compiled: tuple[compiling.Compiled, ...] = ()
+    """Extensions compiled by ``build(compile=True)`` (emit = "c")."""
 
     @property
     def written(self) -> tuple[BuiltModule, ...]:
@@ -164,6 +167,7 @@ def build(
     timeout: float | None = None,
     jobs: int = 1,
     progress: ProgressCallback | None = None,
+    compile: bool = False,
 ) -> BuildResult:
     """Generate the modules (all, or those named), then write them all or none.
 
@@ -176,9 +180,14 @@ def build(
     :class:`~difgen.budget.Progress` as each module enters each stage (in this
     process and thread, whatever ``jobs`` is).
 
+    ``compile`` then compiles the C source of every ``emit = "c"`` module into
+    its extension, next to the module, unless the extension is newer than the
+    source (:mod:`difgen.compiling`).
+
     Raises :class:`~difgen.errors.DifgenError` (nothing written) on a bad config,
     a function that cannot be loaded or traced, a timeout, or a file difgen did
-    not write in the way.
+    not write in the way; :class:`~difgen.compiling.CompileError` if the compiler
+    fails (the sources are written by then).
     """
     cfg = _config(config)
     specs = select_modules(cfg, modules)
@@ -194,8 +203,20 @@ def build(
     existed = [path.exists() for path, _ in outputs]
     if progress is not None:
         progress(Progress(None, "write", time.perf_counter() - start))
-    transaction = WriteTransaction(outputs)  # refuses foreign files before writing
-    changed = transaction.commit()
+    extra = [  # C sources (emit = "c"): written with the modules, all or none
+        (Path(cfg.output_dir, spec.name + suffix), text)
+        for spec, g in zip(specs, generated)
+        for suffix, text in g.extra
+    ]
+    transaction = WriteTransaction(outputs + extra)  # refuses foreign files first
+    changed_all = transaction.commit()
+    changed = changed_all[: len(outputs)]
+    extra_changed = iter(changed_all[len(outputs) :])
+    for spec, g in zip(specs, generated):
+        for _ in g.extra:  # a changed C source counts as a change of its module
+            if next(extra_changed):
+                index = specs.index(spec)
+                changed[index] = True
     built = []
     for spec, (path, _), g, wrote, was in zip(
         specs, outputs, generated, changed, existed
@@ -207,7 +228,42 @@ def build(
         built.append(
             BuiltModule(spec.name, path, action, reason, g.seconds, g.stages, g.notes)
         )
-    return BuildResult(cfg.path, tuple(built), tuple(transaction.removed_leftovers))
+    compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
+    return BuildResult(
+        cfg.path, tuple(built), tuple(transaction.removed_leftovers), compiled
+    )
+
+
+def compile_extensions(
+    config: ConfigLike = None, modules: Sequence[str] | None = None
+) -> tuple[compiling.Compiled, ...]:
+    """Compile the extension of each ``emit = "c"`` module (all, or those named)
+    whose extension is missing or older than its C source; the others are left.
+
+    Raises :class:`~difgen.compiling.CompileError` when a C source is missing
+    (build first) or the compiler fails.
+    """
+    cfg = _config(config)
+    specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
+    return tuple(
+        compiling.compile_modules(
+            cfg.output_dir, [s.name for s in specs if _needs_compiling(cfg, s)]
+        )
+    )
+
+
+def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
+    """Whether the module's extension is missing or older than its C source."""
+    source = c_source_path(config, spec)
+    target = compiling.extension_path(config.output_dir, spec.name)
+    if not source.is_file():
+        raise compiling.CompileError(f"{source}: no C source; run difgen build first")
+    return not target.exists() or target.stat().st_mtime < source.stat().st_mtime
+
+
+def c_source_path(config: Config, spec: ModuleSpec) -> Path:
+    """Where an ``emit = "c"`` module's C source goes: ``OUTPUT_DIR/NAME__c.c``."""
+    return Path(config.output_dir, f"{spec.name}{C_SUFFIX}.c")
 
 
 def check(
@@ -314,6 +370,8 @@ class _Generated:
     seconds: float
     stages: tuple[tuple[str, float], ...]
     notes: tuple[str, ...] = ()
+    extra: tuple[tuple[str, str], ...] = ()
+    """Other files of the module, ``(suffix, text)``: its C source (emit = "c")."""
 
 
 def _generate(
@@ -330,9 +388,13 @@ def _generate(
     with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
         with stage("load"):
             fn = load_function(spec)
-        text: str = pipeline.generate_module(spec, config, fn)
+        files: list[tuple[str, str]] = pipeline.generate_files(spec, config, fn)
     return _Generated(
-        text, tracker.elapsed, tracker.stage_times(), tuple(tracker.notes)
+        files[0][1],
+        tracker.elapsed,
+        tracker.stage_times(),
+        tuple(tracker.notes),
+        tuple(files[1:]),
     )
 
 
@@ -439,6 +501,10 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
     if found.state is State.LEGACY:
         return result(Status.STALE, "written by an older difgen, without BODY_HASH")
 
+    if spec.emit == "c":
+        problem = _check_c_files(spec, path, found.c_hash)
+        if problem is not None:
+            return ModuleCheck(spec.name, problem[0], problem[1], problem[2])
     try:
         graph = load_pipeline().trace_spec(spec, load_function(spec))
     except DifgenError as exc:  # the config or the function changed beyond building
@@ -446,3 +512,32 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
     if found.source_hash == source_hash(spec, graph):
         return result(Status.UP_TO_DATE)
     return result(Status.STALE, "the function or its config changed")
+
+
+def _check_c_files(
+    spec: ModuleSpec, path: Path, c_hash: str | None
+) -> tuple[Path, Status, str] | None:
+    """What is wrong with an ``emit = "c"`` module's C source or extension, if
+    anything: the source must be intact and be the one the module names
+    (``C_HASH``), and a built extension must have been compiled from it."""
+    source = path.with_name(f"{spec.name}{C_SUFFIX}.c")
+    found = inspect_file(source)
+    if found.state is State.MISSING:
+        return source, Status.MISSING, "the C source is missing"
+    if not found.state.ours:
+        return source, Status.FOREIGN, found.detail
+    if found.state is State.EDITED:
+        return source, Status.EDITED, found.detail
+    if found.state is State.TRUNCATED:
+        return source, Status.TRUNCATED, found.detail
+    if found.body_hash != c_hash:
+        return source, Status.STALE, "the C source is not the one the module names"
+    extension = compiling.extension_path(path.parent, spec.name)
+    if (  # C_HASH is a string constant in the extension's bytes
+        c_hash is not None
+        and extension.exists()
+        and c_hash.encode("ascii") not in extension.read_bytes()
+    ):
+        reason = "the extension was compiled from another C source; run: "
+        return extension, Status.STALE, reason + "difgen build --compile"
+    return None

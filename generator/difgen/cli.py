@@ -90,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
         help="generate modules in N processes (default 1); files are still "
         "written all or nothing, with the same bytes",
     )
+    build.add_argument(
+        "--compile",
+        action="store_true",
+        help='compile the C source of every emit = "c" module into its extension '
+        "(needs a C compiler and the Python and NumPy headers)",
+    )
     _verbosity(build)
     build.set_defaults(run=_build)
 
@@ -206,7 +212,12 @@ def _build(args: argparse.Namespace) -> int:
     reporter = None if args.quiet else Reporter(sys.stderr, total, args.verbose)
     with reporter or contextlib.nullcontext():
         result = build(
-            config, args.module, timeout=args.timeout, jobs=args.jobs, progress=reporter
+            config,
+            args.module,
+            timeout=args.timeout,
+            jobs=args.jobs,
+            progress=reporter,
+            compile=args.compile,
         )
     if args.quiet:
         return 0
@@ -215,6 +226,8 @@ def _build(args: argparse.Namespace) -> int:
     for module in result.modules:
         verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
         print(f"{verb} {_display(module.path)}")
+    for compiled in result.compiled:
+        print(f"compiled {_display(compiled.path)} ({compiled.seconds:.2f} s)")
     return 0
 
 
@@ -259,6 +272,8 @@ def _verify(args: argparse.Namespace) -> int:
         stale = " (stale: the function changed since it was built)"
         if not (args.quiet and module.passed):
             print(where + (stale if module.stale else ""))
+            if module.emission:
+                print(f"  {module.emission}")
         labels = [
             op.operator + (f" [{op.worst.kind}]" if len(op.results) > 1 else "")
             for op in module.operators

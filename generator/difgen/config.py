@@ -35,7 +35,7 @@ from difgen.toml_lines import Key, Locator
 
 BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
-EMITS = ("auto", "scalar", "vector")
+EMITS = ("auto", "scalar", "vector", "c")
 DTYPES = ("float64",)
 """The dtypes of the differentiated input."""
 CONTEXT_DTYPES = ("float64", "int64", "bool")
@@ -516,6 +516,13 @@ class _Reader:
                     "points = true cannot be combined with sparse = true: a CSR "
                     "result has no leading axis of points; build the sparse "
                     "operators in a module of their own",
+                )
+            if points and table.get("emit") == "c":
+                raise self.error(
+                    at + ("points",),
+                    'points = true cannot be combined with emit = "c" yet: the '
+                    "points variants are vectorized NumPy code, and the C target "
+                    "has no loop over points; build them in a module of their own",
                 )
         timeout = table.get("timeout")
         if timeout is not None and (

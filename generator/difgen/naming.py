@@ -46,6 +46,10 @@ TEMP_PREFIX = "t"
 CONST_PREFIX = "C"
 HOISTED_PREFIX = "K"
 FLAT_SUFFIX = "_flat"
+C_SUFFIX = "__c"
+"""``emit = "c"``: the extension of module NAME is NAME__c (source NAME__c.c)."""
+C_END_MARKER = "/* end of the difgen C module */"
+"""The last line of a generated C source: one without it was cut short."""
 MODULES = ("np", "math", "sp")
 """Modules the generated code imports, by the names it imports them as."""
 
@@ -60,6 +64,7 @@ AS_POINTS = "_as_points"
 POINTS_LAYOUT = "_points_layout"
 AS_INTS = "_as_ints"
 AS_BOOLS = "_as_bools"
+CHECK_CSR_OUT = "_check_csr_out"
 HELPERS = (
     F64,
     NDARRAY,
@@ -70,6 +75,7 @@ HELPERS = (
     POINTS_LAYOUT,
     AS_INTS,
     AS_BOOLS,
+    CHECK_CSR_OUT,
 )
 FLOAT_HELPERS = floats.NAMES
 """NumPy-semantics helpers of scalar code (:mod:`difgen.floats`)."""
@@ -82,6 +88,15 @@ MODULE_CONSTANTS = (
     "OUTPUT_SHAPE",
     "NDArray",
     "annotations",
+    "C_HASH",
+    "C_MODULE",
+    "COMPILED",
+    "C_FALLBACK_REASON",
+    "QUIET_FALLBACK_ENV",
+    "_load_compiled",
+    "importlib",
+    "os",
+    "warnings",
 )
 """Module-level names every generated module defines or imports besides MODULES."""
 

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from difgen.backends import points, sympy_backend, trace_backend
+from difgen.backends import c_code, points, sympy_backend, trace_backend
 from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
@@ -20,9 +20,15 @@ from difgen.emit.render import Constants, ModuleParts, render_module
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
 from difgen.frontend.tracing import definition
-from difgen.hashing import source_hash
+from difgen.hashing import (
+    BODY_HASH_PLACEHOLDER,
+    body_hash,
+    source_hash,
+    stamp_body_hash,
+)
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
+from difgen.version import VERSION
 
 
 def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
@@ -134,6 +140,24 @@ def _backend_parts(spec: ModuleSpec, graph: Graph) -> tuple[ModuleParts, Constan
 
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:
     """The complete text of the generated module for one config entry."""
+    return _generate(spec, config, fn)[0][1]
+
+
+def generate_files(
+    spec: ModuleSpec, config: Config, fn: Callable[..., Any]
+) -> list[tuple[str, str]]:
+    """``(file suffix, text)`` of every file of one config entry: the module
+    (``".py"``), and with ``emit = "c"`` also its C source (``"__c.c"``), whose
+    ``BODY_HASH`` the module records as ``C_HASH``."""
+    if spec.emit != "c":
+        return [(".py", generate_module(spec, config, fn))]
+    return _generate(spec, config, fn)
+
+
+def _generate(
+    spec: ModuleSpec, config: Config, fn: Callable[..., Any]
+) -> list[tuple[str, str]]:
+    """The stages of one module's build (see :func:`generate_files`)."""
     with stage("trace"):
         graph = trace_spec(spec, fn)
         digest = source_hash(spec, graph)  # of the graph as traced, before any backend
@@ -142,7 +166,16 @@ def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) ->
     with stage("derivatives"):
         parts = build_parts(spec, graph)
     with stage("emit"):
-        return render_module(spec, config, parts, digest)
+        if spec.emit != "c":
+            return [(".py", render_module(spec, config, parts, digest))]
+        c_text = stamp_body_hash(
+            c_code.render_c_module(
+                spec, parts.functions, VERSION, digest, BODY_HASH_PLACEHOLDER
+            )
+        )
+        c_hash = body_hash(c_text)
+        py_text = render_module(spec, config, parts, digest, c_hash=c_hash)
+        return [(".py", py_text), (c_code.SUFFIX + ".c", c_text)]
 
 
 def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> str:

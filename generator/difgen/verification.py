@@ -47,6 +47,7 @@ import importlib.util
 import itertools
 import math
 import sys
+import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -145,6 +146,8 @@ class ModuleVerification:
     """Why the module could not be checked (missing, foreign, import failed)."""
     stale: bool = False
     """The file's SOURCE_HASH is not the function's: errors are expected."""
+    emission: str = ""
+    """emit = "c": whether the compiled operators ran, or the Python fallback (why)."""
 
     @property
     def passed(self) -> bool:
@@ -197,7 +200,20 @@ def verify_module(
         checks += tuple(
             _points_check(module, spec, ys, name, points, rng, factor) for name in names
         )
-    return ModuleVerification(spec.name, path, checks, stale=stale)
+    return ModuleVerification(
+        spec.name, path, checks, stale=stale, emission=_emission(module)
+    )
+
+
+def _emission(module: ModuleType) -> str:
+    """What an ``emit = "c"`` module runs: its extension, or the Python fallback."""
+    compiled = getattr(module, "COMPILED", None)
+    if compiled is None:
+        return ""
+    if compiled:
+        return f"compiled: {getattr(module, 'C_MODULE', '?')} (C)"
+    reason = getattr(module, "C_FALLBACK_REASON", "")
+    return f"NOT compiled: the Python fallback was verified ({reason})"
 
 
 def _points_check(
@@ -446,7 +462,9 @@ def _import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with warnings.catch_warnings():  # a C fallback is reported, not warned about
+            warnings.simplefilter("ignore", RuntimeWarning)
+            spec.loader.exec_module(module)
     finally:
         sys.modules.pop(name, None)
     return module

@@ -7,6 +7,7 @@ are built with one ``np.array`` of a nested list (or written into ``out``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from difgen.backends.epilogue import LastResult, returns
 from difgen.backends.vector_code import csr_format
 from difgen.config import ModuleSpec
 from difgen.emit.render import Constants, Function
-from difgen.emit.signatures import docstring, signature
+from difgen.emit.signatures import docstring, signature, sparse_out
 from difgen.operators import Operator
 from difgen.sparsity import csr_layout
 
@@ -388,19 +389,71 @@ def _literal(exprs: np.ndarray) -> str:
     return "[" + ", ".join(_literal(exprs[i, ...]) for i in range(len(exprs))) + "]"
 
 
-def emit_operator(
-    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: ScalarCode
-) -> Function:
-    """One operator as a :class:`Function` of straight-line scalar code."""
+Reduced = tuple[list[tuple[sp.Symbol, Any]], list[Any]]
+"""Temporaries ``(t_i, expression)`` in order, and the results in terms of them."""
+
+
+def reduce(code: ScalarCode) -> Reduced:
+    """One ``cse`` over every result of an operator, in a fixed order.
+
+    Python and C code print the same reduction (:mod:`difgen.backends.c_code`), so
+    both compute the same operations in the same order.
+    """
     flat = [e for r in code.results for e in r.ravel()]
     temps, reduced = sp.cse(
         flat, symbols=sp.numbered_symbols(naming.TEMP_PREFIX), order="canonical"
     )
+    return list(temps), list(reduced)
+
+
+def used_symbols(reduction: Reduced) -> set[sp.Symbol]:
+    """The symbols (arguments' elements and temporaries) a reduction reads."""
+    temps, reduced = reduction
     used: set[sp.Symbol] = set()
     for _, e in temps:
         used |= e.free_symbols
     for e in reduced:
         used |= sp.sympify(e).free_symbols
+    return used
+
+
+def _sparse_returns(
+    op: Operator, sources: list[str], data: str, wrap: str, r: SparseResult
+) -> list[str]:
+    """The epilogue of an operator filling ``out.data`` in place when given.
+
+    ``_check_csr_out`` returns the data of ``out`` once it has checked that ``out``
+    has this operator's pattern (the one its results have: the same index arrays,
+    or equal ones) and writeable float64 data.
+    """
+    kinds = op.results
+    head = "".join(f"{kind}, " for kind in kinds[:-1])
+    lines = [f"{kind} = {source}" for kind, source in zip(kinds[:-1], sources[:-1])]
+    names = re.findall(r"\(\{\}, (\w+), (\w+)\)", wrap)
+    (indices, indptr), shape = names[0], r.shape
+    return [
+        *lines,
+        f"{naming.RESULT} = {data}",
+        f"if {naming.OUT} is None:",
+        f"    return {head}{wrap.format(naming.RESULT)}",
+        (
+            f"{naming.CHECK_CSR_OUT}({naming.OUT}, {indices}, {indptr}, {shape!r})"
+            f"[...] = {naming.RESULT}"
+        ),
+        f"return {head}{naming.OUT}",
+    ]
+
+
+def emit_operator(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    code: ScalarCode,
+    reduction: Reduced | None = None,
+) -> Function:
+    """One operator as a :class:`Function` of straight-line scalar code."""
+    temps, reduced = reduce(code) if reduction is None else reduction
+    used = used_symbols((temps, reduced))
     unpacks = {n: _unpack(n, code.arrays[n], used) for n in code.order}
     body = [line for n in code.order for line in unpacks[n]]
     checked = frozenset(n for n, lines in unpacks.items() if lines[:1] == ["try:"])
@@ -408,12 +461,18 @@ def emit_operator(
     it = iter(reduced)
     results: list[Any] = []  # object arrays, or SparseResult (as ScalarCode's)
     sources: list[str] = []
+    in_place = sparse_out(op, spec)
     for kind, r in zip(op.results, code.results):
         if isinstance(r, SparseResult):
             data = ", ".join(PRINTER.doprint(next(it)) for _ in range(r.size))
             wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
             sources.append(wrap.format(f"np.array([{data}])"))
             results.append(r)
+            if in_place and len(sources) == len(op.results):
+                body += _sparse_returns(op, sources, f"np.array([{data}])", wrap, r)
+                params, annotation = signature(op, spec, ys)
+                doc = docstring(op, spec, ys)
+                return Function(op.name, params, annotation, doc, tuple(body), checked)
             continue
         arr = np.empty(r.shape, dtype=object)
         arr.ravel()[:] = [next(it) for _ in range(r.size)] if r.size else []

@@ -31,7 +31,7 @@ import sympy as sp
 
 from difgen import floats, naming
 from difgen.ad.control import uses_control_flow
-from difgen.backends import cost_model
+from difgen.backends import c_code, cost_model
 from difgen.backends.scalar_code import (
     ScalarCode,
     SparseResult,
@@ -458,7 +458,8 @@ def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> Modu
             results=results,
             constants=constants,
         )
-        functions.append(emit_operator(op, spec, fn.ys, code))
+        emit = c_code.emit_operator if spec.emit == "c" else emit_operator
+        functions.append(emit(op, spec, fn.ys, code))
     return ModuleParts(
         functions=functions,
         output_shape=fn.ys,

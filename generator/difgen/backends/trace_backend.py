@@ -29,7 +29,7 @@ import sympy as sp
 
 from difgen import naming
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
-from difgen.backends import cost_model, vector_code
+from difgen.backends import c_code, cost_model, vector_code
 from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
 from difgen.backends.sympy_backend import (
     ExpressionTooLarge,
@@ -384,7 +384,8 @@ def _scalar_function(
         indices, indptr = coloring.csr_indices()
         results[i] = SparseResult(results[i].ravel(), indices, indptr, shape)
     code = ScalarCode(arrays=arrays, order=names, results=results, constants=pool)
-    return emit_operator(op, spec, ys, code), cost
+    emit = c_code.emit_operator if spec.emit == "c" else emit_operator
+    return emit(op, spec, ys, code), cost
 
 
 def _emit(
@@ -401,24 +402,30 @@ def _emit(
     code is worth trying (:func:`cost_model.scalar_reason`), and an expression that
     grows past its budget while being lowered stops the attempt: the operator is
     then vector code, and the build says why (:func:`difgen.budget.note`).
+    ``emit = "c"`` prints the scalar emission's code, so it forces it as
+    ``"scalar"`` does.
     """
-    reason = None if spec.emit == "scalar" else cost_model.scalar_reason(graph)
+    forced = spec.emit in ("scalar", "c")
+    reason = cost_model.scalar_reason(graph) if spec.emit == "auto" else None
     if spec.emit == "auto" and reason is not None and _plausible(graph):
         note(f"{op.name}: vector code, not scalar: {reason}")
-    if spec.emit == "scalar" or (spec.emit == "auto" and reason is None):
+    if forced or (spec.emit == "auto" and reason is None):
         try:
             function, cost = _scalar_function(op, spec, ys, graph, pool, layouts)
-        except (NotImplementedError, ExpressionTooLarge) as exc:
-            if spec.emit == "scalar":
+        except (NotImplementedError, ExpressionTooLarge, RecursionError) as exc:
+            if isinstance(exc, RecursionError):  # SymPy recurses once per nesting
+                exc = NotImplementedError("its expressions nest too deeply for SymPy")
+            if forced:
                 raise ConfigError(
                     spec.config_path,
                     spec.line_of("emit"),
-                    f'emit = "scalar" cannot scalarize {op.name}: {exc}; use "auto"',
+                    f'emit = "{spec.emit}" cannot scalarize {op.name}: {exc}; '
+                    'use "auto"',
                 ) from None
             if isinstance(exc, ExpressionTooLarge):
                 note(f"{op.name}: vector code, not scalar: {exc}")
         else:
-            if spec.emit == "scalar" or cost <= cost_model.vector_cost(graph):
+            if forced or cost <= cost_model.vector_cost(graph):
                 return function, "scalar"
     wrap = _csr_wrappers(op, layouts, pool)
     return vector_code.emit_operator(op, spec, ys, graph, pool, wrap), "vector"

@@ -48,6 +48,13 @@ class Function:
     body: tuple[str, ...]
     checked: frozenset[str] = frozenset()
     points_of: str | None = None
+    native: str = ""
+    """``emit = "c"``: the C function computing the same (:mod:`difgen.backends.c_code`)."""
+    native_doc: str = ""
+    """``emit = "c"``: the C function's docstring, with its text signature."""
+    wrappers: tuple[tuple[str, str], ...] = ()
+    """``emit = "c"``: (result kind, Python expression of ``data``) building a sparse
+    result from the nonzeros the C function computes."""
 
 
 def _checks(f: Function, spec: ModuleSpec, ys: tuple[int, ...]) -> list[str]:
@@ -129,11 +136,16 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def _imports(source: str) -> list[str]:
-    """The imports ``source`` needs; NumPy always (the argument checks use it)."""
+def _imports(source: str, compiled: bool = False) -> list[str]:
+    """The imports ``source`` needs; NumPy always (the argument checks use it);
+    with ``compiled`` (emit = "c") those of the extension's loader."""
     lines = []
+    if compiled:
+        lines += ["import importlib.machinery", "import importlib.util"]
     if "math." in source or "_pow(" in source or floats.used_helpers(source):
         lines.append("import math")
+    if compiled:
+        lines += ["import os", "import warnings"]
     if ": list[Any] = []" in source:  # the state stack of a loop's adjoint
         lines.append("from typing import Any")
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
@@ -157,7 +169,11 @@ def config_reference(spec: ModuleSpec, config: Config) -> str:
 
 
 def render_module(
-    spec: ModuleSpec, config: Config, parts: ModuleParts, source_hash: str
+    spec: ModuleSpec,
+    config: Config,
+    parts: ModuleParts,
+    source_hash: str,
+    c_hash: str | None = None,
 ) -> str:
     """The complete, black-formatted text of a generated module.
 
@@ -185,13 +201,22 @@ def render_module(
             function=spec.function,
             backend=spec.backend,
             mode=spec.mode,
-            emission=parts.emission,
+            emission=(
+                parts.emission
+                if c_hash is None
+                else f"c (extension {spec.name}{naming.C_SUFFIX}; "
+                f"fallback {parts.emission})"
+            ),
             input_desc=_shape_desc(spec.input.shape),
             output_desc=_shape_desc(parts.output_shape),
             contexts=contexts,
             config=config_reference(spec, config),
             name=spec.name,
-            imports=_imports(body_text),
+            imports=_imports(body_text, c_hash is not None),
+            c_hash=c_hash,
+            csr_out=f"{naming.CHECK_CSR_OUT}(" in body_text,
+            c_module=spec.name + naming.C_SUFFIX,
+            wrappers=list(dict(w for f in functions for w in f.wrappers).items()),
             source_hash=source_hash,
             body_hash=BODY_HASH_PLACEHOLDER,
             input_shape=repr(tuple(spec.input.shape)),

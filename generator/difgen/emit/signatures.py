@@ -29,6 +29,13 @@ def is_sparse(kind: str, spec: ModuleSpec) -> bool:
     return spec.sparse and kind in SPARSE_KINDS
 
 
+def sparse_out(op: Operator, spec: ModuleSpec) -> bool:
+    """Whether the operator fills a given CSR array's ``data`` in place (``out=``):
+    its last result is sparse and the module is compiled (``emit = "c"``), where
+    building a new CSR array would cost more than computing its nonzeros."""
+    return op.takes_out and spec.emit == "c" and is_sparse(op.results[-1], spec)
+
+
 def annotation(shape: Shape) -> str:
     """Scalars are Python floats; arrays are float64 NumPy arrays."""
     return "float" if shape == () else "NDArray[np.float64]"
@@ -60,6 +67,8 @@ def signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
     sparse = is_sparse(op.results[-1], spec)
     if op.takes_out and shapes[-1] != () and not sparse:
         params.append(f"{naming.OUT}: NDArray[np.float64] | None = None")
+    if sparse_out(op, spec):
+        params.append(f"{naming.OUT}: {SPARSE_TYPE} | None = None")
     annotations = [
         SPARSE_TYPE if is_sparse(k, spec) else annotation(s)
         for k, s in zip(op.results, shapes)

@@ -14,6 +14,13 @@ then ordinary files of the package, so they go into the sdist and the wheel.
   (:mod:`difgen.integrations.setuptools`).
 
 Either way ``difgen`` must be in ``[build-system] requires``.
+
+Modules with ``emit = "c"`` also have a C source (``NAME__c.c``) and an extension:
+the hatchling hook compiles it (:func:`regenerate` with ``compile=True``) and ships
+it in a platform wheel; with setuptools, declare it with
+:func:`difgen.integrations.setuptools.extensions` in ``setup.py`` and setuptools'
+``build_ext`` compiles it. Either way the generated module loads the extension at
+import and falls back to its Python operators where it is absent.
 """
 
 from __future__ import annotations
@@ -21,7 +28,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from difgen.api import Status, build, check
+from difgen.api import (
+    Status,
+    build,
+    c_source_path,
+    check,
+    compile_extensions,
+    output_path,
+)
+from difgen.compiling import extension_path
 from difgen.config import find_config, load_config
 
 
@@ -29,8 +44,11 @@ def regenerate(
     root: str | Path,
     config: str | Path | None = None,
     log: Callable[[str], object] = print,
+    compile: bool = False,
 ) -> list[Path]:
-    """Bring the project's generated modules up to date; return all their paths.
+    """Bring the project's generated modules up to date; return all their paths
+    (with ``emit = "c"``: the module, its C source, and with ``compile`` its
+    extension, compiled when missing or older than the source).
 
     ``config`` is the config file relative to ``root``; by default
     :func:`difgen.config.find_config` looks in ``root`` (``difgen.toml``, else
@@ -47,10 +65,20 @@ def regenerate(
         count = len(report.modules)
         plural = "s" if count != 1 else ""
         log(f"difgen: {count} generated module{plural} up to date ({path.name})")
-        return [m.path for m in report.modules]
     for module in outdated:
         log(f"difgen: {module.name}: {module.describe()}; generating it")
-    result = build(cfg, [m.name for m in outdated])
-    for built in result.modules:
-        log(f"difgen: {built.action.value} {built.path} ({built.seconds:.1f} s)")
-    return [m.path for m in report.modules]
+    if outdated:
+        result = build(cfg, [m.name for m in outdated])
+        for built in result.modules:
+            log(f"difgen: {built.action.value} {built.path} ({built.seconds:.1f} s)")
+    if compile:  # the up-to-date ones too, if their extension is missing or old
+        for done in compile_extensions(cfg):
+            log(f"difgen: compiled {done.path} ({done.seconds:.1f} s)")
+    paths = []
+    for spec in cfg.modules:
+        paths.append(output_path(cfg, spec))
+        if spec.emit == "c":
+            paths.append(c_source_path(cfg, spec))
+            if compile:
+                paths.append(extension_path(cfg.output_dir, spec.name))
+    return paths

@@ -15,6 +15,8 @@ Before each target is built, stale modules are regenerated
 build's ``artifacts``, so it is included even when ``.gitignore`` lists it (commit
 the generated modules or not, as you prefer). A module belongs in the wheel when
 its ``output_dir`` lies inside one of the package directories the wheel includes.
+Modules with ``emit = "c"`` are compiled here, and the wheel then carries the
+extension and is tagged for this platform (``pure_python = false``).
 
 Hatchling finds this module through difgen's entry point
 ``[project.entry-points.hatch] difgen = "difgen.integrations.hatch_hook"``.
@@ -28,6 +30,7 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
+from difgen.compiling import EXTENSION_SUFFIX
 from difgen.integrations import regenerate
 
 
@@ -45,7 +48,11 @@ class DifgenBuildHook(BuildHookInterface):
                 "[tool.hatch.build.hooks.difgen] config must be a path (a string)"
             )
         root = Path(self.root).resolve()
-        paths = regenerate(root, config, log=self.app.display_info)
+        paths = regenerate(root, config, log=self.app.display_info, compile=True)
+        if any(p.name.endswith(EXTENSION_SUFFIX) for p in paths):
+            # a compiled extension (emit = "c"): a wheel for this platform only
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
         artifacts = build_data.setdefault("artifacts", [])
         for path in paths:
             try:

@@ -10,7 +10,8 @@ Put it in the project's ``pyproject.toml``; it finds ``difgen.toml`` or
     [tool.setuptools.cmdclass]
     build_py = "difgen.integrations.setuptools.build_py"
 
-(or ``cmdclass={"build_py": build_py}`` in ``setup.py``).
+(or ``cmdclass={"build_py": build_py}`` in ``setup.py``). Modules with
+``emit = "c"``: declare their extensions in ``setup.py`` with :func:`extensions`.
 
 Why ``finalize_options`` and not ``run``: setuptools lists a package's modules from
 the files present when the command is finalized, and the sdist asks ``build_py``
@@ -25,9 +26,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from setuptools import Extension
 from setuptools.command.build_py import build_py as _build_py
 
+from difgen.api import c_source_path
+from difgen.compiling import CFLAGS, include_dirs
+from difgen.config import find_config, load_config
 from difgen.integrations import regenerate
+from difgen.naming import C_SUFFIX
 
 
 class build_py(_build_py):
@@ -78,3 +84,48 @@ class build_py(_build_py):
             "packaged (put output_dir inside a package)",
             level=3,
         )
+
+
+def extensions(
+    root: str | Path | None = None, config: str | Path | None = None
+) -> list[Extension]:
+    """The extensions of the project's ``emit = "c"`` modules, for ``setup.py``::
+
+        from setuptools import setup
+        from difgen.integrations.setuptools import build_py, extensions
+
+        setup(cmdclass={"build_py": build_py}, ext_modules=extensions())
+
+    Each is named after the package directory holding its module (found from
+    ``root``, default the current directory, through ``__init__.py`` files) and
+    compiled by setuptools' ``build_ext`` with difgen's flags; ``build_py``
+    regenerates the C source before ``build_ext`` runs, so the wheel carries an
+    extension built from the current source.
+    """
+    base = Path(root if root is not None else Path.cwd()).resolve()
+    path = base / config if config is not None else find_config(base)
+    cfg = load_config(path)
+    found = []
+    for spec in cfg.modules:
+        if spec.emit != "c":
+            continue
+        source = c_source_path(cfg, spec).resolve()
+        found.append(
+            Extension(
+                _dotted(source.parent, spec.name + C_SUFFIX),
+                sources=[source.relative_to(base).as_posix()],
+                include_dirs=include_dirs()[1:],  # NumPy's (Python's are implied)
+                extra_compile_args=list(CFLAGS),
+                libraries=["m"],
+            )
+        )
+    return found
+
+
+def _dotted(directory: Path, name: str) -> str:
+    """``pkg.sub.name`` for a module in ``directory`` below packages."""
+    parts = [name]
+    while (directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return ".".join(parts)
