@@ -32,6 +32,10 @@ class Case:
     symbolic: bool = False  # small enough for SymPy lambdify
     limit_name: str = "hand-written"
     note: str = ""  # what the reader must know to read the rows fairly
+    # the peer families difgen must beat here (None: jax, autograd and torch); a
+    # case names fewer only where the others cannot compute the derivative at all,
+    # and its note says why
+    peers: tuple[str, ...] | None = None
 
     @property
     def op_args(self) -> tuple[Any, ...]:
@@ -224,8 +228,11 @@ def all_cases() -> list[Case]:
                 "through them (the derivative of the iterations taken); the "
                 "hand-written row solves, then applies the implicit-function "
                 "derivative 1 / (1 - e cos E). JAX cannot differentiate a Python "
-                "loop on a traced condition (nor reverse-differentiate lax.while_loop)."
+                "loop on a traced condition (nor reverse-differentiate lax.while_loop), "
+                "and torch.func refuses data-dependent control flow: autograd is the "
+                "peer to beat."
             ),
+            peers=("autograd",),
         ),
     ]
 

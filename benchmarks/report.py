@@ -90,6 +90,7 @@ def case_result(case: Case, tools: list[Tool]) -> dict[str, Any]:
         "operator": case.operator,
         "note": case.note,
         "difgen": [label for label, _ in case.difgen],
+        "peers": list(case.peers or PEER_FAMILIES),
         "rows": rows,
     }
 
@@ -275,11 +276,12 @@ def _faster_than_peers(case: dict[str, Any], tool: str) -> dict[str, Any]:
     A family with no ok row fails the bar: "faster than jax, autograd and torch"
     is not shown by beating only those that ran.
     """
-    what = f"{case['name']}: {tool} / fastest of {', '.join(PEER_FAMILIES)} < 1"
+    families = case.get("peers") or PEER_FAMILIES
+    what = f"{case['name']}: {tool} / fastest of {', '.join(families)} < 1"
     mine, why = _timed(case, tool)
     best: dict[str, float] = {}
     missing = []
-    for fam in PEER_FAMILIES:
+    for fam in families:
         times = [
             r["median_us"]
             for r in case["rows"]

@@ -184,6 +184,21 @@ def test_beating_only_the_peers_that_ran_is_not_enough(
     assert bar["why"] == "no timed torch row"
 
 
+def test_a_case_judged_against_the_peers_that_can_compute_it(
+    cases: dict[str, Case],
+) -> None:
+    """Kepler's Newton loop: JAX and torch.func cannot differentiate it, so its bar
+    is against autograd alone, and a failed autograd row still fails it."""
+    case = cases["kepler_newton_gradient"]
+    assert case.peers == ("autograd",)
+    errors = {"jax.jit(grad)": "ERROR", "torch.func.grad": "ERROR"}
+    result = synthetic(case, status=errors)
+    assert report.failures(results_of([result], [case.name])) == []
+    result = synthetic(case, status={**errors, "autograd.grad": "ERROR"})
+    (bar,) = report.failures(results_of([result], [case.name]))
+    assert bar["why"] == "no timed autograd row"
+
+
 def test_a_slow_difgen_row_fails(cases: dict[str, Case]) -> None:
     result = synthetic(cases["mlp_gradient"], difgen_us=2000.0)
     (bar,) = report.failures(results_of([result], ["mlp_gradient"]))
