@@ -269,6 +269,19 @@ class FloatPrinter(PythonCodePrinter):
     def _print_DiracDelta(self, expr: Any) -> str:
         return "0.0"  # derivative of a step: zero almost everywhere
 
+    def _print_NpComparison(self, expr: Any) -> str:
+        """A comparison kept as written (see ``primitives.elementwise``)."""
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"({a} {expr.symbol} {b})"
+
+    def _print_NpMaximum(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_maximum({a}, {b})"
+
+    def _print_NpMinimum(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_minimum({a}, {b})"
+
     def _print_Max(self, expr: Any) -> str:
         return self._fold("_maximum", expr.args)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.logic.boolalg import BooleanFunction
 from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1 + x)
 
 from difgen.core import simplify as identities
@@ -264,6 +265,41 @@ def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(num / (a * a + b * b), np.shape(out))
 
 
+class NpMaximum(sp.Function):
+    """``np.maximum(a, b)`` in the argument order of the user's code.
+
+    SymPy's ``Max`` keeps its arguments as a set and sorts them, and NumPy's
+    maximum is not symmetric: on equal values it returns the second argument, so
+    ``maximum(0.0, -0.0)`` is ``-0.0`` and ``maximum(-0.0, 0.0)`` is ``0.0``. This
+    head keeps the order; printed as the ``_maximum`` helper of ``floats``. Its
+    derivative is SymPy's ``Max``'s (a step, 1/2 on ties).
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args if argindex == 1 else self.args[::-1]
+        return sp.Heaviside(a - b)
+
+
+class NpMinimum(sp.Function):
+    """``np.minimum(a, b)`` in the user's argument order (see :class:`NpMaximum`)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args if argindex == 1 else self.args[::-1]
+        return sp.Heaviside(b - a)
+
+
 def _select_jvp(pick_first: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
         """The tangent of whichever argument was selected (the first on ties)."""
@@ -366,16 +402,16 @@ BINARY = [
         np.maximum,
         call("np.maximum({0}, {1})"),
         jvp=_select_jvp(lambda a, b: a >= b),
-        sympy=sp.Max,
-        commutative=True,
+        sympy=NpMaximum,
+        commutative=False,  # the second of equal values: 0.0 and -0.0 differ
     ),
     binary(
         "minimum",
         np.minimum,
         call("np.minimum({0}, {1})"),
         jvp=_select_jvp(lambda a, b: a <= b),
-        sympy=sp.Min,
-        commutative=True,
+        sympy=NpMinimum,
+        commutative=False,  # the second of equal values: 0.0 and -0.0 differ
     ),
 ]
 
@@ -384,20 +420,57 @@ for _prim in BINARY:
 
 
 # ------------------------------------------------------------------- selectors
-def _unevaluated(relation: Any) -> Any:
-    """A relation kept as written: SymPy would rewrite ``x/5 == m`` as ``x == 5 m``,
-    which is exact on rationals but not on the floats the emitted code computes."""
-    return lambda a, b: relation(a, b, evaluate=False)
+class NpComparison(BooleanFunction):
+    """A float comparison as NumPy makes it, as an opaque SymPy head.
+
+    SymPy's relations assume real (never NaN) symbols: ``Ne(x, x)`` folds to
+    False, ``Not(x > 0)`` becomes ``x <= 0`` and ``x/5 == m`` becomes ``x == 5 m``,
+    each of which differs from NumPy where x is NaN (or, for the last, in the
+    rounding). This head is never rewritten; the printer writes it as the
+    comparison itself (``_print_NpComparison``). Logic on its results (And, Or,
+    Not) stays exact: the results are true booleans.
+    """
+
+    nargs = 2
+    symbol = ""
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None  # stays as written, even on equal arguments
+
+
+class NpLess(NpComparison):
+    symbol = "<"
+
+
+class NpLessEqual(NpComparison):
+    symbol = "<="
+
+
+class NpGreater(NpComparison):
+    symbol = ">"
+
+
+class NpGreaterEqual(NpComparison):
+    symbol = ">="
+
+
+class NpEqual(NpComparison):
+    symbol = "=="
+
+
+class NpNotEqual(NpComparison):
+    symbol = "!="
 
 
 SELECTORS = [
-    selector("lt", np.less, infix("<"), sympy=_unevaluated(sp.Lt)),
-    selector("le", np.less_equal, infix("<="), sympy=_unevaluated(sp.Le)),
-    selector("gt", np.greater, infix(">"), sympy=_unevaluated(sp.Gt)),
-    selector("ge", np.greater_equal, infix(">="), sympy=_unevaluated(sp.Ge)),
-    selector("eq", np.equal, infix("=="), sympy=_unevaluated(sp.Eq), commutative=True),
+    selector("lt", np.less, infix("<"), sympy=NpLess),
+    selector("le", np.less_equal, infix("<="), sympy=NpLessEqual),
+    selector("gt", np.greater, infix(">"), sympy=NpGreater),
+    selector("ge", np.greater_equal, infix(">="), sympy=NpGreaterEqual),
+    selector("eq", np.equal, infix("=="), sympy=NpEqual, commutative=True),
     selector(
-        "ne", np.not_equal, infix("!="), sympy=_unevaluated(sp.Ne), commutative=True
+        "ne", np.not_equal, infix("!="), sympy=NpNotEqual, commutative=True
     ),
     selector(
         "logical_and",
