@@ -943,6 +943,17 @@ def _binary(name: str) -> Callable[[Any, Any], Any]:
     return lambda a, b: _bind(name, a, b)
 
 
+def _nan_ignoring(name: str) -> Callable[[Any, Any], Any]:
+    """``np.fmax``/``np.fmin``: the other argument where one is NaN (NaN only where
+    both are), else ``np.maximum``/``np.minimum`` (whose ties and signed zeros
+    ``fmax``/``fmin`` share: checked on every pair of 0, -0, +-1, +-inf, NaN)."""
+
+    def fn(a: Any, b: Any) -> Any:
+        return np.where(b != b, a, np.where(a != a, b, _bind(name, a, b)))
+
+    return fn
+
+
 UFUNCS: dict[str, Callable[..., Any]] = {
     **{
         name: _unary(name)
@@ -984,8 +995,8 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "true_divide": _binary("div"),
     "power": _binary("pow"),
     "float_power": _binary("pow"),
-    "fmax": _binary("maximum"),
-    "fmin": _binary("minimum"),
+    "fmax": _nan_ignoring("maximum"),
+    "fmin": _nan_ignoring("minimum"),
     "less": _binary("lt"),
     "less_equal": _binary("le"),
     "greater": _binary("gt"),
