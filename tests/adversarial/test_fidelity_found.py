@@ -122,6 +122,8 @@ def test_new_primitive_derivatives(build: Builder, name: str, variant: str) -> N
     jacobian = built.module.value_and_jacobian(x.copy())[1]
     np.testing.assert_allclose(jacobian, np.diag(deriv(x)), rtol=1e-14, atol=0)
     if name == "hypot":
-        at_zero = built.module.value_and_jacobian(np.array([0.0, -0.0, 1.0, 0.0]))[1]
+        zero = np.array([0.0, -0.0, 1.0, 0.0])
+        with quiet_numpy():  # scalar code may compute the unselected x / 0
+            at_zero = built.module.value_and_jacobian(zero)[1]
         expected = np.diag([0.0, 0.0, np.sqrt(5.0), 0.0])
         np.testing.assert_allclose(at_zero, expected, rtol=1e-14, atol=0)

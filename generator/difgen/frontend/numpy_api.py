@@ -949,7 +949,8 @@ def _nan_ignoring(name: str) -> Callable[[Any, Any], Any]:
     ``fmax``/``fmin`` share: checked on every pair of 0, -0, +-1, +-inf, NaN)."""
 
     def fn(a: Any, b: Any) -> Any:
-        return np.where(b != b, a, np.where(a != a, b, _bind(name, a, b)))
+        a_nan, b_nan = _bind("ne", a, a), _bind("ne", b, b)  # NaN tests
+        return np.where(b_nan, a, np.where(a_nan, b, _bind(name, a, b)))
 
     return fn
 
