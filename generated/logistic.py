@@ -13,8 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
-SOURCE_HASH = "0c27ea991a290ef4"
-BODY_HASH = "38a2b59fecb3cafc"
+SOURCE_HASH = "8c21630758094aa5"
+BODY_HASH = "755eac2ac77e7021"
 INPUT_SHAPE: tuple[int, ...] = (20,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -67,7 +67,7 @@ def f(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    t0 = (1.0 - 2.0 * labels) * (X @ x)
+    t0 = -(2.0 * labels - 1.0) * (X @ x)
     return float(
         np.add.reduce(np.maximum(t0, 0.0) + np.log1p(np.exp(-np.absolute(t0))))
     )
@@ -86,7 +86,7 @@ def gradient(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    t0 = 1.0 - 2.0 * labels
+    t0 = -(2.0 * labels - 1.0)
     t1 = t0 * (X @ x)
     t2 = np.exp(-np.absolute(t1))
     t3 = t0 * (np.sign(t1) * -(t2 * (1.0 / (1.0 + t2))) + np.where(t1 >= 0.0, 1.0, 0.0))
@@ -111,7 +111,7 @@ def value_and_gradient(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    t0 = 1.0 - 2.0 * labels
+    t0 = -(2.0 * labels - 1.0)
     t1 = t0 * (X @ x)
     t2 = np.exp(-np.absolute(t1))
     t3 = t0 * (np.sign(t1) * -(t2 * (1.0 / (1.0 + t2))) + np.where(t1 >= 0.0, 1.0, 0.0))
@@ -139,7 +139,7 @@ def hvp(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    t0 = 1.0 - 2.0 * labels
+    t0 = -(2.0 * labels - 1.0)
     t1 = t0 * (X @ x)
     t2 = np.sign(t1)
     t3 = np.exp(-np.absolute(t1))
@@ -162,7 +162,7 @@ def hessian(
         X = _as_array("X", X, (1000, 20))
     if type(labels) is not _ND or labels.shape != (1000,) or labels.dtype is not _F64:
         labels = _as_array("labels", labels, (1000,))
-    t0 = 1.0 - 2.0 * labels
+    t0 = -(2.0 * labels - 1.0)
     t1 = t0 * (X @ x)
     t2 = t0 * np.sign(t1)
     t3 = np.exp(-np.absolute(t1))

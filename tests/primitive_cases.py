@@ -72,6 +72,22 @@ def r_log(x):
     return np.log(x) + np.log2(x) + np.log10(x)
 
 
+def r_log2(x):
+    return np.log2(x)
+
+
+def r_log10(x):
+    return np.log10(x)
+
+
+def r_exp2(x):
+    return np.exp2(x)
+
+
+def r_hypot(x):
+    return np.hypot(x, x[::-1] - 0.5)
+
+
 def r_log1p(x):
     return np.log1p(x)
 
@@ -451,6 +467,10 @@ ROWS = {
     "expm1": (r_expm1, (4,)),
     "log": (r_log, (4,)),
     "log1p": (r_log1p, (4,)),
+    "log2": (r_log2, (4,)),
+    "log10": (r_log10, (4,)),
+    "exp2": (r_exp2, (4,)),
+    "hypot": (r_hypot, (4,)),
     "sqrt": (r_sqrt, (4,)),
     "cbrt": (r_cbrt, (4,)),
     "abs": (r_abs, (4,)),

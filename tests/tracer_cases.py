@@ -91,6 +91,8 @@ def elementwise_surface(x):
     return (
         np.log2(x)
         + np.log10(x)
+        + np.log(x)
+        + np.exp2(x)
         + np.square(x)
         + np.reciprocal(x)
         + np.hypot(x, 1.0)

@@ -32,14 +32,18 @@ FAST_UNARY = {
     "expm1": ("math.expm1", "np.expm1"),
     "log": ("math.log", "np.log"),
     "log1p": ("math.log1p", "np.log1p"),
-    "log2": ("math.log2", "np.log2"),
-    "log10": ("math.log10", "np.log10"),
     "sqrt": ("math.sqrt", "np.sqrt"),
 }
 """Functions whose ``math`` version raises on some floats (domain, overflow)."""
 
 SAFE = {"atan": "math.atan", "tanh": "math.tanh", "asinh": "math.asinh"}
 """Functions whose ``math`` version never raises: printed as they are."""
+
+
+NUMPY_UNARY = {"log2": "np.log2", "log10": "np.log10", "exp2": "np.exp2"}
+"""Functions whose ``math`` version (or ``2.0 ** x``) differs from NumPy's in the
+last bit on some floats (``math.log10`` on about one in seven): scalar code calls
+NumPy itself, one float at a time."""
 
 
 def helper(name: str) -> str:
@@ -59,6 +63,15 @@ def _unary_source(name: str) -> str:
 
 
 HELPERS: dict[str, str] = {helper(name): _unary_source(name) for name in FAST_UNARY}
+for _name, _numpy in NUMPY_UNARY.items():
+    HELPERS[helper(_name)] = (
+        f"def {helper(_name)}(a: float) -> float:\n    return float({_numpy}(a))\n"
+    )
+HELPERS["_hypot"] = (
+    "def _hypot(a: float, b: float) -> float:\n"
+    '    """np.hypot (math.hypot differs in the last bit on some floats)."""\n'
+    "    return float(np.hypot(a, b))\n"
+)
 HELPERS["_div"] = (
     "def _div(a: float, b: float) -> float:\n"
     "    try:\n"

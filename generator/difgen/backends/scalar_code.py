@@ -53,6 +53,10 @@ def inert(expr: Any, memo: dict[Any, Any] | None = None) -> Any:
     done = memo.get(expr)
     if done is not None:
         return done
+    if _is_division(expr):  # one head: cse must not share 1/b and multiply by it
+        result = sp.Function(DIVISION)(*(inert(a, memo) for a in _operands(expr)))
+        memo[expr] = result
+        return result
     args = [inert(a, memo) for a in expr.args]
     func = expr.func
     if func in (sp.Add, sp.Mul, sp.Pow) or (
@@ -70,13 +74,43 @@ def inert(expr: Any, memo: dict[Any, Any] | None = None) -> Any:
     return result
 
 
+DIVISION = INERT_PREFIX + "Division"
+"""The inert head of ``a / b``, printed ``_div(a, b)``."""
+
+
+def _is_division(expr: Any) -> bool:
+    """Whether ``expr`` is ``a / b`` as SymPy builds it unevaluated: ``a * b**-1``."""
+    if expr.func is not sp.Mul or len(expr.args) != 2:
+        return False
+    reciprocal = expr.args[1]
+    return bool(reciprocal.is_Pow and reciprocal.exp == -1)
+
+
+def _operands(expr: Any) -> tuple[Any, Any]:
+    """``(a, b)`` of a division ``a * b**-1``."""
+    return expr.args[0], expr.args[1].base
+
+
+def _divide(a: Any, b: Any, evaluate: bool = False) -> Any:
+    """``a / b`` unevaluated: the operation :data:`DIVISION` stands for.
+
+    A division is kept whole rather than as ``a * (1 / b)``: ``cse`` would share
+    the reciprocal of divisions by one constant and multiply by it, and
+    ``0.9 * (1 / 10)`` is not ``0.9 / 10`` in floats.
+    """
+    return sp.Mul(a, sp.Pow(b, -1, evaluate=evaluate), evaluate=evaluate)
+
+
+_INERT[DIVISION] = _divide
+
+
 def _negated(term: Any) -> Any:
     """``y`` for an exact ``-1 * y`` or a negative number (printed as a
     subtraction), else None."""
     if term.is_Number and term.is_negative:
         return -term
     stands_for = original(term)
-    if stands_for is not None and stands_for.func is sp.Mul:
+    if stands_for is not None and stands_for.func is sp.Mul and not _is_div(term):
         args = term.args
         if len(args) >= 2 and args[0] == -1:
             return args[1] if len(args) == 2 else term.func(*args[1:])
@@ -86,12 +120,19 @@ def _negated(term: Any) -> Any:
 def _denominators(factors: Any) -> bool:
     """Whether an exact product divides (a factor is a negative power)."""
     for factor in factors:
+        if _is_div(factor):
+            return True
         stands_for = original(factor)
         if stands_for is not None and stands_for.func is sp.Pow:
             exp = factor.args[1]
             if exp.is_Rational and exp.is_negative:
                 return True
     return False
+
+
+def _is_div(expr: Any) -> bool:
+    """Whether ``expr`` is an inert division (:data:`DIVISION`)."""
+    return getattr(expr.func, "__name__", "") == DIVISION
 
 
 def plain(expr: Any) -> Any:
@@ -122,6 +163,7 @@ class FloatPrinter(PythonCodePrinter):
 
     def __init__(self) -> None:
         functions = {name: floats.helper(name) for name in floats.FAST_UNARY}
+        functions.update({name: floats.helper(name) for name in floats.NUMPY_UNARY})
         functions.update(floats.SAFE)
         super().__init__(
             {
@@ -164,6 +206,9 @@ class FloatPrinter(PythonCodePrinter):
         return str(super().parenthesize(item, level, strict))
 
     def _print_Function(self, expr: Any) -> str:
+        if _is_div(expr):
+            a, b = (self._print(arg) for arg in expr.args)
+            return f"_div({a}, {b})"
         stands_for = original(expr)
         if stands_for is None:
             return str(super()._print_Function(expr))
@@ -269,6 +314,23 @@ class FloatPrinter(PythonCodePrinter):
 
     def _print_DiracDelta(self, expr: Any) -> str:
         return "0.0"  # derivative of a step: zero almost everywhere
+
+    def _print_NpComparison(self, expr: Any) -> str:
+        """A comparison kept as written (see ``primitives.elementwise``)."""
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"({a} {expr.symbol} {b})"
+
+    def _print_NpHypot(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_hypot({a}, {b})"
+
+    def _print_NpMaximum(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_maximum({a}, {b})"
+
+    def _print_NpMinimum(self, expr: Any) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"_minimum({a}, {b})"
 
     def _print_Max(self, expr: Any) -> str:
         return self._fold("_maximum", expr.args)

@@ -101,9 +101,10 @@ def add_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
     """``x + 0``, ``x + (-y)``, ``x + x``, added scatters into zeros, ``x + c*y``
     with c < 0."""
     a, b = atoms
-    if _is_const(b, 0.0):
+    # x + 0 is x only up to the sign of zero (-0.0 + 0.0 is 0.0): relaxed only.
+    if _is_const(b, 0.0) and cx.relaxed:
         return _keep(a, atoms)
-    if _is_const(a, 0.0):
+    if _is_const(a, 0.0) and cx.relaxed:
         return _keep(b, atoms)
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("sub", a, neg.inputs[0])
@@ -155,7 +156,8 @@ def sub_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
     a, b = atoms
     if _is_const(b, 0.0):
         return _keep(a, atoms)
-    if _is_const(a, 0.0) and b.shape == _out_shape(atoms):
+    # 0 - x is -x only up to the sign of zero (0.0 - 0.0 is 0.0): relaxed only.
+    if _is_const(a, 0.0) and b.shape == _out_shape(atoms) and cx.relaxed:
         return cx.bind("neg", b)
     if (neg := cx.made_by(b, "neg")) is not None:
         return cx.bind("add", a, neg.inputs[0])
@@ -177,9 +179,10 @@ def mul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
         return selected
     if cx.relaxed and (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
         return cancelled
-    if (quotient := _divide_instead(a, b, cx)) is not None:
+    # Rounding differs from the user's order in these three: relaxed only.
+    if cx.relaxed and (quotient := _divide_instead(a, b, cx)) is not None:
         return quotient
-    if (small_first := _small_factors_first(a, b, cx)) is not None:
+    if cx.relaxed and (small_first := _small_factors_first(a, b, cx)) is not None:
         return small_first
     if isinstance(b, Lit) and not isinstance(a, Lit):
         a, b = b, a  # the constant first
@@ -188,8 +191,8 @@ def mul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
         return None
     if c == -1.0 and b.shape == _out_shape(atoms):
         return cx.bind("neg", b)
-    inner = cx.made_by(b, "mul")
-    if inner is not None:  # c1 * (c2 * x) = (c1 c2) * x
+    inner = cx.made_by(b, "mul") if cx.relaxed else None
+    if inner is not None:  # c1 * (c2 * x) = (c1 c2) * x, up to rounding
         consts = [_scalar_lit(x) for x in inner.inputs]
         for i, c2 in enumerate(consts):
             if c2 is not None:
@@ -312,7 +315,8 @@ def neg_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
             c = _scalar_lit(atom)
             if c is not None:
                 return cx.bind("mul", Lit(np.asarray(-c)), eqn.inputs[1 - i])
-    if (eqn := cx.made_by(x, "sub")) is not None:
+    if cx.relaxed and (eqn := cx.made_by(x, "sub")) is not None:
+        # -(a - b) is b - a up to the sign of zero (-(0.0 - 0.0) is -0.0)
         return cx.bind("sub", eqn.inputs[1], eqn.inputs[0])
     return None
 

@@ -943,6 +943,18 @@ def _binary(name: str) -> Callable[[Any, Any], Any]:
     return lambda a, b: _bind(name, a, b)
 
 
+def _nan_ignoring(name: str) -> Callable[[Any, Any], Any]:
+    """``np.fmax``/``np.fmin``: the other argument where one is NaN (NaN only where
+    both are), else ``np.maximum``/``np.minimum`` (whose ties and signed zeros
+    ``fmax``/``fmin`` share: checked on every pair of 0, -0, +-1, +-inf, NaN)."""
+
+    def fn(a: Any, b: Any) -> Any:
+        a_nan, b_nan = _bind("ne", a, a), _bind("ne", b, b)  # NaN tests
+        return np.where(b_nan, a, np.where(a_nan, b, _bind(name, a, b)))
+
+    return fn
+
+
 UFUNCS: dict[str, Callable[..., Any]] = {
     **{
         name: _unary(name)
@@ -984,8 +996,8 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "true_divide": _binary("div"),
     "power": _binary("pow"),
     "float_power": _binary("pow"),
-    "fmax": _binary("maximum"),
-    "fmin": _binary("minimum"),
+    "fmax": _nan_ignoring("maximum"),
+    "fmin": _nan_ignoring("minimum"),
     "less": _binary("lt"),
     "less_equal": _binary("le"),
     "greater": _binary("gt"),
@@ -995,10 +1007,10 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "matmul": matmul,
     "square": lambda x: x * x,
     "reciprocal": lambda x: 1.0 / x,
-    "log2": lambda x: np.log(x) * (1.0 / math.log(2.0)),
-    "log10": lambda x: np.log(x) * (1.0 / math.log(10.0)),
-    "exp2": lambda x: 2.0**x,
-    "hypot": lambda a, b: np.sqrt(a * a + b * b),
+    "log2": _unary("log2"),
+    "log10": _unary("log10"),
+    "exp2": _unary("exp2"),
+    "hypot": _binary("hypot"),
     "deg2rad": lambda x: x * (math.pi / 180.0),
     "radians": lambda x: x * (math.pi / 180.0),
     "degrees": lambda x: x * (180.0 / math.pi),

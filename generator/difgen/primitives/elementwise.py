@@ -7,6 +7,7 @@ binary rows carry their JVP. Compound NumPy functions (``log2``, ``square``,
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1 + x)
+from sympy.logic.boolalg import BooleanFunction
 
 from difgen.core import simplify as identities
 from difgen.core.expr import call, infix, negation
@@ -129,6 +131,29 @@ UNARY = [
         sympy=cfunctions.expm1,
     ),
     unary("log", np.log, call("np.log({0})"), deriv=lambda x, y: 1.0 / x, sympy=sp.log),
+    # log2, log10, exp2 are NumPy's own: log(x) * (1 / log 2) or 2.0 ** x differ in
+    # the last bit.
+    unary(
+        "log2",
+        np.log2,
+        call("np.log2({0})"),
+        deriv=lambda x, y: (1.0 / math.log(2.0)) / x,
+        sympy=cfunctions.log2,
+    ),
+    unary(
+        "log10",
+        np.log10,
+        call("np.log10({0})"),
+        deriv=lambda x, y: (1.0 / math.log(10.0)) / x,
+        sympy=cfunctions.log10,
+    ),
+    unary(
+        "exp2",
+        np.exp2,
+        call("np.exp2({0})"),
+        deriv=lambda x, y: y * math.log(2.0),
+        sympy=cfunctions.exp2,
+    ),
     unary(
         "log1p",
         np.log1p,
@@ -264,6 +289,67 @@ def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(num / (a * a + b * b), np.shape(out))
 
 
+class NpMaximum(sp.Function):
+    """``np.maximum(a, b)`` in the argument order of the user's code.
+
+    SymPy's ``Max`` keeps its arguments as a set and sorts them, and NumPy's
+    maximum is not symmetric: on equal values it returns the second argument, so
+    ``maximum(0.0, -0.0)`` is ``-0.0`` and ``maximum(-0.0, 0.0)`` is ``0.0``. This
+    head keeps the order; printed as the ``_maximum`` helper of ``floats``. Its
+    derivative is SymPy's ``Max``'s (a step, 1/2 on ties).
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args if argindex == 1 else self.args[::-1]
+        return sp.Heaviside(a - b)
+
+
+class NpMinimum(sp.Function):
+    """``np.minimum(a, b)`` in the user's argument order (see :class:`NpMaximum`)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args if argindex == 1 else self.args[::-1]
+        return sp.Heaviside(b - a)
+
+
+def _hypot_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d hypot(a, b) = (a da + b db) / h. At a = b = 0 (h = 0), where hypot has no
+    derivative, the tangent is 0 (h reads 1 there): the smallest subgradient, and
+    no NaN where the function itself is finite."""
+    (a, b), (da, db) = primals, tangents
+    h = np.where(out == 0.0, 1.0, out)
+    terms = [None if da is None else (a / h) * da, None if db is None else (b / h) * db]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+class NpHypot(sp.Function):
+    """``np.hypot(a, b)``, NumPy's own (``sqrt(a*a + b*b)`` overflows at 1e200):
+    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0
+    (as :func:`_hypot_jvp`)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        arg = self.args[argindex - 1]
+        return sp.Piecewise((sp.S.Zero, NpEqual(self, 0)), (arg / self, True))
+
+
 def _select_jvp(pick_first: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
         """The tangent of whichever argument was selected (the first on ties)."""
@@ -362,20 +448,27 @@ BINARY = [
         sympy=sp.atan2,
     ),
     binary(
+        "hypot",
+        np.hypot,
+        call("np.hypot({0}, {1})"),
+        jvp=_hypot_jvp,
+        sympy=NpHypot,
+    ),
+    binary(
         "maximum",
         np.maximum,
         call("np.maximum({0}, {1})"),
         jvp=_select_jvp(lambda a, b: a >= b),
-        sympy=sp.Max,
-        commutative=True,
+        sympy=NpMaximum,
+        commutative=False,  # the second of equal values: 0.0 and -0.0 differ
     ),
     binary(
         "minimum",
         np.minimum,
         call("np.minimum({0}, {1})"),
         jvp=_select_jvp(lambda a, b: a <= b),
-        sympy=sp.Min,
-        commutative=True,
+        sympy=NpMinimum,
+        commutative=False,  # the second of equal values: 0.0 and -0.0 differ
     ),
 ]
 
@@ -384,21 +477,60 @@ for _prim in BINARY:
 
 
 # ------------------------------------------------------------------- selectors
-def _unevaluated(relation: Any) -> Any:
-    """A relation kept as written: SymPy would rewrite ``x/5 == m`` as ``x == 5 m``,
-    which is exact on rationals but not on the floats the emitted code computes."""
-    return lambda a, b: relation(a, b, evaluate=False)
+class NpComparison(BooleanFunction):
+    """A float comparison as NumPy makes it, as an opaque SymPy head.
+
+    SymPy's relations assume real (never NaN) symbols: ``Ne(x, x)`` folds to
+    False, ``Not(x > 0)`` becomes ``x <= 0`` and ``x/5 == m`` becomes ``x == 5 m``,
+    each of which differs from NumPy where x is NaN (or, for the last, in the
+    rounding). This head is never rewritten; the printer writes it as the
+    comparison itself (``_print_NpComparison``). Logic on its results (And, Or,
+    Not) stays exact: the results are true booleans.
+    """
+
+    nargs = 2
+    symbol = ""
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None  # stays as written, even on equal arguments
+
+    def _eval_as_set(self) -> Any:
+        """No set of reals: SymPy must not solve a NaN-aware comparison."""
+        raise NotImplementedError("a NumPy comparison is not a set of reals")
+
+
+class NpLess(NpComparison):
+    symbol = "<"
+
+
+class NpLessEqual(NpComparison):
+    symbol = "<="
+
+
+class NpGreater(NpComparison):
+    symbol = ">"
+
+
+class NpGreaterEqual(NpComparison):
+    symbol = ">="
+
+
+class NpEqual(NpComparison):
+    symbol = "=="
+
+
+class NpNotEqual(NpComparison):
+    symbol = "!="
 
 
 SELECTORS = [
-    selector("lt", np.less, infix("<"), sympy=_unevaluated(sp.Lt)),
-    selector("le", np.less_equal, infix("<="), sympy=_unevaluated(sp.Le)),
-    selector("gt", np.greater, infix(">"), sympy=_unevaluated(sp.Gt)),
-    selector("ge", np.greater_equal, infix(">="), sympy=_unevaluated(sp.Ge)),
-    selector("eq", np.equal, infix("=="), sympy=_unevaluated(sp.Eq), commutative=True),
-    selector(
-        "ne", np.not_equal, infix("!="), sympy=_unevaluated(sp.Ne), commutative=True
-    ),
+    selector("lt", np.less, infix("<"), sympy=NpLess),
+    selector("le", np.less_equal, infix("<="), sympy=NpLessEqual),
+    selector("gt", np.greater, infix(">"), sympy=NpGreater),
+    selector("ge", np.greater_equal, infix(">="), sympy=NpGreaterEqual),
+    selector("eq", np.equal, infix("=="), sympy=NpEqual, commutative=True),
+    selector("ne", np.not_equal, infix("!="), sympy=NpNotEqual, commutative=True),
     selector(
         "logical_and",
         np.logical_and,
