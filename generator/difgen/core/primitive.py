@@ -158,8 +158,8 @@ def broadcasting(name: str, dtype: str) -> Callable[..., Aval]:
             raise TypeError(f"{name} of run-time int64 values is not supported")
         try:
             dims = [tuple(s) for s, _ in avals]
-            if all(d == dims[0] for d in dims):  # NumPy's call is slow
-                shape = dims[0] if dims else ()
+            if dims and dims.count(dims[0]) == len(dims):  # NumPy's call is slow
+                shape = dims[0]
             else:
                 shape = tuple(np.broadcast_shapes(*dims))
         except ValueError:

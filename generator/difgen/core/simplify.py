@@ -49,8 +49,8 @@ def _scalar_lit(atom: Atom) -> float | None:
 def _out_shape(atoms: Sequence[Atom]) -> tuple[int, ...]:
     """The broadcast shape of ``atoms`` (ValueError if they do not broadcast)."""
     shapes = [a.shape for a in atoms]
-    if all(s == shapes[0] for s in shapes):  # no broadcasting: NumPy's call is slow
-        return tuple(shapes[0]) if shapes else ()
+    if shapes and shapes.count(shapes[0]) == len(shapes):  # NumPy's call is slow
+        return tuple(shapes[0])
     return tuple(np.broadcast_shapes(*shapes))
 
 
