@@ -104,10 +104,15 @@ class Params(tuple):
 
     @classmethod
     def of(cls, mapping: dict[str, Any]) -> Params:
+        if not mapping and cls is Params:  # most equations: one shared empty tuple
+            return NO_PARAMS
         return cls(sorted((k, _freeze(v)) for k, v in mapping.items()))
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self)
+
+
+NO_PARAMS = Params()
 
 
 @dataclass(frozen=True)
