@@ -10,7 +10,9 @@ temporaries of different digit counts) and lines the fast path must leave to bla
 from __future__ import annotations
 
 import black
+import pytest
 
+from difgen import naming
 from difgen.emit import blackfast
 
 
@@ -74,3 +76,14 @@ def test_a_lost_placeholder_falls_back_to_black_on_the_whole_module() -> None:
     skeleton = module([line for line in kept if "DIFGEN_RUN" not in line])
     expected = black.format_str(module(body), mode=blackfast.MODE)
     assert blackfast.format_with_runs(skeleton, runs, lambda: module(body)) == expected
+
+
+def test_the_name_check_sees_the_names_a_run_assigns() -> None:
+    body = [f"t{i} = x[0] + {i}.0" for i in range(20)] + ["t99[0] = 1.0"] * 20
+    (kept,), runs = blackfast.extract_runs([body])
+    assert blackfast.assigned_names(runs, kept) == {f"t{i}" for i in range(20)}
+    with pytest.raises(naming.NameClash, match="'t7' is assigned in the body"):
+        naming.check_module("def f(x, t7):\n    pass\n", {"f": {"t7"}})
+    comprehension = ["t1 = [t2 for t2 in x]"] * 20
+    (kept,), runs = blackfast.extract_runs([comprehension])
+    assert blackfast.assigned_names(runs, kept) is None

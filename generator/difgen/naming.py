@@ -214,9 +214,13 @@ class NameClash(Exception):
     """A rendered module uses one name for two things (a difgen bug, not the user's)."""
 
 
-def check_module(text: str) -> None:
+def check_module(text: str, elsewhere: dict[str, set[str]] | None = None) -> None:
     """Raise :class:`NameClash` if a parameter of a generated function collides with
     a module-level name or with a name assigned in the function's body.
+
+    ``elsewhere`` maps a function's name to names its body assigns in statements
+    left out of ``text`` (render checks the long runs of simple assignments it
+    formats apart from their names alone, without parsing them).
 
     >>> check_module("K0 = 1\\ndef f(x, K0):\\n    return x + K0\\n")
     Traceback (most recent call last):
@@ -256,6 +260,7 @@ def check_module(text: str) -> None:
             ):
                 checked.add(id(node.targets[0]))
         assigned = {node.id for node in stored if id(node) not in checked}
+        assigned |= (elsewhere or {}).get(fn.name, set())
         for name in sorted(params):
             if name in module_names:
                 raise NameClash(

@@ -144,3 +144,20 @@ def _restore(formatted: str, names: list[str]) -> str:
     """``formatted`` with its temporaries renamed back to ``names``, in order."""
     it = iter(names)
     return _TEMP.sub(lambda m: next(it), formatted)
+
+
+def assigned_names(runs: list[list[str]], body: Sequence[str]) -> set[str] | None:
+    """The names assigned by the runs whose placeholders are in ``body``: the
+    target of each ``tNNN = ...`` (a subscripted target assigns no name); None if
+    a run has a comprehension (its loop variables are assignments too)."""
+    names: set[str] = set()
+    for line in body:
+        if (m := _FOUND.fullmatch(line)) is None:
+            continue
+        for statement in runs[int(m.group(2))]:
+            if re.search(r"\bfor\b", statement):
+                return None
+            target = statement.split(" = ", 1)[0]
+            if "[" not in target:
+                names.add(target)
+    return names

@@ -236,8 +236,17 @@ def render_module(
         runs,
         lambda: render(functions=functions),
     )
+    # The name check parses the module without its runs (parsing is most of its
+    # cost) and takes the runs' assigned names from their simple form.
+    elsewhere = {f.name: blackfast.assigned_names(runs, f.body) for f in skeleton}
     try:
-        naming.check_module(text)
+        if any(names is None for names in elsewhere.values()):
+            naming.check_module(text)
+        else:
+            naming.check_module(
+                render(functions=skeleton),
+                {name: names or set() for name, names in elsewhere.items()},
+            )
     except naming.NameClash as exc:
         raise InternalError(
             f"module {spec.name!r}: the generated code would use one name for two "
