@@ -214,9 +214,13 @@ class NameClash(Exception):
     """A rendered module uses one name for two things (a difgen bug, not the user's)."""
 
 
-def check_module(text: str) -> None:
+def check_module(text: str, elsewhere: dict[str, set[str]] | None = None) -> None:
     """Raise :class:`NameClash` if a parameter of a generated function collides with
     a module-level name or with a name assigned in the function's body.
+
+    ``elsewhere`` maps a function's name to names its body assigns in statements
+    left out of ``text`` (render checks the long runs of simple assignments it
+    formats apart from their names alone, without parsing them).
 
     >>> check_module("K0 = 1\\ndef f(x, K0):\\n    return x + K0\\n")
     Traceback (most recent call last):
@@ -241,22 +245,22 @@ def check_module(text: str) -> None:
     module_names |= {fn.name for fn in functions}
     for fn in functions:
         params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-        checked = {  # the argument checks rebind a parameter to its converted value
-            id(node.targets[0])
-            for node in ast.walk(fn)
-            if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id
-            in (AS_ARRAY, AS_SCALAR, AS_POINTS, POINTS_LAYOUT, AS_INTS, AS_BOOLS)
-        }
-        assigned = {
-            node.id
-            for node in ast.walk(fn)
-            if isinstance(node, ast.Name)
-            and isinstance(node.ctx, ast.Store)
-            and id(node) not in checked
-        }
+        checked: set[int] = set()  # argument checks rebind a parameter to its value
+        stored: list[ast.Name] = []
+        for node in ast.walk(fn):  # one walk: a long body has many nodes
+            if isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Store):
+                    stored.append(node)
+            elif (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id
+                in (AS_ARRAY, AS_SCALAR, AS_POINTS, POINTS_LAYOUT, AS_INTS, AS_BOOLS)
+            ):
+                checked.add(id(node.targets[0]))
+        assigned = {node.id for node in stored if id(node) not in checked}
+        assigned |= (elsewhere or {}).get(fn.name, set())
         for name in sorted(params):
             if name in module_names:
                 raise NameClash(

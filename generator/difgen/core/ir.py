@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,10 @@ class Var:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
+
+
+_DTYPE_NAMES: dict[np.dtype[Any], str] = {}  # str(dtype) is slow in NumPy
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,12 +52,18 @@ class Lit:
 
     value: np.ndarray
     _key: bytes = field(repr=False, default=b"")
+    # str(dtype) is slow in NumPy and the identities ask for it on every operand
+    _dtype: str = field(repr=False, default="")
 
     def __post_init__(self) -> None:
         value = np.array(self.value)
         if value.dtype.kind == "f" or (value.dtype.kind == "i" and value.ndim == 0):
             value = value.astype(np.float64)
         _freeze_into(self, value)
+        name = _DTYPE_NAMES.get(value.dtype)
+        if name is None:
+            name = _DTYPE_NAMES.setdefault(value.dtype, str(value.dtype))
+        object.__setattr__(self, "_dtype", name)
 
     @property
     def shape(self) -> Shape:
@@ -61,7 +71,7 @@ class Lit:
 
     @property
     def dtype(self) -> str:
-        return str(self.value.dtype)
+        return self._dtype
 
     @property
     def ndim(self) -> int:
@@ -94,10 +104,15 @@ class Params(tuple):
 
     @classmethod
     def of(cls, mapping: dict[str, Any]) -> Params:
+        if not mapping and cls is Params:  # most equations: one shared empty tuple
+            return NO_PARAMS
         return cls(sorted((k, _freeze(v)) for k, v in mapping.items()))
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self)
+
+
+NO_PARAMS = Params()
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,11 @@ Bound = Var | np.ndarray
 
 
 def _is_const(atom: Atom, value: float) -> bool:
-    return (
-        isinstance(atom, Lit)
-        and atom.dtype != "bool"
-        and bool(np.all(atom.value == value))
-    )
+    if not isinstance(atom, Lit) or atom.dtype == "bool":
+        return False
+    if atom.value.ndim == 0:  # the common case, without np.all's overhead
+        return bool(atom.value == value)
+    return bool(np.all(atom.value == value))
 
 
 def _scalar_lit(atom: Atom) -> float | None:
@@ -46,8 +46,12 @@ def _scalar_lit(atom: Atom) -> float | None:
     return None
 
 
-def _out_shape(atoms: list[Atom]) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(*(a.shape for a in atoms)))
+def _out_shape(atoms: Sequence[Atom]) -> tuple[int, ...]:
+    """The broadcast shape of ``atoms`` (ValueError if they do not broadcast)."""
+    shapes = [a.shape for a in atoms]
+    if shapes and shapes.count(shapes[0]) == len(shapes):  # NumPy's call is slow
+        return tuple(shapes[0])
+    return tuple(np.broadcast_shapes(*shapes))
 
 
 def _keep(atom: Atom, atoms: list[Atom]) -> Result:
@@ -532,7 +536,7 @@ def simplify(
     cx = Context(builder, bind_atoms, relaxed)
     if prim.elementwise:
         try:
-            np.broadcast_shapes(*(a.shape for a in atoms))
+            _out_shape(atoms)
         except ValueError:
             return None  # the shape rule reports it, at the user's line
         narrowed = _narrow_operands(prim, atoms, cx)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
+import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -206,6 +207,30 @@ def as_constant(value: Any) -> np.ndarray:
     return arr if arr.dtype == np.bool_ else arr.astype(np.float64)
 
 
+_SCALAR_LITS: dict[bytes, Lit] = {}  # Lits are immutable: one per float64 scalar
+_MAX_SCALAR_LITS = 100_000
+
+
+def _constant_lit(value: Any) -> Lit:
+    """``Lit(as_constant(value))``, shared for float64 scalars.
+
+    Most constants of a trace are a few scalars (a step size, the coefficients)
+    used over and over; making each Lit copies, converts and hashes the array again.
+    The key is the scalar's bytes, so -0.0 and 0.0 (or two NaNs) stay apart.
+    """
+    if type(value) is float or (
+        type(value) is np.ndarray and value.ndim == 0 and value.dtype == np.float64
+    ):
+        key = struct.pack("<d", float(value))
+        lit = _SCALAR_LITS.get(key)
+        if lit is None:
+            if len(_SCALAR_LITS) >= _MAX_SCALAR_LITS:
+                _SCALAR_LITS.clear()
+            lit = _SCALAR_LITS[key] = Lit(as_constant(value))
+        return lit
+    return Lit(as_constant(value))
+
+
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``prim``: evaluate at once on constants, otherwise record an equation."""
     args = tuple(lift(a) for a in args)
@@ -229,7 +254,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
         with np.errstate(all="ignore"):
             return np.asarray(prim.impl(*values, **params))
     atoms: list[Atom] = [
-        a.atom if isinstance(a, Tracer) else Lit(as_constant(a)) for a in args
+        a.atom if isinstance(a, Tracer) else _constant_lit(a) for a in args
     ]
     shortcut = simplify(prim, atoms, params, builder, _bind_atoms, is_relaxed())
     if shortcut is not None:

@@ -8,6 +8,7 @@ module adds the header, imports and constants the generated module contract asks
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -15,11 +16,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-import black
 import jinja2
 
 from difgen import floats, naming
 from difgen.config import Config, ModuleSpec
+from difgen.emit import blackfast
 from difgen.emit.signatures import (
     argument_checks,
     data_helpers,
@@ -193,46 +194,59 @@ def render_module(
     contexts = ", ".join(
         f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
     )
-    text = (
-        _environment()
-        .get_template("module.py.j2")
-        .render(
-            version=VERSION,
-            function=spec.function,
-            backend=spec.backend,
-            mode=spec.mode,
-            emission=(
-                parts.emission
-                if c_hash is None
-                else f"c (extension {spec.name}{naming.C_SUFFIX}; "
-                f"fallback {parts.emission})"
-            ),
-            input_desc=_shape_desc(spec.input.shape),
-            output_desc=_shape_desc(parts.output_shape),
-            contexts=contexts,
-            config=config_reference(spec, config),
-            name=spec.name,
-            imports=_imports(body_text, c_hash is not None),
-            c_hash=c_hash,
-            csr_out=f"{naming.CHECK_CSR_OUT}(" in body_text,
-            c_module=spec.name + naming.C_SUFFIX,
-            wrappers=list(dict(w for f in functions for w in f.wrappers).items()),
-            source_hash=source_hash,
-            body_hash=BODY_HASH_PLACEHOLDER,
-            input_shape=repr(tuple(spec.input.shape)),
-            output_shape=repr(tuple(parts.output_shape)),
-            constants=parts.constants,
-            setup=parts.setup,
-            all_names=repr(sorted(f.name for f in functions)),
-            functions=functions,
-            helpers=naming,
-            points=any(f.points_of is not None for f in functions),
-            float_helpers=floats.definitions(body_text) + data_helpers(spec),
-        )
+    # Long runs of simple statements are formatted apart (see emit/blackfast.py):
+    # black on the whole of a large module is most of its build time.
+    bodies, runs = blackfast.extract_runs([f.body for f in functions])
+    render = functools.partial(
+        _environment().get_template("module.py.j2").render,
+        version=VERSION,
+        function=spec.function,
+        backend=spec.backend,
+        mode=spec.mode,
+        emission=(
+            parts.emission
+            if c_hash is None
+            else f"c (extension {spec.name}{naming.C_SUFFIX}; "
+            f"fallback {parts.emission})"
+        ),
+        input_desc=_shape_desc(spec.input.shape),
+        output_desc=_shape_desc(parts.output_shape),
+        contexts=contexts,
+        config=config_reference(spec, config),
+        name=spec.name,
+        imports=_imports(body_text, c_hash is not None),
+        c_hash=c_hash,
+        csr_out=f"{naming.CHECK_CSR_OUT}(" in body_text,
+        c_module=spec.name + naming.C_SUFFIX,
+        wrappers=list(dict(w for f in functions for w in f.wrappers).items()),
+        source_hash=source_hash,
+        body_hash=BODY_HASH_PLACEHOLDER,
+        input_shape=repr(tuple(spec.input.shape)),
+        output_shape=repr(tuple(parts.output_shape)),
+        constants=parts.constants,
+        setup=parts.setup,
+        all_names=repr(sorted(f.name for f in functions)),
+        helpers=naming,
+        points=any(f.points_of is not None for f in functions),
+        float_helpers=floats.definitions(body_text) + data_helpers(spec),
     )
-    text = black.format_str(text, mode=black.Mode(line_length=88))
+    skeleton = [dataclasses.replace(f, body=b) for f, b in zip(functions, bodies)]
+    text = blackfast.format_with_runs(
+        render(functions=skeleton),
+        runs,
+        lambda: render(functions=functions),
+    )
+    # The name check parses the module without its runs (parsing is most of its
+    # cost) and takes the runs' assigned names from their simple form.
+    elsewhere = {f.name: blackfast.assigned_names(runs, f.body) for f in skeleton}
     try:
-        naming.check_module(text)
+        if any(names is None for names in elsewhere.values()):
+            naming.check_module(text)
+        else:
+            naming.check_module(
+                render(functions=skeleton),
+                {name: names or set() for name, names in elsewhere.items()},
+            )
     except naming.NameClash as exc:
         raise InternalError(
             f"module {spec.name!r}: the generated code would use one name for two "
