@@ -133,7 +133,7 @@ def test_refusals_name_the_line_and_the_construct() -> None:
     _refuses(lambda x: x.ravel(order="F"), (2, 2), "order='F'")
     _refuses(lambda x: np.linspace(x, 1.0, 3), (2,), "np.linspace")
     _refuses(lambda x: x.take([0], mode="clip"), (3,), "mode='clip'")
-    _refuses(lambda x: x.argmax(), (3,), "np.argmax")
+    _refuses(lambda x: x.nonzero()[0], (3,), "np.nonzero")
     _refuses(lambda x: x.tolist(), (3,), ".tolist()")
     _refuses(lambda x: x.sum(out=x), (3,), "out=")
     _refuses(lambda x: x.mean(where=x > 0), (3,), "where=")
