@@ -43,10 +43,16 @@ def fingerprint(graph: Graph) -> Hashable:
 def optimize(graph: Graph, max_rounds: int = MAX_ROUNDS) -> Graph:
     """Fold, simplify, CSE and DCE until nothing changes.
 
+    Identities exact in floats apply to the user's computation (``x * 1.0``, a
+    double transpose); ``x + 0.0`` is kept there, since it turns -0.0 into 0.0:
+
     >>> from difgen.frontend import trace
-    >>> g = trace(lambda x: (x * 1.0 + 0.0).T.T, [((2, 3), "float64")])
+    >>> g = trace(lambda x: (x * 1.0).T.T, [((2, 3), "float64")])
     >>> optimize(g).eqns
     ()
+    >>> g = trace(lambda x: x + 0.0, [((2, 3), "float64")])
+    >>> [e.primitive.name for e in optimize(g).eqns]
+    ['add']
     """
     current = fingerprint(graph)
     for _ in range(max_rounds):
