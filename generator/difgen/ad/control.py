@@ -33,10 +33,10 @@ from difgen.ad.jvp import jvp
 from difgen.ad.transpose import vjp_eval
 from difgen.core.expr import Aval, Expr
 from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate, structure
-from difgen.core.primitive import NO_IDENTITIES, Linear, Primitive, register
+from difgen.core.primitive import Linear, register
 from difgen.core.tracer import bind
 from difgen.errors import DifgenError
-from difgen.primitives import patterns
+from difgen.primitives.family import control
 
 MAX_ROUNDS = 8
 
@@ -215,8 +215,8 @@ def _graph_work(graph: Graph) -> int:
 
 
 COND = register(
-    Primitive(
-        name="cond",
+    control(
+        "cond",
         impl=_impl,
         shape_rule=_shape_rule,
         emit=_emit,
@@ -224,13 +224,7 @@ COND = register(
         transpose=_cond_transpose,
         batch=_cond_batch,
         sympy=_sympy,
-        simplify=NO_IDENTITIES,
-        commutative=False,
-        sparsity=patterns.all_inputs,
         work=_work,
-        scalarizable=False,
-        view=False,
-        elementwise=False,
     )
 )
 

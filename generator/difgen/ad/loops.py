@@ -32,10 +32,10 @@ from difgen.ad.transpose import vjp_eval
 from difgen.core.batching import batched_to
 from difgen.core.expr import Aval, Expr
 from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate
-from difgen.core.primitive import NO_IDENTITIES, Linear, Primitive, register
+from difgen.core.primitive import Linear, register
 from difgen.core.tracer import bind
 from difgen.errors import DifgenError
-from difgen.primitives import patterns
+from difgen.primitives.family import control
 
 LOOP_WORK = 16  # the cost model's guess of a loop's trip count
 
@@ -378,8 +378,8 @@ def _sympy(*args: Any, **params: Any) -> Any:
 
 
 WHILE_LOOP = register(
-    Primitive(
-        name="while_loop",
+    control(
+        "while_loop",
         impl=_loop_impl,
         shape_rule=_loop_shape,
         emit=_no_emit,
@@ -387,13 +387,7 @@ WHILE_LOOP = register(
         transpose=_loop_transpose,
         batch=_loop_batch,
         sympy=_sympy,
-        simplify=NO_IDENTITIES,
-        commutative=False,
-        sparsity=patterns.all_inputs,
         work=_work,
-        scalarizable=False,
-        view=False,
-        elementwise=False,
     )
 )
 
@@ -556,8 +550,8 @@ def _sweep_transpose(ct: Any, *args: Any, **params: Any) -> list[Any]:
 
 # Not registered: made by the transpose of while_loop only, never traced or bound by
 # name (as the basis seed); tests/test_control_flow.py checks its fields.
-SWEEP = Primitive(
-    name="sweep",
+SWEEP = control(
+    "sweep",
     impl=_sweep_impl,
     shape_rule=_sweep_shape,
     emit=_no_emit,
@@ -565,11 +559,5 @@ SWEEP = Primitive(
     transpose=_sweep_transpose,
     batch=_sweep_batch,
     sympy=_sympy,
-    simplify=NO_IDENTITIES,
-    commutative=False,
-    sparsity=patterns.all_inputs,
     work=_work,
-    scalarizable=False,
-    view=False,
-    elementwise=False,
 )

@@ -351,3 +351,38 @@ def matrix_function(
         view=False,
         elementwise=False,
     )
+
+
+def control(
+    name: str,
+    impl: Rule,
+    *,
+    shape_rule: Rule,
+    emit: Rule,
+    jvp: Rule,
+    transpose: Rule,
+    batch: Rule,
+    sympy: Rule,
+    work: Rule,
+) -> Primitive:
+    """A control-flow primitive whose params hold sub-graphs (``cond``,
+    ``while_loop``, ``sweep``): its rules are transforms of those graphs, so every
+    rule is the row's own; what the family implies is that each output may depend on
+    every input, and that it is never simplified, reordered, scalarized or a view."""
+    return Primitive(
+        name=name,
+        impl=impl,
+        shape_rule=shape_rule,
+        emit=emit,
+        jvp=jvp,
+        transpose=transpose,
+        batch=batch,
+        sympy=sympy,
+        simplify=NO_IDENTITIES,
+        commutative=False,
+        sparsity=patterns.all_inputs,
+        work=work,
+        scalarizable=False,
+        view=False,
+        elementwise=False,
+    )
