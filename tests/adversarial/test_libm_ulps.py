@@ -67,7 +67,9 @@ def _ulps(got: np.ndarray, expected: np.ndarray) -> float:
     return float(np.max(np.abs(got[finite] - expected[finite]) / spacing, initial=0))
 
 
-def _measure(build: Builder, body: str, bounds: tuple[float, float], **opts: str) -> float:
+def _measure(
+    build: Builder, body: str, bounds: tuple[float, float], **opts: str
+) -> float:
     built = build(
         f"import numpy as np\n\ndef f(x):\n    return {body}\n",
         shape=(N,),
