@@ -160,8 +160,9 @@ def _object_reduce(fn: Any) -> Any:
     return reduce
 
 
-class NaryMax(sp.Max):
-    """``Max`` of many arguments that never compares them symbolically.
+def _nary(base: Any, sign: int, name: str) -> Any:
+    """SymPy's ``Max`` (``Min``) of many arguments that never compares them
+    symbolically.
 
     SymPy's ``Max`` drops arguments it can prove smaller than another
     (``Max._find_localzeros``): every new argument is compared with all the others,
@@ -169,32 +170,26 @@ class NaryMax(sp.Max):
     symbolic comparisons, and a pairwise fold n^3: minutes for a few dozen
     elements. The generated code is the same nested NaN-propagating
     ``_maximum`` calls either way (the printer dispatches on ``Max``).
+
+    ``sign`` is +1 for ``Max`` and -1 for ``Min``: d/d arg_i is
+    ``Heaviside(sign * (arg_i - extremum of the others))``, as SymPy's own.
     """
 
-    def __new__(cls, *args: Any, **options: Any) -> Any:
+    def __new__(cls: Any, *args: Any, **options: Any) -> Any:
         options["evaluate"] = False
-        return super().__new__(cls, *args, **options)
+        return base.__new__(cls, *args, **options)
 
-    def fdiff(self, argindex: int = 1) -> Any:
-        """d/d arg_i: Heaviside(arg_i - max of the others), as SymPy's ``Max``."""
+    def fdiff(self: Any, argindex: int = 1) -> Any:
         others = [a for i, a in enumerate(self.args) if i != argindex - 1]
         rest = others[0] if len(others) == 1 else type(self)(*others)
-        return sp.Heaviside(self.args[argindex - 1] - rest)
+        return sp.Heaviside(sign * (self.args[argindex - 1] - rest))
+
+    namespace = {"__new__": __new__, "fdiff": fdiff, "__doc__": _nary.__doc__}
+    return type(name, (base,), namespace)
 
 
-class NaryMin(sp.Min):
-    """``Min`` of many arguments that never compares them symbolically (see
-    :class:`NaryMax`)."""
-
-    def __new__(cls, *args: Any, **options: Any) -> Any:
-        options["evaluate"] = False
-        return super().__new__(cls, *args, **options)
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        """d/d arg_i: Heaviside(min of the others - arg_i), as SymPy's ``Min``."""
-        others = [a for i, a in enumerate(self.args) if i != argindex - 1]
-        rest = others[0] if len(others) == 1 else type(self)(*others)
-        return sp.Heaviside(rest - self.args[argindex - 1])
+NaryMax = _nary(sp.Max, 1, "NaryMax")
+NaryMin = _nary(sp.Min, -1, "NaryMin")
 
 
 def _object_extremum(fn: Any) -> Any:
