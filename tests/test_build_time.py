@@ -253,3 +253,28 @@ def test_difgen_build_prints_why_it_changed_course(
     assert main(["build", str(cfg)]) == 0
     err = capsys.readouterr().err
     assert "difgen: mod: note: sympy backend over its budget (inv of a 5 x 5" in err
+
+
+def test_derivatives_stop_at_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a 3 x 3 softmax cross entropy's hessian ran SymPy's ``diff`` on all 81
+    entries (37 s) before the result budget refused them. The budget is now checked
+    entry by entry, so ``diff`` stops at the entry that crosses it."""
+    from difgen.backends import sympy_backend
+
+    xs = list(sp.symbols("x0:6"))
+    big = sp.exp(sum(sp.sin(x) * sp.cos(x) ** 3 for x in xs))
+    calls: list[Any] = []
+    real_diff = sp.diff
+
+    def counting_diff(*args: Any) -> Any:
+        calls.append(args)
+        return real_diff(*args)
+
+    monkeypatch.setattr(sympy_backend.sp, "diff", counting_diff)
+    limit = Sizes()(real_diff(big, xs[0])) * 2
+    with pytest.raises(sympy_backend.ExpressionTooLarge, match=f"exceed {limit} nodes"):
+        sympy_backend._derivatives([big] * 6, xs, limit=limit)
+    assert 2 <= len(calls) <= 4, len(calls)  # not the 36 entries
+    calls.clear()
+    small = sympy_backend._derivatives([xs[0] * xs[1]], xs[:2], limit=limit)
+    assert small.tolist() == [[xs[1], xs[0]]] and len(calls) == 2

@@ -49,16 +49,6 @@ LAPACK = Refusal(
 )
 
 
-SYMPY_SLOW = Refusal(
-    "sympy backend: the build takes 14 s near idle and 34-64 s on a loaded 2-core "
-    "machine (stage 'derivatives': SymPy differentiating the one-hot cross entropy "
-    "through log-sum-exp), over issue 9's 10 s; one module over the corpus's 60 s "
-    "limit stops the whole batch build, so the pair is checked only as stopped by a "
-    "short limit (issue 9 §1)",
-    where="timeout",
-)
-
-
 def missing(name: str) -> Refusal:
     """A NumPy function the tracer does not support yet (issue 9 §2)."""
     return Refusal(f"needs {name} (issue 9 §2)", mentions=(name,))
@@ -82,8 +72,6 @@ _TABLE: list[tuple[str, tuple[str, ...], Refusal]] = [
     ("smallest_eigenvalue", _SYMPY, LAPACK),
     # ---- NumPy surface the tracer does not follow yet (issue 9 §2)
     ("convolution_blur", _BOTH, missing("np.convolve")),
-    # ---- build time (issue 9 §1)
-    ("softmax_cross_entropy_onehot", _SYMPY, SYMPY_SLOW),
 ]
 
 EXPECTED_REFUSALS: dict[tuple[str, str], Refusal] = {
