@@ -789,6 +789,7 @@ def render_c_module(
         f'    {{"{f.name}", (PyCFunction)(void (*)(void)){PREFIX}op_{f.name}, '
         f'METH_FASTCALL | METH_KEYWORDS, "{_c_string(f.native_doc)}"}},'
         for f in functions
+        if f.native  # an operator without a C form stays in Python
     ]
     methods.append(
         f'    {{"_bind", (PyCFunction){PREFIX}bind, METH_O, '
@@ -809,7 +810,7 @@ def render_c_module(
         f'BODY_HASH = "{body_hash_placeholder}"',
         ";",
         RUNTIME,
-        *(f.native for f in functions),
+        *(f.native for f in functions if f.native),
         f"static PyMethodDef {PREFIX}methods[] = {{",
         *methods,
         "    {NULL, NULL, 0, NULL}",
