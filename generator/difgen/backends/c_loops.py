@@ -47,8 +47,12 @@ are the C library's where NumPy may use its own SIMD versions (last-ulp
 differences). Results agree to a relative 1e-12 of the result's scale (the tests'
 tolerance); NaN and inf propagate identically.
 
-Memory: one workspace per call for the intermediate arrays (on the stack up to
-``STACK_DOUBLES``, else ``malloc``/``free``), so the code is reentrant; results are
+Memory: one workspace per call for the intermediate arrays: on the stack up to
+``STACK_DOUBLES``, else the operator's own heap buffer, allocated at its first call
+and kept (a ``malloc``/``free`` of a large block per call costs page faults). A
+call that finds that buffer in use (a thread entering while NumPy's loop or BLAS
+released the GIL, the only points where that can happen) allocates its own and
+frees it, so the code is reentrant and thread-safe under the GIL; results are
 written directly into the returned arrays (or the caller's ``out`` when it does not
 overlap an argument).
 """
@@ -72,6 +76,18 @@ from difgen.operators import Operator, result_shape, seed_shape
 
 STACK_DOUBLES = 4096
 """Workspaces up to this many doubles (32 KB) live on the stack."""
+
+UFUNCS = frozenset(
+    {
+        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh",
+        "cosh", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arcsinh",
+        "arccosh", "arctanh", "cbrt",
+    }
+)  # fmt: skip
+"""Transcendentals whose NumPy loops (SIMD) beat the C library's per element."""
+
+UFUNC_SIZE = 512
+"""From this many elements, a transcendental calls NumPy's loop (~1 us a call)."""
 
 BLAS_WORK = 4096
 """Products of at least this many multiply-adds go to NumPy's dot (BLAS)."""
@@ -556,6 +572,10 @@ class Compiler:
             kind = _kind(eqn)
             if kind == "structural" and self._view(eqn):
                 continue
+            if kind == "elementwise" and self._ufunc(eqn):
+                group = None
+                plan.append(Step(eqn))
+                continue
             if kind == "elementwise":
                 shape = tuple(eqn.out.shape)
                 if group is None or not self._joins(eqn, group, shape):
@@ -572,6 +592,23 @@ class Compiler:
             group.eqns.append(eqn)
             self.group_of[eqn.out] = group.index
         return plan
+
+    def _ufunc(self, eqn: Any) -> bool:
+        """A transcendental over many elements is NumPy's own ufunc loop, called
+        on the operand's memory: NumPy's SIMD ``exp``/``tanh``/``log`` are several
+        times faster than the C library's, and give NumPy's exact results."""
+        impl = eqn.primitive.impl
+        if not (isinstance(impl, np.ufunc) and impl.__name__ in UFUNCS):
+            return False
+        (a,) = eqn.inputs
+        if eqn.out.size < UFUNC_SIZE or not isinstance(a, Var) or a in self.consts:
+            return False
+        if a.dtype != "float64" or a.shape != eqn.out.shape:
+            return False
+        if a in self.view_of:
+            found = affine(self.view_of[a][1])
+            return found is not None and all(s >= 0 for s in found[1])
+        return True
 
     def _joins(self, eqn: Any, group: Group, shape: tuple[int, ...]) -> bool:
         if group.shape != shape:
@@ -631,8 +668,11 @@ class Compiler:
         if isinstance(src, Lit) or src in self.consts:
             return False  # a view of a constant is folded already
         table = np.array([t[0][1] for t in moves.terms], dtype=np.int64)
+        if src in self.view_of:  # a view of a view reads the first one's source
+            src, first = self.view_of[src]
+            table = first.reshape(-1)[table]
         self.view_of[eqn.out] = (src, table.reshape(eqn.out.shape))
-        self.view_root[eqn.out] = self.view_root.get(src, src)
+        self.view_root[eqn.out] = src
         return True
 
     # ----------------------------------------------------------------- emit
@@ -660,9 +700,7 @@ class Compiler:
             if out in done or src not in self.values:
                 continue
             v = self.values[src]
-            if isinstance(v, View):
-                self.values[out] = View(v.base, v.table.reshape(-1)[table])
-            elif isinstance(v, Store):
+            if isinstance(v, Store):
                 self.values[out] = View(v, table)
             else:
                 continue
@@ -737,7 +775,9 @@ class Compiler:
 
     def _step(self, eqn: Any) -> None:
         name = eqn.primitive.name
-        if name in STRUCTURAL:
+        if eqn.primitive.elementwise:
+            self._ufunc_call(eqn)
+        elif name in STRUCTURAL:
             self._structural(eqn)
         elif name in REDUCTIONS:
             self._reduction(eqn)
@@ -782,7 +822,13 @@ class Compiler:
                 break
             for slot in sorted(pairs):
                 outs, ins = (np.array(p, dtype=np.int64) for p in pairs[slot])
-                nest = LoopNest((len(outs),), self.tables)
+                src_atom = eqn.inputs[slot]
+                if np.array_equal(ins, np.arange(src_atom.size)):
+                    # every element of the input once, in order: loop over its
+                    # shape, where concatenation and padding are affine
+                    outs = outs.reshape(src_atom.shape)
+                    ins = ins.reshape(src_atom.shape)
+                nest = LoopNest(outs.shape, self.tables)
                 src = self.read(nest, eqn.inputs[slot], ins)
                 dst = nest.at(store, outs)
                 assign = "=" if rank == 0 and not np.any(moves.constants) else "+="
@@ -830,6 +876,59 @@ class Compiler:
             if found is not None and all(s >= 0 for s in found[1]):
                 return f"{v.base.name} + {found[0]}", found[1]
         return None
+
+    def _ufunc_call(self, eqn: Any) -> None:
+        """``numpy.<ufunc>(a, out=result)`` on arrays wrapping the memory."""
+        (a,) = eqn.inputs
+        found = self._operand(a)
+        assert found is not None  # _ufunc checked the operand's layout
+        pointer, strides = found
+        store = self._array(eqn.out)
+        name = eqn.primitive.impl.__name__
+        fn, x, y = self._fresh("u"), self._fresh("m"), self._fresh("m")
+        self.lines += [
+            f"/* {_eqn_text(eqn)}: NumPy's {name} loop */",
+            "{",
+            f"    static PyObject *{fn} = NULL;",
+            (
+                f'    if ({fn} == NULL && ({fn} = {PREFIX}numpy_attr("{name}")) == NULL) '
+                f"goto {PREFIX}fail;"
+            ),
+            *self._wrap(x, tuple(a.shape), pointer, strides, writeable=False),
+            *self._wrap(y, tuple(eqn.out.shape), store.name, None, writeable=True),
+            (
+                f"    PyObject *{y}_r = ({x} == NULL || {y} == NULL) ? NULL : "
+                f"PyObject_CallFunctionObjArgs({fn}, {x}, {y}, NULL);"
+            ),
+            f"    Py_XDECREF({x});",
+            f"    Py_XDECREF({y});",
+            f"    if ({y}_r == NULL) goto {PREFIX}fail;",
+            f"    Py_DECREF({y}_r);",
+            "}",
+        ]
+        self.values[eqn.out] = store
+
+    @staticmethod
+    def _wrap(
+        name: str,
+        shape: tuple[int, ...],
+        pointer: str,
+        strides: tuple[int, ...] | None,
+        writeable: bool,
+    ) -> list[str]:
+        """Lines making ``name``, an ndarray over existing memory (no copy)."""
+        lines = [f"    npy_intp {name}_d[] = {_dims(shape)};"]
+        if strides is not None:
+            lines.append(
+                f"    npy_intp {name}_s[] = {_dims(tuple(8 * s for s in strides))};"
+            )
+        flags = "NPY_ARRAY_CARRAY" if writeable else "NPY_ARRAY_ALIGNED"
+        lines.append(
+            f"    PyObject *{name} = PyArray_New(&PyArray_Type, {len(shape)}, "
+            f"{name}_d, NPY_DOUBLE, {name + '_s' if strides is not None else 'NULL'}, "
+            f"(void *)({pointer}), 0, {flags}, NULL);"
+        )
+        return lines
 
     def _blas(self, eqn: Any, store: Store) -> bool:
         """A large 1-D/2-D ``a @ b`` through NumPy's own ``dot`` (BLAS), on arrays
@@ -1101,11 +1200,23 @@ def c_loops_function(
                 f"double {PREFIX}stack[{work}];",
                 f"{PREFIX}w = {PREFIX}stack;",
             ]
-        else:
+        else:  # the operator's own buffer, unless a call is already using it
             head += [
-                f"{PREFIX}w = (double *)malloc(sizeof(double) * {work});",
+                f"static double *{PREFIX}cache = NULL;",
+                f"static int {PREFIX}busy = 0;",
+                f"if (!{PREFIX}busy) {{",
+                (
+                    f"    if ({PREFIX}cache == NULL) "
+                    f"{PREFIX}cache = (double *)malloc(sizeof(double) * {work});"
+                ),
+                f"    {PREFIX}w = {PREFIX}cache;",
+                f"    {PREFIX}heap = 2;",
+                f"    {PREFIX}busy = 1;",
+                "} else {",
+                f"    {PREFIX}w = (double *)malloc(sizeof(double) * {work});",
+                f"    {PREFIX}heap = 1;",
+                "}",
                 f"if ({PREFIX}w == NULL) {{ PyErr_NoMemory(); goto {PREFIX}fail; }}",
-                f"{PREFIX}heap = 1;",
             ]
     head += body_lines
     # results
@@ -1149,7 +1260,12 @@ def c_loops_function(
                 ),
                 f"if ({res} == NULL) goto {PREFIX}fail;",
             ]
-    cleanup = [f"if ({PREFIX}heap) free({PREFIX}w);", f"Py_XDECREF({PREFIX}sdata);"]
+    cleanup = [
+        f"if ({PREFIX}heap == 1) free({PREFIX}w);",
+        f"Py_XDECREF({PREFIX}sdata);",
+    ]
+    if work > STACK_DOUBLES:
+        cleanup.insert(1, f"if ({PREFIX}heap == 2) {PREFIX}busy = 0;")
     cleanup += [f"Py_XDECREF({PREFIX}a_{n});" for n in arrays]
     head += cleanup
     if nres == 1:
@@ -1187,6 +1303,22 @@ def c_loops_function(
 
 OVERLAP = f"""#ifndef {PREFIX.upper()}LOOPS_RUNTIME
 #define {PREFIX.upper()}LOOPS_RUNTIME
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC vectorizes the elementwise loops at -O3; with -ffp-contract=off and no
+   fast-math that changes no result (sums are not reassociated). */
+#pragma GCC optimize("O3")
+#endif
+/* numpy.<name> (a new reference), for NumPy's own ufunc loops. */
+static PyObject *
+{PREFIX}numpy_attr(const char *name)
+{{
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (np == NULL) return NULL;
+    PyObject *attr = PyObject_GetAttrString(np, name);
+    Py_DECREF(np);
+    return attr;
+}}
+
 /* Whether two double ranges share memory (an out= that is also an argument). */
 static int
 {PREFIX}overlap(const double *a, npy_intp na, const double *b, npy_intp nb)
