@@ -74,6 +74,11 @@ from difgen.core.ir import Graph, Lit, Var
 from difgen.emit.signatures import is_sparse, sparse_out
 from difgen.operators import Operator, result_shape, seed_shape
 
+STRAIGHT_LINE_WORK = 256
+"""Graphs with at most this many elements of work (``cost_model.work``) are
+printed as straight-line C (:mod:`difgen.backends.c_code`) when SymPy can reduce
+them; larger ones as loops, which then run faster and compile faster."""
+
 STACK_DOUBLES = 4096
 """Workspaces up to this many doubles (32 KB) live on the stack."""
 
@@ -181,10 +186,14 @@ def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
             args.append(np.asarray(const_inputs[slot], dtype=object))
         else:
             args.append(_refs(slot, tuple(a.shape)))
+    params = eqn.params.as_dict()
     try:
-        out = eqn.primitive.impl(*args, **eqn.params.as_dict())
-    except Exception as exc:  # noqa: BLE001 (an impl doing arithmetic on elements)
-        raise NoLoopForm(f"{eqn.primitive.name} ({type(exc).__name__})") from None
+        out = eqn.primitive.impl(*args, **params)
+    except (TypeError, ValueError):  # an impl that converts to float64 (pack)
+        try:  # the rule for object arrays, which moves elements the same way
+            out = eqn.primitive.lower_sympy(*args, **params)
+        except Exception as exc:  # noqa: BLE001 (a rule doing arithmetic)
+            raise NoLoopForm(f"{eqn.primitive.name} ({type(exc).__name__})") from None
     flat = np.asarray(out, dtype=object).reshape(-1)
     constants = np.zeros(flat.size)
     terms: list[tuple[tuple[int, int], ...]] = []

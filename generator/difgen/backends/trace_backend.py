@@ -440,15 +440,20 @@ def _emit_c(
     pool: Constants,
     layouts: Layouts,
 ) -> tuple[Function, str]:
-    """``emit = "c"``: straight-line C where scalar code is worth trying (the same
-    size budgets as ``emit = "auto"``: :func:`cost_model.scalar_reason`), else C
-    loops over the graph (:mod:`difgen.backends.c_loops`), whose Python fallback is
-    the vector emission. Straight-line code costs compile time per scalar
-    operation, loops per equation: past the budget loops compile in a fraction of
-    the time and run as fast. A graph with a primitive that has no loop form keeps
-    the operator in Python (vector code) and the build says so."""
+    """``emit = "c"``: straight-line C for tiny graphs (at most
+    :data:`c_loops.STRAIGHT_LINE_WORK` elements of work, within the scalar budgets
+    of :func:`cost_model.scalar_reason`), else C loops over the graph
+    (:mod:`difgen.backends.c_loops`), whose Python fallback is the vector emission.
+
+    Measured (docs/design.md, section 10): straight-line code wins by tens of
+    nanoseconds where SymPy folds the graph (the seed: 0.11 vs 0.14 us); from a
+    few hundred elements of work loops are faster (Rosenbrock n=100 gradient 0.50
+    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. A graph with a
+    primitive that has no loop form keeps the operator in Python (vector code), and
+    the build says so."""
     c_code.check_names(spec)
-    if cost_model.scalar_reason(graph) is None:
+    small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
+    if small and cost_model.scalar_reason(graph) is None:
         try:
             function, _ = _scalar_function(op, spec, ys, graph, pool, layouts)
             return function, "scalar"
