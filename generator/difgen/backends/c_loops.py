@@ -97,8 +97,10 @@ UFUNC_SIZE = 512
 BLAS_WORK = 4096
 """Products of at least this many multiply-adds go to NumPy's dot (BLAS)."""
 
-CONST_LIMIT = 1 << 18
-"""Constant arrays computed at build time up to this many elements."""
+CONST_LIMIT = 1 << 16
+"""Constants computed at build time up to this many elements (512 KB of C
+initializers): a larger one (an identity basis of 1000 columns) is refused, so
+that the C file and its compile time stay small; the operator stays in Python."""
 
 STRUCTURAL = frozenset(
     {
@@ -301,6 +303,8 @@ class Tables:
 
     def doubles(self, values: np.ndarray) -> str:
         flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
+        if flat.size > CONST_LIMIT:
+            raise NoLoopForm(f"a constant of {flat.size} elements")
         return self._add("double", flat, [c_number(v) for v in flat])
 
     def _add(self, ctype: str, flat: np.ndarray, items: list[str]) -> str:
@@ -493,7 +497,12 @@ class Step:
 
 
 def _kind(eqn: Any) -> str:
+    """Which loop form an equation (on argument-dependent values) takes."""
     name = eqn.primitive.name
+    if any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)):
+        # the loops compute in doubles: int64 arithmetic (overflow, floor
+        # division) is NumPy's only in the vector emission
+        raise NoLoopForm(f"{name} on int64 values")
     if eqn.primitive.elementwise:
         return "elementwise"
     if name in STRUCTURAL:
@@ -646,8 +655,12 @@ class Compiler:
         emission hoists it to import time)."""
         if any(isinstance(a, Var) and a not in self.consts for a in eqn.inputs):
             return False
-        if eqn.out.size > CONST_LIMIT or eqn.primitive.name in ("cond", "while_loop"):
+        if eqn.primitive.name in ("cond", "while_loop", "sweep"):
             return False
+        if eqn.out.size > CONST_LIMIT:
+            raise NoLoopForm(
+                f"{eqn.primitive.name} (a constant of {eqn.out.size} elements)"
+            )
         args = [a.value if isinstance(a, Lit) else self.consts[a] for a in eqn.inputs]
         value = np.asarray(eqn.primitive.impl(*args, **eqn.params.as_dict()))
         if value.dtype.kind not in "fb" and not (
@@ -778,7 +791,8 @@ class Compiler:
                 f"/* {_eqn_text(eqn)} */"
             )
             stored[eqn.out] = store
-        comment = f"{len(group.eqns)} equations fused over {shape}"
+        count = len(group.eqns)
+        comment = f"{count} equation{'s' if count > 1 else ''} fused over {shape}"
         self.lines += nest.render(comment, before, body, after)
         self.values.update(stored)  # read from memory after the loop
 
@@ -814,10 +828,12 @@ class Compiler:
             return
         if np.any(moves.constants):
             table = self.tables.doubles(moves.constants)
-            init = f"memcpy({store.name}, {table}, sizeof(double) * {size});"
+            init = [f"memcpy({store.name}, {table}, sizeof(double) * {size});"]
+        elif all(moves.terms):  # every element is assigned below
+            init = []
         else:
-            init = f"memset({store.name}, 0, sizeof(double) * {size});"
-        self.lines += [f"/* {comment} */", init]
+            init = [f"memset({store.name}, 0, sizeof(double) * {size});"]
+        self.lines += [f"/* {comment} */", *init]
         rank = 0
         while True:
             pairs: dict[int, tuple[list[int], list[int]]] = {}
