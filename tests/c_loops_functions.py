@@ -78,3 +78,8 @@ def nan_semantics(x):
 def sorted_sum(x):
     """np.sort has no C loop form: the operator stays in Python."""
     return np.sum(np.sort(x) * np.arange(x.size))
+
+
+def rosenbrock(x):
+    """A banded hessian: colored, scattered into a dense result it reshapes."""
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)

@@ -53,6 +53,12 @@ MODULES = {
         ["jacobian", "value_and_jacobian"],
         "sparse = true",
     ),
+    "rosenbrock": (
+        "rosenbrock",
+        [100],
+        ["hessian", "value_gradient_and_hessian"],
+        "",
+    ),
     "nan_semantics": ("nan_semantics", [400], ["f", "gradient"], ""),
     "sorted_sum": ("sorted_sum", [400], ["f", "gradient"], ""),
 }
@@ -143,6 +149,16 @@ def test_gradient_against_central_differences(built: Built, name: str) -> None:
     np.testing.assert_allclose(
         compiled.gradient(x, *ctx), np.reshape(numeric, x.shape), rtol=1e-5, atol=1e-6
     )
+
+
+def test_dense_hessian_against_differences(built: Built) -> None:
+    """Computed in the result buffer (the reshape of its scatter), not copied."""
+    compiled = built.compiled("rosenbrock")
+    x = _args("rosenbrock")["x"]
+    numeric = central_jacobian(lambda v: compiled.value_gradient_and_hessian(v)[1], x)
+    np.testing.assert_allclose(compiled.hessian(x), numeric, rtol=1e-6, atol=1e-4)
+    source = (built.directory / "out" / "rosenbrock__c.c").read_text()
+    assert "a result copied" not in source
 
 
 def test_hvp_and_sparse_jacobian_against_differences(built: Built) -> None:

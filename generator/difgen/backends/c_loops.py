@@ -525,6 +525,7 @@ class Compiler:
         self.view_root: dict[Var, Var] = {}
         self.result_of: dict[Var, Store] = {}
         self.group_of: dict[Var, int] = {}
+        self.in_place: set[Var] = set()  # results computed as their reshape
         self.values: dict[Var, Value] = {}
         self.consts: dict[Var, np.ndarray] = {}
         self.work = 0  # doubles of workspace
@@ -705,6 +706,7 @@ class Compiler:
             if store is not None and isinstance(out, Var) and out not in self.result_of:
                 self.result_of[out] = store
         plan = self.plan()
+        self._reshaped_results(results)
         needs = self._needs_store(plan)
         views_done: set[Var] = set()
         for item in plan:
@@ -715,6 +717,23 @@ class Compiler:
                 self._step(item.eqn)
         self._views_before(None, views_done)
         return self.lines
+
+    def _reshaped_results(self, results: list[Store | None]) -> None:
+        """A result that is a reshape of a computed value (a dense hessian from
+        its flat scatter): that value is computed into the result buffer."""
+        for out, store in zip(self.graph.outputs, results):
+            if store is None or not isinstance(out, Var) or out not in self.view_of:
+                continue
+            src, table = self.view_of[out]
+            computed = src not in self.graph.inputs and src not in self.consts
+            if (
+                computed
+                and src not in self.result_of
+                and src.size == out.size
+                and np.array_equal(table.reshape(-1), np.arange(out.size))
+            ):
+                self.result_of[src] = Store(store.name, tuple(src.shape))
+                self.in_place.add(out)
 
     def _views_before(self, item: Any, done: set[Var]) -> None:
         """Resolve views whose sources are known (views of views compose)."""
@@ -1051,15 +1070,17 @@ class Compiler:
         (repeated outputs, arguments, constants, views, literals)."""
         lines = self.compile(results)
         for k, (out, store) in enumerate(zip(self.graph.outputs, results)):
-            if (
-                store is not None
-                and isinstance(out, Var)
-                and self.values.get(out) is store
-            ):
+            if self._computed_into(out, store):
                 continue
             shape = tuple(np.shape(out.value)) if isinstance(out, Lit) else out.shape
             self.copy_into(out, Store(f"{PREFIX}r{k}", tuple(shape)))
         return lines
+
+    def _computed_into(self, out: Any, store: Store | None) -> bool:
+        """Whether output ``out`` was computed in its result buffer."""
+        if not isinstance(out, Var) or store is None:
+            return False
+        return self.values.get(out) is store or out in self.in_place
 
     def copy_into(self, atom: Any, store: Store) -> None:
         """A result that is not computed into its buffer (a view, a constant, an
