@@ -75,6 +75,13 @@ def nan_semantics(x):
     return np.sum(np.log(np.abs(x)) * 0.0 + np.maximum(x, 0.5)) + np.max(x) * np.min(x)
 
 
+def roots_and_zeros(x):
+    """x ** 0.5 is NumPy's sqrt (NaN at -inf, where pow gives inf); maximum of
+    0.0 and -0.0 is the second (its sign shows in 1 / m)."""
+    m = np.maximum(x, -x)
+    return np.sum(np.minimum(x**0.5, 1.0)) + np.sum(1.0 / m) + np.max(m * 0.0)
+
+
 def sorted_sum(x):
     """np.sort has no C loop form: the operator stays in Python."""
     return np.sum(np.sort(x) * np.arange(x.size))

@@ -60,6 +60,7 @@ MODULES = {
         "",
     ),
     "nan_semantics": ("nan_semantics", [400], ["f", "gradient"], ""),
+    "roots_and_zeros": ("roots_and_zeros", [400], ["f", "gradient"], ""),
     "sorted_sum": ("sorted_sum", [400], ["f", "gradient"], ""),
 }
 
@@ -184,6 +185,23 @@ def test_nan_inf_propagate_as_numpy(built: Built) -> None:
         for op in ("f", "gradient"):
             with np.errstate(all="ignore"):
                 _close(getattr(compiled, op)(x), getattr(python, op)(x))
+
+
+def test_signed_zeros_and_square_roots_as_numpy(built: Built) -> None:
+    """At -inf, x ** 0.5 is NaN (NumPy's sqrt), not pow's inf; the maximum of
+    0.0 and -0.0 is the second (1 / m is -inf or inf)."""
+    compiled, python = built.compiled("roots_and_zeros"), built.python(
+        "roots_and_zeros"
+    )
+    base = np.linspace(0.3, 2.0, 400)
+    for special, expected in (([-np.inf], np.nan), ([0.0], -np.inf), ([-0.0], np.inf)):
+        x = base.copy()
+        x[3] = special[0]
+        with np.errstate(all="ignore"):
+            value = compiled.f(x)
+            np.testing.assert_array_equal(value, expected)
+            _close(value, python.f(x))
+            _close(compiled.gradient(x), python.gradient(x))
 
 
 def test_wrong_arguments_raise_as_python(built: Built) -> None:

@@ -522,8 +522,10 @@ static PyObject *dg_as_array_fn = NULL, *dg_as_scalar_fn = NULL, *dg_check_out_f
 #define _NINF (-INFINITY)
 #define _NAN NAN
 
-static inline double _maximum(double a, double b) { return (a >= b || a != a) ? a : b; }
-static inline double _minimum(double a, double b) { return (a <= b || a != a) ? a : b; }
+/* np.maximum / np.minimum: NaN if either is NaN; of equal values (0.0, -0.0) the
+   second, as NumPy (and difgen/floats.py) give it. */
+static inline double _maximum(double a, double b) { return (a > b || a != a) ? a : b; }
+static inline double _minimum(double a, double b) { return (a < b || a != a) ? a : b; }
 static inline double _sign(double a)
 {
     return a == a ? (double)((a > 0.0) - (a < 0.0)) : a;

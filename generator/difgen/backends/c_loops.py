@@ -472,9 +472,18 @@ def element_text(eqn: Any, operands: list[str]) -> str:
             raise NoLoopForm(f"{prim.name} (no C function {', '.join(unknown)})")
         _ELEMENT_CACHE[key] = text
     text = _ELEMENT_CACHE[key]
+    if prim.name == "pow" and _is_half(eqn.inputs[1]):
+        # NumPy's x ** 0.5 is its sqrt loop: NaN at -inf and -0.0 at -0.0, where
+        # pow(x, 0.5) gives inf and 0.0
+        text = f"sqrt({PREFIX}s0)"
     return re.sub(
         f"\\b{PREFIX}s(\\d+)\\b", lambda m: f"({operands[int(m.group(1))]})", text
     )
+
+
+def _is_half(atom: Any) -> bool:
+    """A literal exponent of 0.5 (NumPy's power takes its sqrt fast path)."""
+    return isinstance(atom, Lit) and atom.value.size == 1 and float(atom.value) == 0.5
 
 
 # ------------------------------------------------------------------ planning
