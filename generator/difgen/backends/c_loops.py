@@ -228,13 +228,6 @@ class View:
 
 
 @dataclass(frozen=True)
-class Scalar:
-    """A constant scalar, printed in place."""
-
-    text: str
-
-
-@dataclass(frozen=True)
 class Fused:
     """A scalar temporary of the loop group ``group`` (element at the loop index)."""
 
@@ -242,7 +235,7 @@ class Fused:
     group: int
 
 
-Value = Store | View | Scalar | Fused
+Value = Store | View | Fused
 
 
 def c_number(value: float) -> str:
@@ -577,8 +570,6 @@ class Compiler:
                 return c_number(value.ravel()[0])
             return nest.at(Store(self.tables.doubles(value), value.shape), positions)
         v = self.values[atom]
-        if isinstance(v, Scalar):
-            return v.text
         if isinstance(v, Fused):
             return v.name
         if isinstance(v, View):
@@ -719,12 +710,12 @@ class Compiler:
         needs = self._needs_store(plan)
         views_done: set[Var] = set()
         for item in plan:
-            self._views_before(item, views_done)
+            self._views_before(views_done)
             if isinstance(item, Group):
                 self._group(item, needs)
             else:
                 self._step(item.eqn)
-        self._views_before(None, views_done)
+        self._views_before(views_done)
         return self.lines
 
     def _reshaped_results(self, results: list[Store | None]) -> None:
@@ -744,7 +735,7 @@ class Compiler:
                 self.result_of[src] = Store(store.name, tuple(src.shape))
                 self.in_place.add(out)
 
-    def _views_before(self, item: Any, done: set[Var]) -> None:
+    def _views_before(self, done: set[Var]) -> None:
         """Resolve views whose sources are known (views of views compose)."""
         for out, (src, table) in self.view_of.items():
             if out in done or src not in self.values:
