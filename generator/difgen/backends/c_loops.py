@@ -1130,220 +1130,278 @@ def _short(value: Any) -> str:
 
 
 # --------------------------------------------------------------- C function
-def c_loops_function(
+@dataclass(frozen=True)
+class Signature:
+    """What the C function's glue needs to know of the operator."""
+
+    op: Operator
+    args: list[tuple[str, tuple[int, ...]]]  # (name, shape), in call order
+    shapes: list[tuple[int, ...]]  # of the graph's outputs (sparse: (nnz,))
+    sparse: list[bool]
+    takes_out: bool  # a dense last result written into out=
+    csr_out: bool  # a sparse last result written into a CSR out='s data
+
+    @property
+    def out(self) -> str | None:
+        with_out = self.takes_out or self.csr_out
+        return f"{PREFIX}argv[{len(self.args)}]" if with_out else None
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.args] + ([naming.OUT] if self.out else [])
+
+    @property
+    def arrays(self) -> list[str]:
+        return [n for n, s in self.args if s]
+
+
+def _signature(
     op: Operator, spec: ModuleSpec, ys: tuple[int, ...], graph: Graph
-) -> tuple[str, str]:
-    """One operator as a METH_FASTCALL C function of loops: (source, doc)."""
+) -> Signature:
     xs, batch = tuple(spec.input.shape), spec.batch
     args = [(naming.INPUT, xs)]
     args += [(s, tuple(seed_shape(s, xs, ys, batch))) for s in op.seeds]
     args += [(c.name, tuple(c.shape)) for c in spec.contexts]
-    shapes = [tuple(o.shape) for o in graph.outputs]
-    dense_shapes = [result_shape(k, xs, ys, batch) for k in op.results]
     sparse = [is_sparse(k, spec) for k in op.results]
-    takes_out = op.takes_out and dense_shapes[-1] != () and not sparse[-1]
-    csr_out = sparse_out(op, spec)
-    with_out = takes_out or csr_out
-    names = [n for n, _ in args] + ([naming.OUT] if with_out else [])
-    nres = len(op.results)
-    compiler = Compiler(
-        graph, [(f"{PREFIX}p_{n}" if s else n, s) for n, s in args], op.name
+    dense_last = result_shape(op.results[-1], xs, ys, batch)
+    return Signature(
+        op,
+        args,
+        [tuple(o.shape) for o in graph.outputs],
+        sparse,
+        op.takes_out and dense_last != () and not sparse[-1],
+        sparse_out(op, spec),
     )
-    results: list[Store | None] = []
-    seen: set[Any] = set()
-    for k, atom in enumerate(graph.outputs):
-        store = Store(f"{PREFIX}r{k}", shapes[k])
-        ok = isinstance(atom, Var) and atom not in seen and atom not in graph.inputs
-        results.append(store if ok else None)
-        seen.add(atom)
-    body_lines = compiler.compile_all(results)
 
-    head = [
-        f"PyObject *{PREFIX}argv[{len(names)}] = {{{_nulls(len(names))}}};",
-        f"PyObject *{PREFIX}res[{nres}] = {{{_nulls(nres)}}};",
+
+def _argument_lines(sig: Signature) -> list[str]:
+    """Parse the call, convert and check every argument (as the Python module)."""
+    names, n = sig.names, len(sig.names)
+    quoted = ", ".join(repr_c(name) for name in names)
+    lines = [
+        f"PyObject *{PREFIX}argv[{n}] = {{{_nulls(n)}}};",
+        f"PyObject *{PREFIX}res[{len(sig.shapes)}] = {{{_nulls(len(sig.shapes))}}};",
         f"PyObject *{PREFIX}sdata = NULL;",
         f"double *{PREFIX}w = NULL;",
         f"int {PREFIX}heap = 0;",
-        f"static const char *const {PREFIX}names[] = {{{', '.join(repr_c(n) for n in names)}}};",
+        f"static const char *const {PREFIX}names[] = {{{quoted}}};",
+        *(f"PyArrayObject *{PREFIX}a_{a} = NULL;" for a in sig.arrays),
+        (
+            f'if ({PREFIX}parse("{sig.op.name}", {PREFIX}args, {PREFIX}nargs, '
+            f"{PREFIX}kwnames, {PREFIX}names, {n}, {len(sig.args)}, "
+            f"{PREFIX}argv) < 0) return NULL;"
+        ),
     ]
-    arrays = [n for n, s in args if s]
-    head += [f"PyArrayObject *{PREFIX}a_{n} = NULL;" for n in arrays]
-    head.append(
-        f'if ({PREFIX}parse("{op.name}", {PREFIX}args, {PREFIX}nargs, '
-        f"{PREFIX}kwnames, {PREFIX}names, {len(names)}, {len(args)}, "
-        f"{PREFIX}argv) < 0) return NULL;"
-    )
-    for i, (n, s) in enumerate(args):
-        if not s:
-            head += [
-                f"double {n};",
+    for i, (name, shape) in enumerate(sig.args):
+        if not shape:
+            lines += [
+                f"double {name};",
                 (
-                    f'if ({PREFIX}scalar({PREFIX}argv[{i}], "{n}", &{n}) < 0) '
+                    f'if ({PREFIX}scalar({PREFIX}argv[{i}], "{name}", &{name}) < 0) '
                     f"goto {PREFIX}fail;"
                 ),
             ]
             continue
-        head += [
-            f"static const npy_intp {PREFIX}dims_{n}[] = {_dims(s)};",
+        a = f"{PREFIX}a_{name}"
+        lines += [
+            f"static const npy_intp {PREFIX}dims_{name}[] = {_dims(shape)};",
             (
-                f'{PREFIX}a_{n} = {PREFIX}array({PREFIX}argv[{i}], "{n}", {len(s)}, '
-                f"{PREFIX}dims_{n});"
+                f'{a} = {PREFIX}array({PREFIX}argv[{i}], "{name}", {len(shape)}, '
+                f"{PREFIX}dims_{name});"
             ),
-            f"if ({PREFIX}a_{n} == NULL) goto {PREFIX}fail;",
-            f"const double *{PREFIX}p_{n} = (const double *)PyArray_DATA({PREFIX}a_{n});",
+            f"if ({a} == NULL) goto {PREFIX}fail;",
+            f"const double *{PREFIX}p_{name} = (const double *)PyArray_DATA({a});",
         ]
-    out: str | None = f"{PREFIX}argv[{len(args)}]" if with_out else None
-    # result buffers, before the computation writes into them
-    for k, kind in enumerate(op.results):
-        shape = shapes[k]
-        if shape == () and not sparse[k]:
-            head.append(f"double {PREFIX}r{k} = 0.0;")
+    return lines
+
+
+def _buffer_lines(sig: Signature) -> list[str]:
+    """The result arrays, made before the loops write into them: new arrays, or
+    ``out`` (its CSR data) when it can be written directly and shares no memory
+    with an argument."""
+    lines: list[str] = []
+    last_k, out = len(sig.shapes) - 1, sig.out
+    for k, kind in enumerate(sig.op.results):
+        shape, res, r = sig.shapes[k], f"{PREFIX}res[{k}]", f"{PREFIX}r{k}"
+        if shape == () and not sig.sparse[k]:
+            lines.append(f"double {r} = 0.0;")
             continue
-        head.append(f"double *{PREFIX}r{k} = NULL;")
-        head.append(f"static const npy_intp {PREFIX}rdims_{k}[] = {_dims(shape)};")
-        last = k == nres - 1
-        nd = len(shape)
-        if last and sparse[k] and csr_out:
-            head += [
+        nd, dims = len(shape), f"{PREFIX}rdims_{k}"
+        lines += [
+            f"double *{r} = NULL;",
+            f"static const npy_intp {dims}[] = {_dims(shape)};",
+        ]
+        fresh = f"{res} = {PREFIX}new({nd}, {dims}, &{r});"
+        if k == last_k and sig.csr_out:
+            lines += [
                 f"if ({out} != NULL && {out} != Py_None) {{",
                 f'    {PREFIX}sdata = {PREFIX}csr_data({out}, "{kind}.out");',
                 f"    if ({PREFIX}sdata == NULL) goto {PREFIX}fail;",
                 "}",
                 (
-                    f"{PREFIX}res[{k}] = {PREFIX}result({PREFIX}sdata == NULL ? Py_None : "
-                    f"{PREFIX}sdata, {nd}, {PREFIX}rdims_{k}, &{PREFIX}r{k});"
+                    f"{res} = {PREFIX}result({PREFIX}sdata == NULL ? Py_None : "
+                    f"{PREFIX}sdata, {nd}, {dims}, &{r});"
                 ),
             ]
-        elif last and takes_out:
-            head.append(
-                f"{PREFIX}res[{k}] = {PREFIX}result({out} == NULL ? Py_None : {out}, "
-                f"{nd}, {PREFIX}rdims_{k}, &{PREFIX}r{k});"
+        elif k == last_k and sig.takes_out:
+            lines.append(
+                f"{res} = {PREFIX}result({out} == NULL ? Py_None : {out}, "
+                f"{nd}, {dims}, &{r});"
             )
         else:
-            head.append(
-                f"{PREFIX}res[{k}] = {PREFIX}new({nd}, {PREFIX}rdims_{k}, &{PREFIX}r{k});"
-            )
-        head.append(f"if ({PREFIX}res[{k}] == NULL) goto {PREFIX}fail;")
-        if last and (takes_out or csr_out) and arrays:
-            # an out that shares memory with an argument: compute into a new array
+            lines.append(fresh)
+        lines.append(f"if ({res} == NULL) goto {PREFIX}fail;")
+        if k == last_k and sig.out and sig.arrays:
             overlap = " || ".join(
-                f"{PREFIX}overlap({PREFIX}r{k}, {int(np.prod(shape))}, "
+                f"{PREFIX}overlap({r}, {int(np.prod(shape))}, "
                 f"{PREFIX}p_{n}, {int(np.prod(s))})"
-                for n, s in args
+                for n, s in sig.args
                 if s
             )
-            head += [
+            lines += [
                 f"if ({overlap}) {{",
-                f"    Py_DECREF({PREFIX}res[{k}]);",
-                f"    {PREFIX}res[{k}] = {PREFIX}new({nd}, {PREFIX}rdims_{k}, &{PREFIX}r{k});",
-                f"    if ({PREFIX}res[{k}] == NULL) goto {PREFIX}fail;",
-                "}",
-            ]
-    work = compiler.work
-    if work:
-        if work <= STACK_DOUBLES:
-            head += [
-                f"double {PREFIX}stack[{work}];",
-                f"{PREFIX}w = {PREFIX}stack;",
-            ]
-        else:  # the operator's own buffer, unless a call is already using it
-            head += [
-                f"static double *{PREFIX}cache = NULL;",
-                f"static int {PREFIX}busy = 0;",
-                f"if (!{PREFIX}busy) {{",
-                (
-                    f"    if ({PREFIX}cache == NULL) "
-                    f"{PREFIX}cache = (double *)malloc(sizeof(double) * {work});"
-                ),
-                f"    {PREFIX}w = {PREFIX}cache;",
-                f"    {PREFIX}heap = 2;",
-                f"    {PREFIX}busy = 1;",
-                "} else {",
-                f"    {PREFIX}w = (double *)malloc(sizeof(double) * {work});",
-                f"    {PREFIX}heap = 1;",
-                "}",
-                f"if ({PREFIX}w == NULL) {{ PyErr_NoMemory(); goto {PREFIX}fail; }}",
-            ]
-    head += body_lines
-    # results
-    for k, kind in enumerate(op.results):
-        shape = shapes[k]
-        res = f"{PREFIX}res[{k}]"
-        if shape == () and not sparse[k]:
-            head += [
-                f"{res} = PyFloat_FromDouble({PREFIX}r{k});",
-                f"if ({res} == NULL) goto {PREFIX}fail;",
-            ]
-            continue
-        nd = len(shape)
-        last = k == nres - 1
-        if last and sparse[k] and csr_out:
-            head += [
-                f"if ({PREFIX}sdata != NULL) {{",
-                (
-                    f"    {res} = {PREFIX}into_out({res}, {PREFIX}sdata, {nd}, "
-                    f"{PREFIX}rdims_{k});"
-                ),
+                f"    Py_DECREF({res});",
+                f"    {fresh}",
                 f"    if ({res} == NULL) goto {PREFIX}fail;",
+                "}",
+            ]
+    return lines
+
+
+def _workspace_lines(work: int) -> list[str]:
+    """The intermediate arrays' memory (see the module docstring)."""
+    if not work:
+        return []
+    if work <= STACK_DOUBLES:
+        return [f"double {PREFIX}stack[{work}];", f"{PREFIX}w = {PREFIX}stack;"]
+    return [  # the operator's own buffer, unless a call is already using it
+        f"static double *{PREFIX}cache = NULL;",
+        f"static int {PREFIX}busy = 0;",
+        f"if (!{PREFIX}busy) {{",
+        (
+            f"    if ({PREFIX}cache == NULL) "
+            f"{PREFIX}cache = (double *)malloc(sizeof(double) * {work});"
+        ),
+        f"    {PREFIX}w = {PREFIX}cache;",
+        f"    {PREFIX}heap = 2;",
+        f"    {PREFIX}busy = 1;",
+        "} else {",
+        f"    {PREFIX}w = (double *)malloc(sizeof(double) * {work});",
+        f"    {PREFIX}heap = 1;",
+        "}",
+        f"if ({PREFIX}w == NULL) {{ PyErr_NoMemory(); goto {PREFIX}fail; }}",
+    ]
+
+
+def _finish_lines(sig: Signature) -> list[str]:
+    """The results as Python objects: floats, arrays (copied into a given ``out``
+    that was not written directly), CSR arrays (or the caller's CSR ``out``)."""
+    lines: list[str] = []
+    last_k, out = len(sig.shapes) - 1, sig.out
+    for k, kind in enumerate(sig.op.results):
+        shape, res = sig.shapes[k], f"{PREFIX}res[{k}]"
+        fail = f"if ({res} == NULL) goto {PREFIX}fail;"
+        nd, dims = len(shape), f"{PREFIX}rdims_{k}"
+        if shape == () and not sig.sparse[k]:
+            lines += [f"{res} = PyFloat_FromDouble({PREFIX}r{k});", fail]
+        elif k == last_k and sig.sparse[k] and sig.csr_out:
+            lines += [
+                f"if ({PREFIX}sdata != NULL) {{",
+                f"    {res} = {PREFIX}into_out({res}, {PREFIX}sdata, {nd}, {dims});",
+                f"    {fail}",
                 f"    Py_DECREF({res});",
                 f"    Py_INCREF({out});",
                 f"    {res} = {out};",
                 "} else {",
                 f'    {res} = {PREFIX}wrap({res}, "{kind}");',
-                f"    if ({res} == NULL) goto {PREFIX}fail;",
+                f"    {fail}",
                 "}",
             ]
-        elif sparse[k]:
-            head += [
-                f'{res} = {PREFIX}wrap({res}, "{kind}");',
-                f"if ({res} == NULL) goto {PREFIX}fail;",
-            ]
-        elif last and takes_out:
-            head += [
+        elif sig.sparse[k]:
+            lines += [f'{res} = {PREFIX}wrap({res}, "{kind}");', fail]
+        elif k == last_k and sig.takes_out:
+            lines += [
                 (
                     f"{res} = {PREFIX}into_out({res}, {out} == NULL ? Py_None : {out}, "
-                    f"{nd}, {PREFIX}rdims_{k});"
+                    f"{nd}, {dims});"
                 ),
-                f"if ({res} == NULL) goto {PREFIX}fail;",
+                fail,
             ]
-    cleanup = [
-        f"if ({PREFIX}heap == 1) free({PREFIX}w);",
-        f"Py_XDECREF({PREFIX}sdata);",
-    ]
+    return lines
+
+
+def _return_lines(sig: Signature, work: int) -> list[str]:
+    """Release what the call holds; return the result(s), or NULL on failure."""
+    nres = len(sig.shapes)
+    cleanup = [f"if ({PREFIX}heap == 1) free({PREFIX}w);"]
     if work > STACK_DOUBLES:
-        cleanup.insert(1, f"if ({PREFIX}heap == 2) {PREFIX}busy = 0;")
-    cleanup += [f"Py_XDECREF({PREFIX}a_{n});" for n in arrays]
-    head += cleanup
+        cleanup.append(f"if ({PREFIX}heap == 2) {PREFIX}busy = 0;")
+    cleanup.append(f"Py_XDECREF({PREFIX}sdata);")
+    cleanup += [f"Py_XDECREF({PREFIX}a_{n});" for n in sig.arrays]
+    lines = list(cleanup)
     if nres == 1:
-        head.append(f"return {PREFIX}res[0];")
+        lines.append(f"return {PREFIX}res[0];")
     else:
-        head += [
+        lines += [
             f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
             f"if ({PREFIX}t != NULL) return {PREFIX}t;",
             f"goto {PREFIX}failed;",
         ]
-    head += [f"{PREFIX}fail:", *cleanup]
+    lines += [f"{PREFIX}fail:", *cleanup]
     if nres != 1:
-        head.append(f"{PREFIX}failed:")
-    head += [
+        lines.append(f"{PREFIX}failed:")
+    lines += [
         (
             f"for (int {PREFIX}k = 0; {PREFIX}k < {nres}; {PREFIX}k++) "
             f"Py_XDECREF({PREFIX}res[{PREFIX}k]);"
         ),
         "return NULL;",
     ]
-    tables = compiler.tables.lines
+    return lines
+
+
+def _result_stores(graph: Graph, shapes: list[tuple[int, ...]]) -> list[Store | None]:
+    """Each output's result buffer, where the loops may compute it directly
+    (None: a repeated output or an argument, copied at the end)."""
+    results: list[Store | None] = []
+    seen: set[Any] = set()
+    for k, atom in enumerate(graph.outputs):
+        ok = isinstance(atom, Var) and atom not in seen and atom not in graph.inputs
+        results.append(Store(f"{PREFIX}r{k}", shapes[k]) if ok else None)
+        seen.add(atom)
+    return results
+
+
+def c_loops_function(
+    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], graph: Graph
+) -> tuple[str, str]:
+    """One operator as a METH_FASTCALL C function of loops: (source, doc).
+
+    :class:`NoLoopForm` when the graph uses a primitive without a loop form."""
+    sig = _signature(op, spec, ys, graph)
+    inputs = [(f"{PREFIX}p_{n}" if s else n, s) for n, s in sig.args]
+    compiler = Compiler(graph, inputs, op.name)
+    body = compiler.compile_all(_result_stores(graph, sig.shapes))
+    lines = [
+        *_argument_lines(sig),
+        *_buffer_lines(sig),
+        *_workspace_lines(compiler.work),
+        *body,
+        *_finish_lines(sig),
+        *_return_lines(sig, compiler.work),
+    ]
     source = (
         f"/* {op.name}: C loops over the trace backend's graph "
         f"({len(graph.eqns)} equations) */\n"
-        + "".join(f"{t}\n" for t in tables)
+        + "".join(f"{t}\n" for t in compiler.tables.lines)
         + f"static PyObject *\n{PREFIX}op_{op.name}(PyObject *{PREFIX}self, "
         f"PyObject *const *{PREFIX}args, Py_ssize_t {PREFIX}nargs, "
         f"PyObject *{PREFIX}kwnames)\n{{\n"
-        + "".join(f"    {line}\n" for line in head)
+        + "".join(f"    {line}\n" for line in lines)
         + "}\n"
     )
-    params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if with_out else names)
+    names = sig.names
+    params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if sig.out else names)
     return OVERLAP + source, f"{op.name}({params})\\n--\\n\\n"
 
 
