@@ -129,7 +129,10 @@ def all_cases() -> list[Case]:
             P.rosenbrock,
             P.rosenbrock_gradient,
             x10k,
-            difgen=(("difgen trace", "rosenbrock_n10000"),),
+            difgen=(
+                ("difgen trace", "rosenbrock_n10000"),
+                ("difgen C", "rosenbrock_n10000_c"),
+            ),
             extras=(("scipy rosen_der", rosen_der),) if scipy_ok else (),
         ),
         Case(
@@ -140,7 +143,10 @@ def all_cases() -> list[Case]:
             P.rosenbrock_hvp,
             x10k,
             v=v10k,
-            difgen=(("difgen trace", "rosenbrock_n10000"),),
+            difgen=(
+                ("difgen trace", "rosenbrock_n10000"),
+                ("difgen C", "rosenbrock_n10000_c"),
+            ),
             extras=(("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else (),
         ),
         Case(
@@ -151,7 +157,7 @@ def all_cases() -> list[Case]:
             P.logistic_nll_gradient,
             w,
             contexts=(Xl, yl),
-            difgen=(("difgen trace", "logistic"),),
+            difgen=(("difgen trace", "logistic"), ("difgen C", "logistic_c")),
         ),
         Case(
             "mlp_gradient",
@@ -161,7 +167,7 @@ def all_cases() -> list[Case]:
             P.mlp_loss_gradient,
             p,
             contexts=(Xm, tm),
-            difgen=(("difgen trace", "mlp"),),
+            difgen=(("difgen trace", "mlp"), ("difgen C", "mlp_c")),
         ),
         Case(
             "lorenz_jacobian",
@@ -211,7 +217,7 @@ def all_cases() -> list[Case]:
             P.logsumexp,
             P.logsumexp_gradient,
             P.make_logsumexp(),
-            difgen=(("difgen trace", "logsumexp"),),
+            difgen=(("difgen trace", "logsumexp"), ("difgen C", "logsumexp_c")),
         ),
         Case(
             "kepler_newton_gradient",

@@ -211,7 +211,11 @@ def _emission(module: ModuleType) -> str:
     if compiled is None:
         return ""
     if compiled:
-        return f"compiled: {getattr(module, 'C_MODULE', '?')} (C)"
+        text = f"compiled: {getattr(module, 'C_MODULE', '?')} (C)"
+        python = getattr(module, "PYTHON_OPERATORS", ())
+        if python:  # operators with a primitive that has no C loop form
+            text += f"; in Python (no C form): {', '.join(python)}"
+        return text
     reason = getattr(module, "C_FALLBACK_REASON", "")
     return f"NOT compiled: the Python fallback was verified ({reason})"
 

@@ -522,8 +522,10 @@ static PyObject *dg_as_array_fn = NULL, *dg_as_scalar_fn = NULL, *dg_check_out_f
 #define _NINF (-INFINITY)
 #define _NAN NAN
 
-static inline double _maximum(double a, double b) { return (a >= b || a != a) ? a : b; }
-static inline double _minimum(double a, double b) { return (a <= b || a != a) ? a : b; }
+/* np.maximum / np.minimum: NaN if either is NaN; of equal values (0.0, -0.0) the
+   second, as NumPy (and difgen/floats.py) give it. */
+static inline double _maximum(double a, double b) { return (a > b || a != a) ? a : b; }
+static inline double _minimum(double a, double b) { return (a < b || a != a) ? a : b; }
 static inline double _sign(double a)
 {
     return a == a ? (double)((a > 0.0) - (a < 0.0)) : a;
@@ -789,6 +791,7 @@ def render_c_module(
         f'    {{"{f.name}", (PyCFunction)(void (*)(void)){PREFIX}op_{f.name}, '
         f'METH_FASTCALL | METH_KEYWORDS, "{_c_string(f.native_doc)}"}},'
         for f in functions
+        if f.native  # an operator without a C form stays in Python
     ]
     methods.append(
         f'    {{"_bind", (PyCFunction){PREFIX}bind, METH_O, '
@@ -809,7 +812,7 @@ def render_c_module(
         f'BODY_HASH = "{body_hash_placeholder}"',
         ";",
         RUNTIME,
-        *(f.native for f in functions),
+        *(f.native for f in functions if f.native),
         f"static PyMethodDef {PREFIX}methods[] = {{",
         *methods,
         "    {NULL, NULL, 0, NULL}",

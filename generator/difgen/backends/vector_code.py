@@ -26,7 +26,7 @@ from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
 from difgen.emit.render import Constants, Function
-from difgen.emit.signatures import docstring, signature
+from difgen.emit.signatures import docstring, signature, sparse_out
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
 
@@ -595,7 +595,13 @@ def emit_operator(
             results.append(f"np.array({expr})")
         else:
             results.append(expr)
+    last_raw = results[-1]
     results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
+    if sparse_out(op, spec) and len(results) - 1 in wrap:  # emit = "c" fallback
+        body += _csr_out_returns(op, results, last_raw, wrap[len(results) - 1])
+        params, annotation = signature(op, spec, ys)
+        doc = docstring(op, spec, ys)
+        return Function(op.name, params, annotation, doc, tuple(body))
     dense_array = graph.outputs[-1].shape != () and len(results) - 1 not in wrap
     into_out = op.takes_out and dense_array
     last = None
@@ -604,6 +610,30 @@ def emit_operator(
     body += returns(op.results, results, last, into_out, graph.outputs[-1].shape)
     params, annotation = signature(op, spec, ys)
     return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
+
+
+def _csr_out_returns(
+    op: Operator, sources: list[str], data: str, fmt: str
+) -> list[str]:
+    """A sparse last result written into a caller's CSR ``out`` (its ``data``, the
+    pattern checked by ``_check_csr_out``), as the compiled operator does."""
+    kinds = op.results
+    head = "".join(f"{kind}, " for kind in kinds[:-1])
+    lines = [f"{kind} = {source}" for kind, source in zip(kinds[:-1], sources[:-1])]
+    (indices, indptr), shape = re.findall(r"\(\{\}, (\w+), (\w+)\)", fmt)[0], (
+        re.findall(r"shape=(\([^)]*\))", fmt)[0]
+    )
+    return [
+        *lines,
+        f"{naming.RESULT} = {data}",
+        f"if {naming.OUT} is None:",
+        f"    return {head}{fmt.format(naming.RESULT)}",
+        (
+            f"{naming.CHECK_CSR_OUT}({naming.OUT}, {indices}, {indptr}, {shape})"
+            f"[...] = {naming.RESULT}"
+        ),
+        f"return {head}{naming.OUT}",
+    ]
 
 
 def is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) -> bool:
