@@ -36,6 +36,9 @@ class Case:
     # case names fewer only where the others cannot compute the derivative at all,
     # and its note says why
     peers: tuple[str, ...] | None = None
+    # also time an empty Python function taking the same arguments: the per-call
+    # floor a compiled operator is judged against
+    floor: bool = False
 
     @property
     def op_args(self) -> tuple[Any, ...]:
@@ -58,6 +61,7 @@ def all_cases() -> list[Case]:
     except ImportError:  # SciPy is optional: its rows are left out
         scipy_ok = False
     x2, _ = P.make_rosenbrock(2)
+    x3, _ = P.make_rosenbrock(3)
     x100, _ = P.make_rosenbrock(100)
     x10k, v10k = P.make_rosenbrock(10_000)
     w, Xl, yl = P.make_logistic()
@@ -97,6 +101,20 @@ def all_cases() -> list[Case]:
             limit_name="hand-written (straight-line)",
         ),
         Case(
+            "call_floor",
+            "per-call floor: Rosenbrock gradient on a 3-vector, compiled",
+            "gradient",
+            P.rosenbrock,
+            P.rosenbrock_gradient,
+            x3,
+            difgen=(("difgen C", "rosenbrock_n3_c"),),
+            floor=True,
+            note=(
+                "The cost of a call: the compiled operator against an empty Python "
+                "function taking the same argument (the issue's bar: within 3x)."
+            ),
+        ),
+        Case(
             "rosenbrock_n100_gradient",
             "Rosenbrock gradient, n = 100",
             "gradient",
@@ -129,7 +147,10 @@ def all_cases() -> list[Case]:
             P.rosenbrock,
             P.rosenbrock_gradient,
             x10k,
-            difgen=(("difgen trace", "rosenbrock_n10000"),),
+            difgen=(
+                ("difgen trace", "rosenbrock_n10000"),
+                ("difgen C", "rosenbrock_n10000_c"),
+            ),
             extras=(("scipy rosen_der", rosen_der),) if scipy_ok else (),
         ),
         Case(
@@ -140,7 +161,10 @@ def all_cases() -> list[Case]:
             P.rosenbrock_hvp,
             x10k,
             v=v10k,
-            difgen=(("difgen trace", "rosenbrock_n10000"),),
+            difgen=(
+                ("difgen trace", "rosenbrock_n10000"),
+                ("difgen C", "rosenbrock_n10000_c"),
+            ),
             extras=(("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else (),
         ),
         Case(
@@ -151,7 +175,7 @@ def all_cases() -> list[Case]:
             P.logistic_nll_gradient,
             w,
             contexts=(Xl, yl),
-            difgen=(("difgen trace", "logistic"),),
+            difgen=(("difgen trace", "logistic"), ("difgen C", "logistic_c")),
         ),
         Case(
             "mlp_gradient",
@@ -161,7 +185,7 @@ def all_cases() -> list[Case]:
             P.mlp_loss_gradient,
             p,
             contexts=(Xm, tm),
-            difgen=(("difgen trace", "mlp"),),
+            difgen=(("difgen trace", "mlp"), ("difgen C", "mlp_c")),
         ),
         Case(
             "lorenz_jacobian",
@@ -211,7 +235,7 @@ def all_cases() -> list[Case]:
             P.logsumexp,
             P.logsumexp_gradient,
             P.make_logsumexp(),
-            difgen=(("difgen trace", "logsumexp"),),
+            difgen=(("difgen trace", "logsumexp"), ("difgen C", "logsumexp_c")),
         ),
         Case(
             "kepler_newton_gradient",

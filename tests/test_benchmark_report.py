@@ -29,6 +29,7 @@ PEER_ROWS = (
     ("torch.func.grad", "torch"),
     ("autograd.grad", "autograd"),
 )
+CASADI_ROWS = (report.CASADI_C, report.CASADI_C_IN_PLACE)
 MISSING = "missing"  # a status for `synthetic`: the row is not there at all
 
 
@@ -61,9 +62,15 @@ def synthetic(
         timed("f (NumPy)", "f", 1.0, role="f"),
         *(timed(label, "scipy", peer_us) for label, _ in case.extras),
         *(timed(label, "difgen", difgen_us) for label, _ in case.difgen),
+        *(timed(label, "casadi", peer_us) for label in CASADI_ROWS),
         *(timed(label, family, peer_us) for label, family in PEER_ROWS),
     ]
-    tools[-3].converted_times = [3 * peer_us * 1e-6]
+    if case.floor:
+        tools.append(timed(peers.FLOOR, "floor", 1.0, role="floor"))
+    for tool in tools:  # a difgen C module compiled in a second
+        if tool.name.startswith(report.DIFGEN_C):
+            tool.compile_s = 1.0
+    tools[-3 - case.floor].converted_times = [3 * peer_us * 1e-6]
     kept = []
     for tool in tools:
         wanted = status.get(tool.name, "ok")
@@ -99,6 +106,16 @@ def results_of(
     }
 
 
+def c_modules(cases: dict[str, Case]) -> set[str]:
+    """The difgen C modules of the cases: one compile-time bar each."""
+    return {
+        module.partition(":")[0]
+        for case in cases.values()
+        for label, module in case.difgen
+        if label.startswith(report.DIFGEN_C)
+    }
+
+
 def full(cases: dict[str, Case], **per_case: dict[str, str]) -> dict[str, Any]:
     """Results of every case, all ok, but for the statuses given per case name."""
     return results_of([synthetic(c, status=per_case.get(n)) for n, c in cases.items()])
@@ -107,20 +124,35 @@ def full(cases: dict[str, Case], **per_case: dict[str, str]) -> dict[str, Any]:
 # --- item 1: a wrong, skipped or missing difgen row fails, and the run exits 1 -------
 
 
-def test_every_bar_names_a_real_case_and_real_tools(cases: dict[str, Case]) -> None:
+def test_every_bar_names_a_real_case_and_real_tools(
+    cases: dict[str, Case], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A renamed case or tool label would otherwise turn a bar into a failure
-    nobody can fix from the report; here it fails at once, with the name."""
+    nobody can fix from the report; here it fails at once, with the name.
+
+    CasADi's C is labelled but not compiled here (seconds per case): its row
+    keeps the label ``peers.casadi_c_label`` gives the real one."""
+
+    def casadi_c(case: Case, F: Any, ca: Any, scalar: bool, sparse: bool) -> Tool:
+        return Tool(peers.casadi_c_label(sparse), "casadi", None)
+
+    monkeypatch.setattr(peers, "_casadi_c_tool", casadi_c)
+    labels: dict[str, set[str]] = {}
     for what, name, num, den, _, _ in report.BARS:
         assert name in cases, what
-        labels = {t.name for t in peers.tools_for(cases[name], built={})}
+        if name not in labels:
+            labels[name] = {t.name for t in peers.tools_for(cases[name], built={})}
         for tool in (num, den):
-            assert tool in (report.LIMIT, report.F) or tool in labels, (what, tool)
+            assert tool in (report.LIMIT, report.F) or tool in labels[name], (
+                what,
+                tool,
+            )
 
 
 def test_all_bars_pass_when_difgen_is_timed_and_fast(cases: dict[str, Case]) -> None:
     results = full(cases)
     n_difgen = sum(len(c.difgen) for c in cases.values())
-    assert len(results["bars"]) == len(report.BARS) + n_difgen
+    assert len(results["bars"]) == len(report.BARS) + n_difgen + len(c_modules(cases))
     assert {b["result"] for b in results["bars"]} == {report.PASS}
     assert report.failures(results) == []
     assert bench_main.exit_status(results) == 0
@@ -152,7 +184,7 @@ def test_a_bad_difgen_row_fails_its_bars_everywhere(
     assert md.count("| **FAIL** |") == 3
     assert count in md
     if status == MISSING:
-        assert "| difgen sympy |  |  |  |  |  |  |  | **MISSING** |" in md
+        assert "| difgen sympy |  |  |  |  |  |  |  |  | **MISSING** |" in md
 
     assert bench_main.exit_status(results) == 1
     assert "3 of" in capsys.readouterr().err
@@ -172,16 +204,21 @@ def test_a_missing_case_fails_a_full_run_but_not_an_only_run(
 ) -> None:
     rest = [synthetic(c) for n, c in cases.items() if n != "logistic_gradient"]
     failed = report.failures(results_of(rest))
-    assert [b["why"] for b in failed] == ["case logistic_gradient has no results"]
+    n_bars = sum(name == "logistic_gradient" for _, name, *_ in report.BARS)
+    assert n_bars >= 2  # against the hand-written and difgen C against trace
+    assert [b["why"] for b in failed] == ["case logistic_gradient has no results"] * (
+        n_bars
+    )
     assert report.failures(results_of(rest, [c["name"] for c in rest])) == []
 
 
 def test_beating_only_the_peers_that_ran_is_not_enough(
     cases: dict[str, Case],
 ) -> None:
-    result = synthetic(cases["mlp_gradient"], status={"torch.func.grad": "ERROR"})
-    (bar,) = report.failures(results_of([result], ["mlp_gradient"]))
-    assert bar["why"] == "no timed torch row"
+    case = cases["mlp_gradient"]
+    result = synthetic(case, status={"torch.func.grad": "ERROR"})
+    failed = report.failures(results_of([result], ["mlp_gradient"]))
+    assert [b["why"] for b in failed] == ["no timed torch row"] * len(case.difgen)
 
 
 def test_a_case_judged_against_the_peers_that_can_compute_it(
@@ -200,9 +237,12 @@ def test_a_case_judged_against_the_peers_that_can_compute_it(
 
 
 def test_a_slow_difgen_row_fails(cases: dict[str, Case]) -> None:
-    result = synthetic(cases["mlp_gradient"], difgen_us=2000.0)
-    (bar,) = report.failures(results_of([result], ["mlp_gradient"]))
-    assert bar["ratio"] == pytest.approx(2.0) and "closest: jax" in bar["bar"]
+    case = cases["mlp_gradient"]
+    result = synthetic(case, difgen_us=2000.0)
+    failed = report.failures(results_of([result], ["mlp_gradient"]))
+    assert len(failed) == len(case.difgen)  # each difgen row against the peers
+    for bar in failed:
+        assert bar["ratio"] == pytest.approx(2.0) and "closest: jax" in bar["bar"]
 
 
 def test_an_ambiguous_tool_name_fails(cases: dict[str, Case]) -> None:
@@ -251,7 +291,11 @@ def test_main_exits_1_when_difgen_did_not_build(
     assert status == 1
     md = (tmp_path / "results.md").read_text(encoding="utf-8")
     assert "**SKIPPED** build failed" in md and "| **FAIL** |" in md
-    assert "0 pass, 7 fail" in md  # 3 bars, and 4 difgen rows vs the peers
+    seed = next(c for c in all_cases() if c.name == "seed")
+    # the seed's bars, each difgen row against the peers, the compile bar of seed_c
+    n_bars = sum(name == "seed" for _, name, *_ in report.BARS)
+    n_fail = n_bars + len(seed.difgen) + len(c_modules({"seed": seed}))
+    assert f"0 pass, {n_fail} fail" in md
 
 
 # --- item 2: JAX's headline time is native; the conversion is beside it ----------------
