@@ -662,6 +662,31 @@ def _casadi_c_tool(case: Case, F: Any, ca: Any, scalar: bool, sparse_out: bool) 
     a new result array per call, or a sparse result filled into the ``data`` of a
     caller's CSR array, as difgen's in-place operator does. The build time is
     SX graph and code generation; the compile time is the compiler's alone."""
+    built = casadi_extension(case, F, ca, sparse_out)
+    op, csr = built.op, built.csr
+    call: Callable[..., Any] = op
+    if csr is not None:
+        call = lambda *a: op(*a, csr)  # as difgen's in-place row: one lambda
+    tool = Tool(casadi_c_label(sparse_out), "casadi", call, case.op_args)
+    tool.build_s, tool.compile_s = built.build_s, built.compile_s
+    return tool
+
+
+@dataclass
+class CasadiC:
+    """CasADi's compiled operator: ``op(*args)``, or ``op(*args, csr)`` filling
+    ``csr.data`` when the result is sparse."""
+
+    op: Callable[..., Any]
+    csr: Any  # scipy.sparse.csr_array of the pattern, or None
+    build_s: float
+    compile_s: float
+
+
+def casadi_extension(case: Case, F: Any, ca: Any, sparse_out: bool) -> CasadiC:
+    """Generate CasADi's C for ``F`` (its result transposed, so that CasADi's
+    column-major nonzeros are the result's C order, or CSR order when sparse),
+    wrap it in :data:`CASADI_WRAPPER`, compile and import it."""
     import importlib.machinery
     import tempfile
 
@@ -694,8 +719,7 @@ def _casadi_c_tool(case: Case, F: Any, ca: Any, scalar: bool, sparse_out: bool) 
     assert spec is not None
     extension = importlib.util.module_from_spec(spec)
     loader.exec_module(extension)
-    op = extension.op
-    call: Callable[..., Any] = op
+    csr = None
     if sparse_out:  # CSC nonzeros of J^T: the nonzeros of J in CSR order
         import scipy.sparse
 
@@ -710,11 +734,7 @@ def _casadi_c_tool(case: Case, F: Any, ca: Any, scalar: bool, sparse_out: bool) 
             shape=shape,
         )
         extension.bind(csr.indices, csr.indptr)
-        call = lambda *a: op(*a, csr)  # as difgen's in-place row: one lambda
-    tool = Tool(casadi_c_label(sparse_out), "casadi", call, case.op_args)
-    tool.build_s = build_s
-    tool.compile_s = compile_s
-    return tool
+    return CasadiC(extension.op, csr, build_s, compile_s)
 
 
 _casadi_function_seconds: dict[str, float] = {}

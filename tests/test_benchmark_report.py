@@ -137,11 +137,18 @@ def test_every_bar_names_a_real_case_and_real_tools(
         return Tool(peers.casadi_c_label(sparse), "casadi", None)
 
     monkeypatch.setattr(peers, "_casadi_c_tool", casadi_c)
+    # CasADi is a benchmark extra, not a test one: its rows' labels are checked
+    # against the function that makes them, present or not
+    assert peers.casadi_c_label(False) == report.CASADI_C
+    assert peers.casadi_c_label(True) == report.CASADI_C_IN_PLACE
+    assert report.FLOOR == peers.FLOOR
+    casadi = {report.CASADI_C, report.CASADI_C_IN_PLACE}
     labels: dict[str, set[str]] = {}
     for what, name, num, den, _, _ in report.BARS:
         assert name in cases, what
         if name not in labels:
-            labels[name] = {t.name for t in peers.tools_for(cases[name], built={})}
+            tools = peers.tools_for(cases[name], built={})
+            labels[name] = {t.name for t in tools} | casadi
         for tool in (num, den):
             assert tool in (report.LIMIT, report.F) or tool in labels[name], (
                 what,
@@ -366,3 +373,45 @@ def test_brusselator_rows_say_difgen_colors_and_the_peers_do_not(
     readme = report.summary(results)
     assert "| brusselator_jacobian (jacobian) [1] | trace (dense, colored) |" in readme
     assert f"[1] {case.note}" in readme
+
+
+# --- issue 12: CasADi's C as a CPython extension, timed doing difgen's job ------------
+
+
+def _bidiagonal(x: Any) -> Any:
+    return x[1:] * x[:-1] + np.exp(x[:-1])
+
+
+def test_casadi_c_extension_computes_and_refuses_like_difgens(
+    cases: dict[str, Case],
+) -> None:
+    """The CasADi C row is a METH_FASTCALL extension: a float in, a float out
+    (seed); a dense jacobian in C order (Lorenz, not square-symmetric); a sparse
+    jacobian written into the data of the caller's CSR array. Wrong input raises
+    instead of reading memory it was not given. Needs the bench extra (casadi)."""
+    ca = pytest.importorskip("casadi")
+    for name in ("seed", "lorenz_jacobian"):
+        case = cases[name]
+        (tool,) = [t for t in peers.casadi_tools(case) if "codegen" in t.name]
+        assert tool.name == report.CASADI_C and tool.compile_s is not None
+        check(tool, case.limit(*case.op_args))
+        assert tool.status == "ok", tool.note
+        if name == "seed":
+            assert type(tool.call(0.7)) is float
+    x = np.linspace(0.1, 1.0, 120)
+    case = Case("band", "band", "jacobian", _bidiagonal, lambda x: None, x)
+    F = peers._casadi_function(case, ca)
+    built = peers.casadi_extension(case, F, ca, sparse_out=True)
+    op, csr = built.op, built.csr
+    assert op(x, csr) is csr  # filled in place, the same array returned
+    expected = np.zeros((119, 120))
+    expected[np.arange(119), np.arange(119)] = x[1:] + np.exp(x[:-1])
+    expected[np.arange(119), np.arange(1, 120)] = x[:-1]
+    np.testing.assert_allclose(csr.toarray(), expected, rtol=1e-14)
+    for wrong in (list(x), x[:-1], x.astype(np.float32), x[::-1][::-1][:, None]):
+        with pytest.raises(TypeError, match="argument 0"):
+            op(wrong, csr)
+    with pytest.raises(ValueError, match="CSR array of this pattern"):
+        op(x, csr.copy())
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        op(x)
