@@ -491,6 +491,7 @@ static casadi_real *cw_res[@SZ_RES@];
 static double cw_box[CW_N_IN];
 static PyObject *cw_indices = NULL, *cw_indptr = NULL; /* the CSR pattern */
 static PyObject *cw_s_data = NULL, *cw_s_indices = NULL, *cw_s_indptr = NULL;
+static PyArray_Descr *cw_float64 = NULL;
 
 static int
 cw_input(PyObject *obj, int i)
@@ -568,7 +569,10 @@ cw_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_INCREF(args[CW_N_IN]);
         return args[CW_N_IN];
     }
-    PyObject *result = PyArray_SimpleNew(cw_nd_out, (npy_intp *)cw_dims_out, NPY_DOUBLE);
+    Py_INCREF(cw_float64); /* as difgen's dg_new: the descriptor looked up once */
+    PyObject *result = PyArray_NewFromDescr(&PyArray_Type, cw_float64, cw_nd_out,
+                                            (npy_intp *)cw_dims_out, NULL, NULL, 0,
+                                            NULL);
     if (result == NULL) return NULL;
     cw_res[0] = (casadi_real *)PyArray_DATA((PyArrayObject *)result);
     if (op(cw_arg, cw_res, cw_iw, cw_w, 0) != 0) {
@@ -611,7 +615,10 @@ PyMODINIT_FUNC PyInit_@MODULE@(void)
     cw_s_data = PyUnicode_InternFromString("data");
     cw_s_indices = PyUnicode_InternFromString("indices");
     cw_s_indptr = PyUnicode_InternFromString("indptr");
-    if (cw_s_data == NULL || cw_s_indices == NULL || cw_s_indptr == NULL) return NULL;
+    cw_float64 = PyArray_DescrFromType(NPY_DOUBLE);
+    if (cw_s_data == NULL || cw_s_indices == NULL || cw_s_indptr == NULL ||
+        cw_float64 == NULL)
+        return NULL;
     return PyModule_Create(&cw_module);
 }
 """
@@ -693,32 +700,34 @@ def casadi_extension(case: Case, F: Any, ca: Any, sparse_out: bool) -> CasadiC:
     start = perf_counter()
     ins = [ca.SX.sym(f"i{k}", F.sparsity_in(k)) for k in range(F.n_in())]
     FT = ca.Function("op", ins, [ca.transpose(F(*ins))])
-    directory = Path(tempfile.mkdtemp(prefix="casadi_"))
-    generator = ca.CodeGenerator("op.c", {"with_header": False})
-    generator.add(FT)
-    generator.generate(str(directory) + "/")
-    module = f"casadi_{case.name}"
-    source = directory / f"{module}.c"
-    source.write_text(_casadi_wrapper(module, case, F, FT, sparse_out))
-    build_s = perf_counter() - start + _casadi_function_seconds.get(case.name, 0.0)
-    target = directory / (module + compiling.EXTENSION_SUFFIX)
-    command = [
-        *compiling.compiler(),
-        *CASADI_CFLAGS,
-        *(f"-I{d}" for d in compiling.include_dirs()),
-        str(source),
-        "-o",
-        str(target),
-        "-lm",
-    ]
-    start = perf_counter()
-    subprocess.run(command, check=True, capture_output=True, cwd=directory)
-    compile_s = perf_counter() - start
-    loader = importlib.machinery.ExtensionFileLoader(module, str(target))
-    spec = importlib.util.spec_from_loader(module, loader)
-    assert spec is not None
-    extension = importlib.util.module_from_spec(spec)
-    loader.exec_module(extension)
+    # the directory goes once the extension is loaded (its mapping stays)
+    with tempfile.TemporaryDirectory(prefix="casadi_") as tmp:
+        directory = Path(tmp)
+        generator = ca.CodeGenerator("op.c", {"with_header": False})
+        generator.add(FT)
+        generator.generate(str(directory) + "/")
+        module = f"casadi_{case.name}"
+        source = directory / f"{module}.c"
+        source.write_text(_casadi_wrapper(module, case, F, FT, sparse_out))
+        build_s = perf_counter() - start + _casadi_function_seconds.get(case.name, 0.0)
+        target = directory / (module + compiling.EXTENSION_SUFFIX)
+        command = [
+            *compiling.compiler(),
+            *CASADI_CFLAGS,
+            *(f"-I{d}" for d in compiling.include_dirs()),
+            str(source),
+            "-o",
+            str(target),
+            "-lm",
+        ]
+        start = perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=directory)
+        compile_s = perf_counter() - start
+        loader = importlib.machinery.ExtensionFileLoader(module, str(target))
+        spec = importlib.util.spec_from_loader(module, loader)
+        assert spec is not None
+        extension = importlib.util.module_from_spec(spec)
+        loader.exec_module(extension)
     csr = None
     if sparse_out:  # CSC nonzeros of J^T: the nonzeros of J in CSR order
         import scipy.sparse

@@ -624,9 +624,12 @@ dg_same_shape(PyArrayObject *a, int nd, const npy_intp *dims)
 }
 
 /* An array argument as a C-contiguous float64 array of its shape (a new
-   reference): as it is on the fast path, else through the module's _as_array,
-   which converts it or raises exactly as the Python operators do. */
-static PyArrayObject *
+   reference): as it is on the fast path (inline), else through the module's
+   _as_array, which converts it or raises exactly as the Python operators do. */
+static PyArrayObject *dg_array_slow(PyObject *obj, const char *name, int nd,
+                                    const npy_intp *dims);
+
+static inline PyArrayObject *
 dg_array(PyObject *obj, const char *name, int nd, const npy_intp *dims)
 {
     if (PyArray_CheckExact(obj)) {
@@ -637,6 +640,13 @@ dg_array(PyObject *obj, const char *name, int nd, const npy_intp *dims)
             return a;
         }
     }
+    return dg_array_slow(obj, name, nd, dims);
+}
+
+/* The conversion (or the error) when the argument is not on the fast path. */
+static PyArrayObject *
+dg_array_slow(PyObject *obj, const char *name, int nd, const npy_intp *dims)
+{
     if (dg_as_array_fn == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
         return NULL;
