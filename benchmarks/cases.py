@@ -36,6 +36,9 @@ class Case:
     # case names fewer only where the others cannot compute the derivative at all,
     # and its note says why
     peers: tuple[str, ...] | None = None
+    # also time an empty Python function taking the same arguments: the per-call
+    # floor a compiled operator is judged against
+    floor: bool = False
 
     @property
     def op_args(self) -> tuple[Any, ...]:
@@ -58,6 +61,7 @@ def all_cases() -> list[Case]:
     except ImportError:  # SciPy is optional: its rows are left out
         scipy_ok = False
     x2, _ = P.make_rosenbrock(2)
+    x3, _ = P.make_rosenbrock(3)
     x100, _ = P.make_rosenbrock(100)
     x10k, v10k = P.make_rosenbrock(10_000)
     w, Xl, yl = P.make_logistic()
@@ -95,6 +99,20 @@ def all_cases() -> list[Case]:
             + ((("scipy rosen_der", rosen_der),) if scipy_ok else ()),
             symbolic=True,
             limit_name="hand-written (straight-line)",
+        ),
+        Case(
+            "call_floor",
+            "per-call floor: Rosenbrock gradient on a 3-vector, compiled",
+            "gradient",
+            P.rosenbrock,
+            P.rosenbrock_gradient,
+            x3,
+            difgen=(("difgen C", "rosenbrock_n3_c"),),
+            floor=True,
+            note=(
+                "The cost of a call: the compiled operator against an empty Python "
+                "function taking the same argument (the issue's bar: within 3x)."
+            ),
         ),
         Case(
             "rosenbrock_n100_gradient",

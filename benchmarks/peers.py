@@ -29,6 +29,7 @@ import numpy as np
 
 from benchmarks.cases import Case
 from benchmarks.timing import Tool, first_line
+from difgen import compiling, naming
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "difgen.toml"
@@ -77,17 +78,20 @@ def _out(case: Case) -> Callable[[Any], Any]:
 @dataclass
 class Built:
     module: types.ModuleType | None
-    build_s: float | None
+    build_s: float | None  # difgen build: generation only (a subprocess)
     note: str = ""
+    compile_s: float | None = None  # emit = "c": the C compiler, timed apart
 
 
 def build_difgen(names: list[str], build: bool = True) -> dict[str, Built]:
-    """Build each module with the difgen CLI (a subprocess), then import it."""
+    """Build each module with the difgen CLI (a subprocess), compile the extension
+    of an ``emit = "c"`` module (timed apart, always recompiled so that the time is
+    measured), then import it."""
     built: dict[str, Built] = {}
     with CONFIG.open("rb") as file:
         configured = {m.get("name") for m in tomllib.load(file).get("module", [])}
     for name in names:
-        build_s = None
+        build_s = compile_s = None
         if name not in configured:
             built[name] = Built(
                 None, None, f"not in {CONFIG.name} (see the comment there)"
@@ -95,7 +99,6 @@ def build_difgen(names: list[str], build: bool = True) -> dict[str, Built]:
             continue
         if build:
             command = [sys.executable, "-m", "difgen", "build", str(CONFIG)]
-            command.append("--compile")  # emit = "c" modules: build the extension
             start = perf_counter()
             try:
                 proc = subprocess.run(
@@ -115,6 +118,13 @@ def build_difgen(names: list[str], build: bool = True) -> dict[str, Built]:
                 built[name] = Built(None, build_s, note)
                 print(f"  difgen {name}: {note}", file=sys.stderr)
                 continue
+            if (GENERATED / f"{name}{naming.C_SUFFIX}.c").exists():
+                try:
+                    compile_s = compiling.compile_module(GENERATED, name).seconds
+                except compiling.CompileError as exc:
+                    note = "compile failed: " + first_line(exc)
+                    built[name] = Built(None, build_s, note)
+                    continue
         try:
             module = _import_file(GENERATED / f"{name}.py")
         except Exception as exc:  # noqa: BLE001  whatever the module raises
@@ -123,19 +133,9 @@ def build_difgen(names: list[str], build: bool = True) -> dict[str, Built]:
         note = ""
         if getattr(module, "COMPILED", None) is False:
             note = "C extension not loaded: " + str(module.C_FALLBACK_REASON)
-        elif build and getattr(module, "COMPILED", None):
-            note = "compile " + _compile_seconds(proc.stdout)
-        built[name] = Built(module, build_s, note)
+        built[name] = Built(module, build_s, note, compile_s)
         print(f"  difgen {name}: built in {build_s or 0:.2f} s", file=sys.stderr)
     return built
-
-
-def _compile_seconds(stdout: str) -> str:
-    """The compile time ``difgen build --compile`` printed (``compiled P (X s)``)."""
-    for line in stdout.splitlines():
-        if line.startswith("compiled "):
-            return line.rsplit("(", 1)[-1].rstrip(")")
-    return "? s (extension up to date)"
 
 
 def _error_line(text: str) -> str:
@@ -167,6 +167,7 @@ def difgen_tools(case: Case, built: dict[str, Built]) -> list[Tool]:
             fn = _in_place(fn, case)
         note = b.note or ("" if fn else f"module {name} has no {case.operator}")
         tool = Tool(label, "difgen", fn, case.op_args, build_s=b.build_s, note=note)
+        tool.compile_s = b.compile_s
         tool.status = "ok" if fn else "SKIPPED"
         tools.append(tool)
     return tools
@@ -359,9 +360,11 @@ def _floats(contexts: tuple[np.ndarray, ...]) -> list[float]:
 
 # --- CasADi ---------------------------------------------------------------------------
 
-CASADI_CFLAGS = ("-O2", "-fPIC", "-shared")
-"""How CasADi's generated C is compiled: the system compiler, optimized, as a
-shared library called through ctypes (CasADi's documented C interface)."""
+CASADI_CFLAGS = (*compiling.CFLAGS, "-fPIC", "-shared")
+"""How CasADi's generated C is compiled: exactly as difgen compiles its own
+(``difgen.compiling.CFLAGS``, the same compiler), so that the code is the only
+difference. ``-ffp-contract=off`` costs nothing on the default x86-64 target
+(no FMA instructions there without ``-march``)."""
 
 
 def _casadi_numpy(ca: Any) -> types.SimpleNamespace:
@@ -443,6 +446,7 @@ def casadi_tools(case: Case) -> list[Tool]:
     start = perf_counter()
     F = _casadi_function(case, ca)
     build_s = perf_counter() - start
+    _casadi_function_seconds[case.name] = build_s
     scalar = case.operator == "derivative"
     sparse_out = not F.sparsity_out(0).is_dense()
 
@@ -461,78 +465,289 @@ def casadi_tools(case: Case) -> list[Tool]:
     return tools
 
 
+CASADI_WRAPPER = r"""
+/* A CPython extension around CasADi's generated C (op.c, included below): the
+   same kind of glue as difgen's emit = "c" extension (METH_FASTCALL, exact-type
+   fast path for C-contiguous float64 arrays and floats, a new result array per
+   call), so that both tools are timed doing the same job. Work arrays are
+   allocated once, at import. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include "op.c"
+
+#define CW_N_IN @N_IN@
+static const int cw_nd_in[CW_N_IN] = {@ND_IN@};
+static const npy_intp cw_dims_in[CW_N_IN][4] = {@DIMS_IN@};
+static const int cw_nd_out = @ND_OUT@; /* -1: a float */
+static const npy_intp cw_dims_out[] = {@DIMS_OUT@};
+static const npy_intp cw_nnz_out = @NNZ_OUT@;
+static const int cw_sparse = @SPARSE@; /* 1: fill out.data of a CSR in place */
+static casadi_int cw_iw[@SZ_IW@];
+static casadi_real cw_w[@SZ_W@];
+static const casadi_real *cw_arg[@SZ_ARG@];
+static casadi_real *cw_res[@SZ_RES@];
+static double cw_box[CW_N_IN];
+static PyObject *cw_indices = NULL, *cw_indptr = NULL; /* the CSR pattern */
+static PyObject *cw_s_data = NULL, *cw_s_indices = NULL, *cw_s_indptr = NULL;
+static PyArray_Descr *cw_float64 = NULL;
+
+static int
+cw_input(PyObject *obj, int i)
+{
+    if (PyFloat_CheckExact(obj) && cw_nd_in[i] == 0) {
+        cw_box[i] = PyFloat_AS_DOUBLE(obj);
+        cw_arg[i] = &cw_box[i];
+        return 0;
+    }
+    if (PyArray_CheckExact(obj)) {
+        PyArrayObject *a = (PyArrayObject *)obj;
+        int ok = PyArray_TYPE(a) == NPY_DOUBLE && PyArray_ISCARRAY_RO(a) &&
+                 PyArray_ISNOTSWAPPED(a) && PyArray_NDIM(a) == cw_nd_in[i];
+        for (int k = 0; ok && k < cw_nd_in[i]; k++)
+            ok = PyArray_DIMS(a)[k] == cw_dims_in[i][k];
+        if (ok) {
+            cw_arg[i] = (const casadi_real *)PyArray_DATA(a);
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "argument %d: expected a C-contiguous float64 array of the "
+                 "operator's shape (or a float)", i);
+    return -1;
+}
+
+/* The data of a CSR `out` with the pattern bound at setup, checked. */
+static PyObject *
+cw_csr_data(PyObject *out)
+{
+    PyObject *data = PyObject_GetAttr(out, cw_s_data);
+    PyObject *indices = PyObject_GetAttr(out, cw_s_indices);
+    PyObject *indptr = PyObject_GetAttr(out, cw_s_indptr);
+    int ok = data != NULL && indices == cw_indices && indptr == cw_indptr &&
+             PyArray_CheckExact(data) &&
+             PyArray_TYPE((PyArrayObject *)data) == NPY_DOUBLE &&
+             PyArray_ISCARRAY((PyArrayObject *)data) &&
+             PyArray_NDIM((PyArrayObject *)data) == 1 &&
+             PyArray_DIMS((PyArrayObject *)data)[0] == cw_nnz_out;
+    Py_XDECREF(indices);
+    Py_XDECREF(indptr);
+    if (!ok) {
+        Py_XDECREF(data);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError,
+                            "out: expected the CSR array of this pattern");
+        return NULL;
+    }
+    return data;
+}
+
+static PyObject *
+cw_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != CW_N_IN + cw_sparse) {
+        PyErr_Format(PyExc_TypeError, "op() takes %d arguments (%zd given)",
+                     CW_N_IN + cw_sparse, nargs);
+        return NULL;
+    }
+    for (int i = 0; i < CW_N_IN; i++) {
+        if (cw_input(args[i], i) < 0) return NULL;
+    }
+    if (cw_nd_out < 0) {
+        double value;
+        cw_res[0] = &value;
+        if (op(cw_arg, cw_res, cw_iw, cw_w, 0) != 0) goto failed;
+        return PyFloat_FromDouble(value);
+    }
+    if (cw_sparse) {
+        PyObject *data = cw_csr_data(args[CW_N_IN]);
+        if (data == NULL) return NULL;
+        cw_res[0] = (casadi_real *)PyArray_DATA((PyArrayObject *)data);
+        Py_DECREF(data);
+        if (op(cw_arg, cw_res, cw_iw, cw_w, 0) != 0) goto failed;
+        Py_INCREF(args[CW_N_IN]);
+        return args[CW_N_IN];
+    }
+    Py_INCREF(cw_float64); /* as difgen's dg_new: the descriptor looked up once */
+    PyObject *result = PyArray_NewFromDescr(&PyArray_Type, cw_float64, cw_nd_out,
+                                            (npy_intp *)cw_dims_out, NULL, NULL, 0,
+                                            NULL);
+    if (result == NULL) return NULL;
+    cw_res[0] = (casadi_real *)PyArray_DATA((PyArrayObject *)result);
+    if (op(cw_arg, cw_res, cw_iw, cw_w, 0) != 0) {
+        Py_DECREF(result);
+        goto failed;
+    }
+    return result;
+failed:
+    PyErr_SetString(PyExc_RuntimeError, "the CasADi function failed");
+    return NULL;
+}
+
+static PyObject *
+cw_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "bind(indices, indptr)");
+        return NULL;
+    }
+    Py_INCREF(args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(cw_indices, args[0]);
+    Py_XSETREF(cw_indptr, args[1]);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef cw_methods[] = {
+    {"op", (PyCFunction)(void (*)(void))cw_call, METH_FASTCALL, "the operator"},
+    {"bind", (PyCFunction)(void (*)(void))cw_bind, METH_FASTCALL, "CSR pattern"},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef cw_module = {
+    PyModuleDef_HEAD_INIT, "@MODULE@", NULL, -1, cw_methods, NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC PyInit_@MODULE@(void)
+{
+    import_array();
+    cw_s_data = PyUnicode_InternFromString("data");
+    cw_s_indices = PyUnicode_InternFromString("indices");
+    cw_s_indptr = PyUnicode_InternFromString("indptr");
+    cw_float64 = PyArray_DescrFromType(NPY_DOUBLE);
+    if (cw_s_data == NULL || cw_s_indices == NULL || cw_s_indptr == NULL ||
+        cw_float64 == NULL)
+        return NULL;
+    return PyModule_Create(&cw_module);
+}
+"""
+"""The C extension module wrapped around CasADi's ``op.c`` (``@NAME@`` filled in
+by :func:`_casadi_wrapper`)."""
+
+
+def _c_list(values: Any) -> str:
+    return ", ".join(str(int(v)) for v in values) or "0"
+
+
+def _casadi_wrapper(module: str, case: Case, F: Any, FT: Any, sparse_out: bool) -> str:
+    """The wrapper's C source for ``FT`` (the operator with its result transposed,
+    so that CasADi's column-major nonzeros are the result in C order)."""
+    shapes = [tuple(np.shape(a)) for a in case.op_args]
+    scalar = case.operator == "derivative"
+    out_shape = (int(FT.nnz_out(0)),) if sparse_out else _result_shape(case, F)
+    fill = {
+        "N_IN": str(len(shapes)),
+        "ND_IN": _c_list(len(s) for s in shapes),
+        "DIMS_IN": ", ".join("{" + _c_list(s) + "}" for s in shapes),
+        "ND_OUT": "-1" if scalar else str(len(out_shape)),
+        "DIMS_OUT": _c_list(out_shape),
+        "NNZ_OUT": str(int(FT.nnz_out(0))),
+        "SPARSE": "1" if sparse_out else "0",
+        "SZ_IW": str(max(int(FT.sz_iw()), 1)),
+        "SZ_W": str(max(int(FT.sz_w()), 1)),
+        "SZ_ARG": str(max(int(FT.sz_arg()), 1)),
+        "SZ_RES": str(max(int(FT.sz_res()), 1)),
+        "MODULE": module,
+    }
+    text = CASADI_WRAPPER
+    for key, value in fill.items():
+        text = text.replace(f"@{key}@", value)
+    return text
+
+
+def casadi_c_label(sparse_out: bool) -> str:
+    """The row label of CasADi's compiled C (the bars name it)."""
+    if sparse_out:
+        return "casadi SX codegen C (CSR data in place)"
+    return "casadi SX codegen C (extension)"
+
+
 def _casadi_c_tool(case: Case, F: Any, ca: Any, scalar: bool, sparse_out: bool) -> Tool:
-    """CasADi's generated C, compiled with gcc -O2, called through ctypes with the
-    inputs' own buffers and a preallocated result (sparse: the CSC nonzeros, in
-    place). The build time is code generation plus compilation."""
-    import ctypes
+    """CasADi's generated C in a CPython extension built like difgen's (see
+    :data:`CASADI_WRAPPER`): the same compiler and flags (``difgen.compiling``),
+    a new result array per call, or a sparse result filled into the ``data`` of a
+    caller's CSR array, as difgen's in-place operator does. The build time is
+    SX graph and code generation; the compile time is the compiler's alone."""
+    built = casadi_extension(case, F, ca, sparse_out)
+    op, csr = built.op, built.csr
+    call: Callable[..., Any] = op
+    if csr is not None:
+        call = lambda *a: op(*a, csr)  # as difgen's in-place row: one lambda
+    tool = Tool(casadi_c_label(sparse_out), "casadi", call, case.op_args)
+    tool.build_s, tool.compile_s = built.build_s, built.compile_s
+    return tool
+
+
+@dataclass
+class CasadiC:
+    """CasADi's compiled operator: ``op(*args)``, or ``op(*args, csr)`` filling
+    ``csr.data`` when the result is sparse."""
+
+    op: Callable[..., Any]
+    csr: Any  # scipy.sparse.csr_array of the pattern, or None
+    build_s: float
+    compile_s: float
+
+
+def casadi_extension(case: Case, F: Any, ca: Any, sparse_out: bool) -> CasadiC:
+    """Generate CasADi's C for ``F`` (its result transposed, so that CasADi's
+    column-major nonzeros are the result's C order, or CSR order when sparse),
+    wrap it in :data:`CASADI_WRAPPER`, compile and import it."""
+    import importlib.machinery
     import tempfile
 
     start = perf_counter()
-    directory = Path(tempfile.mkdtemp(prefix="casadi_"))
-    generator = ca.CodeGenerator("op.c", {"with_header": False})
-    generator.add(F)
-    generator.generate(str(directory) + "/")
-    library = directory / "op.so"
-    subprocess.run(
-        ["gcc", *CASADI_CFLAGS, str(directory / "op.c"), "-o", str(library), "-lm"],
-        check=True,
-        capture_output=True,
-    )
-    build_s = perf_counter() - start
-    lib = ctypes.CDLL(str(library))
-    fn = lib.op
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int]
-    args = (ctypes.c_void_p * max(F.sz_arg(), 1))()
-    results = (ctypes.c_void_p * max(F.sz_res(), 1))()
-    iw = (ctypes.c_longlong * max(F.sz_iw(), 1))()
-    w = np.zeros(max(F.sz_w(), 1))
-    out = np.zeros(F.nnz_out(0))
-    results[0] = out.ctypes.data
-    w_ptr, iw_ptr = w.ctypes.data, ctypes.addressof(iw)
-    n_in = len(case.op_args)
-    boxes = [np.zeros(1) for _ in range(n_in)]  # scalar inputs are copied in
-    box_ptrs = [int(b.ctypes.data) for b in boxes]
-    if not sparse_out:
-        view = out.reshape(_result_shape(case, F), order="F")  # column-major
-    known: dict[int, tuple[Any, int]] = {}  # id -> (array kept alive, its pointer)
-
-    def buffer(i: int, a: Any) -> int:
-        """The input's buffer: its elements in C order, as the SX vector has them.
-        An array's address is looked up once per array object (``.ctypes.data``
-        costs microseconds): the most favourable way to call CasADi's C."""
-        if type(a) is float:
-            boxes[i][0] = a
-            return box_ptrs[i]
-        found = known.get(id(a))
-        if found is None or found[0] is not a:
-            found = known[id(a)] = (a, int(a.ctypes.data))
-        return found[1]
-
-    if sparse_out:  # the result's pattern, fixed: CSC nonzeros into `out`
-        sp = F.sparsity_out(0)
+    ins = [ca.SX.sym(f"i{k}", F.sparsity_in(k)) for k in range(F.n_in())]
+    FT = ca.Function("op", ins, [ca.transpose(F(*ins))])
+    # the directory goes once the extension is loaded (its mapping stays)
+    with tempfile.TemporaryDirectory(prefix="casadi_") as tmp:
+        directory = Path(tmp)
+        generator = ca.CodeGenerator("op.c", {"with_header": False})
+        generator.add(FT)
+        generator.generate(str(directory) + "/")
+        module = f"casadi_{case.name}"
+        source = directory / f"{module}.c"
+        source.write_text(_casadi_wrapper(module, case, F, FT, sparse_out))
+        build_s = perf_counter() - start + _casadi_function_seconds.get(case.name, 0.0)
+        target = directory / (module + compiling.EXTENSION_SUFFIX)
+        command = [
+            *compiling.compiler(),
+            *CASADI_CFLAGS,
+            *(f"-I{d}" for d in compiling.include_dirs()),
+            str(source),
+            "-o",
+            str(target),
+            "-lm",
+        ]
+        start = perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=directory)
+        compile_s = perf_counter() - start
+        loader = importlib.machinery.ExtensionFileLoader(module, str(target))
+        spec = importlib.util.spec_from_loader(module, loader)
+        assert spec is not None
+        extension = importlib.util.module_from_spec(spec)
+        loader.exec_module(extension)
+    csr = None
+    if sparse_out:  # CSC nonzeros of J^T: the nonzeros of J in CSR order
         import scipy.sparse
 
-        template = scipy.sparse.csc_array(
-            (out, np.array(sp.row()), np.array(sp.colind())), shape=sp.shape
+        sp = FT.sparsity_out(0)
+        shape = (sp.shape[1], sp.shape[0])
+        csr = scipy.sparse.csr_array(
+            (
+                np.zeros(sp.nnz()),
+                np.array(sp.row(), dtype=np.int32),
+                np.array(sp.colind(), dtype=np.int32),
+            ),
+            shape=shape,
         )
+        extension.bind(csr.indices, csr.indptr)
+    return CasadiC(extension.op, csr, build_s, compile_s)
 
-    def call(*a):
-        for i, value in enumerate(a):
-            args[i] = buffer(i, value)
-        fn(args, results, iw_ptr, w_ptr, 0)
-        if scalar:
-            return float(out[0])
-        return template if sparse_out else view
 
-    return Tool(
-        "casadi SX codegen C (gcc -O2, ctypes)",
-        "casadi",
-        call,
-        case.op_args,
-        build_s=build_s,
-    )
+_casadi_function_seconds: dict[str, float] = {}
+"""Seconds CasADi took to build each case's SX operator (part of its C build)."""
 
 
 # --- finite differences ---------------------------------------------------------------
@@ -563,12 +778,35 @@ def fd_tools(case: Case) -> list[Tool]:
 # --- all tools of a case ----------------------------------------------------------------
 
 
+FLOOR = "empty Python function (same arguments)"
+
+
+def _empty1(x: Any) -> None:
+    """Does nothing: what calling a Python function with this argument costs."""
+
+
+def _empty2(x: Any, a: Any) -> None:
+    """Does nothing, taking two arguments."""
+
+
+def _empty3(x: Any, a: Any, b: Any) -> None:
+    """Does nothing, taking three arguments."""
+
+
+EMPTY = {1: _empty1, 2: _empty2, 3: _empty3}
+"""An empty function per number of arguments: positional parameters, as the
+operator's, not ``*args`` (whose tuple would make the floor slower)."""
+
+
 def tools_for(case: Case, built: dict[str, Built]) -> list[Tool]:
     """Hand-written first (the reference), then f, extras, difgen and peers."""
     tools = [
         Tool(case.limit_name, "hand", case.limit, case.op_args, role="limit"),
         Tool("f (NumPy)", "f", case.fn, case.f_args, role="f"),
     ]
+    if case.floor:
+        empty = EMPTY[len(case.op_args)]
+        tools.append(Tool(FLOOR, "floor", empty, case.op_args, role="floor"))
     for label, fn in case.extras:
         family = "scipy" if label.startswith("scipy") else "hand"
         tools.append(Tool(label, family, fn, case.op_args))

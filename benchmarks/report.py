@@ -81,6 +81,7 @@ def case_result(case: Case, tools: list[Tool]) -> dict[str, Any]:
                 "x_f": med / f if med and f else None,
                 "first_call_ms": t.first_call_ms,
                 "build_s": t.build_s,
+                "compile_s": t.compile_s,
                 "note": t.note,
             }
         )
@@ -90,6 +91,7 @@ def case_result(case: Case, tools: list[Tool]) -> dict[str, Any]:
         "operator": case.operator,
         "note": case.note,
         "difgen": [label for label, _ in case.difgen],
+        "modules": {label: n.partition(":")[0] for label, n in case.difgen},
         "peers": list(case.peers or PEER_FAMILIES),
         "rows": rows,
     }
@@ -198,6 +200,57 @@ BARS = [
         1.2,
     ),
 ]
+CASADI_C_PREFIX = "casadi SX codegen C"
+CASADI_C = f"{CASADI_C_PREFIX} (extension)"
+CASADI_C_IN_PLACE = f"{CASADI_C_PREFIX} (CSR data in place)"
+DIFGEN_C, DIFGEN_TRACE = "difgen C", "difgen trace"
+# issue 12: emit = "c" at most 1.0x CasADi's generated C (both CPython extensions
+# compiled with the same compiler and flags), on these cases
+BARS += [
+    (f"{name}: difgen C / CasADi C", name, DIFGEN_C, CASADI_C, "<=", 1.0)
+    for name in (
+        "seed",
+        "rosenbrock_n2_gradient",
+        "rosenbrock_n100_gradient",
+        "rosenbrock_n100_hessian",
+        "lorenz_jacobian",
+        "logsumexp_gradient",
+    )
+]
+BARS += [
+    (
+        "brusselator_jacobian: difgen C / CasADi C, both filling CSR data in place",
+        "brusselator_jacobian",
+        "difgen C (CSR data in place, colored)",
+        CASADI_C_IN_PLACE,
+        "<=",
+        1.0,
+    ),
+]
+# ... and never slower than difgen's NumPy emission on the large problems
+BARS += [
+    (f"{name}: difgen C / difgen trace", name, DIFGEN_C, DIFGEN_TRACE, "<=", 1.0)
+    for name in (
+        "rosenbrock_n10000_gradient",
+        "rosenbrock_n10000_hvp",
+        "logistic_gradient",
+        "mlp_gradient",
+    )
+]
+FLOOR = "empty Python function (same arguments)"  # peers.FLOOR
+BARS += [
+    (
+        "per-call floor: difgen C on a 3-vector / an empty Python function",
+        "call_floor",
+        DIFGEN_C,
+        FLOOR,
+        "<=",
+        3.0,
+    ),
+]
+COMPILE_MAX_S = 10.0
+"""The issue's build bar: compiling each benchmark module (the C compiler alone,
+timed apart from difgen's generation) takes less than this many seconds."""
 
 
 def _row(case: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str]:
@@ -267,6 +320,31 @@ def bars(
         )
     # every difgen derivative faster than jax, autograd, torch.func
     out.extend(_faster_than_peers(c, label) for c in cases for label in c["difgen"])
+    out.extend(_compile_bars(cases))
+    return out
+
+
+def _compile_bars(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Compile time < COMPILE_MAX_S for every difgen C module of the cases, once
+    per module; a module whose row has no compile time (not compiled in this run,
+    or missing) fails."""
+    out, seen = [], set()
+    for case in cases:
+        modules = case.get("modules", {})
+        for label in case["difgen"]:
+            if not label.startswith(DIFGEN_C):
+                continue
+            module = modules.get(label, f"{case['name']}: {label}")
+            if module in seen:
+                continue
+            seen.add(module)
+            what = f"compile {module}: seconds < {COMPILE_MAX_S:g}"
+            row, why = _row(case, label)
+            seconds = row.get("compile_s") if row is not None else None
+            if row is not None and seconds is None:
+                why = f"{label} was not compiled in this run ({row['status']})"
+            result = _judge(seconds, "<", COMPILE_MAX_S)
+            out.append(_bar(what, seconds, result, why))
     return out
 
 
@@ -386,9 +464,9 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [
             (
                 "| tool | median µs | min µs | ×hand | ×f | with NumPy conversion "
-                "µs (median) | first call ms | build s | status / note |"
+                "µs (median) | first call ms | build s | compile s | status / note |"
             ),
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in case["rows"]:
             status = "" if r["status"] == "ok" else f"**{r['status']}** "
@@ -397,12 +475,13 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {_x(r['x_limit'])} | {_x(r['x_f'])} "
                 f"| {_us(r['converted_median_us'])} "
                 f"| {_us(r['first_call_ms'])} | {_opt(r['build_s'], '.2f')} "
-                f"| {status}{r['note']} |"
+                f"| {_opt(r.get('compile_s'), '.2f')} | {status}{r['note']} |"
             )
         present = {r["tool"] for r in case["rows"]}
         for label in case["difgen"]:
             if label not in present:
-                lines.append(f"| {label} |  |  |  |  |  |  |  | **MISSING** |")
+                lines.append(f"| {label} |  |  |  |  |  |  |  |  | **MISSING** |")
+    lines += ["", "## C build times", ""] + c_build_table(results)
     lines += [
         "",
         "## Bars",
@@ -421,6 +500,34 @@ def markdown(results: dict[str, Any]) -> str:
         result = b["result"] if b["result"] == PASS else f"**{b['result']}**"
         lines.append(f"| {b['bar']} | {ratio} | {result} | {b['why']} |")
     return "\n".join(lines) + "\n"
+
+
+def c_build_table(results: dict[str, Any]) -> list[str]:
+    """Generation and compile seconds of every compiled tool, difgen's C modules
+    beside CasADi's generated C, one line per case and tool (the issue: compiling
+    every benchmark module takes less than 10 s; report it beside CasADi's)."""
+    lines = [
+        (
+            "*generate s*: difgen's is `difgen build` of the module (a subprocess, "
+            "interpreter start included), CasADi's the SX graph, its derivative and "
+            "`CodeGenerator`; *compile s*: the C compiler alone (the same compiler "
+            "and flags for both), the extension rebuilt in every run."
+        ),
+        "",
+        "| case | tool | generate s | compile s | status |",
+        "|---|---|---:|---:|---|",
+    ]
+    for case in results["cases"]:
+        for r in case["rows"]:
+            if not (
+                r["tool"].startswith(DIFGEN_C) or r["tool"].startswith(CASADI_C_PREFIX)
+            ):
+                continue
+            lines.append(
+                f"| {case['name']} | {r['tool']} | {_opt(r['build_s'], '.2f')} "
+                f"| {_opt(r.get('compile_s'), '.2f')} | {r['status']} |"
+            )
+    return lines
 
 
 # --- JSON and PNG ----------------------------------------------------------------------------
@@ -572,6 +679,8 @@ def summary(results: dict[str, Any]) -> str:
         ratio = "no ratio" if b["ratio"] is None else f"ratio {b['ratio']:.3g}"
         why = f": {b['why']}" if b["why"] else ""
         lines.append(f"- {b['result']}: {b['bar']} ({ratio}){why}")
+    lines += ["", "C build times, difgen's compiled modules beside CasADi's C:", ""]
+    lines += c_build_table(results)
     lines += ["", "![benchmarks](benchmarks/results/results.png)"]
     return "\n".join(lines)
 

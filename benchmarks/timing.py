@@ -38,9 +38,10 @@ class Tool:
     # Frameworks only: NumPy in, NumPy out, the conversion a NumPy caller pays.
     converted: Callable[..., Any] | None = None
     converted_args: tuple[Any, ...] = ()
-    role: str = ""  # "limit" (the hand-written reference) | "f" | ""
+    role: str = ""  # "limit" (the hand-written reference) | "f" | "floor" | ""
     loose: bool = False  # finite differences: checked with a looser tolerance
     build_s: float | None = None  # difgen build (a subprocess), seconds
+    compile_s: float | None = None  # C tools: the C compiler alone, seconds
     status: str = "ok"  # ok | SKIPPED | WRONG | ERROR
     note: str = ""
     first_call_ms: float | None = None  # includes JAX tracing and compilation
@@ -105,7 +106,7 @@ def check(tool: Tool, reference: Any) -> None:
             got = fn(*args)
             if i == 0:
                 tool.first_call_ms = (perf_counter() - start) * 1e3
-            if tool.role == "f":
+            if tool.role in ("f", "floor"):  # no derivative to compare
                 continue
             got = as_dense(got)
         except Exception as exc:  # noqa: BLE001  a tool that fails: a note, not a crash

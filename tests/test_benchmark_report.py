@@ -29,6 +29,7 @@ PEER_ROWS = (
     ("torch.func.grad", "torch"),
     ("autograd.grad", "autograd"),
 )
+CASADI_ROWS = (report.CASADI_C, report.CASADI_C_IN_PLACE)
 MISSING = "missing"  # a status for `synthetic`: the row is not there at all
 
 
@@ -61,9 +62,15 @@ def synthetic(
         timed("f (NumPy)", "f", 1.0, role="f"),
         *(timed(label, "scipy", peer_us) for label, _ in case.extras),
         *(timed(label, "difgen", difgen_us) for label, _ in case.difgen),
+        *(timed(label, "casadi", peer_us) for label in CASADI_ROWS),
         *(timed(label, family, peer_us) for label, family in PEER_ROWS),
     ]
-    tools[-3].converted_times = [3 * peer_us * 1e-6]
+    if case.floor:
+        tools.append(timed(peers.FLOOR, "floor", 1.0, role="floor"))
+    for tool in tools:  # a difgen C module compiled in a second
+        if tool.name.startswith(report.DIFGEN_C):
+            tool.compile_s = 1.0
+    tools[-3 - case.floor].converted_times = [3 * peer_us * 1e-6]
     kept = []
     for tool in tools:
         wanted = status.get(tool.name, "ok")
@@ -99,6 +106,16 @@ def results_of(
     }
 
 
+def c_modules(cases: dict[str, Case]) -> set[str]:
+    """The difgen C modules of the cases: one compile-time bar each."""
+    return {
+        module.partition(":")[0]
+        for case in cases.values()
+        for label, module in case.difgen
+        if label.startswith(report.DIFGEN_C)
+    }
+
+
 def full(cases: dict[str, Case], **per_case: dict[str, str]) -> dict[str, Any]:
     """Results of every case, all ok, but for the statuses given per case name."""
     return results_of([synthetic(c, status=per_case.get(n)) for n, c in cases.items()])
@@ -107,20 +124,42 @@ def full(cases: dict[str, Case], **per_case: dict[str, str]) -> dict[str, Any]:
 # --- item 1: a wrong, skipped or missing difgen row fails, and the run exits 1 -------
 
 
-def test_every_bar_names_a_real_case_and_real_tools(cases: dict[str, Case]) -> None:
+def test_every_bar_names_a_real_case_and_real_tools(
+    cases: dict[str, Case], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A renamed case or tool label would otherwise turn a bar into a failure
-    nobody can fix from the report; here it fails at once, with the name."""
+    nobody can fix from the report; here it fails at once, with the name.
+
+    CasADi's C is labelled but not compiled here (seconds per case): its row
+    keeps the label ``peers.casadi_c_label`` gives the real one."""
+
+    def casadi_c(case: Case, F: Any, ca: Any, scalar: bool, sparse: bool) -> Tool:
+        return Tool(peers.casadi_c_label(sparse), "casadi", None)
+
+    monkeypatch.setattr(peers, "_casadi_c_tool", casadi_c)
+    # CasADi is a benchmark extra, not a test one: its rows' labels are checked
+    # against the function that makes them, present or not
+    assert peers.casadi_c_label(False) == report.CASADI_C
+    assert peers.casadi_c_label(True) == report.CASADI_C_IN_PLACE
+    assert report.FLOOR == peers.FLOOR
+    casadi = {report.CASADI_C, report.CASADI_C_IN_PLACE}
+    labels: dict[str, set[str]] = {}
     for what, name, num, den, _, _ in report.BARS:
         assert name in cases, what
-        labels = {t.name for t in peers.tools_for(cases[name], built={})}
+        if name not in labels:
+            tools = peers.tools_for(cases[name], built={})
+            labels[name] = {t.name for t in tools} | casadi
         for tool in (num, den):
-            assert tool in (report.LIMIT, report.F) or tool in labels, (what, tool)
+            assert tool in (report.LIMIT, report.F) or tool in labels[name], (
+                what,
+                tool,
+            )
 
 
 def test_all_bars_pass_when_difgen_is_timed_and_fast(cases: dict[str, Case]) -> None:
     results = full(cases)
     n_difgen = sum(len(c.difgen) for c in cases.values())
-    assert len(results["bars"]) == len(report.BARS) + n_difgen
+    assert len(results["bars"]) == len(report.BARS) + n_difgen + len(c_modules(cases))
     assert {b["result"] for b in results["bars"]} == {report.PASS}
     assert report.failures(results) == []
     assert bench_main.exit_status(results) == 0
@@ -152,7 +191,7 @@ def test_a_bad_difgen_row_fails_its_bars_everywhere(
     assert md.count("| **FAIL** |") == 3
     assert count in md
     if status == MISSING:
-        assert "| difgen sympy |  |  |  |  |  |  |  | **MISSING** |" in md
+        assert "| difgen sympy |  |  |  |  |  |  |  |  | **MISSING** |" in md
 
     assert bench_main.exit_status(results) == 1
     assert "3 of" in capsys.readouterr().err
@@ -172,7 +211,11 @@ def test_a_missing_case_fails_a_full_run_but_not_an_only_run(
 ) -> None:
     rest = [synthetic(c) for n, c in cases.items() if n != "logistic_gradient"]
     failed = report.failures(results_of(rest))
-    assert [b["why"] for b in failed] == ["case logistic_gradient has no results"]
+    n_bars = sum(name == "logistic_gradient" for _, name, *_ in report.BARS)
+    assert n_bars >= 2  # against the hand-written and difgen C against trace
+    assert [b["why"] for b in failed] == ["case logistic_gradient has no results"] * (
+        n_bars
+    )
     assert report.failures(results_of(rest, [c["name"] for c in rest])) == []
 
 
@@ -182,7 +225,6 @@ def test_beating_only_the_peers_that_ran_is_not_enough(
     case = cases["mlp_gradient"]
     result = synthetic(case, status={"torch.func.grad": "ERROR"})
     failed = report.failures(results_of([result], ["mlp_gradient"]))
-    # one bar per difgen row (difgen trace, difgen C)
     assert [b["why"] for b in failed] == ["no timed torch row"] * len(case.difgen)
 
 
@@ -205,7 +247,7 @@ def test_a_slow_difgen_row_fails(cases: dict[str, Case]) -> None:
     case = cases["mlp_gradient"]
     result = synthetic(case, difgen_us=2000.0)
     failed = report.failures(results_of([result], ["mlp_gradient"]))
-    assert len(failed) == len(case.difgen)  # difgen trace and difgen C
+    assert len(failed) == len(case.difgen)  # each difgen row against the peers
     for bar in failed:
         assert bar["ratio"] == pytest.approx(2.0) and "closest: jax" in bar["bar"]
 
@@ -256,7 +298,11 @@ def test_main_exits_1_when_difgen_did_not_build(
     assert status == 1
     md = (tmp_path / "results.md").read_text(encoding="utf-8")
     assert "**SKIPPED** build failed" in md and "| **FAIL** |" in md
-    assert "0 pass, 7 fail" in md  # 3 bars, and 4 difgen rows vs the peers
+    seed = next(c for c in all_cases() if c.name == "seed")
+    # the seed's bars, each difgen row against the peers, the compile bar of seed_c
+    n_bars = sum(name == "seed" for _, name, *_ in report.BARS)
+    n_fail = n_bars + len(seed.difgen) + len(c_modules({"seed": seed}))
+    assert f"0 pass, {n_fail} fail" in md
 
 
 # --- item 2: JAX's headline time is native; the conversion is beside it ----------------
@@ -327,3 +373,45 @@ def test_brusselator_rows_say_difgen_colors_and_the_peers_do_not(
     readme = report.summary(results)
     assert "| brusselator_jacobian (jacobian) [1] | trace (dense, colored) |" in readme
     assert f"[1] {case.note}" in readme
+
+
+# --- issue 12: CasADi's C as a CPython extension, timed doing difgen's job ------------
+
+
+def _bidiagonal(x: Any) -> Any:
+    return x[1:] * x[:-1] + np.exp(x[:-1])
+
+
+def test_casadi_c_extension_computes_and_refuses_like_difgens(
+    cases: dict[str, Case],
+) -> None:
+    """The CasADi C row is a METH_FASTCALL extension: a float in, a float out
+    (seed); a dense jacobian in C order (Lorenz, not square-symmetric); a sparse
+    jacobian written into the data of the caller's CSR array. Wrong input raises
+    instead of reading memory it was not given. Needs the bench extra (casadi)."""
+    ca = pytest.importorskip("casadi")
+    for name in ("seed", "lorenz_jacobian"):
+        case = cases[name]
+        (tool,) = [t for t in peers.casadi_tools(case) if "codegen" in t.name]
+        assert tool.name == report.CASADI_C and tool.compile_s is not None
+        check(tool, case.limit(*case.op_args))
+        assert tool.status == "ok", tool.note
+        if name == "seed":
+            assert type(tool.call(0.7)) is float
+    x = np.linspace(0.1, 1.0, 120)
+    case = Case("band", "band", "jacobian", _bidiagonal, lambda x: None, x)
+    F = peers._casadi_function(case, ca)
+    built = peers.casadi_extension(case, F, ca, sparse_out=True)
+    op, csr = built.op, built.csr
+    assert op(x, csr) is csr  # filled in place, the same array returned
+    expected = np.zeros((119, 120))
+    expected[np.arange(119), np.arange(119)] = x[1:] + np.exp(x[:-1])
+    expected[np.arange(119), np.arange(1, 120)] = x[:-1]
+    np.testing.assert_allclose(csr.toarray(), expected, rtol=1e-14)
+    for wrong in (list(x), x[:-1], x.astype(np.float32), x[::-1][::-1][:, None]):
+        with pytest.raises(TypeError, match="argument 0"):
+            op(wrong, csr)
+    with pytest.raises(ValueError, match="CSR array of this pattern"):
+        op(x, csr.copy())
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        op(x)

@@ -532,10 +532,28 @@ static inline double _sign(double a)
 }
 
 /* Positional and keyword arguments, as a Python function with these parameters
-   (the first `required` without a default, the rest defaulting to None). */
-static int
+   (the first `required` without a default, the rest defaulting to None). The
+   common call, positional arguments only and all the required ones given, is
+   decided first, inline: it needs no name lookup. */
+static int dg_parse_slow(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames, const char *const *names, int nparams,
+                         int required, PyObject **argv);
+
+static inline int
 dg_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
          const char *const *names, int nparams, int required, PyObject **argv)
+{
+    if (kwnames == NULL && nargs >= required && nargs <= nparams) {
+        for (Py_ssize_t i = 0; i < nargs; i++) argv[i] = args[i];
+        return 0;
+    }
+    return dg_parse_slow(fname, args, nargs, kwnames, names, nparams, required, argv);
+}
+
+static int
+dg_parse_slow(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames, const char *const *names, int nparams, int required,
+              PyObject **argv)
 {
     if (nargs > nparams) {
         PyErr_Format(PyExc_TypeError,
@@ -608,9 +626,12 @@ dg_same_shape(PyArrayObject *a, int nd, const npy_intp *dims)
 }
 
 /* An array argument as a C-contiguous float64 array of its shape (a new
-   reference): as it is on the fast path, else through the module's _as_array,
-   which converts it or raises exactly as the Python operators do. */
-static PyArrayObject *
+   reference): as it is on the fast path (inline), else through the module's
+   _as_array, which converts it or raises exactly as the Python operators do. */
+static PyArrayObject *dg_array_slow(PyObject *obj, const char *name, int nd,
+                                    const npy_intp *dims);
+
+static inline PyArrayObject *
 dg_array(PyObject *obj, const char *name, int nd, const npy_intp *dims)
 {
     if (PyArray_CheckExact(obj)) {
@@ -621,6 +642,13 @@ dg_array(PyObject *obj, const char *name, int nd, const npy_intp *dims)
             return a;
         }
     }
+    return dg_array_slow(obj, name, nd, dims);
+}
+
+/* The conversion (or the error) when the argument is not on the fast path. */
+static PyArrayObject *
+dg_array_slow(PyObject *obj, const char *name, int nd, const npy_intp *dims)
+{
     if (dg_as_array_fn == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
         return NULL;
@@ -654,10 +682,21 @@ dg_scalar(PyObject *obj, const char *name, double *value)
     return (*value == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* NumPy's float64 descriptor, looked up once (PyArray_SimpleNew looks it up on
+   every call; a new result array is most of a small operator's cost). */
+static PyArray_Descr *dg_float64 = NULL;
+
+/* A new C-contiguous float64 array of `dims` (what PyArray_SimpleNew makes). */
 static PyObject *
 dg_new(int nd, const npy_intp *dims, double **data)
 {
-    PyObject *a = PyArray_SimpleNew(nd, (npy_intp *)dims, NPY_DOUBLE);
+    if (dg_float64 == NULL) {
+        dg_float64 = PyArray_DescrFromType(NPY_DOUBLE);
+        if (dg_float64 == NULL) return NULL;
+    }
+    Py_INCREF(dg_float64); /* PyArray_NewFromDescr steals a reference */
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, dg_float64, nd, (npy_intp *)dims,
+                                       NULL, NULL, 0, NULL);
     if (a != NULL) *data = (double *)PyArray_DATA((PyArrayObject *)a);
     return a;
 }
