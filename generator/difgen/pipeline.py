@@ -103,7 +103,7 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     parts, pool = _backend_parts(spec, graph)
     if spec.points:
         with stage("points"):
-            parts.functions += points.build(spec, graph, pool)
+            parts.functions += points.build(spec, graph, pool, parts.functions)
     return parts
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import floats, naming
+from difgen.backends import c_points
 from difgen.backends.scalar_code import (
     FloatPrinter,
     Reduced,
@@ -464,6 +465,9 @@ def emit_operator(
             f'emit = "c" cannot print {op.name} as C ({exc}); use "scalar"',
         ) from None
     wrappers = []
+    native_points = (
+        _points_native(op, spec, ys, code, reduction) if spec.points else None
+    )
     for kind, r in zip(op.results, code.results):
         if not isinstance(r, SparseResult):
             continue
@@ -483,7 +487,35 @@ def emit_operator(
         native=native.source,
         native_doc=native.doc + function.doc,
         wrappers=tuple(wrappers),
+        native_points=native_points,
     )
+
+
+def _points_native(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    code: ScalarCode,
+    reduction: Reduced,
+) -> tuple[str, str]:
+    """(C source, text signature) of the operator's points variant: one loop over
+    the points running this operator's statements, printed by the same printer
+    (:mod:`difgen.backends.c_points`)."""
+    temps, reduced = reduction
+    it = iter(reduced)
+    results = [
+        [c_expr(next(it)) for _ in range(int(np.prod(r.shape)))] for r in code.results
+    ]
+    printed = c_points.points_function(
+        op,
+        spec,
+        ys,
+        code.arrays,
+        used_symbols(reduction),
+        [(str(t), c_expr(e)) for t, e in temps],
+        results,
+    )
+    return printed.source, printed.doc
 
 
 RUNTIME = r"""
@@ -809,6 +841,7 @@ def render_c_module(
         f'BODY_HASH = "{body_hash_placeholder}"',
         ";",
         RUNTIME,
+        *([c_points.RUNTIME] if any(f.points_of for f in functions) else []),
         *(f.native for f in functions),
         f"static PyMethodDef {PREFIX}methods[] = {{",
         *methods,
