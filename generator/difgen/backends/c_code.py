@@ -816,6 +816,7 @@ def render_c_module(
     body_hash_placeholder: str,
 ) -> str:
     """The complete C file of a module (its ``BODY_HASH`` still a placeholder)."""
+    require_native(spec, functions)
     module = spec.name + SUFFIX
     methods = [
         f'    {{"{f.name}", (PyCFunction)(void (*)(void)){PREFIX}op_{f.name}, '
@@ -868,6 +869,21 @@ def render_c_module(
         "",
     ]
     return "\n".join(parts)
+
+
+def require_native(spec: ModuleSpec, functions: list[Function]) -> None:
+    """Refuse a module some of whose operators have no C code, rather than write a
+    C file whose method table names functions it does not define (the sympy
+    backend over its size budget builds the module as vector code instead)."""
+    missing = [f.name for f in functions if not f.native]
+    if missing:
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("emit"),
+            f'emit = "c": {", ".join(missing)} have no C code (built as vector '
+            "code: the expressions are over the scalar emission's size budget); "
+            'use emit = "auto"',
+        )
 
 
 def _c_string(text: str) -> str:
