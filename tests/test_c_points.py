@@ -37,7 +37,10 @@ CASES = {
     "vsc": ("vector_scalar_ctx", "sympy", (True,)),
     "vvc_pp": ("vector_vector_ctx", "trace", (True, False)),
     "vvc_sp": ("vector_vector_ctx", "sympy", (False, True)),
+    "vv_batch": ("vector_vector", "sympy", ()),
 }
+BATCH = {"vv_batch": 2}
+"""Modules whose seeds carry a batch axis (``batch = 2``): ``(k, 2, ...)`` seeds."""
 
 COUNTS = (0, 1, 5, 100)
 """Numbers of points: none, one, a few, and enough for the loop to release the GIL."""
@@ -60,6 +63,7 @@ def _module_text(name: str) -> str:
         f'backend = "{backend}"\nemit = "c"\npoints = true\n'
         f"operators = [{ops}]\ninput = {{ shape = {list(xs)} }}\n"
         + (f"contexts = [{ctx}]\n" if ctx else "")
+        + (f"batch = {BATCH[name]}\n" if name in BATCH else "")
     )
 
 
@@ -113,7 +117,8 @@ def _arguments(
     args: list[Any] = [x]
     per_point = [True]
     for s in OPERATORS[op].seeds if op != "f" else ():
-        args.append(rng.normal(size=(k, *seed_shape(s, xs, ys, 1))))
+        shape = seed_shape(s, xs, ys, BATCH.get(name, 1))
+        args.append(rng.normal(size=(k, *shape)))
         per_point.append(True)
     for shape, flag in zip(ctx_shapes, flags):
         value = rng.uniform(-1.0, 1.0, ((k,) if flag else ()) + tuple(shape))
