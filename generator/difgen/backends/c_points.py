@@ -93,8 +93,9 @@ def _check_lines(args: list[PointsArgument]) -> list[str]:
             lines += [
                 f"static const npy_intp {PREFIX}dims_{arg.name}[] = {_dims(arg.shape)};",
                 (
-                    f'{slot} = (PyObject *){PREFIX}points({argv}, "{arg.name}", {len(arg.shape)}, '
-                    f"{PREFIX}dims_{arg.name}, {count});"
+                    f"{slot} = (PyObject *){PREFIX}points({argv}, "
+                    f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name}, '
+                    f"{count});"
                 ),
                 f"if ({slot} == NULL) goto {PREFIX}fail;",
             ]
@@ -112,8 +113,8 @@ def _check_lines(args: list[PointsArgument]) -> list[str]:
             lines += [
                 f"static const npy_intp {PREFIX}dims_{arg.name}[] = {_dims(arg.shape)};",
                 (
-                    f'{slot} = (PyObject *){PREFIX}array({argv}, "{arg.name}", {len(arg.shape)}, '
-                    f"{PREFIX}dims_{arg.name});"
+                    f"{slot} = (PyObject *){PREFIX}array({argv}, "
+                    f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name});'
                 ),
                 f"if ({slot} == NULL) goto {PREFIX}fail;",
             ]
