@@ -57,28 +57,38 @@ output_dir = "out"
 """
 MODULE = """
 [[module]]
-name = "rosenbrock_points_{backend}"
+name = "rosenbrock_points_{label}"
 function = "problems.py:rosenbrock"
 backend = "{backend}"
 operators = ["gradient"]
 input = {{ shape = [{n}] }}
 points = true
-"""
+{emit}"""
+BACKENDS = {"sympy": "sympy", "trace": "trace", "c": "sympy"}
+"""Row label: backend. The "c" row is the sympy backend with ``emit = "c"``: one
+C loop over the points, against a loop over the compiled ``gradient``."""
 
 
 def build(directory: Path) -> dict[str, ModuleType]:
-    """Build and import the points modules (sympy and trace backends)."""
+    """Build and import the points modules (sympy and trace backends, and the
+    compiled one)."""
     from difgen import build as difgen_build
 
     shutil.copy(PROBLEMS, directory / PROBLEMS.name)
-    modules = "".join(MODULE.format(backend=b, n=N) for b in ("sympy", "trace"))
+    modules = "".join(
+        MODULE.format(
+            label=label, backend=b, n=N, emit='emit = "c"\n' if label == "c" else ""
+        )
+        for label, b in BACKENDS.items()
+    )
     config = directory / "difgen.toml"
     config.write_text(CONFIG.format(modules=modules))
-    difgen_build(config)
+    difgen_build(config, compile=True)
     sys.path.insert(0, str(directory / "out"))
-    return {
-        b: importlib.import_module(f"rosenbrock_points_{b}") for b in ("sympy", "trace")
-    }
+    built = {b: importlib.import_module(f"rosenbrock_points_{b}") for b in BACKENDS}
+    if not built["c"].COMPILED:
+        raise RuntimeError(f"not compiled: {built['c'].C_FALLBACK_REASON}")
+    return built
 
 
 def median_time(fn: Callable[[], Any], repeat: int, number: int = 1) -> float:

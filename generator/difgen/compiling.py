@@ -24,9 +24,16 @@ import numpy as np
 from difgen.errors import DifgenError
 from difgen.naming import C_SUFFIX
 
-CFLAGS = ("-O2", "-ffp-contract=off", "-fno-math-errno", "-fno-strict-aliasing")
+CFLAGS = (
+    "-O2",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-fno-strict-aliasing",
+    "-Werror=implicit-function-declaration",
+)
 """Optimize, but never contract ``a * b + c`` into an FMA or reorder floating-point
-operations: C then rounds exactly as the Python code does."""
+operations: C then rounds exactly as the Python code does. A function the C file
+calls without defining is an error here, not an extension that fails to load."""
 
 
 class CompileError(DifgenError):

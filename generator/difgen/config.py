@@ -517,13 +517,6 @@ class _Reader:
                     "result has no leading axis of points; build the sparse "
                     "operators in a module of their own",
                 )
-            if points and table.get("emit") == "c":
-                raise self.error(
-                    at + ("points",),
-                    'points = true cannot be combined with emit = "c" yet: the '
-                    "points variants are vectorized NumPy code, and the C target "
-                    "has no loop over points; build them in a module of their own",
-                )
         timeout = table.get("timeout")
         if timeout is not None and (
             type(timeout) not in (int, float) or not 0 < timeout < 1e9

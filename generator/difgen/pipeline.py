@@ -103,7 +103,7 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     parts, pool = _backend_parts(spec, graph)
     if spec.points:
         with stage("points"):
-            parts.functions += points.build(spec, graph, pool)
+            parts.functions += points.build(spec, graph, pool, parts.functions)
     return parts
 
 
@@ -125,13 +125,16 @@ def _backend_parts(spec: ModuleSpec, graph: Graph) -> tuple[ModuleParts, Constan
         try:
             return sympy_backend.build(spec, graph, pool), pool
         except sympy_backend.ExpressionTooLarge as exc:
+            # emit = "c" stays "c": the trace backend compiles the graph as C loops
+            fallback = "c" if spec.emit == "c" else "vector"
+            code = "C loops" if fallback == "c" else "vector code"
             note(
                 f"sympy backend over its budget ({exc}); built from the graph "
-                'instead (vector code, as backend = "trace" builds it)'
+                f'instead ({code}, as backend = "trace" builds it)'
             )
         pool = Constants()  # the abandoned attempt may have registered constants
         parts = trace_backend.build(
-            dataclasses.replace(spec, emit="vector"), graph, pool
+            dataclasses.replace(spec, emit=fallback), graph, pool
         )
         emission = f"{parts.emission} (from the graph: sympy over budget)"
         return dataclasses.replace(parts, emission=emission), pool

@@ -35,8 +35,10 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
 from difgen import floats, naming
+from difgen.backends import c_points
 from difgen.backends.scalar_code import (
     FloatPrinter,
     Reduced,
@@ -151,6 +153,7 @@ C_LIBRARY = frozenset(
 """Names C or its math library define: an argument may not be called one of them."""
 
 _C_FUNCTIONS = {name: floats.helper(name) for name in floats.FAST_UNARY}
+_C_FUNCTIONS.update({name: floats.helper(name) for name in floats.NUMPY_UNARY})
 _C_FUNCTIONS.update({"atan": "atan", "tanh": "tanh", "asinh": "asinh"})
 
 _PYTHON_ONLY = re.compile(r"\b(if|else|and|or|not|True|False|None|math|lambda)\b|\*\*")
@@ -217,10 +220,17 @@ class Unsupported(Exception):
 
 def c_expr(expr: Any) -> str:
     """One expression as C; :class:`Unsupported` rather than a doubtful print."""
-    text = PRINTER.doprint(expr)
+    try:
+        text = PRINTER.doprint(expr)
+    except PrintMethodNotImplementedError as exc:  # a function C has no print for
+        raise Unsupported(str(exc).splitlines()[0]) from None
     found = _PYTHON_ONLY.search(text)
     if found:
         raise Unsupported(f"{found.group(0)!r} in {text[:120]}")
+    symbols = {str(s) for s in getattr(expr, "free_symbols", ())}
+    undefined = set(_HELPER_USE.findall(text)) - C_HELPERS - symbols
+    if undefined:  # a helper of difgen.floats the C runtime does not define
+        raise Unsupported(f"{', '.join(sorted(undefined))} in {text[:120]}")
     return text
 
 
@@ -464,6 +474,9 @@ def emit_operator(
             f'emit = "c" cannot print {op.name} as C ({exc}); use "scalar"',
         ) from None
     wrappers = []
+    native_points = (
+        _points_native(op, spec, ys, code, reduction) if spec.points else None
+    )
     for kind, r in zip(op.results, code.results):
         if not isinstance(r, SparseResult):
             continue
@@ -483,7 +496,35 @@ def emit_operator(
         native=native.source,
         native_doc=native.doc + function.doc,
         wrappers=tuple(wrappers),
+        native_points=native_points,
     )
+
+
+def _points_native(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    code: ScalarCode,
+    reduction: Reduced,
+) -> tuple[str, str]:
+    """(C source, text signature) of the operator's points variant: one loop over
+    the points running this operator's statements, printed by the same printer
+    (:mod:`difgen.backends.c_points`)."""
+    temps, reduced = reduction
+    it = iter(reduced)
+    results = [
+        [c_expr(next(it)) for _ in range(int(np.prod(r.shape)))] for r in code.results
+    ]
+    printed = c_points.points_function(
+        op,
+        spec,
+        ys,
+        code.arrays,
+        used_symbols(reduction),
+        [(str(t), c_expr(e)) for t, e in temps],
+        results,
+    )
+    return printed.source, printed.doc
 
 
 RUNTIME = r"""
@@ -529,6 +570,49 @@ static inline double _minimum(double a, double b) { return (a < b || a != a) ? a
 static inline double _sign(double a)
 {
     return a == a ? (double)((a > 0.0) - (a < 0.0)) : a;
+}
+
+/* np.floor, np.ceil, np.trunc, np.rint, np.fmod, np.hypot, np.exp2: libm's (IEEE:
+   NaN and inf unchanged, the sign of a zero kept; rint rounds half to even). */
+#define _floor floor
+#define _ceil ceil
+#define _trunc trunc
+#define _rint rint
+#define _fmod fmod
+#define _hypot hypot
+#define _exp2 exp2
+
+/* np.remainder: NumPy's npy_remainder (npy_divmod), the sign of the divisor. */
+static inline double _remainder(double a, double b)
+{
+    double mod = fmod(a, b);
+    if (!b) return mod;
+    if (mod) {
+        if ((b < 0) != (mod < 0)) mod += b;
+    }
+    else {
+        mod = copysign(0.0, b);
+    }
+    return mod;
+}
+
+/* np.logaddexp and np.logaddexp2: NumPy's npy_logaddexp(2), the same libm calls. */
+static inline double _logaddexp(double a, double b)
+{
+    if (a == b) return a + 0.6931471805599453;
+    double d = a - b;
+    if (d > 0.0) return a + log1p(exp(-d));
+    if (d <= 0.0) return b + log1p(exp(d));
+    return d;
+}
+
+static inline double _logaddexp2(double a, double b)
+{
+    if (a == b) return a + 1.0;
+    double d = a - b;
+    if (d > 0.0) return a + 1.4426950408889634 * log1p(exp2(-d));
+    if (d <= 0.0) return b + 1.4426950408889634 * log1p(exp2(d));
+    return d;
 }
 
 /* Positional and keyword arguments, as a Python function with these parameters
@@ -814,6 +898,20 @@ dg_bind(PyObject *self, PyObject *helpers)
 """
 """The part of every generated C file that does not depend on the module."""
 
+C_HELPERS = frozenset(
+    name
+    for pair in re.findall(
+        r"^#define (_\w+)|^static inline double (_\w+)", RUNTIME, re.MULTILINE
+    )
+    for name in pair
+    if name
+)
+"""The helpers of :mod:`difgen.floats` the C runtime defines (NumPy's semantics)."""
+
+_HELPER_USE = re.compile(r"(?<![\w.])(_[A-Za-z]\w*)\b")
+"""A helper's name in printed C (an argument's element or a temporary named so is
+told apart by the expression's symbols)."""
+
 END_MARKER = naming.C_END_MARKER
 
 
@@ -851,6 +949,7 @@ def render_c_module(
         f'BODY_HASH = "{body_hash_placeholder}"',
         ";",
         RUNTIME,
+        *([c_points.RUNTIME] if any(f.points_of for f in functions) else []),
         *(f.native for f in functions if f.native),
         f"static PyMethodDef {PREFIX}methods[] = {{",
         *methods,

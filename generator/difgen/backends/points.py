@@ -23,12 +23,14 @@ build refuses it at the ``points`` key rather than emit code valid for one ``k``
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from difgen import naming
 from difgen.ad import build_graph, vmap_eval
+from difgen.backends import c_points
 from difgen.backends.epilogue import LastResult, returns
 from difgen.backends.trace_backend import Derivatives
 from difgen.backends.vector_code import emit_graph, is_view, number
@@ -153,10 +155,41 @@ def points_function(
     )
 
 
-def build(spec: ModuleSpec, graph: Graph, pool: Constants) -> list[Function]:
-    """The points variants of ``f`` and every requested operator, in table order."""
+def build(
+    spec: ModuleSpec, graph: Graph, pool: Constants, functions: Sequence[Function]
+) -> list[Function]:
+    """The points variants of ``f`` and every requested operator, in table order.
+
+    With ``emit = "c"`` each also carries its C loop, printed with the one-point
+    operator among ``functions`` (:mod:`difgen.backends.c_points`).
+    """
     derivs = Derivatives(spec, graph)
-    return [
+    variants = [
         points_function(OPERATORS[name], spec, derivs, pool)
         for name in ("f", *spec.operators)
     ]
+    if spec.emit != "c":
+        return variants
+    native = {f.name: f.native_points for f in functions}
+    return [with_native(spec, f, native.get(f.points_of or "")) for f in variants]
+
+
+def with_native(
+    spec: ModuleSpec, variant: Function, native: tuple[str, str] | None
+) -> Function:
+    """A points variant with its compiled twin (``emit = "c"``): the C loop, its
+    docstring, and the module helper the extension's argument checks call."""
+    if native is None:  # the one-point operator is not C code (over a budget)
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("emit"),
+            f'emit = "c": {variant.points_of} has no C code to loop over points '
+            '(it was built as vector code); use emit = "vector" for this module',
+        )
+    source, signature = native
+    return dataclasses.replace(
+        variant,
+        native=source,
+        native_doc=signature + variant.doc,
+        wrappers=c_points.HELPERS,
+    )

@@ -56,6 +56,10 @@ class Function:
     wrappers: tuple[tuple[str, str], ...] = ()
     """``emit = "c"``: (result kind, Python expression of ``data``) building a sparse
     result from the nonzeros the C function computes."""
+    native_points: tuple[str, str] | None = None
+    """``emit = "c"`` with ``points = true``: (C source, text signature) of this
+    operator's points variant, one C loop over the same statements
+    (:mod:`difgen.backends.c_points`); its ``_points`` Function takes it."""
 
 
 def _checks(f: Function, spec: ModuleSpec, ys: tuple[int, ...]) -> list[str]:

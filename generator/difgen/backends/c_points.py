@@ -1,0 +1,304 @@
+"""``emit = "c"`` with ``points = true``: each ``<op>_points`` as one C loop.
+
+The loop runs, at each point, the very statements of the one-point C operator
+(:mod:`difgen.backends.c_code`): the same reduction of the same SymPy expressions,
+printed by the same printer, reading the point's elements from the stacked
+arguments and writing into row ``i`` of each result. Per point the compiled code
+therefore performs the same operations in the same order as the one-point C
+operator, so ``gradient_points(X)[i]`` equals ``gradient(X[i])`` bit for bit.
+(The Python fallback of a points variant is the vectorized NumPy code of
+:mod:`difgen.backends.points`, which agrees up to the reassociation of its
+reductions: ``rtol = 1e-10`` in the tests.)
+
+Arguments are accepted and refused exactly as by the Python points variant: the
+fast path takes an exact native float64 ``ndarray`` whose trailing shape is one
+point's (any number of points for ``x``, the same number for the seeds and the
+per-point contexts); anything else goes through the module's own ``_as_points``,
+which converts it or raises the same error. Shared contexts are checked as the
+one-point operator checks them, once per call. The loop touches no Python
+object, so it runs without the GIL when there are many points (Dask's threads,
+or any other, run meanwhile).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from difgen import naming
+from difgen.config import ModuleSpec
+from difgen.operators import Operator, result_shape, seed_shape
+
+PREFIX = "dg_"
+"""The prefix of every name the C code defines itself (``c_code.PREFIX``): user
+names never start with it, so loop indices and pointers cannot clash."""
+
+GIL_FREE_POINTS = 64
+"""From this many points on, the loop releases the GIL (a few tens of ns, which
+fewer points would notice)."""
+
+
+@dataclass(frozen=True)
+class PointsArgument:
+    """One parameter of a points variant: its one-point shape, and whether it
+    carries the points axis."""
+
+    name: str
+    shape: tuple[int, ...]
+    per_point: bool
+
+    @property
+    def size(self) -> int:
+        """Doubles per point (one for a scalar)."""
+        return math.prod(self.shape)
+
+
+def arguments(
+    op: Operator, spec: ModuleSpec, ys: tuple[int, ...]
+) -> list[PointsArgument]:
+    """The points variant's parameters in signature order (that of the one-point
+    operator): ``x``, the seeds, the contexts."""
+    xs, batch = tuple(spec.input.shape), spec.batch
+    args = [PointsArgument(naming.INPUT, xs, True)]
+    args += [
+        PointsArgument(s, tuple(seed_shape(s, xs, ys, batch)), True) for s in op.seeds
+    ]
+    args += [PointsArgument(c.name, tuple(c.shape), c.per_point) for c in spec.contexts]
+    return args
+
+
+def _dims(shape: Sequence[int]) -> str:
+    return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
+
+
+def _check_lines(args: list[PointsArgument]) -> list[str]:
+    """Convert and check the arguments in the Python variant's order: the
+    per-point ones (``x`` first: it sets the number of points), then the shared.
+
+    ``dg_in[j]`` holds argument ``j`` as a C-contiguous float64 array (a new
+    reference; ``PyObject *`` so that one release frees inputs and results alike)
+    unless it is a shared scalar, which is read into its double.
+    """
+    lines = [f"npy_intp {PREFIX}k = 0;"]
+    order = [a for a in args if a.per_point] + [a for a in args if not a.per_point]
+    for arg in order:
+        j = args.index(arg)
+        argv, slot = f"{PREFIX}argv[{j}]", f"{PREFIX}in[{j}]"
+        if arg.per_point:
+            count = "-1" if j == 0 else f"{PREFIX}k"
+            lines += [
+                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {_dims(arg.shape)};",
+                (
+                    f"{slot} = (PyObject *){PREFIX}points({argv}, "
+                    f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name}, '
+                    f"{count});"
+                ),
+                f"if ({slot} == NULL) goto {PREFIX}fail;",
+            ]
+            if j == 0:
+                lines.append(f"{PREFIX}k = PyArray_DIM((PyArrayObject *){slot}, 0);")
+        elif arg.shape == ():
+            lines += [
+                f"double {PREFIX}s_{arg.name} = 0.0;",
+                (
+                    f'if ({PREFIX}scalar({argv}, "{arg.name}", &{PREFIX}s_{arg.name}) '
+                    f"< 0) goto {PREFIX}fail;"
+                ),
+            ]
+        else:
+            lines += [
+                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {_dims(arg.shape)};",
+                (
+                    f"{slot} = (PyObject *){PREFIX}array({argv}, "
+                    f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name});'
+                ),
+                f"if ({slot} == NULL) goto {PREFIX}fail;",
+            ]
+    return lines
+
+
+def _reads(
+    arg: PointsArgument, j: int, symbols: np.ndarray, used: set[sp.Symbol]
+) -> tuple[list[str], list[str]]:
+    """(before the loop, at each point) lines reading the elements the code uses.
+
+    Shared arrays are read once; a per-point argument's elements are read at
+    ``dg_i * size``, in flat C order as the one-point operator reads them.
+    """
+    flat = np.asarray(symbols, dtype=object).ravel()
+    reads = [(i, str(s)) for i, s in enumerate(flat) if s in used]
+    if not reads:
+        return [], []
+    if not arg.per_point and arg.shape == ():
+        return [f"const double {reads[0][1]} = {PREFIX}s_{arg.name};"], []
+    pointer = f"{PREFIX}p_{arg.name}"
+    before = [
+        (
+            f"const double *{pointer} = "
+            f"(const double *)PyArray_DATA((PyArrayObject *){PREFIX}in[{j}]);"
+        )
+    ]
+    if not arg.per_point:
+        return before + [f"const double {n} = {pointer}[{i}];" for i, n in reads], []
+    row = f"{PREFIX}i" if arg.size == 1 else f"{PREFIX}i * {arg.size}"
+    at_point = [
+        f"const double *{PREFIX}q_{arg.name} = {pointer} + {row};",
+        *(f"const double {n} = {PREFIX}q_{arg.name}[{i}];" for i, n in reads),
+    ]
+    return before, at_point
+
+
+@dataclass(frozen=True)
+class PointsSource:
+    """The C function of one points variant and its text signature."""
+
+    source: str
+    doc: str
+
+
+def points_function(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    symbols: dict[str, np.ndarray],
+    used: set[sp.Symbol],
+    temps: list[tuple[str, str]],
+    results: list[list[str]],
+) -> PointsSource:
+    """``<op>_points`` as one C loop over the points.
+
+    ``temps`` and ``results`` are the one-point operator's statements already
+    printed as C (temporaries in order; each result's elements in flat C order),
+    ``symbols`` the object arrays naming each argument's elements.
+    """
+    args = arguments(op, spec, ys)
+    name = naming.points(op.name)
+    xs, batch = tuple(spec.input.shape), spec.batch
+    shapes = [tuple(result_shape(k, xs, ys, batch)) for k in op.results]
+    nargs, nres = len(args), len(op.results)
+    quoted = ", ".join(f'"{a.name}"' for a in args)
+    body = [
+        f"PyObject *{PREFIX}argv[{nargs}] = {{{', '.join(['NULL'] * nargs)}}};",
+        f"PyObject *{PREFIX}in[{nargs}] = {{{', '.join(['NULL'] * nargs)}}};",
+        f"PyObject *{PREFIX}res[{nres}] = {{{', '.join(['NULL'] * nres)}}};",
+        f"double *{PREFIX}out[{nres}] = {{{', '.join(['NULL'] * nres)}}};",
+        f"static const char *const {PREFIX}names[] = {{{quoted}}};",
+        (
+            f'if ({PREFIX}parse("{name}", {PREFIX}args, {PREFIX}nargs, '
+            f"{PREFIX}kwnames, {PREFIX}names, {nargs}, {nargs}, {PREFIX}argv) < 0) "
+            "return NULL;"
+        ),
+        *_check_lines(args),
+    ]
+    for r, shape in enumerate(shapes):
+        dims = ", ".join([f"{PREFIX}k", *(str(n) for n in shape)])
+        body += [
+            f"npy_intp {PREFIX}rdims_{r}[] = {{{dims}}};",
+            (
+                f"{PREFIX}res[{r}] = {PREFIX}new({len(shape) + 1}, {PREFIX}rdims_{r}, "
+                f"&{PREFIX}out[{r}]);"
+            ),
+            f"if ({PREFIX}res[{r}] == NULL) goto {PREFIX}fail;",
+        ]
+    loop: list[str] = []
+    for j, arg in enumerate(args):
+        before, at_point = _reads(arg, j, symbols[arg.name], used)
+        body += before
+        loop += at_point
+    loop += [f"const double {t} = {e};" for t, e in temps]
+    for r, (shape, exprs) in enumerate(zip(shapes, results)):
+        size = math.prod(shape)
+        row = f"{PREFIX}i" if size == 1 else f"{PREFIX}i * {size}"
+        loop.append(f"double *{PREFIX}o{r} = {PREFIX}out[{r}] + {row};")
+        loop += [f"{PREFIX}o{r}[{i}] = {e};" for i, e in enumerate(exprs)]
+    body += [
+        (
+            f"PyThreadState *{PREFIX}ts = {PREFIX}k >= {GIL_FREE_POINTS} ? "
+            "PyEval_SaveThread() : NULL;"
+        ),
+        f"for (npy_intp {PREFIX}i = 0; {PREFIX}i < {PREFIX}k; {PREFIX}i++) {{",
+        *(f"    {line}" for line in loop),
+        "}",
+        f"if ({PREFIX}ts != NULL) PyEval_RestoreThread({PREFIX}ts);",
+        f"{PREFIX}release({nargs}, {PREFIX}in);",
+    ]
+    if nres == 1:
+        body.append(f"return {PREFIX}res[0];")
+    else:
+        body += [
+            f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
+            f"if ({PREFIX}t != NULL) return {PREFIX}t;",
+        ]
+    body += [
+        f"{PREFIX}fail:",
+        f"{PREFIX}release({nargs}, {PREFIX}in);",
+        f"{PREFIX}release({nres}, {PREFIX}res);",
+        "return NULL;",
+    ]
+    head = (
+        f"static PyObject *\n{PREFIX}op_{name}(PyObject *{PREFIX}self, "
+        f"PyObject *const *{PREFIX}args, Py_ssize_t {PREFIX}nargs, "
+        f"PyObject *{PREFIX}kwnames)\n{{\n"
+    )
+    source = head + "".join(f"    {line}\n" for line in body) + "}\n"
+    params = ", ".join(a.name for a in args)
+    return PointsSource(source, f"{name}({params})\\n--\\n\\n")
+
+
+RUNTIME = r"""
+/* Points variants (points = true): argument checks with a leading axis of points. */
+
+/* A per-point argument as a C-contiguous float64 array of `count` points of one
+   point's shape `dims` (any number when count < 0), a new reference: as it is
+   on the fast path (copied to C order if it is not), else through the module's
+   _as_points, which converts it or raises exactly as the Python variant does. */
+static PyArrayObject *
+dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_intp count)
+{
+    if (PyArray_CheckExact(obj)) {
+        PyArrayObject *a = (PyArrayObject *)obj;
+        int fast = PyArray_TYPE(a) == NPY_DOUBLE && PyArray_ISNOTSWAPPED(a) &&
+                   PyArray_NDIM(a) == nd + 1 && (count < 0 || PyArray_DIM(a, 0) == count);
+        for (int i = 0; fast && i < nd; i++) fast = PyArray_DIM(a, i + 1) == dims[i];
+        if (fast) {
+            return (PyArrayObject *)PyArray_FROMANY(obj, NPY_DOUBLE, 0, 0,
+                                                     NPY_ARRAY_IN_ARRAY);
+        }
+    }
+    PyObject *as_points =
+        dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_as_points");
+    if (as_points == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
+        return NULL;
+    }
+    PyObject *shape = dg_shape(nd, dims);
+    if (shape == NULL) return NULL;
+    PyObject *conv = count < 0
+        ? PyObject_CallFunction(as_points, "sOO", name, obj, shape)
+        : PyObject_CallFunction(as_points, "sOOn", name, obj, shape, (Py_ssize_t)count);
+    Py_DECREF(shape);
+    if (conv == NULL) return NULL;
+    PyObject *arr = PyArray_FROMANY(conv, NPY_DOUBLE, 0, 0, NPY_ARRAY_IN_ARRAY);
+    Py_DECREF(conv);
+    return (PyArrayObject *)arr;
+}
+
+/* Drop the references held in `items` (NULL slots skipped). */
+static void
+dg_release(int n, PyObject **items)
+{
+    for (int i = 0; i < n; i++) {
+        Py_XDECREF(items[i]);
+        items[i] = NULL;
+    }
+}
+"""
+"""The C helpers every points variant uses (after :data:`c_code.RUNTIME`)."""
+
+HELPERS = ((naming.AS_POINTS, naming.AS_POINTS),)
+"""What the extension's ``_bind`` is given for the points variants: the module's
+own ``_as_points``."""
