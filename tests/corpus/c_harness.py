@@ -249,6 +249,36 @@ def near(a: Any, b: Any, what: str) -> None:
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=0.0, err_msg=what)
 
 
+def loop_operators(o: Outcome) -> set[str]:
+    """The operators of the module's C code that are C loops over the graph (the
+    rest are straight-line code)."""
+    name = module_name(BY_NAME[o.name])
+    text = (o.directory / "out" / f"{name}__c.c").read_text()
+    return set(re.findall(r"/\* (\w+): C loops over the trace backend's graph", text))
+
+
+def near_scale(a: Any, b: Any, what: str) -> None:
+    """C loops against their vector fallback: NaN and infinities where the fallback
+    has them, finite values to 1e-12 of the result's largest finite magnitude (loops
+    sum in index order where NumPy sums pairwise and BLAS blocks; large
+    transcendentals are NumPy's own loops in both)."""
+    if isinstance(b, tuple):
+        assert isinstance(a, tuple) and len(a) == len(b), what
+        for i, (x, y) in enumerate(zip(a, b)):
+            near_scale(x, y, f"{what}[{i}]")
+        return
+    assert type(a) is type(b), f"{what}: {type(a)} != {type(b)}"
+    if hasattr(b, "toarray"):  # a sparse result: its values
+        assert np.array_equal(a.indices, b.indices), what
+        a, b = a.data, b.data
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape, what
+    finite = np.isfinite(b)
+    np.testing.assert_array_equal(a[~finite], b[~finite], err_msg=what)
+    scale = float(np.max(np.abs(b[finite]), initial=0.0))
+    np.testing.assert_allclose(a[finite], b[finite], rtol=0, atol=1e-12 * scale)
+
+
 def table(outcomes: dict[str, Outcome]) -> str:
     """The refusals observed, as the text of ``c_expectations.py``."""
     lines = [HEADER + "EXPECTED_C_REFUSALS: dict[str, str] = {"]

@@ -34,6 +34,7 @@ from difgen.backends import c_points
 from difgen.backends.epilogue import LastResult, returns
 from difgen.backends.trace_backend import Derivatives
 from difgen.backends.vector_code import emit_graph, is_view, number
+from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit
 from difgen.emit.render import Constants, Function
@@ -179,13 +180,12 @@ def with_native(
 ) -> Function:
     """A points variant with its compiled twin (``emit = "c"``): the C loop, its
     docstring, and the module helper the extension's argument checks call."""
-    if native is None:  # the one-point operator is not C code (over a budget)
-        raise ConfigError(
-            spec.config_path,
-            spec.line_of("emit"),
-            f'emit = "c": {variant.points_of} has no C code to loop over points '
-            '(it was built as vector code); use emit = "vector" for this module',
+    if native is None:  # the one-point operator is C loops or vector code
+        note(
+            f"{variant.name}: kept in Python (the NumPy points variant): "
+            f"{variant.points_of} is not straight-line C, which the points loop runs"
         )
+        return variant
     source, signature = native
     return dataclasses.replace(
         variant,

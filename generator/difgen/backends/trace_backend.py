@@ -448,11 +448,15 @@ def _emit_c(
     Measured (docs/design.md, section 10): straight-line code wins by tens of
     nanoseconds where SymPy folds the graph (the seed: 0.11 vs 0.14 us); from a
     few hundred elements of work loops are faster (Rosenbrock n=100 gradient 0.50
-    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. A graph with a
+    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. With ``points =
+    true`` straight-line code is preferred at any size within the scalar budgets,
+    since the points variants' C loop runs it per point. A graph with a
     primitive that has no loop form keeps the operator in Python (vector code), and
     the build says so."""
     c_code.check_names(spec)
-    small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
+    # points = true loops over points in C around straight-line code only
+    # (backends/c_points.py): there, straight-line code is worth its compile time
+    small = spec.points or cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
     if small and cost_model.scalar_reason(graph) is None:
         try:
             function, _ = _scalar_function(op, spec, ys, graph, pool, layouts)
