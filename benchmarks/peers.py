@@ -360,6 +360,10 @@ def _floats(contexts: tuple[np.ndarray, ...]) -> list[float]:
 
 # --- CasADi ---------------------------------------------------------------------------
 
+CASADI_COMPILE_LIMIT = 120
+"""Seconds gcc may take on CasADi's generated C: an SX graph of a whole MLP is
+straight-line C that gcc -O2 had not compiled after 8 minutes; the row then says
+so (SKIPPED with the limit), as a build that did not finish."""
 CASADI_CFLAGS = (*compiling.CFLAGS, "-fPIC", "-shared")
 """How CasADi's generated C is compiled: exactly as difgen compiles its own
 (``difgen.compiling.CFLAGS``, the same compiler), so that the code is the only
@@ -461,7 +465,13 @@ def casadi_tools(case: Case) -> list[Tool]:
     tools = [
         Tool("casadi SX Function", "casadi", sx_call, case.op_args, build_s=build_s)
     ]
-    tools.append(_casadi_c_tool(case, F, ca, scalar, sparse_out))
+    try:
+        tools.append(_casadi_c_tool(case, F, ca, scalar, sparse_out))
+    except subprocess.TimeoutExpired:
+        note = f"gcc did not finish compiling CasADi's C in {CASADI_COMPILE_LIMIT} s"
+        print(f"  casadi {case.name}: {note}", file=sys.stderr)
+        label = casadi_c_label(sparse_out)
+        tools.append(Tool(label, "casadi", None, status="SKIPPED", note=note))
     return tools
 
 
@@ -721,7 +731,7 @@ def casadi_extension(case: Case, F: Any, ca: Any, sparse_out: bool) -> CasadiC:
             "-lm",
         ]
         start = perf_counter()
-        subprocess.run(command, check=True, capture_output=True, cwd=directory)
+        _run_bounded(command, directory, CASADI_COMPILE_LIMIT)
         compile_s = perf_counter() - start
         loader = importlib.machinery.ExtensionFileLoader(module, str(target))
         spec = importlib.util.spec_from_loader(module, loader)
@@ -744,6 +754,30 @@ def casadi_extension(case: Case, F: Any, ca: Any, sparse_out: bool) -> CasadiC:
         )
         extension.bind(csr.indices, csr.indptr)
     return CasadiC(extension.op, csr, build_s, compile_s)
+
+
+def _run_bounded(command: list[str], directory: Path, limit: float) -> None:
+    """Run the compiler; past ``limit`` seconds kill its whole process group (gcc's
+    cc1 would otherwise keep a core busy through the rest of the benchmark) and
+    raise TimeoutExpired."""
+    import os
+    import signal
+
+    proc = subprocess.Popen(
+        command,
+        cwd=directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, command, out, err)
 
 
 _casadi_function_seconds: dict[str, float] = {}
