@@ -432,13 +432,7 @@ def c_function(
         body += _result_lines(
             k, kind, exprs, shapes[k], out if last else None, sparse[k]
         )
-    if nres == 1:
-        body.append(f"return {PREFIX}res[0];")
-    else:
-        body += [
-            f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
-            f"if ({PREFIX}t != NULL) return {PREFIX}t;",
-        ]
+    body += return_lines(nres)
     body += [
         f"{PREFIX}fail:",
         (
@@ -976,6 +970,17 @@ def render_c_module(
         "",
     ]
     return "\n".join(parts)
+
+
+def return_lines(nres: int) -> list[str]:
+    """Return the one result ``dg_res[0]``, or the tuple of the ``nres`` results
+    (which steals them; on failure the caller's cleanup follows these lines)."""
+    if nres == 1:
+        return [f"return {PREFIX}res[0];"]
+    return [
+        f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
+        f"if ({PREFIX}t != NULL) return {PREFIX}t;",
+    ]
 
 
 def _c_string(text: str) -> str:

@@ -68,6 +68,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import naming
+from difgen.backends import c_code
 from difgen.backends.c_code import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
@@ -1339,14 +1340,9 @@ def _return_lines(sig: Signature, work: int) -> list[str]:
     cleanup.append(f"Py_XDECREF({PREFIX}sdata);")
     cleanup += [f"Py_XDECREF({PREFIX}a_{n});" for n in sig.arrays]
     lines = list(cleanup)
-    if nres == 1:
-        lines.append(f"return {PREFIX}res[0];")
-    else:
-        lines += [
-            f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
-            f"if ({PREFIX}t != NULL) return {PREFIX}t;",
-            f"goto {PREFIX}failed;",
-        ]
+    lines += c_code.return_lines(nres)
+    if nres > 1:
+        lines.append(f"goto {PREFIX}failed;")
     lines += [f"{PREFIX}fail:", *cleanup]
     if nres != 1:
         lines.append(f"{PREFIX}failed:")
