@@ -200,14 +200,24 @@ def outcome(fn: Any, args: list[Any]) -> Any:
         return (type(exc), str(exc))
 
 
-def same(a: Any, b: Any, what: str) -> None:
-    """Bit-identical results (NaN equal to NaN), of the same types and shapes."""
+def pairwise(a: Any, b: Any, what: str, leaf: Any) -> None:
+    """``leaf(a, b, what)`` on each pair of results, after checking that ``a`` has
+    ``b``'s structure: tuples of the same length, leaves of the same type."""
     if isinstance(b, tuple):
         assert isinstance(a, tuple) and len(a) == len(b), what
         for i, (x, y) in enumerate(zip(a, b)):
-            same(x, y, f"{what}[{i}]")
+            pairwise(x, y, f"{what}[{i}]", leaf)
         return
     assert type(a) is type(b), f"{what}: {type(a)} != {type(b)}"
+    leaf(a, b, what)
+
+
+def same(a: Any, b: Any, what: str) -> None:
+    """Bit-identical results (NaN equal to NaN), of the same types and shapes."""
+    pairwise(a, b, what, _same_leaf)
+
+
+def _same_leaf(a: Any, b: Any, what: str) -> None:
     np.testing.assert_array_equal(
         np.asarray(a), np.asarray(b), strict=True, err_msg=what
     )
@@ -239,12 +249,10 @@ def libm_differs(o: Outcome) -> bool:
 
 def near(a: Any, b: Any, what: str) -> None:
     """Equal to ``rtol = 1e-12`` (NaN equal to NaN), same types and shapes."""
-    if isinstance(b, tuple):
-        assert isinstance(a, tuple) and len(a) == len(b), what
-        for i, (x, y) in enumerate(zip(a, b)):
-            near(x, y, f"{what}[{i}]")
-        return
-    assert type(a) is type(b), f"{what}: {type(a)} != {type(b)}"
+    pairwise(a, b, what, _near_leaf)
+
+
+def _near_leaf(a: Any, b: Any, what: str) -> None:
     assert np.shape(a) == np.shape(b), what
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=0.0, err_msg=what)
 
@@ -262,14 +270,13 @@ def near_scale(a: Any, b: Any, what: str) -> None:
     has them, finite values to 1e-12 of the result's largest finite magnitude (loops
     sum in index order where NumPy sums pairwise and BLAS blocks; large
     transcendentals are NumPy's own loops in both)."""
-    if isinstance(b, tuple):
-        assert isinstance(a, tuple) and len(a) == len(b), what
-        for i, (x, y) in enumerate(zip(a, b)):
-            near_scale(x, y, f"{what}[{i}]")
-        return
-    assert type(a) is type(b), f"{what}: {type(a)} != {type(b)}"
+    pairwise(a, b, what, _near_scale_leaf)
+
+
+def _near_scale_leaf(a: Any, b: Any, what: str) -> None:
     if hasattr(b, "toarray"):  # a sparse result: its values
         assert np.array_equal(a.indices, b.indices), what
+        assert np.array_equal(a.indptr, b.indptr), what
         a, b = a.data, b.data
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape, what
