@@ -12,12 +12,16 @@ points variants (vectorized NumPy in the fallback).
 
 from __future__ import annotations
 
-import sys
 import zipfile
 from pathlib import Path
 
 from difgen.compiling import EXTENSION_SUFFIX
-from test_integrations import numpy_only, run, sample_project  # noqa: F401
+from test_integrations import (  # noqa: F401 (numpy_only is a fixture)
+    build_wheel,
+    numpy_only,
+    run_installed,
+    sample_project,
+)
 
 C_MODULE = """
 [[tool.difgen.module]]
@@ -67,49 +71,11 @@ def test_wheel_carries_the_extension(
     project = sample_project(tmp_path, "hatchling")
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + C_MODULE)
-    run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-build-isolation",
-            "--no-deps",
-            "--no-index",
-            "--no-cache-dir",
-            "-w",
-            tmp_path / "wheels",
-            project,
-        ],
-        cwd=tmp_path,
-    )
-    (wheel,) = (tmp_path / "wheels").glob("sampledf-0.1.0-*.whl")
+    wheel = build_wheel(project, tmp_path)
     assert not wheel.name.endswith("-none-any.whl"), wheel.name  # platform-specific
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     assert f"sampledf/energy_c__c{EXTENSION_SUFFIX}" in names, names
     assert "sampledf/energy_c.py" in names and "sampledf/energy_c__c.c" in names
 
-    venv = tmp_path / "fresh"
-    run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
-    python = venv / "bin" / "python"
-    run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            python,
-            "install",
-            "--no-index",
-            "--no-deps",
-            "--no-cache-dir",
-            wheel,
-        ],
-        cwd=tmp_path,
-    )
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(numpy_only)}
-    env["PYTHONNOUSERSITE"] = "1"
-    assert run([python, "-c", CHECK], cwd=elsewhere, env=env).stdout == "ok\n"
+    assert run_installed(wheel, tmp_path, numpy_only, CHECK) == "ok\n"

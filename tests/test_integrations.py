@@ -135,6 +135,18 @@ def test_build_backend_ships_the_generated_module(
 
     # The wheel, by pip, offline, from a tree without it again.
     (project / GENERATED).unlink()
+    wheel = build_wheel(project, tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        assert IN_WHEEL in archive.namelist()
+        assert archive.read(IN_WHEEL) == (project / GENERATED).read_bytes()
+
+    # Installed in a fresh environment without difgen, the module runs on NumPy.
+    assert run_installed(wheel, tmp_path, numpy_only, CHECK_INSTALLED) == "ok\n"
+
+
+def build_wheel(project: Path, tmp_path: Path) -> Path:
+    """The sample project's wheel, built by pip offline (no build isolation: the
+    build backends and difgen come from this environment)."""
     run(
         [
             sys.executable,
@@ -152,11 +164,13 @@ def test_build_backend_ships_the_generated_module(
         cwd=tmp_path,
     )
     (wheel,) = (tmp_path / "wheels").glob("sampledf-0.1.0-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        assert IN_WHEEL in archive.namelist()
-        assert archive.read(IN_WHEEL) == (project / GENERATED).read_bytes()
+    return wheel
 
-    # Installed in a fresh environment without difgen, the module runs on NumPy.
+
+def run_installed(wheel: Path, tmp_path: Path, numpy_only: Path, script: str) -> str:
+    """The output of ``script``, run with ``wheel`` installed in a fresh virtual
+    environment where only NumPy (``numpy_only``) is importable besides it: no
+    difgen, no user site, another working directory."""
     venv = tmp_path / "fresh"
     run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
     python = venv / "bin" / "python"
@@ -182,7 +196,7 @@ def test_build_backend_ships_the_generated_module(
         "PYTHONPATH": str(numpy_only),
         "PYTHONNOUSERSITE": "1",
     }
-    assert run([python, "-c", CHECK_INSTALLED], cwd=elsewhere, env=env).stdout == "ok\n"
+    return run([python, "-c", script], cwd=elsewhere, env=env).stdout
 
 
 def test_pre_commit_hooks(tmp_path: Path) -> None:
