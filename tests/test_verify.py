@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import difgen
+from difgen import verification
 from difgen.cli import main
 from difgen.operators import OPERATORS
 from difgen.verification import TOLERANCES, error
@@ -241,3 +242,62 @@ def test_sparse_modules_say_they_import_scipy(built: Path) -> None:
         docstring = text.split('"""')[1]
         assert ("Requires NumPy and SciPy" in docstring) is sparse
         assert ("import scipy.sparse" in text) is sparse
+
+
+KINKED = """\
+import numpy as np
+
+
+def ranked(x):
+    w = np.linspace(0.0, 1.0, x.shape[0])
+    s = np.sort(x)
+    return np.sum(s * w) + np.sum(s[-5:] ** 2)
+"""
+"""Piecewise quadratic: at 400 uniform points some sorted neighbours are closer
+than the finite-difference steps, so stencils straddle the kinks of ``sort``."""
+
+
+@pytest.fixture(scope="module")
+def kinked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("kinked")
+    (project / "fn.py").write_text(KINKED)
+    table = module_table("ranked", "ranked", ["gradient", "hvp", "hessian"], "[400]")
+    (project / "difgen.toml").write_text('[difgen]\noutput_dir = "out"\n\n' + table)
+    difgen.build(project / "difgen.toml")
+    return project
+
+
+def test_kinks_straddled_by_a_stencil_are_not_failures(
+    kinked: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The generated derivatives are those of the active piece (JAX's too).
+    result = difgen.verify(kinked / "difgen.toml", points=20)
+    assert result.ok, [op.worst for m in result.modules for op in m.operators]
+    # Without the smaller steps and the gradient's differences, the same points
+    # fail: the test exercises the refinement.
+    monkeypatch.setattr(verification, "REFINED_STEPS", {"first": 0, "second": 0})
+    monkeypatch.setattr(verification, "FIRST_ORDER_OF", {})
+    failed = difgen.verify(kinked / "difgen.toml", points=20)
+    (module,) = failed.modules
+    assert {op.operator for op in module.operators if not op.passed} == {
+        "gradient",
+        "hvp",
+        "hessian",
+    }
+
+
+@pytest.mark.parametrize("name", ["gradient", "hvp", "hessian"])
+def test_a_wrong_result_fails_across_kinks(
+    kinked: Path, tmp_path: Path, name: str
+) -> None:
+    copy = tmp_path / "kinked"
+    shutil.copytree(kinked, copy)
+    wrap(copy / "out" / "ranked.py", name, "r * 1.01")
+    (module,) = difgen.verify(copy / "difgen.toml", points=20).modules
+    failed = [op.operator for op in module.operators if not op.passed]
+    if name == "gradient":
+        # Its differences no longer vouch for the second derivatives at the
+        # points where the graph's stencils straddle a kink: they fail too.
+        assert failed[0] == "gradient"
+    else:
+        assert failed == [name]

@@ -27,6 +27,18 @@ For each module, at ``points`` random points (default 3):
 
   Sparse (CSR) results are compared as ``.toarray()``, reshaped to the dense
   shape.
+- Kinks (``sort``, ``abs``, ``maximum``, a ``where``): a stencil that straddles
+  one mixes the two sides, so a correct derivative can miss its reference there.
+  A result past its tolerance is compared again against more references, and
+  each direction (or entry) keeps the reference closest to it: the differences
+  with the steps divided by 4, 16, 64 and 256 (second order: 4 and 16, as rounding
+  grows like ``eps / h**2``); then, for a second derivative, first differences
+  of the module's own first-order operator without a seed (``gradient`` for a
+  ``hvp`` or ``hessian``, ``derivative`` for a ``second_derivative``), which
+  this same check ties to the graph and which straddles fewer kinks at its
+  smaller step (the way ``jax.test_util.check_grads`` checks order 2). A
+  correct result matches once its stencil lies on one side of every kink; a
+  wrong one stays off against every reference.
 
 - The error of a result is ``max |generated - reference| / max(1, max |reference|)``
   over its entries: relative for results of magnitude above 1, absolute below.
@@ -79,6 +91,18 @@ H_FIRST = 2.0**-17
 
 H_SECOND = 2.0**-13
 """Step of the second central difference (about its fourth root)."""
+
+REFINED_STEPS = {"first": 4, "second": 2}
+"""How many times the step is divided by 4 for a result past its tolerance (a
+stencil straddling a kink); the smallest steps, ``2**-25`` and ``2**-17``, keep
+the rounding of the differences well below :data:`TOLERANCES`."""
+
+FIRST_ORDER_OF = {
+    "hvp": "gradient",
+    "hessian": "gradient",
+    "second_derivative": "derivative",
+}
+"""The first-order result whose differences can check a second-order one."""
 
 ORDER = {
     "value": "value",
@@ -182,7 +206,7 @@ def verify_module(
     for _ in range(points):
         point = _Point(spec, graph, rng)
         for name in names:
-            for kind, error in point.check(module, name):
+            for kind, error in point.check(module, name, factor):
                 key = (name, kind)
                 worst[key] = max(worst.get(key, 0.0), error)
     checks = tuple(
@@ -305,6 +329,58 @@ def _context(shape: Shape, dtype: str, rng: np.random.Generator) -> Array:
     return rng.uniform(-1.0, 1.0, tuple(shape))
 
 
+class _Stencil:
+    """Finite differences at one point and one step: of the traced graph, or (for
+    second order) first differences of a first-order operator of the module."""
+
+    def __init__(
+        self,
+        point: _Point,
+        refinement: int,
+        first: Callable[[Array], Array] | None = None,
+    ):
+        self.point = point
+        self.refinement = refinement
+        """The steps are divided by ``4 ** refinement``."""
+        self.first = first
+        """The module's gradient or derivative as a function of ``x`` (the
+        contexts bound), whose differences give second derivatives; or None."""
+        self._along: list[Array] | None = None
+
+    def d1(self, v: Array) -> Array:
+        """Central difference of f along ``v``: about ``J @ v``."""
+        h, x, f = H_FIRST / 4**self.refinement, self.point.x, self.point.f
+        difference: Array = f(x + h * v) - f(x - h * v)
+        return difference / (2 * h)
+
+    def d2(self, v: Array, w: Array) -> Array:
+        """About ``w' H v`` (per output element)."""
+        x, f = self.point.x, self.point.f
+        if self.first is not None:
+            h = H_FIRST / 4**self.refinement
+            slope = (self.first(x + h * v) - self.first(x - h * v)) / (2 * h)
+            contracted: Array = np.tensordot(slope, w, axes=np.ndim(w))
+            return contracted
+        h = H_SECOND / 4**self.refinement
+        difference: Array = (
+            f(x + h * v + h * w)
+            - f(x + h * v - h * w)
+            - f(x - h * v + h * w)
+            + f(x - h * v - h * w)
+        )
+        return difference / (4 * h * h)
+
+    def along_directions(self) -> list[Array]:
+        """``J @ v`` by central differences for each direction (computed once)."""
+        if self._along is None:
+            self._along = [self.d1(v) for v in self.point.directions]
+        return self._along
+
+
+Reference = Callable[[_Stencil], list[Array]]
+"""A result's references, one per direction or entry, from one stencil."""
+
+
 class _Point:
     """One random point: the arguments, and references computed from the graph."""
 
@@ -317,30 +393,51 @@ class _Point:
         self.x = rng.uniform(-1.0, 1.0, self.xs)
         self.contexts = [_context(c.shape, c.dtype, rng) for c in spec.contexts]
         self.directions = _directions(self.xs, rng)
-        self._along: list[Array] | None = None
+        self._stencils: dict[tuple[int, int], _Stencil] = {}
+        self._pairs: list[tuple[Array, Array]] | None = None
+        self._first: dict[str, Callable[[Array], Array] | None] = {}
 
     def f(self, x: Array) -> Array:
         """The traced function at ``x`` (the reference interpreter)."""
         return np.asarray(self.graph.evaluate(x, *self.contexts)[0], dtype=np.float64)
 
-    def d1(self, v: Array) -> Array:
-        """Central difference of f along ``v``: about ``J @ v``."""
-        h = H_FIRST
-        difference: Array = self.f(self.x + h * v) - self.f(self.x - h * v)
-        return difference / (2 * h)
+    def stencil(
+        self, refinement: int, first: Callable[[Array], Array] | None = None
+    ) -> _Stencil:
+        """The graph's differences at a step, or with ``first``, those of a
+        first-order operator of the module (cached per step and source)."""
+        key = (refinement, id(first))
+        if key not in self._stencils:
+            self._stencils[key] = _Stencil(self, refinement, first)
+        return self._stencils[key]
 
-    def d2(self, v: Array, w: Array) -> Array:
-        """Second central difference: about ``w' H v`` (per output element)."""
-        h, x = H_SECOND, self.x
-        difference: Array = (
-            self.f(x + h * v + h * w)
-            - self.f(x + h * v - h * w)
-            - self.f(x - h * v + h * w)
-            + self.f(x - h * v - h * w)
-        )
-        return difference / (4 * h * h)
+    def first_order(
+        self, module: ModuleType, kind: str
+    ) -> Callable[[Array], Array] | None:
+        """Result ``kind`` (a gradient or derivative) of the module at any ``x``,
+        from its first operator without a seed that returns it; None if none."""
+        if kind not in self._first:
+            self._first[kind] = None
+            for name in self.spec.operators:
+                op = OPERATORS[name]
+                if not op.seeds and kind in op.results:
+                    self._first[kind] = self._bound(getattr(module, name), op, kind)
+                    break
+        return self._first[kind]
 
-    def check(self, module: ModuleType, name: str) -> Iterator[tuple[str, float]]:
+    def _bound(self, operator: Any, op: Any, kind: str) -> Callable[[Array], Array]:
+        """``operator``'s result ``kind`` as a function of ``x`` alone."""
+        index = op.results.index(kind) if len(op.results) > 1 else None
+
+        def first(x: Array) -> Array:
+            out = operator(_plain(x), *(_plain(c) for c in self.contexts))
+            return np.asarray(out if index is None else out[index], dtype=np.float64)
+
+        return first
+
+    def check(
+        self, module: ModuleType, name: str, factor: float = 1.0
+    ) -> Iterator[tuple[str, float]]:
         """Call one operator; yield ``(result kind, error)`` for each result."""
         op = OPERATORS[name]
         batch = self.spec.batch
@@ -353,7 +450,43 @@ class _Point:
         results = out if len(op.results) > 1 else (out,)
         for kind, value in zip(op.results, results):
             dense = self.dense(kind, value)
-            yield kind, self.compare(kind, dense, seeds)
+            if kind == "value":
+                yield kind, error(dense, self.f(self.x))
+                continue
+            generated, reference = self.pairs(kind, dense, seeds)
+            tolerance = TOLERANCES[ORDER[kind]] * factor
+            yield kind, self.refined(generated, reference, kind, module, tolerance)
+
+    def refined(
+        self,
+        generated: list[Array],
+        reference: Reference,
+        kind: str,
+        module: ModuleType,
+        tolerance: float,
+    ) -> float:
+        """The error against the first stencil's references; while past
+        ``tolerance``, each item keeps the closest reference of the further
+        stencils (smaller steps, then a first-order operator's differences)."""
+        order = ORDER[kind]
+        stencils = [self.stencil(r) for r in range(1 + REFINED_STEPS[order])]
+        first_kind = FIRST_ORDER_OF.get(kind)
+        first = None if first_kind is None else self.first_order(module, first_kind)
+        if first is not None:
+            steps = range(1 + REFINED_STEPS["first"])
+            stencils += [self.stencil(r, first) for r in steps]
+        best = reference(stencils[0])
+        worst = error(np.stack(generated), np.stack(best))
+        for stencil in stencils[1:]:
+            if worst <= tolerance:
+                break
+            candidates = reference(stencil)
+            best = [
+                new if error(g, new) < error(g, old) else old
+                for g, old, new in zip(generated, best, candidates)
+            ]
+            worst = error(np.stack(generated), np.stack(best))
+        return worst
 
     def dense(self, kind: str, value: Any) -> Array:
         """A result as a float64 array of its dense shape (CSR via ``toarray``)."""
@@ -362,71 +495,58 @@ class _Point:
             return np.asarray(value.toarray(), dtype=np.float64).reshape(shape)
         return np.asarray(value, dtype=np.float64)
 
-    def compare(self, kind: str, value: Array, seeds: dict[str, Array]) -> float:
-        """The error of one result against its reference."""
-        if kind == "value":
-            return error(value, self.f(self.x))
+    def pairs(
+        self, kind: str, value: Array, seeds: dict[str, Array]
+    ) -> tuple[list[Array], Reference]:
+        """What a derivative result is compared through (one item per direction,
+        batch row or entry) and how its references are computed from a stencil."""
+        one, batch = np.ones(()), self.spec.batch
         if kind == "derivative":
-            return error(value, self.d1(np.ones(())))
+            return [value], lambda s: [s.d1(one)]
         if kind == "second_derivative":
-            return error(value, self.d2(np.ones(()), np.ones(())))
+            return [value], lambda s: [s.d2(one, one)]
         if kind == "jvp":
-            return self.rows(
-                value, seeds["dx"], lambda row, dx: error(row, self.d1(dx))
-            )
+            dxs = [seeds["dx"]] if batch == 1 else list(seeds["dx"])
+            rows = [value] if batch == 1 else list(value)
+            return rows, lambda s: [s.d1(dx) for dx in dxs]
         if kind == "vjp":
-            return self.rows(value, seeds["dy"], self.vjp_error)
+            dys = [seeds["dy"]] if batch == 1 else list(seeds["dy"])
+            rows = [value] if batch == 1 else list(value)
+            generated = [np.vdot(row, v) for row in rows for v in self.directions]
+            return generated, lambda s: [
+                np.vdot(dy, jv) for dy in dys for jv in s.along_directions()
+            ]
         if kind == "gradient":
             generated = [np.vdot(value, v) for v in self.directions]
-            return error(np.array(generated), np.array(self.along_directions()))
+            return generated, lambda s: s.along_directions()
         if kind == "jacobian":
             axes = len(self.xs)
             generated = [np.tensordot(value, v, axes=axes) for v in self.directions]
-            return error(np.stack(generated), np.stack(self.along_directions()))
+            return generated, lambda s: s.along_directions()
         if kind == "hvp":
             generated = [np.vdot(value, w) for w in self.directions]
-            reference = [self.d2(seeds["v"], w) for w in self.directions]
-            return error(np.array(generated), np.array(reference))
+            return generated, lambda s: [s.d2(seeds["v"], w) for w in self.directions]
         if kind == "hessian":
-            return self.hessian_error(value)
+            return self.hessian_pairs(value)
         raise ValueError(f"no reference for result kind {kind!r}")
 
-    def rows(
-        self, value: Array, seed: Array, one: Callable[[Array, Array], float]
-    ) -> float:
-        """``one(result, seed)``, worst over a batch's rows (or the single seed)."""
-        if self.spec.batch == 1:
-            return one(value, seed)
-        return max(one(row, s) for row, s in zip(value, seed))
-
-    def along_directions(self) -> list[Array]:
-        """``J @ v`` by central differences for each direction (computed once)."""
-        if self._along is None:
-            self._along = [self.d1(v) for v in self.directions]
-        return self._along
-
-    def vjp_error(self, row: Array, dy: Array) -> float:
-        """``dy @ J`` through its inner products with the directions:
-        ``<dy @ J, v> = <dy, J @ v>``."""
-        generated = [np.vdot(row, v) for v in self.directions]
-        reference = [np.vdot(dy, jv) for jv in self.along_directions()]
-        return error(np.array(generated), np.array(reference))
-
-    def hessian_error(self, value: Array) -> float:
-        """Every entry for small inputs, else ``w' H v`` for random pairs."""
+    def hessian_pairs(self, value: Array) -> tuple[list[Array], Reference]:
+        """Every entry for small inputs, else ``w' H v`` for random pairs (drawn
+        once, so that every stencil is asked the same)."""
         n = math.prod(self.xs)
         matrix = value.reshape(n, n)
         if n <= FULL_HESSIAN:
             basis = list(_basis(self.xs))
             pairs = [(i, j) for i, j in itertools.product(range(n), repeat=2)]
-            generated = np.array([matrix[i, j] for i, j in pairs])
-            reference = np.array([self.d2(basis[j], basis[i]) for i, j in pairs])
-            return error(generated, reference)
-        vs = [self.rng.uniform(-1.0, 1.0, self.xs) for _ in range(2 * PROBES)]
-        pairs_v = list(zip(vs[:PROBES], vs[PROBES:]))
-        generated = np.array([w.ravel() @ matrix @ v.ravel() for v, w in pairs_v])
-        reference = np.array([self.d2(v, w) for v, w in pairs_v])
-        return error(generated, reference)
+            return [matrix[i, j] for i, j in pairs], lambda s: [
+                s.d2(basis[j], basis[i]) for i, j in pairs
+            ]
+        if self._pairs is None:
+            vs = [self.rng.uniform(-1.0, 1.0, self.xs) for _ in range(2 * PROBES)]
+            self._pairs = list(zip(vs[:PROBES], vs[PROBES:]))
+        pairs_v = self._pairs
+        generated = [w.ravel() @ matrix @ v.ravel() for v, w in pairs_v]
+        return generated, lambda s: [s.d2(v, w) for v, w in pairs_v]
 
 
 def _plain(value: Array) -> Any:
