@@ -295,3 +295,20 @@ def test_generated_c_is_deterministic_and_commented(
     first = (built.directory / "out" / "structural__c.c").read_text()
     assert (again / "out" / "structural__c.c").read_text() == first
     assert "fused over" in first and "= reduce_sum" in first
+
+
+def test_small_loop_results_are_recycled_only_when_dropped(built: Built) -> None:
+    """Loop-built results of at most c_code.RECYCLE_MAX elements are recycled as the
+    straight-line ones are (tests/test_c_recycle.py): held ones never change."""
+    compiled = built.compiled("fused")
+    base = _args("fused")
+    points = [base["x"] + 0.05 * i for i in range(5)]
+    held = [_call(compiled, "value_and_gradient", {**base, "x": x}) for x in points]
+    for x, result in zip(points, held):
+        expected = _call(compiled, "value_and_gradient", {**base, "x": x.copy()})
+        assert result[0] == expected[0]
+        np.testing.assert_array_equal(result[1], expected[1])
+    address = _call(compiled, "gradient", base).ctypes.data
+    again = _call(compiled, "gradient", {**base, "x": points[3]})
+    assert again.ctypes.data == address
+    np.testing.assert_array_equal(again, held[3][1])

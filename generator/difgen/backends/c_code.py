@@ -322,7 +322,7 @@ def _csr_out_lines(k: int, kind: str, exprs: list[str], out: str) -> list[str]:
         f'    {data} = {PREFIX}csr_data({out}, "{kind}.out");',
         f"    if ({data} == NULL) goto {PREFIX}fail;",
         "}",
-        f"{res} = {PREFIX}result({data}, 1, {PREFIX}rdims_{k}, &{PREFIX}d);",
+        f"{res} = {PREFIX}result(NULL, {data}, 1, {PREFIX}rdims_{k}, &{PREFIX}d);",
         f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
         *(f"{PREFIX}d[{i}] = {e};" for i, e in enumerate(exprs)),
         f"{res} = {PREFIX}into_out({res}, {data}, 1, {PREFIX}rdims_{k});",
@@ -337,6 +337,34 @@ def _csr_out_lines(k: int, kind: str, exprs: list[str], out: str) -> list[str]:
         f"    if ({res} == NULL) goto {PREFIX}fail;",
         "}",
     ]
+
+
+RECYCLE_MAX = 1024
+"""Dense results of at most this many elements are recycled (``dg_recycled``):
+allocating a small NumPy array is most of a small operator's call, while keeping
+two larger ones alive per result would cost memory for no visible gain."""
+
+
+def recycle_lines(k: int, shape: tuple[int, ...]) -> list[str]:
+    """The slots of result ``k`` when :func:`fresh_array` recycles it."""
+    if math.prod(shape) > RECYCLE_MAX:
+        return []
+    return [f"static {PREFIX}slots {PREFIX}slots_{k};"]
+
+
+def fresh_array(
+    k: int, shape: tuple[int, ...], data: str, out: str | None = None
+) -> str:
+    """The array dense result ``k`` is written to (its dims are ``dg_rdims_<k>``):
+    ``out`` when the operator takes one and it can be written directly, else a new
+    one, recycled when small (see :data:`RECYCLE_MAX`)."""
+    dims = f"{len(shape)}, {PREFIX}rdims_{k}, {data}"
+    slots = "NULL" if math.prod(shape) > RECYCLE_MAX else f"&{PREFIX}slots_{k}"
+    if out is not None:
+        return f"{PREFIX}result({slots}, {out}, {dims})"
+    if slots == "NULL":
+        return f"{PREFIX}new({dims})"
+    return f"{PREFIX}recycled({slots}, {dims})"
 
 
 def _result_lines(
@@ -354,11 +382,11 @@ def _result_lines(
     if sparse or shape != ():
         dims = shape if not sparse else (len(exprs),)
         lines = [f"static const npy_intp {PREFIX}rdims_{k}[] = {_dims(dims)};"]
-        target = (
-            f"{PREFIX}result({out}, {len(dims)}, {PREFIX}rdims_{k}, &{PREFIX}d)"
-            if out is not None
-            else f"{PREFIX}new({len(dims)}, {PREFIX}rdims_{k}, &{PREFIX}d)"
-        )
+        if sparse:  # the CSR array keeps it: nothing to recycle
+            target = f"{PREFIX}new({len(dims)}, {PREFIX}rdims_{k}, &{PREFIX}d)"
+        else:
+            lines += recycle_lines(k, dims)
+            target = fresh_array(k, dims, f"&{PREFIX}d", out)
         lines += [f"{res} = {target};", f"if ({res} == NULL) goto {PREFIX}fail;"]
         zeros = sum(e == "0.0" for e in exprs)
         if zeros > ZERO_FILL:  # one memset (+0.0 is all zero bits) for many zeros
@@ -779,6 +807,70 @@ dg_new(int nd, const npy_intp *dims, double **data)
     return a;
 }
 
+/* Small result arrays recycled. Each result of an operator keeps the last two
+   arrays it returned (a loop `g = gradient(x)` still holds the newer one during
+   the next call) and reuses one when nothing else can reach it: its reference
+   count is 1 (ours: no variable, container, view or buffer export holds it), no
+   weak reference was taken, and its type, dtype, shape, strides and flags are
+   still those it was made with. The array is then indistinguishable from a new
+   one, and every element is overwritten, as a new array's would be. Free-threaded
+   builds, where a count of 1 proves nothing, always allocate. Only results of
+   at most RECYCLE_MAX elements (c_code.py) are made here. */
+
+typedef struct {
+    PyObject *array[2];
+    int flags[2];
+    int next;
+} dg_slots;
+
+static int
+dg_unreachable(PyObject *obj, int flags, int nd, const npy_intp *dims)
+{
+#ifdef Py_GIL_DISABLED
+    return 0;
+#else
+    if (obj == NULL || Py_REFCNT(obj) != 1 || Py_TYPE(obj) != &PyArray_Type) return 0;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    PyArrayObject_fields *fields = (PyArrayObject_fields *)obj;
+    if (fields->weakreflist != NULL || PyArray_BASE(a) != NULL ||
+        PyArray_DESCR(a) != dg_float64 || PyArray_FLAGS(a) != flags ||
+        !dg_same_shape(a, nd, dims)) {
+        return 0;
+    }
+    npy_intp stride = sizeof(double);
+    for (int i = nd - 1; i >= 0; i--) {
+        if (PyArray_STRIDES(a)[i] != stride) return 0;
+        stride *= dims[i];
+    }
+    return 1;
+#endif
+}
+
+/* dg_new, or an array of `slots` that nothing else can reach any more. */
+static PyObject *
+dg_recycled(dg_slots *slots, int nd, const npy_intp *dims, double **data)
+{
+    for (int i = 0; i < 2; i++) {
+        PyObject *a = slots->array[i];
+        if (dg_unreachable(a, slots->flags[i], nd, dims)) {
+            Py_INCREF(a);
+            *data = (double *)PyArray_DATA((PyArrayObject *)a);
+            return a;
+        }
+    }
+    PyObject *a = dg_new(nd, dims, data);
+#ifndef Py_GIL_DISABLED
+    if (a != NULL) {
+        int k = slots->next;
+        Py_INCREF(a);
+        Py_XSETREF(slots->array[k], a);
+        slots->flags[k] = PyArray_FLAGS((PyArrayObject *)a);
+        slots->next = 1 - k;
+    }
+#endif
+    return a;
+}
+
 /* Whether `out` can be written directly: an exact, writeable, aligned,
    C-contiguous native float64 array of the result's shape. */
 static int
@@ -791,16 +883,17 @@ dg_out_direct(PyObject *out, int nd, const npy_intp *dims)
 }
 
 /* Where the last result goes: `out` itself when it can be written directly,
-   else a fresh array (dg_into_out then checks and copies, as Python does). */
+   else a fresh array (dg_into_out then checks and copies, as Python does),
+   recycled from `slots` unless they are NULL. */
 static PyObject *
-dg_result(PyObject *out, int nd, const npy_intp *dims, double **data)
+dg_result(dg_slots *slots, PyObject *out, int nd, const npy_intp *dims, double **data)
 {
-    if (out != Py_None && dg_out_direct(out, nd, dims)) {
+    if (out != NULL && out != Py_None && dg_out_direct(out, nd, dims)) {
         Py_INCREF(out);
         *data = (double *)PyArray_DATA((PyArrayObject *)out);
         return out;
     }
-    return dg_new(nd, dims, data);
+    return slots == NULL ? dg_new(nd, dims, data) : dg_recycled(slots, nd, dims, data);
 }
 
 /* `result` returned as it is when there is no out or it was written in place;

@@ -1240,17 +1240,16 @@ def _buffer_lines(sig: Signature) -> list[str]:
                 f"    if ({PREFIX}sdata == NULL) goto {PREFIX}fail;",
                 "}",
                 (
-                    f"{res} = {PREFIX}result({PREFIX}sdata == NULL ? Py_None : "
+                    f"{res} = {PREFIX}result(NULL, {PREFIX}sdata == NULL ? Py_None : "
                     f"{PREFIX}sdata, {nd}, {dims}, &{r});"
                 ),
             ]
-        elif k == last_k and sig.takes_out:
-            lines.append(
-                f"{res} = {PREFIX}result({out} == NULL ? Py_None : {out}, "
-                f"{nd}, {dims}, &{r});"
-            )
-        else:
+        elif sig.sparse[k]:  # the CSR array keeps it: nothing to recycle
             lines.append(fresh)
+        else:
+            taken = out if k == last_k and sig.takes_out else None
+            lines += c_code.recycle_lines(k, shape)
+            lines.append(f"{res} = {c_code.fresh_array(k, shape, '&' + r, taken)};")
         lines.append(f"if ({res} == NULL) goto {PREFIX}fail;")
         if k == last_k and sig.out and sig.arrays:
             overlap = " || ".join(
