@@ -299,7 +299,7 @@ def test_generated_c_is_deterministic_and_commented(
 
 def test_small_loop_results_are_recycled_only_when_dropped(built: Built) -> None:
     """Loop-built results of at most c_code.RECYCLE_MAX elements are recycled as the
-    straight-line ones are (tests/test_c_recycle.py): held ones never change."""
+    straight-line ones are (tests/test_c_target.py): held ones never change."""
     compiled = built.compiled("fused")
     base = _args("fused")
     points = [base["x"] + 0.05 * i for i in range(5)]
