@@ -165,13 +165,19 @@ def reporting(module: str, callback: ProgressCallback | None) -> Iterator[_Track
     tracker.report(DONE, tracker.stage_times(), tuple(tracker.notes))
 
 
+REFIRE = 0.05
+"""Seconds between repeats of an expired time limit's exception (see time_limit)."""
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float | None, module: str) -> Iterator[None]:
     """Raise :class:`BuildTimeout` in the block once ``seconds`` have passed.
 
     A POSIX interval timer (SIGALRM) interrupts pure-Python work anywhere, in the
-    user's code and in SymPy alike; it re-fires every second in case a library
-    swallowed the first exception. No limit when ``seconds`` is None or on a
+    user's code and in SymPy alike; it re-fires every :data:`REFIRE` seconds,
+    because an exception raised while a garbage-collector callback or a
+    ``__del__`` runs is printed and dropped by Python (JAX's gc callback swallowed
+    two in a row under load, and with a 1 s re-fire a 0.5 s limit stopped at 3.6 s). No limit when ``seconds`` is None or on a
     platform without SIGALRM.
     """
     if seconds is None or not hasattr(signal, "SIGALRM") or math.isinf(seconds):
@@ -186,7 +192,7 @@ def time_limit(seconds: float | None, module: str) -> Iterator[None]:
         )
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE)
     try:
         yield
     finally:
