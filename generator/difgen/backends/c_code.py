@@ -38,7 +38,7 @@ import sympy as sp
 from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
 from difgen import floats, naming
-from difgen.backends import c_points
+from difgen.backends import c_glue, c_points
 from difgen.backends.scalar_code import (
     FloatPrinter,
     Reduced,
@@ -63,9 +63,12 @@ SUFFIX = naming.C_SUFFIX
 ZERO_FILL = 16
 """A result with more zero entries than this is zeroed by one memset first."""
 
-PREFIX = "dg_"
+PREFIX = c_glue.PREFIX
 """Every name the C code defines itself starts with this (arguments' element
 names, temporaries and helpers never do: :func:`check_names`)."""
+
+_dims, _nulls, return_lines = c_glue.dims, c_glue.nulls, c_glue.return_lines
+"""Shared with the loop and points operators (:mod:`difgen.backends.c_glue`)."""
 
 C_KEYWORDS = frozenset(
     [
@@ -263,10 +266,6 @@ def _arguments(op: Operator, spec: ModuleSpec, ys: tuple[int, ...]) -> list[Argu
     return args
 
 
-def _dims(shape: tuple[int, ...]) -> str:
-    return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
-
-
 def _unpack(arg: Argument, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
     """Convert one argument and read the elements the code uses into doubles."""
     if arg.shape == ():
@@ -305,10 +304,6 @@ class CFunction:
     name: str
     source: str
     doc: str
-
-
-def _nulls(n: int) -> str:
-    return ", ".join(["NULL"] * n)
 
 
 def _csr_out_lines(k: int, kind: str, exprs: list[str], out: str) -> list[str]:
@@ -513,10 +508,14 @@ def _points_native(
         op,
         spec,
         ys,
-        code.arrays,
-        used_symbols(reduction),
-        [(str(t), c_expr(e)) for t, e in temps],
-        results,
+        lambda args, shapes: c_points.straight_line_body(
+            args,
+            shapes,
+            code.arrays,
+            used_symbols(reduction),
+            [(str(t), c_expr(e)) for t, e in temps],
+            results,
+        ),
     )
     return printed.source, printed.doc
 
@@ -970,17 +969,6 @@ def render_c_module(
         "",
     ]
     return "\n".join(parts)
-
-
-def return_lines(nres: int) -> list[str]:
-    """Return the one result ``dg_res[0]``, or the tuple of the ``nres`` results
-    (which steals them; on failure the caller's cleanup follows these lines)."""
-    if nres == 1:
-        return [f"return {PREFIX}res[0];"]
-    return [
-        f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
-        f"if ({PREFIX}t != NULL) return {PREFIX}t;",
-    ]
 
 
 def _c_string(text: str) -> str:
