@@ -466,10 +466,12 @@ def _emit_c(
     wrap = _csr_wrappers(op, layouts, pool)
     function = vector_code.emit_operator(op, spec, ys, graph, pool, wrap)
     try:
-        native, doc = c_loops.c_loops_function(op, spec, ys, graph)
+        body = c_loops.loop_body(op, spec, ys, graph)
     except c_loops.NoLoopForm as exc:
         note(f"{op.name}: kept in Python (vector code): no C loop form for {exc}")
         return function, "vector"
+    native, doc = c_loops.c_loops_function(body, len(graph.eqns))
+    points = c_loops.points_native(op, spec, ys, body) if spec.points else None
     return (
         Function(
             function.name,
@@ -481,6 +483,7 @@ def _emit_c(
             native=native,
             native_doc=doc + function.doc,
             wrappers=c_loops.csr_wrappers(op, spec, wrap),
+            native_points=points,
         ),
         "vector",
     )
