@@ -16,7 +16,7 @@ PREFIX = "dg_"
 names, temporaries and helpers never do: ``c_code.check_names``)."""
 
 
-def dims(shape: Sequence[int]) -> str:
+def dims(shape: Sequence[int | str]) -> str:
     """A C initializer of a shape's dimensions (``{0}`` for a scalar: C has no
     empty initializer list)."""
     return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
