@@ -722,22 +722,35 @@ dg_array(PyObject *obj, const char *name, int nd, const npy_intp *dims)
     return dg_array_slow(obj, name, nd, dims);
 }
 
-/* The conversion (or the error) when the argument is not on the fast path. */
+/* An argument off the fast path, converted by the module's own check `fn`
+   (_as_array, or _as_points with the number of points `count` when count >= 0):
+   a C-contiguous float64 array (a new reference), or NULL with the error `fn`
+   raised, exactly as the Python operators convert or refuse it. */
 static PyArrayObject *
-dg_array_slow(PyObject *obj, const char *name, int nd, const npy_intp *dims)
+dg_convert(PyObject *fn, const char *name, PyObject *obj, int nd, const npy_intp *dims,
+           npy_intp count)
 {
-    if (dg_as_array_fn == NULL) {
+    if (fn == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
         return NULL;
     }
     PyObject *shape = dg_shape(nd, dims);
     if (shape == NULL) return NULL;
-    PyObject *conv = PyObject_CallFunction(dg_as_array_fn, "sOO", name, obj, shape);
+    PyObject *conv = count < 0
+        ? PyObject_CallFunction(fn, "sOO", name, obj, shape)
+        : PyObject_CallFunction(fn, "sOOn", name, obj, shape, (Py_ssize_t)count);
     Py_DECREF(shape);
     if (conv == NULL) return NULL;
     PyObject *arr = PyArray_FROMANY(conv, NPY_DOUBLE, 0, 0, NPY_ARRAY_IN_ARRAY);
     Py_DECREF(conv);
     return (PyArrayObject *)arr;
+}
+
+/* The conversion (or the error) when the argument is not on the fast path. */
+static PyArrayObject *
+dg_array_slow(PyObject *obj, const char *name, int nd, const npy_intp *dims)
+{
+    return dg_convert(dg_as_array_fn, name, obj, nd, dims, -1);
 }
 
 /* A scalar argument: a float as it is, anything else through _as_scalar. */

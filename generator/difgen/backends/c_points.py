@@ -1,11 +1,14 @@
 """``emit = "c"`` with ``points = true``: each ``<op>_points`` as one C loop.
 
-The loop runs, at each point, the very statements of the one-point C operator
-(:mod:`difgen.backends.c_code`): the same reduction of the same SymPy expressions,
-printed by the same printer, reading the point's elements from the stacked
-arguments and writing into row ``i`` of each result. Per point the compiled code
-therefore performs the same operations in the same order as the one-point C
-operator, so ``gradient_points(X)[i]`` equals ``gradient(X[i])`` bit for bit.
+The loop runs, at each point, the very code of the compiled one-point operator,
+reading the point's elements from the stacked arguments and writing into row
+``i`` of each result, so ``gradient_points(X)[i]`` equals ``gradient(X[i])`` bit
+for bit. That code is a :class:`PointsBody`, printed by the operator's own
+printer: for a straight-line operator (:mod:`difgen.backends.c_code`) the same
+reduction of the same SymPy expressions (:func:`straight_line_body`); for an
+operator compiled as loops over arrays (:mod:`difgen.backends.c_loops`) the same
+loop statements, with their workspace taken once per call
+(``c_loops.points_native``). This module owns the scaffolding around either.
 (The Python fallback of a points variant is the vectorized NumPy code of
 :mod:`difgen.backends.points`, which agrees up to the reassociation of its
 reductions: ``rtol = 1e-10`` in the tests.)
@@ -15,9 +18,10 @@ fast path takes an exact native float64 ``ndarray`` whose trailing shape is one
 point's (any number of points for ``x``, the same number for the seeds and the
 per-point contexts); anything else goes through the module's own ``_as_points``,
 which converts it or raises the same error. Shared contexts are checked as the
-one-point operator checks them, once per call. The loop touches no Python
-object, so it runs without the GIL when there are many points (Dask's threads,
-or any other, run meanwhile).
+one-point operator checks them, once per call. A body that touches no Python
+object runs without the GIL when there are many points (Dask's threads, or any
+other, run meanwhile); loop code that calls NumPy (BLAS products, NumPy's
+transcendental loops on large arrays) keeps it.
 """
 
 from __future__ import annotations
@@ -295,7 +299,8 @@ RUNTIME = r"""
 /* A per-point argument as a C-contiguous float64 array of `count` points of one
    point's shape `dims` (any number when count < 0), a new reference: as it is
    on the fast path (copied to C order if it is not), else through the module's
-   _as_points, which converts it or raises exactly as the Python variant does. */
+   _as_points (dg_convert), which converts it or raises exactly as the Python
+   variant does. */
 static PyArrayObject *
 dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_intp count)
 {
@@ -311,20 +316,7 @@ dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_int
     }
     PyObject *as_points =
         dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_as_points");
-    if (as_points == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
-        return NULL;
-    }
-    PyObject *shape = dg_shape(nd, dims);
-    if (shape == NULL) return NULL;
-    PyObject *conv = count < 0
-        ? PyObject_CallFunction(as_points, "sOO", name, obj, shape)
-        : PyObject_CallFunction(as_points, "sOOn", name, obj, shape, (Py_ssize_t)count);
-    Py_DECREF(shape);
-    if (conv == NULL) return NULL;
-    PyObject *arr = PyArray_FROMANY(conv, NPY_DOUBLE, 0, 0, NPY_ARRAY_IN_ARRAY);
-    Py_DECREF(conv);
-    return (PyArrayObject *)arr;
+    return dg_convert(as_points, name, obj, nd, dims, count);
 }
 
 /* Drop the references held in `items` (NULL slots skipped). */
