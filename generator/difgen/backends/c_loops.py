@@ -1462,49 +1462,66 @@ def points_native(
     def make_body(
         args: list[c_points.PointsArgument], shapes: list[tuple[int, ...]]
     ) -> c_points.PointsBody:
-        text = "\n".join(body.lines)
-        before: list[str] = []
-        at_point: list[str] = []
-        for j, arg in enumerate(args):
-            name = f"{PREFIX}p_{arg.name}" if arg.shape else arg.name
-            if not re.search(rf"\b{name}\b", text):
-                continue
-            if arg.per_point:
-                base = f"{PREFIX}b_{arg.name}"
-                before.append(
-                    f"const double *const {base} = {c_points.argument_data(j)};"
-                )
-                at_point.append(
-                    f"const double *const {name} = {base} + {PREFIX}i * {arg.size};"
-                    if arg.shape
-                    else f"const double {name} = {base}[{PREFIX}i];"
-                )
-            elif arg.shape:
-                before.append(
-                    f"const double *const {name} = {c_points.argument_data(j)};"
-                )
-            else:
-                before.append(f"const double {name} = {c_points.shared_scalar(arg)};")
-        after: list[str] = []
-        for r, shape in enumerate(shapes):
-            if shape:
-                row = c_points.result_row(r, int(np.prod(shape)))
-                at_point.append(f"double *const {PREFIX}r{r} = {row};")
-            else:
-                at_point.append(f"double {PREFIX}r{r} = 0.0;")
-                after.append(f"{PREFIX}out[{r}][{PREFIX}i] = {PREFIX}r{r};")
+        once, reads = _points_reads(args, "\n".join(body.lines))
+        rows, stores = _points_results(shapes)
         return c_points.PointsBody(
             prelude=OVERLAP
             + f"/* {naming.points(op.name)}: {op.name}'s loops at each point */\n",
             declare=(f"double *{PREFIX}w = NULL;", f"int {PREFIX}heap = 0;"),
-            before=(*before, *_workspace_lines(body.work)),
-            at_point=(*at_point, *body.lines, *after),
+            before=(*once, *_workspace_lines(body.work)),
+            at_point=(*reads, *rows, *body.lines, *stores),
             cleanup=tuple(_workspace_cleanup(body.work)),
             gil_free=not body.calls_numpy,
         )
 
     printed = c_points.points_function(op, spec, ys, make_body)
     return printed.source, printed.doc
+
+
+def _points_reads(
+    args: list[c_points.PointsArgument], text: str
+) -> tuple[list[str], list[str]]:
+    """(once per call, at each point) lines giving the loop statements ``text``
+    the names they read: ``dg_p_<n>`` at the point's row of a per-point array,
+    or at a shared array; ``<n>`` the point's or the shared scalar."""
+    once: list[str] = []
+    at_point: list[str] = []
+    for j, arg in enumerate(args):
+        name = f"{PREFIX}p_{arg.name}" if arg.shape else arg.name
+        if not re.search(rf"\b{name}\b", text):
+            continue  # an argument this operator does not read
+        data = c_points.argument_data(j)
+        if not arg.per_point:
+            shared = c_points.shared_scalar(arg)
+            once.append(
+                f"const double *const {name} = {data};"
+                if arg.shape
+                else f"const double {name} = {shared};"
+            )
+            continue
+        base = f"{PREFIX}b_{arg.name}"
+        once.append(f"const double *const {base} = {data};")
+        at_point.append(
+            f"const double *const {name} = {base} + {PREFIX}i * {arg.size};"
+            if arg.shape
+            else f"const double {name} = {base}[{PREFIX}i];"
+        )
+    return once, at_point
+
+
+def _points_results(shapes: list[tuple[int, ...]]) -> tuple[list[str], list[str]]:
+    """(before the statements, after them) at each point: ``dg_r<k>`` points at
+    the point's row of result ``k``, or is a double stored into it afterwards."""
+    before: list[str] = []
+    after: list[str] = []
+    for r, shape in enumerate(shapes):
+        if shape:
+            row = c_points.result_row(r, int(np.prod(shape)))
+            before.append(f"double *const {PREFIX}r{r} = {row};")
+        else:
+            before.append(f"double {PREFIX}r{r} = 0.0;")
+            after.append(f"{PREFIX}out[{r}][{PREFIX}i] = {PREFIX}r{r};")
+    return before, after
 
 
 OVERLAP = f"""#ifndef {PREFIX.upper()}LOOPS_RUNTIME
