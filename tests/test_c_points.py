@@ -259,3 +259,232 @@ def test_loop_releases_the_gil(built: Built) -> None:
         t.join()
     for a, b in zip(got, expected):
         _same(a, b)
+
+
+# ------------------------------------------------- operators compiled as C loops
+LOOP_FUNCTIONS = '''
+import numpy as np
+
+
+def rosen(x, a, s):
+    """Rosenbrock with shared weights and a per-point shift: C loops with no
+    NumPy call, and a workspace over 32 KB (the heap buffer)."""
+    return np.sum(a * (x[1:] - x[:-1] ** 2) ** 2 + (s - x[:-1]) ** 2)
+
+
+def layer(x, W, b):
+    """A product for NumPy's dot (BLAS) and an exp for NumPy's own loop."""
+    return np.sum(np.tanh(W @ x + b) ** 2) + np.sum(np.exp(0.1 * x))
+
+
+def peak(x, c):
+    """A small graph the scalar emission refuses (a max over 24 elements)."""
+    return np.max(x * x - c) + np.sum(np.sin(x) * c)
+'''
+
+# module: (function, input shape, contexts as (name, shape, per point), operators)
+LOOP_CASES: dict[str, tuple[str, tuple[int, ...], list[Any], list[str]]] = {
+    "lr": (
+        "rosen",
+        (2500,),
+        [("a", (2499,), False), ("s", (), True)],
+        ["gradient", "value_and_gradient", "hvp"],
+    ),
+    "ll": (
+        "layer",
+        (600,),
+        [("W", (8, 600), False), ("b", (8,), True)],
+        ["gradient", "value_and_gradient", "hvp"],
+    ),
+    "lp": ("peak", (24,), [("c", (), True)], ["gradient", "hvp"]),
+}
+CALLS_NUMPY = {"lr": False, "ll": True, "lp": False}
+"""Whether the module's loop code calls NumPy (then its points loop keeps the GIL)."""
+
+LOOP_COUNTS = (0, 1, 2, 65)
+"""None, one, two, and past GIL_FREE_POINTS."""
+
+
+def _loop_module_text(name: str) -> str:
+    function, xs, contexts, ops = LOOP_CASES[name]
+    ctx = ", ".join(
+        f'{{ name = "{c}", shape = {list(s)}'
+        + (", per_point = true" if p else "")
+        + " }"
+        for c, s, p in contexts
+    )
+    quoted = ", ".join(f'"{op}"' for op in ops)
+    return (
+        f'[[module]]\nname = "{name}"\nfunction = "loop_functions.py:{function}"\n'
+        f'backend = "trace"\nemit = "c"\npoints = true\noperators = [{quoted}]\n'
+        f"input = {{ shape = {list(xs)} }}\ncontexts = [{ctx}]\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def loops(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    directory = tmp_path_factory.mktemp("c_points_loops")
+    (directory / "loop_functions.py").write_text(LOOP_FUNCTIONS)
+    config = directory / "difgen.toml"
+    modules = [_loop_module_text(name) for name in LOOP_CASES]
+    config.write_text("\n".join(['[difgen]\noutput_dir = "out"\n', *modules]))
+    built = Built.__new__(Built)
+    built.directory = directory
+    built.result = difgen.build(config, compile=True)
+    built.modules = {}
+    return built
+
+
+def _loop_arguments(
+    name: str, op: str, k: int, rng: np.random.Generator, special: bool
+) -> tuple[list[Any], list[bool]]:
+    """``<op>_points`` arguments at ``k`` points and which carry the points axis;
+    with ``special``, row 0 is all NaN, row 1 all inf and other rows get NaN,
+    infinities, signed zeros and huge values scattered."""
+    _, xs, contexts, _ = LOOP_CASES[name]
+    x = rng.uniform(-1.0, 1.0, (k, *xs))
+    if special and k:
+        x[0] = np.nan
+        x[1:2] = np.inf
+        where = rng.random(x.shape) < 0.05
+        where[:2] = False
+        x[where] = rng.choice(SPECIAL, size=int(where.sum()))
+    args: list[Any] = [x]
+    per_point = [True]
+    for s in OPERATORS[op].seeds:
+        args.append(rng.normal(size=(k, *seed_shape(s, xs, (), 1))))
+        per_point.append(True)
+    for _, shape, flag in contexts:
+        value = rng.uniform(0.5, 1.5, ((k,) if flag else ()) + tuple(shape))
+        args.append(value if value.ndim else float(value))
+        per_point.append(flag)
+    return args, per_point
+
+
+def _functions(source: str) -> dict[str, str]:
+    """The C file's operator functions by name (the text up to the next one)."""
+    parts = source.split("static PyObject *\ndg_op_")[1:]
+    return {part.split("(", 1)[0]: part for part in parts}
+
+
+@pytest.mark.parametrize("name", list(LOOP_CASES))
+def test_loop_operators_have_points_in_c(loops: Built, name: str) -> None:
+    """Every points variant of an operator compiled as C loops is compiled too,
+    the build notes no NumPy fallback, and the loop releases the GIL exactly
+    when the loop code calls no NumPy."""
+    compiled = loops.get(name, compiled=True)
+    built = next(m for m in loops.result.modules if m.name == name)
+    assert not [n for n in built.notes if "kept in Python" in n], built.notes
+    source = (loops.directory / "out" / f"{name}__c.c").read_text()
+    functions = _functions(source)
+    for op in LOOP_CASES[name][3]:
+        assert f"/* {op}: C loops over" in source
+        points = getattr(compiled, f"{op}_points")
+        assert type(points).__name__ == "builtin_function_or_method"
+        releases = "PyEval_SaveThread" in functions[f"{op}_points"]
+        assert releases is not CALLS_NUMPY[name], op
+        assert (
+            'dg_numpy_attr("' in functions[op] or "MatrixProduct" in functions[op]
+        ) is (CALLS_NUMPY[name])
+
+
+@pytest.mark.parametrize("name", list(LOOP_CASES))
+def test_loop_rows_equal_the_one_point_operator_bit_for_bit(
+    loops: Built, name: str
+) -> None:
+    """Row i is the compiled one-point operator at point i, bit for bit: the same
+    loop code runs, NaN and inf rows included."""
+    compiled = loops.get(name, compiled=True)
+    rng = np.random.default_rng(11)
+    for op in ["f", *LOOP_CASES[name][3]]:
+        for k in LOOP_COUNTS:
+            for special in (False, True):
+                args, per_point = _loop_arguments(name, op, k, rng, special)
+                with np.errstate(all="ignore"):
+                    got = getattr(compiled, f"{op}_points")(*args)
+                    rows = [
+                        getattr(compiled, op)(*_at(args, per_point, i))
+                        for i in range(k)
+                    ]
+                _same(got, _stacked(rows, got))
+
+
+def _near_rows(a: Any, b: Any) -> None:
+    """Row by row: NaN and inf where the NumPy variant has them, finite values
+    within 1e-10 of the row's largest finite magnitude.
+
+    Two roundings compose here: the loops against the one-point vector emission
+    (docs/design.md: 1e-12 of the result's scale; ``ll``'s hvp measures 1.8e-12,
+    a cancellation after libm's tanh where NumPy uses its own) and the batched
+    NumPy variant against the one-point one (docs/points.md: ``rtol = 1e-10``)."""
+    if isinstance(b, tuple):
+        assert isinstance(a, tuple) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _near_rows(x, y)
+        return
+    assert type(a) is np.ndarray and a.dtype == np.float64 and a.flags.c_contiguous
+    assert a.shape == b.shape
+    finite = np.isfinite(b)
+    np.testing.assert_array_equal(a[~finite], b[~finite])
+    for row_a, row_b, ok in zip(a, b, finite):
+        scale = float(np.max(np.abs(row_b[ok]), initial=0.0))
+        np.testing.assert_allclose(row_a[ok], row_b[ok], rtol=0, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("name", list(LOOP_CASES))
+def test_loop_points_equal_the_numpy_variant(loops: Built, name: str) -> None:
+    """The compiled variants agree with the module's vectorized NumPy fallback
+    to the loops' tolerance, NaN and inf rows included."""
+    compiled, python = loops.get(name, True), loops.get(name, False)
+    rng = np.random.default_rng(5)
+    for op in ["f", *LOOP_CASES[name][3]]:
+        for k in LOOP_COUNTS:
+            for special in (False, True):
+                args, _ = _loop_arguments(name, op, k, rng, special)
+                with np.errstate(all="ignore"):
+                    got = getattr(compiled, f"{op}_points")(*args)
+                    expected = getattr(python, f"{op}_points")(*args)
+                _near_rows(got, expected)
+
+
+@pytest.mark.parametrize("name", ["lr", "ll"])
+def test_loop_points_same_argument_checks(loops: Built, name: str) -> None:
+    """Conversions and refusals (wrong trailing shape, wrong number of points,
+    complex, strings...) are the Python variant's own, with its messages."""
+    compiled, python = loops.get(name, True), loops.get(name, False)
+    rng = np.random.default_rng(9)
+    for op in ("gradient", "hvp"):
+        fast, slow = getattr(compiled, f"{op}_points"), getattr(python, f"{op}_points")
+        for k in (0, 2):
+            args, per_point = _loop_arguments(name, op, k, rng, special=False)
+            for variant in _variants(args, per_point):
+                got, expected = _outcome(fast, *variant), _outcome(slow, *variant)
+                assert got[0] == expected[0], (op, k, got, expected)
+                if got[0] == "ok":
+                    _near_rows(got[1], expected[1])
+                else:
+                    assert got[1] == expected[1]
+            assert _outcome(fast, *args[:-1])[0] is TypeError  # a missing argument
+
+
+@pytest.mark.parametrize("name", ["lr", "ll"])
+def test_loop_points_in_threads(loops: Built, name: str) -> None:
+    """Threads calling one points variant at once (the loop without the GIL and
+    the kept heap workspace busy in ``lr``; NumPy calls holding it in ``ll``)
+    give the results one thread gives."""
+    compiled = loops.get(name, compiled=True)
+    rng = np.random.default_rng(1)
+    calls = [_loop_arguments(name, "gradient", 300, rng, False)[0] for _ in range(4)]
+    expected = [compiled.gradient_points(*args) for args in calls]
+    got: list[Any] = [None] * len(calls)
+
+    def work(i: int) -> None:
+        got[i] = compiled.gradient_points(*calls[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a, b in zip(got, expected):
+        _same(a, b)

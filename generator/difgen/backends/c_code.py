@@ -38,7 +38,7 @@ import sympy as sp
 from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
 from difgen import floats, naming
-from difgen.backends import c_points
+from difgen.backends import c_glue, c_points
 from difgen.backends.scalar_code import (
     FloatPrinter,
     Reduced,
@@ -63,9 +63,12 @@ SUFFIX = naming.C_SUFFIX
 ZERO_FILL = 16
 """A result with more zero entries than this is zeroed by one memset first."""
 
-PREFIX = "dg_"
+PREFIX = c_glue.PREFIX
 """Every name the C code defines itself starts with this (arguments' element
 names, temporaries and helpers never do: :func:`check_names`)."""
+
+_dims, _nulls, return_lines = c_glue.dims, c_glue.nulls, c_glue.return_lines
+"""Shared with the loop and points operators (:mod:`difgen.backends.c_glue`)."""
 
 C_KEYWORDS = frozenset(
     [
@@ -263,10 +266,6 @@ def _arguments(op: Operator, spec: ModuleSpec, ys: tuple[int, ...]) -> list[Argu
     return args
 
 
-def _dims(shape: tuple[int, ...]) -> str:
-    return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
-
-
 def _unpack(arg: Argument, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
     """Convert one argument and read the elements the code uses into doubles."""
     if arg.shape == ():
@@ -305,10 +304,6 @@ class CFunction:
     name: str
     source: str
     doc: str
-
-
-def _nulls(n: int) -> str:
-    return ", ".join(["NULL"] * n)
 
 
 def _csr_out_lines(k: int, kind: str, exprs: list[str], out: str) -> list[str]:
@@ -541,10 +536,14 @@ def _points_native(
         op,
         spec,
         ys,
-        code.arrays,
-        used_symbols(reduction),
-        [(str(t), c_expr(e)) for t, e in temps],
-        results,
+        lambda args, shapes: c_points.straight_line_body(
+            args,
+            shapes,
+            code.arrays,
+            used_symbols(reduction),
+            [(str(t), c_expr(e)) for t, e in temps],
+            results,
+        ),
     )
     return printed.source, printed.doc
 
@@ -751,22 +750,35 @@ dg_array(PyObject *obj, const char *name, int nd, const npy_intp *dims)
     return dg_array_slow(obj, name, nd, dims);
 }
 
-/* The conversion (or the error) when the argument is not on the fast path. */
+/* An argument off the fast path, converted by the module's own check `fn`
+   (_as_array, or _as_points with the number of points `count` when count >= 0):
+   a C-contiguous float64 array (a new reference), or NULL with the error `fn`
+   raised, exactly as the Python operators convert or refuse it. */
 static PyArrayObject *
-dg_array_slow(PyObject *obj, const char *name, int nd, const npy_intp *dims)
+dg_convert(PyObject *fn, const char *name, PyObject *obj, int nd, const npy_intp *dims,
+           npy_intp count)
 {
-    if (dg_as_array_fn == NULL) {
+    if (fn == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
         return NULL;
     }
     PyObject *shape = dg_shape(nd, dims);
     if (shape == NULL) return NULL;
-    PyObject *conv = PyObject_CallFunction(dg_as_array_fn, "sOO", name, obj, shape);
+    PyObject *conv = count < 0
+        ? PyObject_CallFunction(fn, "sOO", name, obj, shape)
+        : PyObject_CallFunction(fn, "sOOn", name, obj, shape, (Py_ssize_t)count);
     Py_DECREF(shape);
     if (conv == NULL) return NULL;
     PyObject *arr = PyArray_FROMANY(conv, NPY_DOUBLE, 0, 0, NPY_ARRAY_IN_ARRAY);
     Py_DECREF(conv);
     return (PyArrayObject *)arr;
+}
+
+/* The conversion (or the error) when the argument is not on the fast path. */
+static PyArrayObject *
+dg_array_slow(PyObject *obj, const char *name, int nd, const npy_intp *dims)
+{
+    return dg_convert(dg_as_array_fn, name, obj, nd, dims, -1);
 }
 
 /* A scalar argument: a float as it is, anything else through _as_scalar. */
@@ -1063,17 +1075,6 @@ def render_c_module(
         "",
     ]
     return "\n".join(parts)
-
-
-def return_lines(nres: int) -> list[str]:
-    """Return the one result ``dg_res[0]``, or the tuple of the ``nres`` results
-    (which steals them; on failure the caller's cleanup follows these lines)."""
-    if nres == 1:
-        return [f"return {PREFIX}res[0];"]
-    return [
-        f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
-        f"if ({PREFIX}t != NULL) return {PREFIX}t;",
-    ]
 
 
 def _c_string(text: str) -> str:

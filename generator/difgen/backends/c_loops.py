@@ -68,7 +68,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import naming
-from difgen.backends import c_code
+from difgen.backends import c_code, c_points
 from difgen.backends.c_code import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
@@ -532,6 +532,7 @@ class Compiler:
         self.values: dict[Var, Value] = {}
         self.consts: dict[Var, np.ndarray] = {}
         self.work = 0  # doubles of workspace
+        self.calls_numpy = False  # NumPy's ufunc loops or dot: the GIL is needed
         self.lines: list[str] = []
         self.counter = 0
         for var, (name, shape) in zip(graph.inputs, inputs):
@@ -931,6 +932,7 @@ class Compiler:
         store = self._array(eqn.out)
         name = eqn.primitive.impl.__name__
         fn, x, y = self._fresh("u"), self._fresh("m"), self._fresh("m")
+        self.calls_numpy = True
         self.lines += [
             f"/* {_eqn_text(eqn)}: NumPy's {name} loop */",
             "{",
@@ -1024,6 +1026,7 @@ class Compiler:
         if store.shape == ():
             return False
         self.lines += lines
+        self.calls_numpy = True
         return True
 
     def _matmul(self, eqn: Any) -> None:
@@ -1293,6 +1296,15 @@ def _workspace_lines(work: int) -> list[str]:
     ]
 
 
+def _workspace_cleanup(work: int) -> list[str]:
+    """Give the workspace back: free a buffer of this call's own, or mark the
+    operator's kept buffer free again."""
+    cleanup = [f"if ({PREFIX}heap == 1) free({PREFIX}w);"]
+    if work > STACK_DOUBLES:
+        cleanup.append(f"if ({PREFIX}heap == 2) {PREFIX}busy = 0;")
+    return cleanup
+
+
 def _finish_lines(sig: Signature) -> list[str]:
     """The results as Python objects: floats, arrays (copied into a given ``out``
     that was not written directly), CSR arrays (or the caller's CSR ``out``)."""
@@ -1333,9 +1345,7 @@ def _finish_lines(sig: Signature) -> list[str]:
 def _return_lines(sig: Signature, work: int) -> list[str]:
     """Release what the call holds; return the result(s), or NULL on failure."""
     nres = len(sig.shapes)
-    cleanup = [f"if ({PREFIX}heap == 1) free({PREFIX}w);"]
-    if work > STACK_DOUBLES:
-        cleanup.append(f"if ({PREFIX}heap == 2) {PREFIX}busy = 0;")
+    cleanup = _workspace_cleanup(work)
     cleanup.append(f"Py_XDECREF({PREFIX}sdata);")
     cleanup += [f"Py_XDECREF({PREFIX}a_{n});" for n in sig.arrays]
     lines = list(cleanup)
@@ -1367,28 +1377,60 @@ def _result_stores(graph: Graph, shapes: list[tuple[int, ...]]) -> list[Store | 
     return results
 
 
-def c_loops_function(
+@dataclass(frozen=True)
+class LoopBody:
+    """One operator graph compiled to C statements, which the one-point function
+    (:func:`c_loops_function`) and the points loop (:func:`points_native`) both
+    run, so that a points variant's row is the one-point operator's result.
+
+    The statements read argument ``n`` through the pointer ``dg_p_<n>`` (a
+    scalar through the double ``<n>``), write result ``k`` into ``dg_r<k>`` (a
+    pointer, or a double for a scalar result), use ``work`` doubles at ``dg_w``
+    and ``goto dg_fail`` only where they call NumPy (``calls_numpy``).
+    """
+
+    sig: Signature
+    tables: tuple[str, ...]  # static const tables the statements read
+    lines: tuple[str, ...]
+    work: int
+    calls_numpy: bool
+
+
+def loop_body(
     op: Operator, spec: ModuleSpec, ys: tuple[int, ...], graph: Graph
-) -> tuple[str, str]:
-    """One operator as a METH_FASTCALL C function of loops: (source, doc).
+) -> LoopBody:
+    """Compile ``op``'s graph to loops once (see :class:`LoopBody`).
 
     :class:`NoLoopForm` when the graph uses a primitive without a loop form."""
     sig = _signature(op, spec, ys, graph)
     inputs = [(f"{PREFIX}p_{n}" if s else n, s) for n, s in sig.args]
     compiler = Compiler(graph, inputs, op.name)
-    body = compiler.compile_all(_result_stores(graph, sig.shapes))
+    lines = compiler.compile_all(_result_stores(graph, sig.shapes))
+    return LoopBody(
+        sig,
+        tuple(compiler.tables.lines),
+        tuple(lines),
+        compiler.work,
+        compiler.calls_numpy,
+    )
+
+
+def c_loops_function(body: LoopBody, equations: int) -> tuple[str, str]:
+    """One operator as a METH_FASTCALL C function of loops: (source, doc)."""
+    sig = body.sig
+    op = sig.op
     lines = [
         *_argument_lines(sig),
         *_buffer_lines(sig),
-        *_workspace_lines(compiler.work),
-        *body,
+        *_workspace_lines(body.work),
+        *body.lines,
         *_finish_lines(sig),
-        *_return_lines(sig, compiler.work),
+        *_return_lines(sig, body.work),
     ]
     source = (
         f"/* {op.name}: C loops over the trace backend's graph "
-        f"({len(graph.eqns)} equations) */\n"
-        + "".join(f"{t}\n" for t in compiler.tables.lines)
+        f"({equations} equations) */\n"
+        + "".join(f"{t}\n" for t in body.tables)
         + f"static PyObject *\n{PREFIX}op_{op.name}(PyObject *{PREFIX}self, "
         f"PyObject *const *{PREFIX}args, Py_ssize_t {PREFIX}nargs, "
         f"PyObject *{PREFIX}kwnames)\n{{\n"
@@ -1398,6 +1440,87 @@ def c_loops_function(
     names = sig.names
     params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if sig.out else names)
     return OVERLAP + source, f"{op.name}({params})\\n--\\n\\n"
+
+
+def points_native(
+    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], body: LoopBody
+) -> tuple[str, str] | None:
+    """(C source, text signature) of ``op``'s points variant: the points loop of
+    :mod:`difgen.backends.c_points` running ``body`` at each point, or None for a
+    sparse result (a CSR array has no points axis).
+
+    The statements are the one-point function's, so they read the ``static
+    const`` tables printed with it (the points variants come after every
+    operator in the C file). The workspace is taken once per call. NumPy calls
+    (large transcendentals, BLAS) stay as they are, so that rows equal the
+    one-point operator bit for bit; such a body keeps the GIL.
+    """
+    if any(body.sig.sparse):
+        return None
+
+    def make_body(
+        args: list[c_points.PointsArgument], shapes: list[tuple[int, ...]]
+    ) -> c_points.PointsBody:
+        once, reads = _points_reads(args, "\n".join(body.lines))
+        rows, stores = _points_results(shapes)
+        return c_points.PointsBody(
+            prelude=OVERLAP
+            + f"/* {naming.points(op.name)}: {op.name}'s loops at each point */\n",
+            declare=(f"double *{PREFIX}w = NULL;", f"int {PREFIX}heap = 0;"),
+            before=(*once, *_workspace_lines(body.work)),
+            at_point=(*reads, *rows, *body.lines, *stores),
+            cleanup=tuple(_workspace_cleanup(body.work)),
+            gil_free=not body.calls_numpy,
+        )
+
+    printed = c_points.points_function(op, spec, ys, make_body)
+    return printed.source, printed.doc
+
+
+def _points_reads(
+    args: list[c_points.PointsArgument], text: str
+) -> tuple[list[str], list[str]]:
+    """(once per call, at each point) lines giving the loop statements ``text``
+    the names they read: ``dg_p_<n>`` at the point's row of a per-point array,
+    or at a shared array; ``<n>`` the point's or the shared scalar."""
+    once: list[str] = []
+    at_point: list[str] = []
+    for j, arg in enumerate(args):
+        name = f"{PREFIX}p_{arg.name}" if arg.shape else arg.name
+        if not re.search(rf"\b{name}\b", text):
+            continue  # an argument this operator does not read
+        data = c_points.argument_data(j)
+        if not arg.per_point:
+            shared = c_points.shared_scalar(arg)
+            once.append(
+                f"const double *const {name} = {data};"
+                if arg.shape
+                else f"const double {name} = {shared};"
+            )
+            continue
+        base = f"{PREFIX}b_{arg.name}"
+        once.append(f"const double *const {base} = {data};")
+        at_point.append(
+            f"const double *const {name} = {base} + {PREFIX}i * {arg.size};"
+            if arg.shape
+            else f"const double {name} = {base}[{PREFIX}i];"
+        )
+    return once, at_point
+
+
+def _points_results(shapes: list[tuple[int, ...]]) -> tuple[list[str], list[str]]:
+    """(before the statements, after them) at each point: ``dg_r<k>`` points at
+    the point's row of result ``k``, or is a double stored into it afterwards."""
+    before: list[str] = []
+    after: list[str] = []
+    for r, shape in enumerate(shapes):
+        if shape:
+            row = c_points.result_row(r, int(np.prod(shape)))
+            before.append(f"double *const {PREFIX}r{r} = {row};")
+        else:
+            before.append(f"double {PREFIX}r{r} = 0.0;")
+            after.append(f"{PREFIX}out[{r}][{PREFIX}i] = {PREFIX}r{r};")
+    return before, after
 
 
 OVERLAP = f"""#ifndef {PREFIX.upper()}LOOPS_RUNTIME

@@ -1,11 +1,14 @@
 """``emit = "c"`` with ``points = true``: each ``<op>_points`` as one C loop.
 
-The loop runs, at each point, the very statements of the one-point C operator
-(:mod:`difgen.backends.c_code`): the same reduction of the same SymPy expressions,
-printed by the same printer, reading the point's elements from the stacked
-arguments and writing into row ``i`` of each result. Per point the compiled code
-therefore performs the same operations in the same order as the one-point C
-operator, so ``gradient_points(X)[i]`` equals ``gradient(X[i])`` bit for bit.
+The loop runs, at each point, the very code of the compiled one-point operator,
+reading the point's elements from the stacked arguments and writing into row
+``i`` of each result, so ``gradient_points(X)[i]`` equals ``gradient(X[i])`` bit
+for bit. That code is a :class:`PointsBody`, printed by the operator's own
+printer: for a straight-line operator (:mod:`difgen.backends.c_code`) the same
+reduction of the same SymPy expressions (:func:`straight_line_body`); for an
+operator compiled as loops over arrays (:mod:`difgen.backends.c_loops`) the same
+loop statements, with their workspace taken once per call
+(``c_loops.points_native``). This module owns the scaffolding around either.
 (The Python fallback of a points variant is the vectorized NumPy code of
 :mod:`difgen.backends.points`, which agrees up to the reassociation of its
 reductions: ``rtol = 1e-10`` in the tests.)
@@ -15,27 +18,25 @@ fast path takes an exact native float64 ``ndarray`` whose trailing shape is one
 point's (any number of points for ``x``, the same number for the seeds and the
 per-point contexts); anything else goes through the module's own ``_as_points``,
 which converts it or raises the same error. Shared contexts are checked as the
-one-point operator checks them, once per call. The loop touches no Python
-object, so it runs without the GIL when there are many points (Dask's threads,
-or any other, run meanwhile).
+one-point operator checks them, once per call. A body that touches no Python
+object runs without the GIL when there are many points (Dask's threads, or any
+other, run meanwhile); loop code that calls NumPy (BLAS products, NumPy's
+transcendental loops on large arrays) keeps it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
 
 from difgen import naming
+from difgen.backends.c_glue import PREFIX, dims, nulls, return_lines
 from difgen.config import ModuleSpec
 from difgen.operators import Operator, result_shape, seed_shape
-
-PREFIX = "dg_"
-"""The prefix of every name the C code defines itself (``c_code.PREFIX``): user
-names never start with it, so loop indices and pointers cannot clash."""
 
 GIL_FREE_POINTS = 64
 """From this many points on, the loop releases the GIL (a few tens of ns, which
@@ -71,10 +72,6 @@ def arguments(
     return args
 
 
-def _dims(shape: Sequence[int]) -> str:
-    return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
-
-
 def _check_lines(args: list[PointsArgument]) -> list[str]:
     """Convert and check the arguments in the Python variant's order: the
     per-point ones (``x`` first: it sets the number of points), then the shared.
@@ -91,7 +88,7 @@ def _check_lines(args: list[PointsArgument]) -> list[str]:
         if arg.per_point:
             count = "-1" if j == 0 else f"{PREFIX}k"
             lines += [
-                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {_dims(arg.shape)};",
+                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
                 (
                     f"{slot} = (PyObject *){PREFIX}points({argv}, "
                     f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name}, '
@@ -111,7 +108,7 @@ def _check_lines(args: list[PointsArgument]) -> list[str]:
             ]
         else:
             lines += [
-                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {_dims(arg.shape)};",
+                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
                 (
                     f"{slot} = (PyObject *){PREFIX}array({argv}, "
                     f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name});'
@@ -134,22 +131,54 @@ def _reads(
     if not reads:
         return [], []
     if not arg.per_point and arg.shape == ():
-        return [f"const double {reads[0][1]} = {PREFIX}s_{arg.name};"], []
+        return [f"const double {reads[0][1]} = {shared_scalar(arg)};"], []
     pointer = f"{PREFIX}p_{arg.name}"
-    before = [
-        (
-            f"const double *{pointer} = "
-            f"(const double *)PyArray_DATA((PyArrayObject *){PREFIX}in[{j}]);"
-        )
-    ]
+    before = [f"const double *{pointer} = {argument_data(j)};"]
     if not arg.per_point:
         return before + [f"const double {n} = {pointer}[{i}];" for i, n in reads], []
-    row = f"{PREFIX}i" if arg.size == 1 else f"{PREFIX}i * {arg.size}"
     at_point = [
-        f"const double *{PREFIX}q_{arg.name} = {pointer} + {row};",
+        f"const double *{PREFIX}q_{arg.name} = {pointer} + {_row(arg.size)};",
         *(f"const double {n} = {PREFIX}q_{arg.name}[{i}];" for i, n in reads),
     ]
     return before, at_point
+
+
+@dataclass(frozen=True)
+class PointsBody:
+    """What an operator computes at each point, for the points loop to run.
+
+    Two printers fill it: :func:`straight_line_body` (the statements of a
+    straight-line operator) and ``c_loops.points_native`` (the loop code of a
+    loop-built operator). Lines name argument ``j``'s data as
+    :func:`argument_data` gives it, shared scalars as :func:`shared_scalar`, the
+    point as ``dg_i`` and result ``r``'s rows as :func:`result_row`.
+    """
+
+    prelude: str = ""  # file-scope C before the function
+    declare: tuple[str, ...] = ()  # at the function's top, before any goto
+    before: tuple[str, ...] = ()  # once per call, arguments and results made
+    at_point: tuple[str, ...] = ()  # the loop's body at point dg_i
+    cleanup: tuple[str, ...] = ()  # once per call, on success and on failure
+    gil_free: bool = True  # the loop touches no Python object
+
+
+def argument_data(j: int) -> str:
+    """C text of argument ``j``'s first double (a converted array)."""
+    return f"(const double *)PyArray_DATA((PyArrayObject *){PREFIX}in[{j}])"
+
+
+def shared_scalar(arg: PointsArgument) -> str:
+    """The double holding a shared scalar argument (read once per call)."""
+    return f"{PREFIX}s_{arg.name}"
+
+
+def result_row(r: int, size: int) -> str:
+    """C text of the first double of result ``r``'s row at point ``dg_i``."""
+    return f"{PREFIX}out[{r}] + {_row(size)}"
+
+
+def _row(size: int) -> str:
+    return f"{PREFIX}i" if size == 1 else f"{PREFIX}i * {size}"
 
 
 @dataclass(frozen=True)
@@ -160,32 +189,61 @@ class PointsSource:
     doc: str
 
 
-def points_function(
-    op: Operator,
-    spec: ModuleSpec,
-    ys: tuple[int, ...],
+def straight_line_body(
+    args: list[PointsArgument],
+    shapes: list[tuple[int, ...]],
     symbols: dict[str, np.ndarray],
     used: set[sp.Symbol],
     temps: list[tuple[str, str]],
     results: list[list[str]],
-) -> PointsSource:
-    """``<op>_points`` as one C loop over the points.
+) -> PointsBody:
+    """A straight-line operator's statements, per point.
 
     ``temps`` and ``results`` are the one-point operator's statements already
     printed as C (temporaries in order; each result's elements in flat C order),
     ``symbols`` the object arrays naming each argument's elements.
     """
+    before: list[str] = []
+    loop: list[str] = []
+    for j, arg in enumerate(args):
+        once, at_point = _reads(arg, j, symbols[arg.name], used)
+        before += once
+        loop += at_point
+    loop += [f"const double {t} = {e};" for t, e in temps]
+    for r, (shape, exprs) in enumerate(zip(shapes, results)):
+        loop.append(f"double *{PREFIX}o{r} = {result_row(r, math.prod(shape))};")
+        loop += [f"{PREFIX}o{r}[{i}] = {e};" for i, e in enumerate(exprs)]
+    return PointsBody(before=tuple(before), at_point=tuple(loop))
+
+
+def points_function(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    make_body: Callable[[list[PointsArgument], list[tuple[int, ...]]], PointsBody],
+) -> PointsSource:
+    """``<op>_points`` as one C loop over the points around ``make_body``'s code.
+
+    The scaffolding is the same for every operator: parse the call, convert and
+    check the arguments as the Python variant does, make the ``(k, *shape)``
+    results, run the body at each point (without the GIL from
+    :data:`GIL_FREE_POINTS` points when the body allows it), release everything
+    on every path. ``make_body`` is given the arguments and the one-point result
+    shapes.
+    """
     args = arguments(op, spec, ys)
     name = naming.points(op.name)
     xs, batch = tuple(spec.input.shape), spec.batch
     shapes = [tuple(result_shape(k, xs, ys, batch)) for k in op.results]
+    code = make_body(args, shapes)
     nargs, nres = len(args), len(op.results)
     quoted = ", ".join(f'"{a.name}"' for a in args)
-    body = [
-        f"PyObject *{PREFIX}argv[{nargs}] = {{{', '.join(['NULL'] * nargs)}}};",
-        f"PyObject *{PREFIX}in[{nargs}] = {{{', '.join(['NULL'] * nargs)}}};",
-        f"PyObject *{PREFIX}res[{nres}] = {{{', '.join(['NULL'] * nres)}}};",
-        f"double *{PREFIX}out[{nres}] = {{{', '.join(['NULL'] * nres)}}};",
+    lines = [
+        f"PyObject *{PREFIX}argv[{nargs}] = {{{nulls(nargs)}}};",
+        f"PyObject *{PREFIX}in[{nargs}] = {{{nulls(nargs)}}};",
+        f"PyObject *{PREFIX}res[{nres}] = {{{nulls(nres)}}};",
+        f"double *{PREFIX}out[{nres}] = {{{nulls(nres)}}};",
+        *code.declare,
         f"static const char *const {PREFIX}names[] = {{{quoted}}};",
         (
             f'if ({PREFIX}parse("{name}", {PREFIX}args, {PREFIX}nargs, '
@@ -195,58 +253,44 @@ def points_function(
         *_check_lines(args),
     ]
     for r, shape in enumerate(shapes):
-        dims = ", ".join([f"{PREFIX}k", *(str(n) for n in shape)])
-        body += [
-            f"npy_intp {PREFIX}rdims_{r}[] = {{{dims}}};",
+        lines += [
+            f"npy_intp {PREFIX}rdims_{r}[] = {dims([f'{PREFIX}k', *shape])};",
             (
                 f"{PREFIX}res[{r}] = {PREFIX}new({len(shape) + 1}, {PREFIX}rdims_{r}, "
                 f"&{PREFIX}out[{r}]);"
             ),
             f"if ({PREFIX}res[{r}] == NULL) goto {PREFIX}fail;",
         ]
-    loop: list[str] = []
-    for j, arg in enumerate(args):
-        before, at_point = _reads(arg, j, symbols[arg.name], used)
-        body += before
-        loop += at_point
-    loop += [f"const double {t} = {e};" for t, e in temps]
-    for r, (shape, exprs) in enumerate(zip(shapes, results)):
-        size = math.prod(shape)
-        row = f"{PREFIX}i" if size == 1 else f"{PREFIX}i * {size}"
-        loop.append(f"double *{PREFIX}o{r} = {PREFIX}out[{r}] + {row};")
-        loop += [f"{PREFIX}o{r}[{i}] = {e};" for i, e in enumerate(exprs)]
-    body += [
-        (
-            f"PyThreadState *{PREFIX}ts = {PREFIX}k >= {GIL_FREE_POINTS} ? "
-            "PyEval_SaveThread() : NULL;"
-        ),
+    lines += code.before
+    loop = [
         f"for (npy_intp {PREFIX}i = 0; {PREFIX}i < {PREFIX}k; {PREFIX}i++) {{",
-        *(f"    {line}" for line in loop),
+        *(f"    {line}" for line in code.at_point),
         "}",
-        f"if ({PREFIX}ts != NULL) PyEval_RestoreThread({PREFIX}ts);",
-        f"{PREFIX}release({nargs}, {PREFIX}in);",
     ]
-    if nres == 1:
-        body.append(f"return {PREFIX}res[0];")
-    else:
-        body += [
-            f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
-            f"if ({PREFIX}t != NULL) return {PREFIX}t;",
+    if code.gil_free:
+        assert not any("goto" in line for line in code.at_point)  # no exit without it
+        lines += [
+            (
+                f"PyThreadState *{PREFIX}ts = {PREFIX}k >= {GIL_FREE_POINTS} ? "
+                "PyEval_SaveThread() : NULL;"
+            ),
+            *loop,
+            f"if ({PREFIX}ts != NULL) PyEval_RestoreThread({PREFIX}ts);",
         ]
-    body += [
-        f"{PREFIX}fail:",
-        f"{PREFIX}release({nargs}, {PREFIX}in);",
-        f"{PREFIX}release({nres}, {PREFIX}res);",
-        "return NULL;",
-    ]
+    else:  # the body calls NumPy at each point: it keeps the GIL
+        lines += loop
+    cleanup = [*code.cleanup, f"{PREFIX}release({nargs}, {PREFIX}in);"]
+    lines += [*cleanup, *return_lines(nres)]
+    lines += [f"{PREFIX}fail:", *cleanup, f"{PREFIX}release({nres}, {PREFIX}res);"]
+    lines.append("return NULL;")
     head = (
         f"static PyObject *\n{PREFIX}op_{name}(PyObject *{PREFIX}self, "
         f"PyObject *const *{PREFIX}args, Py_ssize_t {PREFIX}nargs, "
         f"PyObject *{PREFIX}kwnames)\n{{\n"
     )
-    source = head + "".join(f"    {line}\n" for line in body) + "}\n"
+    source = head + "".join(f"    {line}\n" for line in lines) + "}\n"
     params = ", ".join(a.name for a in args)
-    return PointsSource(source, f"{name}({params})\\n--\\n\\n")
+    return PointsSource(code.prelude + source, f"{name}({params})\\n--\\n\\n")
 
 
 RUNTIME = r"""
@@ -255,7 +299,8 @@ RUNTIME = r"""
 /* A per-point argument as a C-contiguous float64 array of `count` points of one
    point's shape `dims` (any number when count < 0), a new reference: as it is
    on the fast path (copied to C order if it is not), else through the module's
-   _as_points, which converts it or raises exactly as the Python variant does. */
+   _as_points (dg_convert), which converts it or raises exactly as the Python
+   variant does. */
 static PyArrayObject *
 dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_intp count)
 {
@@ -271,20 +316,7 @@ dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_int
     }
     PyObject *as_points =
         dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_as_points");
-    if (as_points == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
-        return NULL;
-    }
-    PyObject *shape = dg_shape(nd, dims);
-    if (shape == NULL) return NULL;
-    PyObject *conv = count < 0
-        ? PyObject_CallFunction(as_points, "sOO", name, obj, shape)
-        : PyObject_CallFunction(as_points, "sOOn", name, obj, shape, (Py_ssize_t)count);
-    Py_DECREF(shape);
-    if (conv == NULL) return NULL;
-    PyObject *arr = PyArray_FROMANY(conv, NPY_DOUBLE, 0, 0, NPY_ARRAY_IN_ARRAY);
-    Py_DECREF(conv);
-    return (PyArrayObject *)arr;
+    return dg_convert(as_points, name, obj, nd, dims, count);
 }
 
 /* Drop the references held in `items` (NULL slots skipped). */

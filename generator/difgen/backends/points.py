@@ -180,10 +180,11 @@ def with_native(
 ) -> Function:
     """A points variant with its compiled twin (``emit = "c"``): the C loop, its
     docstring, and the module helper the extension's argument checks call."""
-    if native is None:  # the one-point operator is C loops or vector code
+    if native is None:  # the one-point operator stayed in Python (no C form)
         note(
             f"{variant.name}: kept in Python (the NumPy points variant): "
-            f"{variant.points_of} is not straight-line C, which the points loop runs"
+            f"{variant.points_of} is not compiled, so the points loop has no C "
+            "code to run"
         )
         return variant
     source, signature = native

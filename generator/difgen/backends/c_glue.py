@@ -1,0 +1,38 @@
+"""C glue shared by every compiled operator: names and the lines that return results.
+
+It sits beneath :mod:`difgen.backends.c_code` (straight-line operators),
+:mod:`difgen.backends.c_loops` (loop operators) and
+:mod:`difgen.backends.c_points` (points variants), which ``c_code`` imports: the
+points variants could not use ``c_code``'s own copy without an import cycle, and
+two copies of the same C glue would drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+PREFIX = "dg_"
+"""Every name the C code defines itself starts with this (arguments' element
+names, temporaries and helpers never do: ``c_code.check_names``)."""
+
+
+def dims(shape: Sequence[int | str]) -> str:
+    """A C initializer of a shape's dimensions (``{0}`` for a scalar: C has no
+    empty initializer list)."""
+    return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
+
+
+def nulls(n: int) -> str:
+    """``n`` NULLs, comma-separated (an array of references, all empty)."""
+    return ", ".join(["NULL"] * n)
+
+
+def return_lines(nres: int) -> list[str]:
+    """Return the one result ``dg_res[0]``, or the tuple of the ``nres`` results
+    (which steals them; on failure the caller's cleanup follows these lines)."""
+    if nres == 1:
+        return [f"return {PREFIX}res[0];"]
+    return [
+        f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
+        f"if ({PREFIX}t != NULL) return {PREFIX}t;",
+    ]
