@@ -67,11 +67,20 @@ appear nowhere in the operator's IR are taken."""
 
 
 BLOCK_BYTES = 512 * 1024
-"""The bytes of temporaries one block of points may keep live at once. Half a MiB
-sits within the L2 cache of current x86 and ARM server cores (1-2 MiB per core)
-with room for the arguments and results; measured on the Rosenbrock n=10
-gradient (docs/points.md), blocks of 512 to 2048 points run at the cost per point
-of 10^3 points, 10^4 points in one call at 2.4x that."""
+"""The bytes of temporaries one block of points may keep live at once. A block is
+the largest power of two of points within it (0.25-0.5 MiB), the last block up to
+twice that (it takes the remainder), all within the L2 cache of current x86 and
+ARM server cores (1-2 MiB per core). Measured (docs/points.md): the Rosenbrock
+gradient runs fastest in blocks of 1024-2048 points at n = 10 (360 bytes a point)
+and 256-512 at n = 100 (3960 bytes a point), 2-3x faster than one call over 10^5
+points."""
+
+MIN_BLOCK = 256
+"""The fewest points of a block: each NumPy call costs about a microsecond, and in
+the Fortran layout every inner loop runs along the block's points, so blocks of a
+few dozen points would spend their time in overheads (blocks of 128 points ran
+1.3x slower than 256 on the n = 100 gradient). It also keeps every block far
+from one point, where NumPy may take other loops."""
 
 
 def batch_flags(op: Operator, spec: ModuleSpec) -> list[bool]:
@@ -133,7 +142,9 @@ def _code(
 
 def bytes_per_point(graph: Graph) -> int:
     """The most bytes per point that the batched values of ``graph`` keep live at
-    once, equation by equation (arguments included, views of other values not).
+    once, equation by equation: the arguments (the caller holds them throughout)
+    and the temporaries until their last reader; a view costs nothing but keeps
+    its base alive.
 
     NumPy frees a temporary when its last reader is done and its allocator hands
     the memory to the next one, so the peak of the live values, not their sum, is
@@ -148,29 +159,38 @@ def bytes_per_point(graph: Graph) -> int:
         return math.prod(v.shape[1:]) * np.dtype(v.dtype).itemsize
 
     end = len(graph.eqns)
-    last: dict[Var, int] = {}
+    last: dict[Var, int] = {}  # the equation after which a value is freed
     for i, eqn in enumerate(graph.eqns):
+        last[eqn.out] = i  # at once if nothing reads it
         last.update((a, i) for a in eqn.inputs if isinstance(a, Var))
-    last.update((a, end) for a in graph.outputs if isinstance(a, Var))
+    last.update((a, end) for a in (*graph.inputs, *graph.outputs) if isinstance(a, Var))
+    for eqn in reversed(graph.eqns):  # a view keeps its base alive
+        base = eqn.inputs[0] if eqn.out in views and eqn.inputs else None
+        if isinstance(base, Var):
+            last[base] = max(last[base], last[eqn.out])
+    dies: dict[int, list[Var]] = {}
+    for v, i in last.items():
+        dies.setdefault(i, []).append(v)
     live = sum(size(v) for v in graph.inputs)
     peak = live
     for i, eqn in enumerate(graph.eqns):
         live += size(eqn.out)
         peak = max(peak, live)
-        dead = [a for a in {*eqn.inputs, eqn.out} if isinstance(a, Var)]
-        live -= sum(size(a) for a in dead if last.get(a, i) == i)
+        live -= sum(size(v) for v in dies.get(i, ()))
     return peak
 
 
 def block_size(graph: Graph, layout_size: int) -> int:
-    """How many points one block holds: a power of two whose temporaries fit
-    :data:`BLOCK_BYTES`, and more than ``layout_size`` (a point's elements) when
-    the arguments are put in Fortran order, so that every block takes the layout
-    the single call over all points takes (BLAS may round the two layouts'
-    products differently) and NumPy's inner loops stay longer than one point."""
-    fits = max(1, BLOCK_BYTES // max(1, bytes_per_point(graph)))
+    """How many points one block holds: the largest power of two whose
+    temporaries fit :data:`BLOCK_BYTES`, at least :data:`MIN_BLOCK`, and a power
+    of two above ``layout_size`` (a point's elements) when the arguments are put
+    in Fortran order: then every block takes the layout that one call over all
+    the points takes, which decides the order of NumPy's reductions and whether
+    a product goes to BLAS, so the blocks round exactly as that call does. A
+    power of two, because blocks start at its multiples (``_point_blocks``)."""
+    fits = max(MIN_BLOCK, BLOCK_BYTES // max(1, bytes_per_point(graph)))
     block = 1 << (fits.bit_length() - 1)
-    return max(block, layout_size + 1) if layout_size else block
+    return max(block, 1 << layout_size.bit_length()) if layout_size else block
 
 
 def _blocked(
@@ -181,15 +201,16 @@ def _blocked(
     results: Sequence[tuple[Shape, str]],
 ) -> list[str]:
     """The body of a points variant after its argument checks: one call of the
-    block function ``name`` (parameters ``params``) when the points fit one
-    block, else one per block, writing into results allocated once."""
+    block function ``name`` (parameters ``params``) when the points make one
+    block (fewer than ``2 * block``: the last block takes the remainder), else one
+    per block, writing into results allocated once."""
     per_point = set(args.per_point)
     layout = [
         f"if {naming.NPOINTS} > {args.layout_size}:",
         *(f"    {a} = {naming.POINTS_LAYOUT}({a})" for a in args.layout),
     ]
     lines = [
-        f"if {naming.NPOINTS} <= {block}:",
+        f"if {naming.NPOINTS} < {2 * block}:",  # the last block takes the rest
         *(f"    {line}" for line in (layout if args.layout else [])),
         f"    return {name}({', '.join(params)})",
     ]
