@@ -497,12 +497,14 @@ def test_points_of_structural_primitives(tmp_path: Path, row: str) -> None:
 # ---------------------------------------------------------------- blocks of points
 # (scenario, backend, per-point flags of its contexts): a batched product with a
 # per-point matrix, a shared matrix with a per-point scalar, reductions and
-# products of a matrix input, and a scalar input (no Fortran layout at all)
+# products of a matrix input, a scalar input (no Fortran layout at all), and
+# np.where choices that differ from point to point
 BLOCK_CASES = [
     ("vector_vector_ctx", "trace", (True, False)),
     ("vector_vector_ctx", "sympy", (False, True)),
     ("matrix_scalar", "sympy", ()),
     ("scalar_scalar", "trace", ()),
+    ("vector_scalar_kinks", "trace", ()),
 ]
 
 
