@@ -71,8 +71,8 @@ BLOCK_BYTES = 512 * 1024
 the largest power of two of points within it (0.25-0.5 MiB), the last block up to
 twice that (it takes the remainder), all within the L2 cache of current x86 and
 ARM server cores (1-2 MiB per core). Measured (docs/points.md): the Rosenbrock
-gradient runs fastest in blocks of 1024-2048 points at n = 10 (360 bytes a point)
-and 256-512 at n = 100 (3960 bytes a point), 2-3x faster than one call over 10^5
+gradient runs fastest in blocks of 1024-2048 points at n = 10 (440 bytes a point)
+and 256-512 at n = 100 (4760 bytes a point), 2-3x faster than one call over 10^5
 points."""
 
 MIN_BLOCK = 256
