@@ -15,17 +15,14 @@ Loop and points are warmed up, then timed in alternation with samples of about
 equal length and the garbage collector off (:func:`loop_versus_points`); the
 speed-up is given as the ratio of the minima and as the median of the paired
 ratios. Throughputs are medians. Results are checked against the loop before
-anything is timed. Chunks of 2*10^4 points keep a block's temporaries in cache
-(10^5-point blocks run about 3x slower per point here). Prints a Markdown report.
+anything is timed. Prints a Markdown report.
 
-Why one run read 9-11x and a quiet ``timeit`` 30-37x: ``gradient_points`` on
-10^4 points of 10 works on 0.8 MB arrays (the input in Fortran order, the
-result, each temporary), several MB live at once, past a core's L2 cache; the
-loop over single points stays in L1. Its cost per point is about 2.5x that at
-10^3 points (the last column of the table), and it is the side that suffers
-when other processes share the caches, so the ratio falls on a loaded machine.
-The measurement is the same for both sides now; the remedy is in the
-generated code (blocks of about 10^3 points), not in the timing.
+Why one run read 9-11x and a quiet ``timeit`` 30-37x before the points variants
+worked in blocks: ``gradient_points`` on 10^4 points of 10 worked on 0.8 MB
+arrays (the input in Fortran order, the result, each temporary), several MB live
+at once, past a core's L2 cache, at about 2.5x the cost per point of 10^3 points
+(the last column of the table). The generated code now evaluates blocks of 1024
+points (docs/points.md, "Blocks of points"), so the two columns should be close.
 """
 
 from __future__ import annotations

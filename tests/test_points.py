@@ -10,7 +10,10 @@ points and refuse everything else; and it runs blockwise over a Dask array on a
 from __future__ import annotations
 
 import ast
+import inspect
+import itertools
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -489,3 +492,226 @@ def test_points_of_structural_primitives(tmp_path: Path, row: str) -> None:
         like = mod.jacobian(np.full(shape, 0.5))
         loop = _stack([mod.jacobian(x) for x in X], k, like)
         _compare(mod.jacobian_points(X), loop)
+
+
+# ---------------------------------------------------------------- blocks of points
+# (scenario, backend, per-point flags of its contexts): a batched product with a
+# per-point matrix, a shared matrix with a per-point scalar, reductions and
+# products of a matrix input, a scalar input (no Fortran layout at all), and
+# np.where choices that differ from point to point
+BLOCK_CASES = [
+    ("vector_vector_ctx", "trace", (True, False)),
+    ("vector_vector_ctx", "sympy", (False, True)),
+    ("matrix_scalar", "sympy", ()),
+    ("scalar_scalar", "trace", ()),
+    ("vector_scalar_kinks", "trace", ()),
+]
+
+
+def _blocking(mod: ModuleType, op: str) -> tuple[int, int | None]:
+    """(points per block, layout threshold or None) of ``op_points``, read from
+    its code: ``_point_blocks(npoints, BLOCK)`` and ``if npoints > SIZE:``."""
+    source = inspect.getsource(getattr(mod, f"{op}_points"))
+    block = re.search(r"_point_blocks\(npoints, (\d+)\)", source)
+    layout = re.search(r"if npoints > (\d+):", source)
+    assert block is not None, source
+    assert f"if npoints < {2 * int(block.group(1))}:" in source, source
+    return int(block.group(1)), int(layout.group(1)) if layout else None
+
+
+def _one_call(
+    mod: ModuleType, op: str, args: Sequence[Any], per_point: Sequence[bool]
+) -> tuple[Any, ...]:
+    """``op_points`` as it was before blocks: its block function on all the points
+    at once, laid out as the variant lays out one block."""
+    _, size = _blocking(mod, op)
+    k = len(args[0])
+    laid = [
+        (
+            mod._points_layout(a)
+            if p and np.ndim(a) > 1 and size is not None and k > size
+            else a
+        )
+        for a, p in zip(args, per_point)
+    ]
+    result = getattr(mod, f"_{op}_points_block")(*laid)
+    return result if isinstance(result, tuple) else (result,)
+
+
+def _bits(value: np.ndarray) -> tuple[tuple[int, ...], str, bytes]:
+    """Shape, dtype and bytes (NaN payloads and signed zeros included)."""
+    return value.shape, str(value.dtype), np.ascontiguousarray(value).tobytes()
+
+
+def _block_inputs(
+    name: str, op: str, k: int, flags: tuple[bool, ...], ys: tuple[int, ...], block: int
+) -> tuple[list[Any], list[list[Any]], list[bool], set[int]]:
+    """``_inputs`` with NaN and inf at rows on both sides of block boundaries:
+    (arguments, one-point arguments, which are per point, the non-finite rows)."""
+    args, singles = _inputs(name, op, k, flags, ys, k + 13)
+    per_point = [True] * (1 + len(OPERATORS[op].seeds)) + list(flags)
+    bad = {r for r in (0, block - 1, block, 2 * block + 1, k - 1) if 0 <= r < k}
+    for n, r in enumerate(sorted(bad)):
+        np.reshape(args[0][r : r + 1], -1)[0] = (np.nan, np.inf, -np.inf)[n % 3]
+    if len(per_point) > 1 and per_point[-1] and block < k:
+        np.reshape(args[-1][block : block + 1], -1)[-1] = np.nan
+        bad.add(block)
+    return args, singles, per_point, bad
+
+
+def _check_blocks(
+    mod: ModuleType, name: str, op: str, flags: tuple[bool, ...], ks: Sequence[int]
+) -> None:
+    """``op_points`` in blocks equals its one call bit for bit at every k of ``ks``
+    (NaN and inf rows included) and the one-point operator near the boundaries."""
+    block, _ = _blocking(mod, op)
+    ys, nres = tuple(mod.OUTPUT_SHAPE), len(OPERATORS[op].results)
+    for k in ks:
+        args, singles, per_point, bad = _block_inputs(name, op, k, flags, ys, block)
+        with np.errstate(all="ignore"):
+            got = getattr(mod, f"{op}_points")(*args)
+            reference = _one_call(mod, op, args, per_point)
+        got = got if nres > 1 else (got,)
+        assert len(got) == nres
+        for g, r in zip(got, reference):
+            assert _bits(g) == _bits(r), (op, k)
+        for i in {1, block - 2, block + 1, k - 2} - bad:
+            if 0 <= i < k:
+                one = getattr(mod, op)(*singles[i])
+                for g, r in zip(got, one if nres > 1 else (one,)):
+                    np.testing.assert_allclose(g[i], r, rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks as small as the layout allows, so that few points make many blocks."""
+    from difgen.backends import points
+
+    monkeypatch.setattr(points, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(points, "MIN_BLOCK", 16)  # BLAS kernels' rows divide it
+
+
+@pytest.mark.parametrize("name,backend,flags", BLOCK_CASES)
+def test_blocks_equal_one_call_bit_for_bit(
+    tmp_path: Path,
+    small_blocks: None,
+    name: str,
+    backend: str,
+    flags: tuple[bool, ...],
+) -> None:
+    """k = 0, 1, block - 1, block, block + 1, 2 * block - 1 (still one block: the
+    last block takes the rest), 2 * block and 3 * block + 7 points give the bits
+    of one call over all the points, for every operator of the scenario."""
+    xs, ctx_shapes = scenarios.SCENARIOS[name]
+    cfg = write_points_config(
+        tmp_path,
+        name,
+        xs,
+        operators_for(name),
+        list(zip(ctx_shapes, flags)),
+        backend=backend,
+    )
+    mod, _ = build_and_import(cfg)
+    for op in ("f", *operators_for(name)):
+        block, size = _blocking(mod, op)
+        assert block == max(16, 1 << (size or 0).bit_length()), (op, block, size)
+        ks = (0, 1, block - 1, block, block + 1, 2 * block - 1, 2 * block)
+        _check_blocks(mod, name, op, flags, (*ks, 3 * block + 7))
+
+
+def test_blocks_of_the_built_size(tmp_path: Path) -> None:
+    """With the block size difgen chooses: the same bits as one call around one
+    block and over several."""
+    cfg = write_points_config(
+        tmp_path,
+        "matrix_scalar",
+        [2, 3],
+        ["value_and_gradient", "hvp", "value_gradient_and_hessian"],
+        backend="trace",
+    )
+    mod, _ = build_and_import(cfg)
+    for op in ("value_and_gradient", "hvp", "value_gradient_and_hessian"):
+        block, _ = _blocking(mod, op)
+        assert block >= 256 and block & (block - 1) == 0
+        ks = (block, 2 * block - 1, 2 * block, 3 * block + 7)
+        _check_blocks(mod, "matrix_scalar", op, (), ks)
+
+
+def test_blocks_are_aligned_and_laid_out(
+    tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The block function is called once when the points make one block (on the
+    arguments themselves), else on blocks of ``block`` points from the first on,
+    the last one taking the rest; each block's per-point arrays are in Fortran
+    order exactly when one call's would be; a Fortran-ordered or strided input
+    gives the same bits."""
+    cfg = write_points_config(
+        tmp_path,
+        "vector_vector_ctx",
+        [3],
+        ["pullback"],
+        [((3, 3), True), ((), False)],
+        backend="trace",
+    )
+    mod, _ = build_and_import(cfg)
+    block, size = _blocking(mod, "pullback")
+    assert (block, size) == (16, 9)
+    seen: list[tuple[int, bool, bool]] = []
+    inner = mod._pullback_points_block
+
+    def spy(x: Any, dy: Any, c0: Any, c1: Any) -> Any:
+        seen.append((len(x), x.flags.f_contiguous, c0.flags.f_contiguous))
+        return inner(x, dy, c0, c1)
+
+    monkeypatch.setattr(mod, "_pullback_points_block", spy)
+    rng = np.random.default_rng(21)
+    for k, sizes in [
+        (0, [0]),
+        (1, [1]),
+        (9, [9]),
+        (10, [10]),
+        (31, [31]),
+        (32, [16, 16]),
+        (55, [16, 16, 23]),
+    ]:
+        X, DY, M = rng.normal(size=(k, 3)), rng.normal(size=(k, 3)), None
+        M = rng.normal(size=(k, 3, 3))
+        seen.clear()
+        got = mod.pullback_points(X, DY, M, 0.5)
+        assert [n for n, _, _ in seen] == sizes, k
+        if k > 1:
+            assert all(fx == fm == (k > size) for _, fx, fm in seen), (k, seen)
+        for other in (np.asfortranarray(X), np.repeat(X, 2, axis=0)[::2]):
+            assert _bits(mod.pullback_points(other, DY, M, 0.5)) == _bits(got)
+    for k in range(80):
+        bounds = mod._point_blocks(k, block)
+        assert bounds[0][0] == 0 and bounds[-1][1] == k
+        assert all(b[1] == c[0] for b, c in itertools.pairwise(bounds))
+        assert all(start % block == 0 for start, _ in bounds)
+        last = bounds[-1][1] - bounds[-1][0]
+        assert len(bounds) == 1 or block <= last < 2 * block
+        assert all(stop - start == block for start, stop in bounds[:-1])
+
+
+def test_block_size_from_the_live_bytes_per_point() -> None:
+    """``bytes_per_point`` is the peak of the batched values live at once
+    (views free, the number of points irrelevant); ``block_size`` the largest
+    power of two within the budget, at least MIN_BLOCK, and a power of two above
+    the layout size."""
+    from difgen.ad import build_graph
+    from difgen.backends import points
+    from difgen.passes import optimize
+
+    def fn(x: Any) -> Any:
+        return (np.sin(x[:, 1:]) * 2.0 + np.cos(x[:, 1:]),)
+
+    graphs = [optimize(build_graph(fn, [((k, 6), "float64")])) for k in (7, 11)]
+    # x (48 bytes a point, held throughout), its view x[:, 1:] (0), sin (40),
+    # sin * 2 (40), cos (40), the sum (40): sin is freed once doubled, so the
+    # peak is x, sin * 2, cos and the sum
+    assert [points.bytes_per_point(g) for g in graphs] == [48 + 40 * 3] * 2
+    per_point = points.bytes_per_point(graphs[0])
+    block = points.block_size(graphs[0], 0)
+    assert block & (block - 1) == 0 and block >= points.MIN_BLOCK
+    assert block * per_point <= points.BLOCK_BYTES < 2 * block * per_point
+    assert points.block_size(graphs[0], 10_000) == 16_384

@@ -42,6 +42,13 @@ NPOINTS = "npoints"
 """The number of points, read from ``x.shape[0]`` by every points variant."""
 POINTS_SUFFIX = "_points"
 """``gradient_points`` is the points variant of ``gradient`` (``points = true``)."""
+BLOCK_SUFFIX = "_block"
+"""``_gradient_points_block`` evaluates ``gradient_points`` on one block of points."""
+START = "start"
+STOP = "stop"
+"""A block of points is ``x[start:stop]``."""
+RESULTS = "results"
+"""The results a points variant of several results fills block by block."""
 TEMP_PREFIX = "t"
 CONST_PREFIX = "C"
 HOISTED_PREFIX = "K"
@@ -54,7 +61,7 @@ MODULES = ("np", "math", "sp")
 """Modules the generated code imports, by the names it imports them as."""
 
 ARGUMENTS = (INPUT, TANGENT, COTANGENT, DIRECTION, OUT)
-LOCALS = (RESULT, VALUE, NPOINTS)
+LOCALS = (RESULT, VALUE, NPOINTS, START, STOP, RESULTS)
 F64 = "_F64"
 NDARRAY = "_ND"
 AS_ARRAY = "_as_array"
@@ -62,6 +69,7 @@ AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
 POINTS_LAYOUT = "_points_layout"
+POINT_BLOCKS = "_point_blocks"
 AS_INTS = "_as_ints"
 AS_BOOLS = "_as_bools"
 CHECK_CSR_OUT = "_check_csr_out"
@@ -73,6 +81,7 @@ HELPERS = (
     CHECK_OUT,
     AS_POINTS,
     POINTS_LAYOUT,
+    POINT_BLOCKS,
     AS_INTS,
     AS_BOOLS,
     CHECK_CSR_OUT,
@@ -132,6 +141,16 @@ def points(operator: str) -> str:
     return f"{operator}{POINTS_SUFFIX}"
 
 
+def points_block(operator: str) -> str:
+    """Name of the private function that evaluates a points variant on one block
+    of points (module-level, not exported).
+
+    >>> points_block("gradient")
+    '_gradient_points_block'
+    """
+    return f"_{points(operator)}{BLOCK_SUFFIX}"
+
+
 def temp(i: int) -> str:
     """Name of the i-th temporary."""
     return f"{TEMP_PREFIX}{i}"
@@ -158,6 +177,7 @@ def reserved() -> set[str]:
         *FLOAT_HELPERS,
         *OPERATORS,  # the generated functions themselves
         *(points(name) for name in OPERATORS),  # and their points variants
+        *(points_block(name) for name in OPERATORS),
     }
 
 

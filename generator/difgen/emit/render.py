@@ -49,6 +49,9 @@ class Function:
     body: tuple[str, ...]
     checked: frozenset[str] = frozenset()
     points_of: str | None = None
+    block_of: str | None = None
+    """The private function (not in ``__all__``, no argument checks) that the points
+    variant of this operator calls on each block of points, already checked."""
     native: str = ""
     """``emit = "c"``: the C function computing the same (:mod:`difgen.backends.c_code`)."""
     native_doc: str = ""
@@ -64,6 +67,8 @@ class Function:
 
 def _checks(f: Function, spec: ModuleSpec, ys: tuple[int, ...]) -> list[str]:
     """The argument checks ``f`` starts with."""
+    if f.block_of is not None:
+        return []
     if f.points_of is not None:
         return points_argument_checks(OPERATORS[f.points_of], spec, ys)
     return argument_checks(OPERATORS[f.name], spec, ys, skip=f.checked)
@@ -229,7 +234,7 @@ def render_module(
         output_shape=repr(tuple(parts.output_shape)),
         constants=parts.constants,
         setup=parts.setup,
-        all_names=repr(sorted(f.name for f in functions)),
+        all_names=repr(sorted(f.name for f in functions if f.block_of is None)),
         helpers=naming,
         points=any(f.points_of is not None for f in functions),
         float_helpers=floats.definitions(body_text) + data_helpers(spec),

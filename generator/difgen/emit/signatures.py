@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
 from difgen import naming
 from difgen.config import ModuleSpec
@@ -229,21 +230,36 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
     dtypes = {c.name: c.dtype for c in spec.contexts}
     for name, shape in shared:
         lines += _exact_check(name, shape, dtypes[name])
-    return lines + _layout(per_point)
-
-
-def _layout(per_point: list[tuple[str, Shape]]) -> list[str]:
-    """Put the points axis innermost in memory when the points outnumber the
-    elements of one point. NumPy runs its inner loop along the last axis of a
-    C-ordered array: on ``(k, 10)`` arrays that is 10 elements per loop (4x slower
-    on the Rosenbrock gradient at k = 10^4) where Fortran order gives loops of k."""
-    arrays = [(name, shape) for name, shape in per_point if shape]
-    if not arrays:
-        return []
-    size = max(math.prod(shape) for _, shape in arrays)
-    lines = [f"if {naming.NPOINTS} > {size}:"]
-    lines += [f"    {name} = {naming.POINTS_LAYOUT}({name})" for name, _ in arrays]
     return lines
+
+
+@dataclass(frozen=True)
+class PointsArguments:
+    """The arguments of a points variant as its body passes them on."""
+
+    per_point: tuple[str, ...]
+    """Arguments with the points axis in front: ``x``, the seeds, per-point contexts
+    (the others are contexts shared by every point)."""
+    layout: tuple[str, ...]
+    """The per-point arrays (not scalars) whose points axis goes innermost in
+    memory when there are more than ``layout_size`` points.
+
+    NumPy runs its inner loop along the last axis of a C-ordered array: on
+    ``(k, 10)`` arrays that is 10 elements per loop (4x slower on the Rosenbrock
+    gradient at k = 10^4) where Fortran order gives loops of k."""
+    layout_size: int
+    """The most elements of one point among ``layout``'s arrays (0 if none)."""
+
+
+def points_arguments(op: Operator, spec: ModuleSpec, ys: Shape) -> PointsArguments:
+    """The per-point and the re-laid-out arguments of ``op``'s points variant."""
+    per_point, _ = _points_arguments(op, spec, ys)
+    arrays = [(name, shape) for name, shape in per_point if shape]
+    return PointsArguments(
+        tuple(name for name, _ in per_point),
+        tuple(name for name, _ in arrays),
+        max((math.prod(shape) for _, shape in arrays), default=0),
+    )
 
 
 def data_check(name: str, shape: Shape, dtype: str) -> list[str]:
