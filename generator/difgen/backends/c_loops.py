@@ -1216,10 +1216,10 @@ def _argument_lines(sig: Signature) -> list[str]:
     return lines
 
 
-def _buffer_lines(sig: Signature) -> list[str]:
+def _buffer_lines(sig: Signature, pattern: str | None) -> list[str]:
     """The result arrays, made before the loops write into them: new arrays, or
-    ``out`` (its CSR data) when it can be written directly and shares no memory
-    with an argument."""
+    ``out`` (its CSR data, checked against ``pattern``) when it can be written
+    directly and shares no memory with an argument."""
     lines: list[str] = []
     last_k, out = len(sig.shapes) - 1, sig.out
     for k, kind in enumerate(sig.op.results):
@@ -1236,7 +1236,10 @@ def _buffer_lines(sig: Signature) -> list[str]:
         if k == last_k and sig.csr_out:
             lines += [
                 f"if ({out} != NULL && {out} != Py_None) {{",
-                f'    {PREFIX}sdata = {PREFIX}csr_data({out}, "{kind}.out");',
+                (
+                    f"    {PREFIX}sdata = {PREFIX}csr_data({out}, "
+                    f'"{kind}.out", &{pattern});'
+                ),
                 f"    if ({PREFIX}sdata == NULL) goto {PREFIX}fail;",
                 "}",
                 (
@@ -1368,19 +1371,34 @@ def _result_stores(graph: Graph, shapes: list[tuple[int, ...]]) -> list[Store | 
     return results
 
 
+Pattern = tuple[np.ndarray, np.ndarray, tuple[int, int]]
+"""A sparse result's CSR ``indices``, ``indptr`` and shape."""
+
+
 def c_loops_function(
-    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], graph: Graph
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    graph: Graph,
+    pattern: Pattern | None = None,
 ) -> tuple[str, str]:
     """One operator as a METH_FASTCALL C function of loops: (source, doc).
 
-    :class:`NoLoopForm` when the graph uses a primitive without a loop form."""
+    ``pattern`` is the last result's sparsity pattern when it takes a CSR ``out``
+    (checked against it in C). :class:`NoLoopForm` when the graph uses a
+    primitive without a loop form."""
     sig = _signature(op, spec, ys, graph)
+    pattern_source, pattern_name = "", None
+    if sig.csr_out:
+        if pattern is None:
+            raise ValueError(f"{op.name}: a CSR out= needs its sparsity pattern")
+        pattern_source, pattern_name = c_code.csr_pattern(op.name, *pattern)
     inputs = [(f"{PREFIX}p_{n}" if s else n, s) for n, s in sig.args]
     compiler = Compiler(graph, inputs, op.name)
     body = compiler.compile_all(_result_stores(graph, sig.shapes))
     lines = [
         *_argument_lines(sig),
-        *_buffer_lines(sig),
+        *_buffer_lines(sig, pattern_name),
         *_workspace_lines(compiler.work),
         *body,
         *_finish_lines(sig),
@@ -1390,6 +1408,7 @@ def c_loops_function(
         f"/* {op.name}: C loops over the trace backend's graph "
         f"({len(graph.eqns)} equations) */\n"
         + "".join(f"{t}\n" for t in compiler.tables.lines)
+        + pattern_source
         + f"static PyObject *\n{PREFIX}op_{op.name}(PyObject *{PREFIX}self, "
         f"PyObject *const *{PREFIX}args, Py_ssize_t {PREFIX}nargs, "
         f"PyObject *{PREFIX}kwnames)\n{{\n"

@@ -465,8 +465,10 @@ def _emit_c(
             pass  # loops print any graph the scalar emission cannot
     wrap = _csr_wrappers(op, layouts, pool)
     function = vector_code.emit_operator(op, spec, ys, graph, pool, wrap)
+    last = layouts.get(len(op.results) - 1)
+    pattern = (*last[0].csr_indices(), last[1]) if last is not None else None
     try:
-        native, doc = c_loops.c_loops_function(op, spec, ys, graph)
+        native, doc = c_loops.c_loops_function(op, spec, ys, graph, pattern)
     except c_loops.NoLoopForm as exc:
         note(f"{op.name}: kept in Python (vector code): no C loop form for {exc}")
         return function, "vector"
