@@ -481,10 +481,12 @@ def _is_half(atom: Any) -> bool:
 
 
 # ------------------------------------------------- results computed on demand
-PUSH_ELEMENTS = 1 << 16
-"""Results of at most this many elements are considered for evaluation on demand."""
+PUSH_ELEMENTS = 4096
+"""Results of at most this many elements are considered for evaluation on demand:
+the analysis runs in Python per element (~30 us each), so that it stays well
+under a second (a 512-state Brusselator's 3,072 nonzeros: 0.1 s)."""
 
-PUSH_NODES = 1 << 18
+PUSH_NODES = 1 << 16
 """Distinct (value, element) nodes the demand analysis may visit (build time)."""
 
 PUSH_GROUPS = 64
@@ -560,6 +562,8 @@ class DemandAnalysis:
         self.memo: dict[tuple[Var, int], int] = {}
         self.leaves: dict[Var, int] = {}
         self.moves: dict[int, Moves] = {}
+        self.pushable: dict[int, bool] = {}
+        self.any_constant: dict[int, bool] = {}
         self.spread: dict[tuple[int, int], np.ndarray] = {}
 
     def _intern(self, node: tuple[Any, ...]) -> int:
@@ -576,9 +580,14 @@ class DemandAnalysis:
 
     def _pushable(self, eqn: Any) -> bool:
         """Elementwise float64/bool equations and structural moves."""
-        if any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)):
-            return False
-        return bool(eqn.primitive.elementwise) or eqn.primitive.name in STRUCTURAL
+        index = self.eqn_index[id(eqn)]
+        found = self.pushable.get(index)
+        if found is None:
+            found = not any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)) and (
+                bool(eqn.primitive.elementwise) or eqn.primitive.name in STRUCTURAL
+            )
+            self.pushable[index] = found
+        return found
 
     def node(self, atom: Any, position: int) -> int:
         """The node of ``atom``'s flat element ``position``."""
@@ -625,13 +634,14 @@ class DemandAnalysis:
                 if isinstance(a, Lit) or a in self.consts
             }
             self.moves[index] = moves_of(eqn, const)
+            self.any_constant[index] = bool(np.any(self.moves[index].constants))
         moves = self.moves[index]
         terms = moves.terms[position]
         constant = moves.constants[position]
         if eqn.out.shape == ():  # _structural's scalar form
             with_constant = bool(constant) or not terms
         else:
-            with_constant = bool(np.any(moves.constants)) or not terms
+            with_constant = self.any_constant[index] or not terms
         parts = [self._constant(constant)] if with_constant else []
         parts += [self.node(eqn.inputs[slot], i) for slot, i in terms]
         if len(parts) == 1:
@@ -1109,13 +1119,27 @@ class Compiler:
         doubles, in the same order); per-element constants are tables of the
         group's length, constants the same for all its elements literals."""
         eqns = self.original_eqns
-        count = len(demand.groups)
+        groups = list(demand.groups)
+        fill = _fill(groups, store_size(store))
+        count = len(groups) - (fill is not None)
         self.lines.append(
             f"/* {_eqn_text(self.producer[demand.out])}: computed at its "
             f"{demand.out.size} elements only, in {count} loop"
-            f"{'s' if count > 1 else ''} */"
+            f"{'s' if count != 1 else ''} */"
         )
-        for group in demand.groups:
+        if fill is not None:  # most elements are one constant: written first
+            group, value = fill
+            groups.remove(group)
+            size = store_size(store)
+            if value == np.float64(0.0).tobytes():
+                self.lines.append(f"memset({store.name}, 0, sizeof(double) * {size});")
+            else:
+                literal = c_number(np.frombuffer(value, np.float64)[0])
+                self.lines.append(
+                    f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {size}; {PREFIX}j++) "
+                    f"{store.name}[{PREFIX}j] = {literal};"
+                )
+        for group in groups:
             n = len(group.targets)  # elements computed
             nest = LoopNest((n,), self.tables)
             here = np.arange(n, dtype=np.int64)
@@ -1541,6 +1565,25 @@ def _broadcast(atom: Any, shape: tuple[int, ...]) -> np.ndarray:
     own = tuple(atom.shape)
     index = np.arange(int(np.prod(own, dtype=np.int64)), dtype=np.int64).reshape(own)
     return np.broadcast_to(index, shape)
+
+
+def _fill(groups: list[DemandGroup], size: int) -> tuple[DemandGroup, bytes] | None:
+    """The group of more than half the result's elements that are one constant
+    (a dense hessian's structural zeros), if any: the result is filled with it
+    (``memset`` for zeros) before the other groups write theirs, instead of a
+    store through an index table per element."""
+    for group in groups:
+        if len(group.skeleton) != 1 or 2 * group.targets.size <= size:
+            continue
+        (item,) = group.skeleton
+        if item[0] != "c":
+            continue
+        if item[1] is not None:
+            return group, item[1]
+        values = group.reads[0]
+        if len({v.tobytes() for v in values}) == 1:
+            return group, values[0].tobytes()
+    return None
 
 
 def _reduced_positions(shape: tuple[int, ...], axes: Any) -> np.ndarray:
