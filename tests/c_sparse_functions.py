@@ -41,3 +41,8 @@ def stencil(u):
 def chain(x):
     """Neighbours multiplied: a tiny sparse jacobian, printed as straight-line C."""
     return np.concatenate([x[1:] * x[:-1], np.sin(x[:1])])
+
+
+def banded(x):
+    """Rosenbrock's function: a dense hessian that is mostly structural zeros."""
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)

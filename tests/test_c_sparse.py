@@ -27,6 +27,7 @@ MODULES = {
     "stencil": ("stencil", 200, '["jacobian", "value_and_jacobian"]', "sparse = true"),
     "chain": ("chain", 5, '["jacobian"]', "sparse = true"),
     "gathered": ("gathered", F.N, '["f", "jacobian", "pushforward", "pullback"]', ""),
+    "banded": ("banded", 30, '["gradient", "hessian", "hvp"]', ""),
 }
 
 
@@ -255,6 +256,26 @@ def test_sparse_jacobian_computed_on_demand(built: Built) -> None:
             _close(compiled.value_and_jacobian(point), python.value_and_jacobian(point))
     expected = central_jacobian(F.stencil, x)
     np.testing.assert_allclose(compiled.jacobian(x).toarray(), expected, atol=1e-6)
+
+
+def test_dense_hessian_zeros_filled_first(built: Built) -> None:
+    """A dense hessian computed on demand: its structural zeros are one memset,
+    then the band's groups; equal to the NumPy emission (NaN and inf included)
+    and to differences of the gradient."""
+    source = _source(built, "banded")
+    hessian = source[source.index("dg_op_hessian(") :]
+    assert "elements only" in hessian
+    assert "memset(dg_r0, 0, sizeof(double) * 900);" in hessian
+    compiled, python = built.compiled("banded"), built.python("banded")
+    x = np.random.default_rng(9).uniform(-1.0, 1.5, 30)
+    special = x.copy()
+    special[[0, 13, 29]] = [np.nan, np.inf, -0.0]
+    with np.errstate(all="ignore"):
+        for point in (x, special):
+            _close(compiled.hessian(point), python.hessian(point))
+            _close(compiled.hvp(point, x), python.hvp(point, x))
+    expected = central_jacobian(compiled.gradient, x)
+    np.testing.assert_allclose(compiled.hessian(x), expected, rtol=1e-6, atol=1e-4)
 
 
 def test_demand_analysis_groups_and_budgets() -> None:
