@@ -1114,22 +1114,28 @@ class Compiler:
         return dce(Graph(self.graph.inputs, tuple(outputs), self.graph.eqns))
 
     def _demand_loops(self, demand: Demand, store: Store) -> None:
-        """One loop per group of the result's elements, each element evaluated
-        as the equations would have computed it (the same operations on the same
+        """The result's groups of elements, each element evaluated as the
+        equations would have computed it (the same operations on the same
         doubles, in the same order); per-element constants are tables of the
-        group's length, constants the same for all its elements literals."""
-        eqns = self.original_eqns
+        group's length, constants the same for all its elements literals.
+        Groups of one length share one loop (the Brusselator's six shapes of
+        nonzeros: one loop over the 256 grid points, whose loads and ``x * 0.0``
+        products the C compiler then shares)."""
         groups = list(demand.groups)
         fill = _fill(groups, store_size(store))
-        count = len(groups) - (fill is not None)
+        if fill is not None:
+            groups.remove(fill[0])
+        by_length: dict[int, list[DemandGroup]] = {}
+        for group in groups:  # groups of one length share one loop
+            by_length.setdefault(len(group.targets), []).append(group)
+        count = len(by_length)
         self.lines.append(
             f"/* {_eqn_text(self.producer[demand.out])}: computed at its "
             f"{demand.out.size} elements only, in {count} loop"
             f"{'s' if count != 1 else ''} */"
         )
         if fill is not None:  # most elements are one constant: written first
-            group, value = fill
-            groups.remove(group)
+            value = fill[1]
             size = store_size(store)
             if value == np.float64(0.0).tobytes():
                 self.lines.append(f"memset({store.name}, 0, sizeof(double) * {size});")
@@ -1139,44 +1145,55 @@ class Compiler:
                     f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {size}; {PREFIX}j++) "
                     f"{store.name}[{PREFIX}j] = {literal};"
                 )
-        for group in groups:
-            n = len(group.targets)  # elements computed
+        for n, together in by_length.items():
             nest = LoopNest((n,), self.tables)
-            here = np.arange(n, dtype=np.int64)
-            texts: list[str] = []
             body: list[str] = []
-            for k, item in enumerate(group.skeleton):
-                if item[0] == "v":
-                    leaf = demand.leaves[item[1]]
-                    texts.append(self.read(nest, leaf, group.reads[k]))
-                elif item[0] == "c" and item[1] is not None:
-                    texts.append(c_number(np.frombuffer(item[1], np.float64)[0]))
-                elif item[0] == "c":
-                    values = group.reads[k]
-                    if len({v.tobytes() for v in values}) == 1:
-                        texts.append(c_number(values[0]))
-                    else:
-                        table = Store(self.tables.doubles(values), (n,))
-                        texts.append(nest.at(table, here))
-                else:
-                    if item[0] == "e":
-                        eqn = eqns[item[1]]
-                        text = element_text(eqn, [texts[c] for c in item[2]])
-                        note = _eqn_text(eqn)
-                    else:
-                        text = " + ".join(f"({texts[c]})" for c in item[1])
-                        note = "moved terms added"
-                    temp = self._fresh("e")
-                    body.append(f"const double {temp} = {text}; /* {note} */")
-                    texts.append(temp)
-            body += [
-                f"{nest.at(store, group.targets[:, j])} = {texts[-1]};"
-                for j in range(group.targets.shape[1])
-            ]
-            copies = group.targets.shape[1]
-            comment = f"{n} elements" + (f", each stored {copies} times" * (copies > 1))
+            for group in together:
+                body += self._group_body(nest, demand, group, store)
+            stored = sum(g.targets.size for g in together)
+            comment = f"{n} iterations, {stored} elements"
+            if len(together) > 1:
+                comment += f" of {len(together)} expression shapes"
             self.lines += nest.render(comment, [], body, [])
         self.values[demand.out] = store
+
+    def _group_body(
+        self, nest: LoopNest, demand: Demand, group: DemandGroup, store: Store
+    ) -> list[str]:
+        """One group's statements at the loop index: its skeleton's nodes in
+        order (reads and constants inlined, each operation a temporary), then
+        the stores of the value into each of its targets."""
+        n = len(group.targets)
+        texts: list[str] = []
+        body: list[str] = []
+        for k, item in enumerate(group.skeleton):
+            if item[0] == "v":
+                leaf = demand.leaves[item[1]]
+                texts.append(self.read(nest, leaf, group.reads[k]))
+            elif item[0] == "c" and item[1] is not None:
+                texts.append(c_number(np.frombuffer(item[1], np.float64)[0]))
+            elif item[0] == "c":
+                values = group.reads[k]
+                if len({v.tobytes() for v in values}) == 1:
+                    texts.append(c_number(values[0]))
+                else:
+                    table = Store(self.tables.doubles(values), (n,))
+                    texts.append(nest.at(table, np.arange(n, dtype=np.int64)))
+            else:
+                if item[0] == "e":
+                    eqn = self.original_eqns[item[1]]
+                    text = element_text(eqn, [texts[c] for c in item[2]])
+                    note = _eqn_text(eqn)
+                else:
+                    text = " + ".join(f"({texts[c]})" for c in item[1])
+                    note = "moved terms added"
+                temp = self._fresh("e")
+                body.append(f"const double {temp} = {text}; /* {note} */")
+                texts.append(temp)
+        return body + [
+            f"{nest.at(store, group.targets[:, j])} = {texts[-1]};"
+            for j in range(group.targets.shape[1])
+        ]
 
     def _reshaped_results(self, results: list[Store | None]) -> None:
         """A result that is a reshape of a computed value (a dense hessian from
