@@ -71,7 +71,7 @@ from difgen import naming
 from difgen.backends import c_code, c_points
 from difgen.backends.c_code import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
 from difgen.config import ModuleSpec
-from difgen.core.ir import Graph, Lit, Var
+from difgen.core.ir import Graph, Lit, Var, dce
 from difgen.emit.signatures import is_sparse, sparse_out
 from difgen.operators import Operator, result_shape, seed_shape
 
@@ -480,6 +480,330 @@ def _is_half(atom: Any) -> bool:
     return isinstance(atom, Lit) and atom.value.size == 1 and float(atom.value) == 0.5
 
 
+# ------------------------------------------------- results computed on demand
+PUSH_ELEMENTS = 4096
+"""Results of at most this many elements are considered for evaluation on demand:
+the analysis runs in Python per element (~30 us each), so that it stays well
+under a second (a 512-state Brusselator's 3,072 nonzeros: 0.1 s)."""
+
+PUSH_NODES = 1 << 16
+"""Distinct (value, element) nodes the demand analysis may visit (build time)."""
+
+PUSH_GROUPS = 64
+"""At most this many loops (element shapes) for one result computed on demand."""
+
+SPECIAL_CONSTANTS = frozenset(np.float64(v).tobytes() for v in (0.0, 1.0, -1.0))
+"""Constants whose value splits the elements into loops of their own: there the
+constant is a literal, and the C compiler drops ``x * 1.0`` (exact in IEEE) and
+multiplies by a literal ``0.0`` instead of loading a seed table (``x * 0.0`` is
+kept: it is NaN for a non-finite ``x``, as in NumPy)."""
+
+
+class TooLarge(Exception):
+    """The demand analysis went past one of its budgets: compute as usual."""
+
+
+@dataclass
+class DemandGroup:
+    """Elements of a result sharing one expression shape: one loop.
+
+    ``skeleton`` lists the expression's nodes in evaluation order: ``("v", k)``
+    reads value ``k`` of :attr:`Demand.leaves`, ``("c", value)`` a constant the
+    same for all elements (``("c", None)``: one per element), ``("e", eqn,
+    children)`` an elementwise equation, ``("s", children)`` a sum of moved terms
+    in NumPy's order. ``reads`` holds, per ``v`` or per-element ``c`` node, the
+    positions read or the constants, one per element; ``targets`` the result's
+    flat positions written: one row per element computed, one column per
+    result element that equals it (the same expression of the same operands:
+    computed once, stored in each)."""
+
+    skeleton: tuple[Any, ...]
+    targets: np.ndarray  # (elements computed, copies of each)
+    reads: dict[int, np.ndarray]
+
+    @property
+    def operations(self) -> int:
+        return len(self.targets) * sum(n[0] in "es" for n in self.skeleton)
+
+
+@dataclass
+class Demand:
+    """A result computed element by element at its own elements only: the
+    elementwise equations it depends on are evaluated where the result reads
+    them (through structural moves: gathers, concatenations, reshapes...), not
+    over their whole shapes. ``leaves`` are the values read from memory
+    (arguments, or values the other code computes)."""
+
+    out: Var
+    groups: list[DemandGroup]
+    leaves: list[Var]
+
+    @property
+    def operations(self) -> int:
+        return sum(g.operations for g in self.groups)
+
+
+class DemandAnalysis:
+    """Each element of a result as an expression DAG over values in memory and
+    constants, built by following the equations backwards from that element
+    (docs/design.md, section 10). Nodes are interned, so an element's DAG shares
+    its repeated operands, and a value read by many elements is one node."""
+
+    def __init__(
+        self, graph: Graph, consts: dict[Var, np.ndarray], kept: frozenset[Var]
+    ) -> None:
+        self.consts = consts
+        self.kept = kept  # values read from memory even where they could be pushed
+        self.inputs = set(graph.inputs)
+        self.producer = {e.out: e for e in graph.eqns}
+        self.eqn_index = {id(e): i for i, e in enumerate(graph.eqns)}
+        self.nodes: list[tuple[Any, ...]] = []
+        self.interned: dict[tuple[Any, ...], int] = {}
+        self.memo: dict[tuple[Var, int], int] = {}
+        self.leaves: dict[Var, int] = {}
+        self.moves: dict[int, Moves] = {}
+        self.pushable: dict[int, bool] = {}
+        self.any_constant: dict[int, bool] = {}
+        self.spread: dict[tuple[int, int], np.ndarray] = {}
+
+    def _intern(self, node: tuple[Any, ...]) -> int:
+        found = self.interned.get(node)
+        if found is None:
+            if len(self.nodes) >= PUSH_NODES:
+                raise TooLarge
+            found = self.interned[node] = len(self.nodes)
+            self.nodes.append(node)
+        return found
+
+    def _constant(self, value: Any) -> int:
+        return self._intern(("c", np.float64(value).tobytes()))
+
+    def _pushable(self, eqn: Any) -> bool:
+        """Elementwise float64/bool equations and structural moves."""
+        index = self.eqn_index[id(eqn)]
+        found = self.pushable.get(index)
+        if found is None:
+            found = not any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)) and (
+                bool(eqn.primitive.elementwise) or eqn.primitive.name in STRUCTURAL
+            )
+            self.pushable[index] = found
+        return found
+
+    def node(self, atom: Any, position: int) -> int:
+        """The node of ``atom``'s flat element ``position``."""
+        if isinstance(atom, Lit):
+            value = atom.value
+            return self._constant(value.reshape(-1)[position if value.size > 1 else 0])
+        if atom in self.consts:
+            return self._constant(self.consts[atom].reshape(-1)[position])
+        key = (atom, position)
+        found = self.memo.get(key)
+        if found is not None:
+            return found
+        eqn = self.producer.get(atom)
+        if eqn is None or atom in self.kept or not self._pushable(eqn):
+            leaf = self.leaves.setdefault(atom, len(self.leaves))
+            found = self._intern(("v", leaf, position))
+        elif eqn.primitive.elementwise:
+            children = tuple(
+                self.node(a, int(self._spread(eqn, slot)[position]))
+                for slot, a in enumerate(eqn.inputs)
+            )
+            found = self._intern(("e", self.eqn_index[id(eqn)], children))
+        else:
+            found = self._moved(eqn, position)
+        self.memo[key] = found
+        return found
+
+    def _spread(self, eqn: Any, slot: int) -> np.ndarray:
+        """Flat positions of input ``slot`` read at each flat output element."""
+        key = (self.eqn_index[id(eqn)], slot)
+        if key not in self.spread:
+            shape = tuple(eqn.out.shape)
+            self.spread[key] = _broadcast(eqn.inputs[slot], shape).reshape(-1)
+        return self.spread[key]
+
+    def _moved(self, eqn: Any, position: int) -> int:
+        """A structural element: the element it moves, or the sum of its terms
+        (after its constant) in the order the loops of ``_structural`` add them."""
+        index = self.eqn_index[id(eqn)]
+        if index not in self.moves:
+            const = {
+                i: (a.value if isinstance(a, Lit) else self.consts[a])
+                for i, a in enumerate(eqn.inputs)
+                if isinstance(a, Lit) or a in self.consts
+            }
+            self.moves[index] = moves_of(eqn, const)
+            self.any_constant[index] = bool(np.any(self.moves[index].constants))
+        moves = self.moves[index]
+        terms = moves.terms[position]
+        constant = moves.constants[position]
+        if eqn.out.shape == ():  # _structural's scalar form
+            with_constant = bool(constant) or not terms
+        else:
+            with_constant = self.any_constant[index] or not terms
+        parts = [self._constant(constant)] if with_constant else []
+        parts += [self.node(eqn.inputs[slot], i) for slot, i in terms]
+        if len(parts) == 1:
+            return parts[0]
+        return self._intern(("s", tuple(parts)))
+
+    def shape_of(self, root: int, special: bool) -> tuple[tuple[Any, ...], list[Any]]:
+        """An element's skeleton (its DAG with positions and per-element constants
+        taken out) and what was taken out, in the skeleton's order."""
+        local: dict[int, int] = {}
+        skeleton: list[Any] = []
+        payload: list[Any] = []
+        stack: list[tuple[int, bool]] = [(root, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if n in local:
+                continue
+            node = self.nodes[n]
+            kids = node[2] if node[0] == "e" else node[1] if node[0] == "s" else ()
+            if not expanded and kids:
+                stack.append((n, True))
+                stack.extend((k, False) for k in reversed(kids) if k not in local)
+                continue
+            if node[0] == "v":
+                skeleton.append(("v", node[1]))
+                payload.append(node[2])
+            elif node[0] == "c":
+                value = node[1]
+                fixed = special and value in SPECIAL_CONSTANTS
+                skeleton.append(("c", value if fixed else None))
+                payload.append(None if fixed else value)
+            elif node[0] == "e":
+                skeleton.append(("e", node[1], tuple(local[k] for k in kids)))
+                payload.append(None)
+            else:
+                skeleton.append(("s", tuple(local[k] for k in kids)))
+                payload.append(None)
+            local[n] = len(skeleton) - 1
+        return tuple(skeleton), payload
+
+
+def _groups(
+    analysis: DemandAnalysis, roots: list[int], special: bool
+) -> list[DemandGroup] | None:
+    """The result's elements grouped by skeleton (None: too many loops)."""
+    found: dict[tuple[Any, ...], tuple[list[int], list[list[Any]]]] = {}
+    for target, root in enumerate(roots):
+        skeleton, payload = analysis.shape_of(root, special)
+        targets, payloads = found.setdefault(skeleton, ([], []))
+        targets.append(target)
+        payloads.append(payload)
+        if len(found) > PUSH_GROUPS:
+            return None
+    groups = []
+    for skeleton, (targets, payloads) in found.items():
+        reads: dict[int, np.ndarray] = {}
+        for k, item in enumerate(skeleton):
+            column = [p[k] for p in payloads]
+            if item[0] == "v":
+                reads[k] = np.array(column, dtype=np.int64)
+            elif item[0] == "c" and item[1] is None:
+                reads[k] = np.frombuffer(b"".join(column), dtype=np.float64)
+        groups += _computed_once(skeleton, np.array(targets, dtype=np.int64), reads)
+    return groups if len(groups) <= PUSH_GROUPS else None
+
+
+COPIES = 8
+"""Equal elements computed once and stored up to this many times (unrolled)."""
+
+
+def _computed_once(
+    skeleton: tuple[Any, ...], targets: np.ndarray, reads: dict[int, np.ndarray]
+) -> list[DemandGroup]:
+    """The group's elements that read the same operands (and constants) are
+    equal: each distinct one is computed once and stored to all of them (the
+    four neighbours of a stencil row share one jacobian value). One group per
+    number of copies, elements in their first target's order."""
+    keys = [reads[k].view(np.int64) for k in sorted(reads)]
+    if not keys:
+        return [DemandGroup(skeleton, targets[:, None], reads)]
+    rows = np.stack(keys, axis=1)
+    _, first, inverse, counts = np.unique(
+        rows, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    inverse = inverse.reshape(-1)
+    if counts.max() == 1 or counts.max() > COPIES:
+        return [DemandGroup(skeleton, targets[:, None], reads)]
+    groups = []
+    members = np.argsort(inverse, kind="stable")  # each distinct's elements
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for copies in sorted(set(counts.tolist())):
+        chosen = np.flatnonzero(counts == copies)
+        chosen = chosen[np.argsort(first[chosen], kind="stable")]
+        table = np.stack([members[starts[u] : starts[u] + copies] for u in chosen])
+        picked = first[chosen]
+        groups.append(
+            DemandGroup(
+                skeleton,
+                targets[table],
+                {k: v[picked] for k, v in reads.items()},
+            )
+        )
+    return groups
+
+
+def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand | None:
+    """``out`` as a :class:`Demand`, or None past the budgets (or when a value
+    nests deeper than Python's recursion allows)."""
+    if out.size > PUSH_ELEMENTS:
+        return None
+    kept: frozenset[Var] = frozenset()
+    for _ in range(2):  # once more with the shared values kept in memory
+        found = _analysed(graph, out, consts, kept)
+        if found is None:
+            return None
+        analysis, groups = found
+        shared = _shared(graph, analysis, groups)
+        if not shared:
+            break
+        kept |= shared
+    leaves = sorted(analysis.leaves, key=analysis.leaves.__getitem__)
+    return Demand(out, groups, leaves)
+
+
+def _analysed(
+    graph: Graph, out: Var, consts: dict[Var, np.ndarray], kept: frozenset[Var]
+) -> tuple[DemandAnalysis, list[DemandGroup]] | None:
+    """Every element of ``out`` analysed and grouped (constants 0, 1, -1 apart
+    when that stays within :data:`PUSH_GROUPS` loops)."""
+    analysis = DemandAnalysis(graph, consts, kept)
+    try:
+        roots = [analysis.node(out, i) for i in range(out.size)]
+    except (TooLarge, RecursionError):
+        return None
+    groups = _groups(analysis, roots, special=True)
+    if groups is None:
+        groups = _groups(analysis, roots, special=False)
+    return None if groups is None else (analysis, groups)
+
+
+def _shared(
+    graph: Graph, analysis: DemandAnalysis, groups: list[DemandGroup]
+) -> frozenset[Var]:
+    """Elementwise values the result reads all of, more often than they have
+    elements (``x * x`` of a stencil, read by each of a row's nonzeros): cheaper
+    computed once into memory by the usual loop than once per read."""
+    uses: dict[int, int] = {}
+    for g in groups:
+        for item in g.skeleton:
+            if item[0] == "e":
+                uses[item[1]] = uses.get(item[1], 0) + len(g.targets)
+    distinct: dict[Var, int] = {}
+    for var, _ in analysis.memo:
+        distinct[var] = distinct.get(var, 0) + 1
+    shared = set()
+    for index, count in uses.items():
+        out = graph.eqns[index].out
+        if distinct.get(out) == out.size and count > out.size:
+            shared.add(out)
+    return frozenset(shared)
+
+
 # ------------------------------------------------------------------ planning
 @dataclass
 class Group:
@@ -521,7 +845,10 @@ class Compiler:
     def __init__(
         self, graph: Graph, inputs: list[tuple[str, tuple[int, ...]]], stem: str
     ) -> None:
-        self.graph = graph
+        self.graph = graph  # what remains to compile as usual (see _on_demand)
+        self.outputs = graph.outputs
+        self.original_eqns = graph.eqns
+        self.producer = {e.out: e for e in graph.eqns}
         self.tables = Tables(stem)
         self.moves: dict[Var, Moves] = {}
         self.view_of: dict[Var, tuple[Any, np.ndarray]] = {}
@@ -656,6 +983,8 @@ class Compiler:
     def _constant(self, eqn: Any) -> bool:
         """Evaluate an equation of constants at build time (NumPy, as the vector
         emission hoists it to import time)."""
+        if eqn.out in self.consts:
+            return True
         if any(isinstance(a, Var) and a not in self.consts for a in eqn.inputs):
             return False
         if eqn.primitive.name in ("cond", "while_loop", "sweep"):
@@ -704,8 +1033,15 @@ class Compiler:
     def compile(self, results: list[Store | None]) -> list[str]:
         """The statements computing the graph into ``results`` (a Store per output
         that is written directly; None: copied at the end)."""
-        for out, store in zip(self.graph.outputs, results):
-            if store is not None and isinstance(out, Var) and out not in self.result_of:
+        demands = self._on_demand(results)
+        pushed = {d.out for d, _ in demands}
+        for out, store in zip(self.outputs, results):
+            if (
+                store is not None
+                and isinstance(out, Var)
+                and out not in self.result_of
+                and out not in pushed
+            ):
                 self.result_of[out] = store
         plan = self.plan()
         self._reshaped_results(results)
@@ -718,12 +1054,152 @@ class Compiler:
             else:
                 self._step(item.eqn)
         self._views_before(views_done)
+        for demand, store in demands:
+            self._demand_loops(demand, store)
         return self.lines
+
+    # ------------------------------------------------------ results on demand
+    def _on_demand(self, results: list[Store | None]) -> list[tuple[Demand, Store]]:
+        """Results to compute at their own elements only (:class:`Demand`): a
+        structural result (a gather of a sparse jacobian's nonzeros out of the
+        colors' compressed columns, say) whose dependencies are elementwise
+        equations and moves, when that is fewer operations than computing those
+        equations over their whole shapes. The graph left to compile as usual
+        becomes the equations the other results and the demands' leaves need."""
+        for eqn in self.graph.eqns:  # constants first: the analysis folds them
+            self._constant(eqn)
+        producer = {e.out: e for e in self.graph.eqns}
+        read = {a for e in self.graph.eqns for a in e.inputs if isinstance(a, Var)}
+        outputs = [o for o in self.outputs if isinstance(o, Var)]
+        chosen: list[tuple[Demand, Store]] = []
+        for out, store in zip(self.outputs, results):
+            if not isinstance(out, Var):
+                continue
+            made_by = producer.get(out)
+            if (
+                store is None
+                or made_by is None
+                or made_by.primitive.name not in STRUCTURAL
+                or out in read
+                or out in self.consts
+                or outputs.count(out) != 1
+            ):
+                continue
+            demand = demand_of(self.graph, out, self.consts)
+            if demand is None or not any(
+                item[0] == "e" for g in demand.groups for item in g.skeleton
+            ):
+                continue
+            before = self._rest_graph([d for d, _ in chosen]).eqns
+            after = {
+                e.out for e in self._rest_graph([*(d for d, _ in chosen), demand]).eqns
+            }
+            saved = sum(
+                e.out.size
+                for e in before
+                if e.out not in after and e.out not in self.consts
+            )
+            if demand.operations < saved:  # elements computed, either way
+                chosen.append((demand, store))
+        if chosen:
+            self.graph = self._rest_graph([d for d, _ in chosen])
+        return chosen
+
+    def _rest_graph(self, demands: list[Demand]) -> Graph:
+        """The graph without the demands' results, plus their leaves as outputs."""
+        pushed = {d.out for d in demands}
+        outputs = [o for o in self.outputs if not (isinstance(o, Var) and o in pushed)]
+        inputs = set(self.graph.inputs)
+        for d in demands:
+            outputs += [v for v in d.leaves if v not in inputs and v not in outputs]
+        return dce(Graph(self.graph.inputs, tuple(outputs), self.graph.eqns))
+
+    def _demand_loops(self, demand: Demand, store: Store) -> None:
+        """The result's groups of elements, each element evaluated as the
+        equations would have computed it (the same operations on the same
+        doubles, in the same order); per-element constants are tables of the
+        group's length, constants the same for all its elements literals.
+        Groups of one length share one loop (the Brusselator's six shapes of
+        nonzeros: one loop over the 256 grid points, whose loads and ``x * 0.0``
+        products the C compiler then shares)."""
+        groups = list(demand.groups)
+        fill = _fill(groups, store_size(store))
+        if fill is not None:
+            groups.remove(fill[0])
+        by_length: dict[int, list[DemandGroup]] = {}
+        for group in groups:  # groups of one length share one loop
+            by_length.setdefault(len(group.targets), []).append(group)
+        count = len(by_length)
+        self.lines.append(
+            f"/* {_eqn_text(self.producer[demand.out])}: computed at its "
+            f"{demand.out.size} elements only, in {count} loop"
+            f"{'s' if count != 1 else ''} */"
+        )
+        if fill is not None:  # most elements are one constant: written first
+            value = fill[1]
+            size = store_size(store)
+            if value == np.float64(0.0).tobytes():
+                self.lines.append(f"memset({store.name}, 0, sizeof(double) * {size});")
+            else:
+                literal = c_number(np.frombuffer(value, np.float64)[0])
+                self.lines.append(
+                    f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {size}; {PREFIX}j++) "
+                    f"{store.name}[{PREFIX}j] = {literal};"
+                )
+        for n, together in by_length.items():
+            nest = LoopNest((n,), self.tables)
+            body: list[str] = []
+            for group in together:
+                body += self._group_body(nest, demand, group, store)
+            stored = sum(g.targets.size for g in together)
+            comment = f"{n} iterations, {stored} elements"
+            if len(together) > 1:
+                comment += f" of {len(together)} expression shapes"
+            self.lines += nest.render(comment, [], body, [])
+        self.values[demand.out] = store
+
+    def _group_body(
+        self, nest: LoopNest, demand: Demand, group: DemandGroup, store: Store
+    ) -> list[str]:
+        """One group's statements at the loop index: its skeleton's nodes in
+        order (reads and constants inlined, each operation a temporary), then
+        the stores of the value into each of its targets."""
+        n = len(group.targets)
+        texts: list[str] = []
+        body: list[str] = []
+        for k, item in enumerate(group.skeleton):
+            if item[0] == "v":
+                leaf = demand.leaves[item[1]]
+                texts.append(self.read(nest, leaf, group.reads[k]))
+            elif item[0] == "c" and item[1] is not None:
+                texts.append(c_number(np.frombuffer(item[1], np.float64)[0]))
+            elif item[0] == "c":
+                values = group.reads[k]
+                if len({v.tobytes() for v in values}) == 1:
+                    texts.append(c_number(values[0]))
+                else:
+                    table = Store(self.tables.doubles(values), (n,))
+                    texts.append(nest.at(table, np.arange(n, dtype=np.int64)))
+            else:
+                if item[0] == "e":
+                    eqn = self.original_eqns[item[1]]
+                    text = element_text(eqn, [texts[c] for c in item[2]])
+                    note = _eqn_text(eqn)
+                else:
+                    text = " + ".join(f"({texts[c]})" for c in item[1])
+                    note = "moved terms added"
+                temp = self._fresh("e")
+                body.append(f"const double {temp} = {text}; /* {note} */")
+                texts.append(temp)
+        return body + [
+            f"{nest.at(store, group.targets[:, j])} = {texts[-1]};"
+            for j in range(group.targets.shape[1])
+        ]
 
     def _reshaped_results(self, results: list[Store | None]) -> None:
         """A result that is a reshape of a computed value (a dense hessian from
         its flat scatter): that value is computed into the result buffer."""
-        for out, store in zip(self.graph.outputs, results):
+        for out, store in zip(self.outputs, results):
             if store is None or not isinstance(out, Var) or out not in self.view_of:
                 continue
             src, table = self.view_of[out]
@@ -1073,7 +1549,7 @@ class Compiler:
         """Compute the graph, then copy the results not computed in place
         (repeated outputs, arguments, constants, views, literals)."""
         lines = self.compile(results)
-        for k, (out, store) in enumerate(zip(self.graph.outputs, results)):
+        for k, (out, store) in enumerate(zip(self.outputs, results)):
             if self._computed_into(out, store):
                 continue
             shape = tuple(np.shape(out.value)) if isinstance(out, Lit) else out.shape
@@ -1109,6 +1585,25 @@ def _broadcast(atom: Any, shape: tuple[int, ...]) -> np.ndarray:
     own = tuple(atom.shape)
     index = np.arange(int(np.prod(own, dtype=np.int64)), dtype=np.int64).reshape(own)
     return np.broadcast_to(index, shape)
+
+
+def _fill(groups: list[DemandGroup], size: int) -> tuple[DemandGroup, bytes] | None:
+    """The group of more than half the result's elements that are one constant
+    (a dense hessian's structural zeros), if any: the result is filled with it
+    (``memset`` for zeros) before the other groups write theirs, instead of a
+    store through an index table per element."""
+    for group in groups:
+        if len(group.skeleton) != 1 or 2 * group.targets.size <= size:
+            continue
+        (item,) = group.skeleton
+        if item[0] != "c":
+            continue
+        if item[1] is not None:
+            return group, item[1]
+        values = group.reads[0]
+        if len({v.tobytes() for v in values}) == 1:
+            return group, values[0].tobytes()
+    return None
 
 
 def _reduced_positions(shape: tuple[int, ...], axes: Any) -> np.ndarray:
@@ -1219,10 +1714,10 @@ def _argument_lines(sig: Signature) -> list[str]:
     return lines
 
 
-def _buffer_lines(sig: Signature) -> list[str]:
+def _buffer_lines(sig: Signature, pattern: str | None) -> list[str]:
     """The result arrays, made before the loops write into them: new arrays, or
-    ``out`` (its CSR data) when it can be written directly and shares no memory
-    with an argument."""
+    ``out`` (its CSR data, checked against ``pattern``) when it can be written
+    directly and shares no memory with an argument."""
     lines: list[str] = []
     last_k, out = len(sig.shapes) - 1, sig.out
     for k, kind in enumerate(sig.op.results):
@@ -1239,7 +1734,10 @@ def _buffer_lines(sig: Signature) -> list[str]:
         if k == last_k and sig.csr_out:
             lines += [
                 f"if ({out} != NULL && {out} != Py_None) {{",
-                f'    {PREFIX}sdata = {PREFIX}csr_data({out}, "{kind}.out");',
+                (
+                    f"    {PREFIX}sdata = {PREFIX}csr_data({out}, "
+                    f'"{kind}.out", &{pattern});'
+                ),
                 f"    if ({PREFIX}sdata == NULL) goto {PREFIX}fail;",
                 "}",
                 (
@@ -1377,6 +1875,10 @@ def _result_stores(graph: Graph, shapes: list[tuple[int, ...]]) -> list[Store | 
     return results
 
 
+Pattern = tuple[np.ndarray, np.ndarray, tuple[int, int]]
+"""A sparse result's CSR ``indices``, ``indptr`` and shape."""
+
+
 @dataclass(frozen=True)
 class LoopBody:
     """One operator graph compiled to C statements, which the one-point function
@@ -1415,13 +1917,23 @@ def loop_body(
     )
 
 
-def c_loops_function(body: LoopBody, equations: int) -> tuple[str, str]:
-    """One operator as a METH_FASTCALL C function of loops: (source, doc)."""
+def c_loops_function(
+    body: LoopBody, equations: int, pattern: Pattern | None = None
+) -> tuple[str, str]:
+    """One operator as a METH_FASTCALL C function of loops: (source, doc).
+
+    ``pattern`` is the last result's sparsity pattern when it takes a CSR ``out``
+    (checked against it in C)."""
     sig = body.sig
     op = sig.op
+    pattern_source, pattern_name = "", None
+    if sig.csr_out:
+        if pattern is None:
+            raise ValueError(f"{op.name}: a CSR out= needs its sparsity pattern")
+        pattern_source, pattern_name = c_code.csr_pattern(op.name, *pattern)
     lines = [
         *_argument_lines(sig),
-        *_buffer_lines(sig),
+        *_buffer_lines(sig, pattern_name),
         *_workspace_lines(body.work),
         *body.lines,
         *_finish_lines(sig),
@@ -1431,6 +1943,7 @@ def c_loops_function(body: LoopBody, equations: int) -> tuple[str, str]:
         f"/* {op.name}: C loops over the trace backend's graph "
         f"({equations} equations) */\n"
         + "".join(f"{t}\n" for t in body.tables)
+        + pattern_source
         + f"static PyObject *\n{PREFIX}op_{op.name}(PyObject *{PREFIX}self, "
         f"PyObject *const *{PREFIX}args, Py_ssize_t {PREFIX}nargs, "
         f"PyObject *{PREFIX}kwnames)\n{{\n"

@@ -466,12 +466,14 @@ def _emit_c(
             pass  # loops print any graph the scalar emission cannot
     wrap = _csr_wrappers(op, layouts, pool)
     function = vector_code.emit_operator(op, spec, ys, graph, pool, wrap)
+    last = layouts.get(len(op.results) - 1)
+    pattern = (*last[0].csr_indices(), last[1]) if last is not None else None
     try:
         body = c_loops.loop_body(op, spec, ys, graph)
     except c_loops.NoLoopForm as exc:
         note(f"{op.name}: kept in Python (vector code): no C loop form for {exc}")
         return function, "vector"
-    native, doc = c_loops.c_loops_function(body, len(graph.eqns))
+    native, doc = c_loops.c_loops_function(body, len(graph.eqns), pattern)
     points = c_loops.points_native(op, spec, ys, body) if spec.points else None
     return (
         Function(

@@ -1,0 +1,316 @@
+"""The C target's sparse results: a CSR ``out=`` checked in C, and results gathered
+out of elementwise loops computed at their own elements only.
+
+One config (tests/c_sparse_functions.py) is built and compiled once for this file;
+every compiled operator is compared with the module's Python operators (its
+fallback, the NumPy emission) and, for derivatives, with central differences.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import c_sparse_functions as F
+from conftest import TESTS
+from oracle import central_jacobian
+from test_c_loops import _close
+from test_c_target import Built, _outcome, _same, _same_outcome
+
+MODULES = {
+    # name: (function, input size, operators, extra config)
+    "stencil": ("stencil", 200, '["jacobian", "value_and_jacobian"]', "sparse = true"),
+    "chain": ("chain", 5, '["jacobian"]', "sparse = true"),
+    "gathered": ("gathered", F.N, '["f", "jacobian", "pushforward", "pullback"]', ""),
+    "banded": ("banded", 30, '["gradient", "hessian", "hvp"]', ""),
+}
+
+
+def _config() -> str:
+    parts = ['[difgen]\noutput_dir = "out"\n']
+    for name, (function, size, ops, extra) in MODULES.items():
+        parts.append(
+            f'[[module]]\nname = "{name}"\nfunction = "c_sparse_functions.py:'
+            f'{function}"\nbackend = "trace"\nemit = "c"\noperators = {ops}\n'
+            f"input = {{ shape = [{size}] }}\n{extra}\n"
+        )
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    directory = tmp_path_factory.mktemp("c_sparse")
+    shutil.copy(TESTS / "c_sparse_functions.py", directory)
+    (directory / "difgen.toml").write_text(_config())
+    return Built(directory)
+
+
+def _source(built: Built, name: str) -> str:
+    return (built.directory / "out" / f"{name}__c.c").read_text()
+
+
+def _point(name: str) -> np.ndarray:
+    return np.random.default_rng(3).uniform(0.5, 2.0, MODULES[name][1])
+
+
+def _spy(module: Any, kind: str = "jacobian") -> list[Any]:
+    """Rebind the extension's helpers with a CSR check that records its calls
+    (and checks as the module's own wrapper does): the calls the C check left
+    to Python."""
+    calls: list[Any] = []
+    indices = getattr(module, f"{kind.upper()}_INDICES")
+    indptr = getattr(module, f"{kind.upper()}_INDPTR")
+    shape = module.jacobian(_point_for(module)).shape
+
+    def check(out: Any) -> Any:
+        calls.append(out)
+        return module._check_csr_out(out, indices, indptr, shape)
+
+    def wrap(data: Any) -> Any:
+        return scipy.sparse.csr_array((data, indices, indptr), shape=shape)
+
+    extension = module.jacobian.__self__
+    extension._bind(
+        {
+            "_as_array": module._as_array,
+            "_as_scalar": module._as_scalar,
+            "_check_out": module._check_out,
+            kind: wrap,
+            f"{kind}.out": check,
+        }
+    )
+    return calls
+
+
+def _point_for(module: Any) -> np.ndarray:
+    size = module.JACOBIAN_INDPTR.size - 1
+    return np.random.default_rng(3).uniform(0.5, 2.0, size)
+
+
+def _rebuilt(csr: Any, index_dtype: Any) -> Any:
+    """A CSR array of the same pattern built by SciPy from copies, with its index
+    arrays of ``index_dtype`` (SciPy keeps int64 given int64, int32 given int32)."""
+    out = scipy.sparse.csr_array(
+        (csr.data.copy(), csr.indices.copy(), csr.indptr.copy()), shape=csr.shape
+    )
+    out.indices = out.indices.astype(index_dtype)
+    out.indptr = out.indptr.astype(index_dtype)
+    return out
+
+
+@pytest.mark.parametrize("name", ["stencil", "chain"])
+def test_csr_out_accepted_in_c(built: Built, name: str) -> None:
+    """A CSR array the operator returned, and SciPy rebuilds of it with int64 and
+    int32 indices, are filled in place without calling the Python check."""
+    compiled, python = built.compiled(name), built.python(name)
+    assert 'dg_csr_data(dg_argv[1], "jacobian.out", &dg_jacobian_pattern)' in (
+        _source(built, name)
+    )
+    x = _point(name)
+    returned = compiled.jacobian(x)
+    candidates = [
+        returned,
+        _rebuilt(returned, np.int64),
+        _rebuilt(returned, np.int32),
+    ]
+    assert candidates[2].indices.dtype == np.int32
+    calls = _spy(compiled)
+    for out in candidates:
+        data = out.data
+        y = x * 1.1
+        assert compiled.jacobian(y, out=out) is out
+        assert out.data is data
+        _same(out, python.jacobian(y))
+    value, jac = (
+        compiled.value_and_jacobian(x, out=candidates[1])
+        if (name == "stencil")
+        else (None, compiled.jacobian(x, out=candidates[1]))
+    )
+    assert jac is candidates[1]
+    if value is not None:
+        _same(value, python.value_and_jacobian(x)[0])
+    assert calls == []  # the C check accepted every one of them
+
+
+def _refused(csr: Any) -> list[tuple[str, Any]]:
+    """Objects a CSR out= must be refused as (label, object)."""
+    read_only = csr.copy()
+    read_only.data.flags.writeable = False
+    other_pattern = csr.copy()
+    other_pattern.indices = other_pattern.indices.copy()
+    other_pattern.indices[[0, 1]] = other_pattern.indices[[1, 0]]
+    short_indptr = csr.copy()
+    short_indptr.indptr = short_indptr.indptr[:-1].copy()
+    n = csr.shape[0]
+    return [
+        ("wrong shape", scipy.sparse.csr_array(np.eye(n + 1))),
+        ("wrong pattern", scipy.sparse.csr_array(np.eye(n))),
+        ("swapped indices", other_pattern),
+        ("short indptr", short_indptr),
+        ("float32 data", csr.astype(np.float32)),
+        ("read-only data", read_only),
+        ("CSC array", scipy.sparse.csc_array(csr)),
+        ("COO array", scipy.sparse.coo_array(csr)),
+        ("dense array", csr.toarray()),
+        ("None-like", 3.0),
+        (
+            "lists",
+            types.SimpleNamespace(
+                format="csr",
+                shape=csr.shape,
+                data=csr.data.copy(),
+                indices=csr.indices.tolist(),
+                indptr=csr.indptr.tolist(),
+            ),
+        ),
+        (
+            "no indices",
+            types.SimpleNamespace(format="csr", shape=csr.shape, data=csr.data.copy()),
+        ),
+        (
+            "list shape",
+            types.SimpleNamespace(
+                format="csr",
+                shape=list(csr.shape),
+                data=csr.data.copy(),
+                indices=csr.indices,
+                indptr=csr.indptr,
+            ),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("name", ["stencil", "chain"])
+def test_csr_out_refused_as_python(built: Built, name: str) -> None:
+    """Every object the Python operators refuse (or accept: a namespace of lists
+    of the right pattern) has the same outcome, message and result, compiled."""
+    compiled, python = built.compiled(name), built.python(name)
+    x = _point(name)
+    for label, bad in _refused(python.jacobian(x)):
+        got = _outcome(compiled.jacobian, x, out=bad)
+        expected = _outcome(python.jacobian, x, out=_copy(bad))
+        if label in ("wrong shape", "float32 data", "read-only data", "dense array"):
+            assert expected[0] is ValueError, (label, expected)
+        _same_outcome(
+            got if got[0] != "ok" else ("ok", got[1].data),
+            expected if expected[0] != "ok" else ("ok", expected[1].data),
+        )
+
+
+def _copy(value: Any) -> Any:
+    """The same object again for the Python operator (the compiled one may have
+    filled the first)."""
+    if isinstance(value, types.SimpleNamespace):
+        return types.SimpleNamespace(**vars(value))
+    return value
+
+
+def test_gathered_result_computed_on_demand(built: Built) -> None:
+    """f's result is a gather out of a concatenation of elementwise values: the C
+    computes it at the gathered elements only (repeated ones once), grouping by
+    the 0/1 weights, and agrees with the NumPy emission, NaN and inf included."""
+    source = _source(built, "gathered")
+    f_source = source[source.index("dg_op_f(") : source.index("dg_op_jacobian(")]
+    assert "elements only" in f_source
+    stored = re.findall(r"\] = (dg_e\d+);", f_source)
+    assert max(stored.count(name) for name in stored) >= 3  # 3 is read 3 times
+    compiled, python = built.compiled("gathered"), built.python("gathered")
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.2, 1.5, F.N)
+    v = rng.standard_normal(F.N)
+    w = rng.standard_normal(F.PICKED.size)
+    specials = x.copy()
+    # weights 0, 1, 2.5 repeat along x: inf at a zero weight is NaN in NumPy
+    specials[:8] = [np.inf, np.nan, -np.inf, -np.inf, 0.0, -0.0, np.inf, -1.0]
+    specials[8:12] = [1e300, -1e-300, np.nan, np.inf]
+    specials[F.N - 2 :] = [np.inf, 0.0]
+    with np.errstate(all="ignore"):
+        for point in (x, specials):
+            _close(compiled.f(point), python.f(point))
+            _close(compiled.jacobian(point), python.jacobian(point))
+            _close(compiled.pushforward(point, v), python.pushforward(point, v))
+            _close(compiled.pullback(point, w), python.pullback(point, w))
+    _close(compiled.f(x), F.gathered(x))
+    expected = central_jacobian(F.gathered, x)
+    got = compiled.jacobian(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(compiled.pullback(x, w), w @ expected, atol=1e-5)
+
+
+def test_sparse_jacobian_computed_on_demand(built: Built) -> None:
+    """The colored sparse jacobian's CSR data (a gather out of the colors'
+    compressed columns) is computed at its nonzeros only, equal to the NumPy
+    emission, NaN and inf included, and to central differences."""
+    source = _source(built, "stencil")
+    assert "elements only" in source
+    compiled, python = built.compiled("stencil"), built.python("stencil")
+    x = _point("stencil")
+    special = x.copy()
+    special[[0, 7, 101, 150]] = [np.nan, np.inf, -np.inf, -0.0]
+    with np.errstate(all="ignore"):
+        for point in (x, special):
+            _close(compiled.jacobian(point), python.jacobian(point))
+            _close(compiled.value_and_jacobian(point), python.value_and_jacobian(point))
+    expected = central_jacobian(F.stencil, x)
+    np.testing.assert_allclose(compiled.jacobian(x).toarray(), expected, atol=1e-6)
+
+
+def test_dense_hessian_zeros_filled_first(built: Built) -> None:
+    """A dense hessian computed on demand: its structural zeros are one memset,
+    then the band's groups; equal to the NumPy emission (NaN and inf included)
+    and to differences of the gradient."""
+    source = _source(built, "banded")
+    hessian = source[source.index("dg_op_hessian(") :]
+    assert "elements only" in hessian
+    assert "memset(dg_r0, 0, sizeof(double) * 900);" in hessian
+    compiled, python = built.compiled("banded"), built.python("banded")
+    x = np.random.default_rng(9).uniform(-1.0, 1.5, 30)
+    special = x.copy()
+    special[[0, 13, 29]] = [np.nan, np.inf, -0.0]
+    with np.errstate(all="ignore"):
+        for point in (x, special):
+            _close(compiled.hessian(point), python.hessian(point))
+            _close(compiled.hvp(point, x), python.hvp(point, x))
+    expected = central_jacobian(compiled.gradient, x)
+    np.testing.assert_allclose(compiled.hessian(x), expected, rtol=1e-6, atol=1e-4)
+
+
+def test_demand_analysis_groups_and_budgets() -> None:
+    """The analysis on a small graph: one group per expression shape, equal
+    elements computed once, constants 0 and 1 as literals; past its budget it
+    declines (the result is then computed as usual)."""
+    from difgen.backends import c_loops
+    from difgen.frontend.tracing import trace
+
+    picked = np.array([0, 4, 4, 5, 9, 1])
+
+    def fn(x: Any) -> Any:
+        return np.concatenate([x * np.array([0.0, 1.0, 2.0, 1.0, 0.0]), x + 1.0])[
+            picked
+        ]
+
+    graph = trace(fn, [((5,), "float64")])
+    out = graph.outputs[0]
+    demand = c_loops.demand_of(graph, out, {})
+    assert demand is not None
+    targets = np.sort(np.concatenate([g.targets.ravel() for g in demand.groups]))
+    np.testing.assert_array_equal(targets, np.arange(picked.size))
+    # element 4 of the concatenation is read twice: computed once, stored twice
+    assert [g.targets.tolist() for g in demand.groups if g.targets.shape[1] > 1] == [
+        [[1, 2]]
+    ]
+    # weights 0 and 1 are literals of their own groups; 2.0 is the one other
+    literals = {item[1] for g in demand.groups for item in g.skeleton if item[0] == "c"}
+    assert {np.float64(v).tobytes() for v in (0.0, 1.0)} <= literals
+    budget = c_loops.PUSH_NODES
+    try:
+        c_loops.PUSH_NODES = 3
+        assert c_loops.demand_of(graph, out, {}) is None
+    finally:
+        c_loops.PUSH_NODES = budget
