@@ -50,7 +50,7 @@ from difgen.backends.scalar_code import (
 from difgen.backends.scalar_code import (
     emit_operator as emit_python,
 )
-from difgen.backends.vector_code import csr_format
+from difgen.backends.vector_code import csr_format, csr_out_check
 from difgen.config import ModuleSpec
 from difgen.emit.render import Function
 from difgen.emit.signatures import is_sparse, sparse_out
@@ -536,8 +536,7 @@ def emit_operator(
         wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
         wrappers.append((kind, "lambda data: " + wrap.format("data")))
         if sparse_out(op, spec) and kind == op.results[-1]:
-            indices, indptr = re.findall(r"\(\{\}, (\w+), (\w+)\)", wrap)[0]
-            check = f"{naming.CHECK_CSR_OUT}(out, {indices}, {indptr}, {r.shape!r})"
+            check = csr_out_check(wrap, "out")
             wrappers.append((f"{kind}.out", f"lambda out: {check}"))
     return Function(
         function.name,

@@ -68,7 +68,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import naming
-from difgen.backends import c_code, c_points
+from difgen.backends import c_code, c_points, vector_code
 from difgen.backends.c_code import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var, dce
@@ -2087,8 +2087,6 @@ def csr_wrappers(
         kind = op.results[i]
         wrappers.append((kind, "lambda data: " + fmt.format("data")))
         if sparse_out(op, spec) and i == len(op.results) - 1:
-            found = re.findall(r"\(\{\}, (\w+), (\w+)\), shape=(\([^)]*\))", fmt)
-            indices, indptr, shape = found[0]
-            check = f"{naming.CHECK_CSR_OUT}(out, {indices}, {indptr}, {shape})"
+            check = vector_code.csr_out_check(fmt, "out")
             wrappers.append((f"{kind}.out", f"lambda out: {check}"))
     return tuple(wrappers)

@@ -7,7 +7,6 @@ are built with one ``np.array`` of a nested list (or written into ``out``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +17,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from difgen import floats, naming
 from difgen.backends.epilogue import LastResult, returns
-from difgen.backends.vector_code import csr_format
+from difgen.backends.vector_code import csr_format, csr_out_returns
 from difgen.config import ModuleSpec
 from difgen.emit.render import Constants, Function
 from difgen.emit.signatures import docstring, signature, sparse_out
@@ -479,33 +478,6 @@ def used_symbols(reduction: Reduced) -> set[sp.Symbol]:
     return used
 
 
-def _sparse_returns(
-    op: Operator, sources: list[str], data: str, wrap: str, r: SparseResult
-) -> list[str]:
-    """The epilogue of an operator filling ``out.data`` in place when given.
-
-    ``_check_csr_out`` returns the data of ``out`` once it has checked that ``out``
-    has this operator's pattern (the one its results have: the same index arrays,
-    or equal ones) and writeable float64 data.
-    """
-    kinds = op.results
-    head = "".join(f"{kind}, " for kind in kinds[:-1])
-    lines = [f"{kind} = {source}" for kind, source in zip(kinds[:-1], sources[:-1])]
-    names = re.findall(r"\(\{\}, (\w+), (\w+)\)", wrap)
-    (indices, indptr), shape = names[0], r.shape
-    return [
-        *lines,
-        f"{naming.RESULT} = {data}",
-        f"if {naming.OUT} is None:",
-        f"    return {head}{wrap.format(naming.RESULT)}",
-        (
-            f"{naming.CHECK_CSR_OUT}({naming.OUT}, {indices}, {indptr}, {shape!r})"
-            f"[...] = {naming.RESULT}"
-        ),
-        f"return {head}{naming.OUT}",
-    ]
-
-
 def emit_operator(
     op: Operator,
     spec: ModuleSpec,
@@ -531,7 +503,7 @@ def emit_operator(
             sources.append(wrap.format(f"np.array([{data}])"))
             results.append(r)
             if in_place and len(sources) == len(op.results):
-                body += _sparse_returns(op, sources, f"np.array([{data}])", wrap, r)
+                body += csr_out_returns(op, sources, f"np.array([{data}])", wrap)
                 params, annotation = signature(op, spec, ys)
                 doc = docstring(op, spec, ys)
                 return Function(op.name, params, annotation, doc, tuple(body), checked)

@@ -205,10 +205,31 @@ def csr_format(
     pool: Constants,
 ) -> str:
     """A format wrapping a result's nonzeros (``{}``) into a CSR array whose layout
-    is a pair of module constants, ``<KIND>_INDICES`` and ``<KIND>_INDPTR``."""
+    is a copy of a pair of module constants, ``<KIND>_INDICES`` and
+    ``<KIND>_INDPTR``. SciPy keeps the arrays it is given (``indptr`` itself,
+    ``indices`` as a view), so without the copies ``eliminate_zeros``,
+    ``sort_indices`` or any in-place edit of a returned matrix rewrote the module's
+    pattern, and every later call returned a wrong matrix."""
     name_i = pool.add(array_source(indices), f"{kind.upper()}_INDICES")
     name_p = pool.add(array_source(indptr), f"{kind.upper()}_INDPTR")
-    return f"sp.csr_array(({{}}, {name_i}, {name_p}), shape={shape!r})"
+    layout = f"{name_i}.copy(), {name_p}.copy()"
+    return f"sp.csr_array(({{}}, {layout}), shape={shape!r})"
+
+
+_CSR_FORMAT = re.compile(
+    r"\(\{\}, (\w+)\.copy\(\), (\w+)\.copy\(\)\), shape=(\([^)]*\))"
+)
+"""What :func:`csr_format` writes: the two constants' names and the shape."""
+
+
+def csr_out_check(fmt: str, out: str) -> str:
+    """The call of the module's ``_check_csr_out`` on ``out`` against the pattern of
+    a :func:`csr_format` format (its constants and shape)."""
+    found = _CSR_FORMAT.search(fmt)
+    if found is None:
+        raise ValueError(f"not a CSR format of csr_format: {fmt!r}")
+    indices, indptr, shape = found.groups()
+    return f"{naming.CHECK_CSR_OUT}({out}, {indices}, {indptr}, {shape})"
 
 
 class _Named(FrozenArray):
@@ -598,7 +619,7 @@ def emit_operator(
     last_raw = results[-1]
     results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
     if sparse_out(op, spec) and len(results) - 1 in wrap:  # emit = "c" fallback
-        body += _csr_out_returns(op, results, last_raw, wrap[len(results) - 1])
+        body += csr_out_returns(op, results, last_raw, wrap[len(results) - 1])
         params, annotation = signature(op, spec, ys)
         doc = docstring(op, spec, ys)
         return Function(op.name, params, annotation, doc, tuple(body))
@@ -612,26 +633,18 @@ def emit_operator(
     return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
 
 
-def _csr_out_returns(
-    op: Operator, sources: list[str], data: str, fmt: str
-) -> list[str]:
+def csr_out_returns(op: Operator, sources: list[str], data: str, fmt: str) -> list[str]:
     """A sparse last result written into a caller's CSR ``out`` (its ``data``, the
     pattern checked by ``_check_csr_out``), as the compiled operator does."""
     kinds = op.results
     head = "".join(f"{kind}, " for kind in kinds[:-1])
     lines = [f"{kind} = {source}" for kind, source in zip(kinds[:-1], sources[:-1])]
-    (indices, indptr), shape = re.findall(r"\(\{\}, (\w+), (\w+)\)", fmt)[0], (
-        re.findall(r"shape=(\([^)]*\))", fmt)[0]
-    )
     return [
         *lines,
         f"{naming.RESULT} = {data}",
         f"if {naming.OUT} is None:",
         f"    return {head}{fmt.format(naming.RESULT)}",
-        (
-            f"{naming.CHECK_CSR_OUT}({naming.OUT}, {indices}, {indptr}, {shape})"
-            f"[...] = {naming.RESULT}"
-        ),
+        f"{csr_out_check(fmt, naming.OUT)}[...] = {naming.RESULT}",
         f"return {head}{naming.OUT}",
     ]
 
