@@ -22,9 +22,8 @@ import scipy.sparse
 
 import c_loops_functions as F
 import difgen
-from conftest import TESTS
 from oracle import central_jacobian
-from test_c_target import Built
+from test_c_target import Built, trace_c_build
 
 RTOL = 1e-12
 """Relative to the largest magnitude of the result (reassociated sums)."""
@@ -65,24 +64,9 @@ MODULES = {
 }
 
 
-def _config() -> str:
-    parts = ['[difgen]\noutput_dir = "out"\n']
-    for name, (function, shape, ops, extra) in MODULES.items():
-        quoted = ", ".join(f'"{op}"' for op in ops)
-        parts.append(
-            f'[[module]]\nname = "{name}"\nfunction = "c_loops_functions.py:'
-            f'{function}"\nbackend = "trace"\nemit = "c"\noperators = [{quoted}]\n'
-            f"input = {{ shape = {shape} }}\n{extra}\n"
-        )
-    return "\n".join(parts)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    directory = tmp_path_factory.mktemp("c_loops")
-    shutil.copy(TESTS / "c_loops_functions.py", directory)
-    (directory / "difgen.toml").write_text(_config())
-    return Built(directory)
+    return trace_c_build(tmp_path_factory, "c_loops_functions", MODULES)
 
 
 def _args(name: str, x: np.ndarray | None = None) -> dict[str, Any]:
@@ -287,11 +271,8 @@ def test_generated_c_is_deterministic_and_commented(
 ) -> None:
     """The same config gives the same C bytes; loops name their IR equations."""
     again = tmp_path / "again"
-    again.mkdir()
-    shutil.copy(TESTS / "c_loops_functions.py", again)
-    config = again / "difgen.toml"
-    config.write_text(_config().replace('"out"', '"out"'))
-    difgen.build(config, modules=["structural"])
+    shutil.copytree(built.directory, again, ignore=shutil.ignore_patterns("out"))
+    difgen.build(again / "difgen.toml", modules=["structural"])
     first = (built.directory / "out" / "structural__c.c").read_text()
     assert (again / "out" / "structural__c.c").read_text() == first
     assert "fused over" in first and "= reduce_sum" in first

@@ -11,9 +11,11 @@ Python variant accepts and refuses, with the same errors, for any number of poin
 
 from __future__ import annotations
 
+import functools
 import shutil
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -144,6 +146,25 @@ def _stacked(results: list[Any], like: Any) -> Any:
     return np.reshape(np.array(results, dtype=np.float64), np.shape(like))
 
 
+def _rows_are_one_point_calls(
+    compiled: ModuleType,
+    op: str,
+    counts: tuple[int, ...],
+    arguments: Callable[..., tuple[list[Any], list[bool]]],
+) -> None:
+    """``<op>_points`` at k points (each count, regular and special values) is the
+    stack of the compiled one-point operator's results, bit for bit."""
+    for k in counts:
+        for special in (False, True):
+            args, per_point = arguments(k=k, special=special)
+            with np.errstate(all="ignore"):
+                got = getattr(compiled, f"{op}_points")(*args)
+                rows = [
+                    getattr(compiled, op)(*_at(args, per_point, i)) for i in range(k)
+                ]
+            _same(got, _stacked(rows, got))
+
+
 def _public(module: ModuleType) -> list[str]:
     return [n[: -len("_points")] for n in module.__all__ if n.endswith("_points")]
 
@@ -158,16 +179,12 @@ def test_rows_equal_the_one_point_operator_bit_for_bit(built: Built, name: str) 
         assert type(getattr(compiled, f"{op}_points")).__name__ == (
             "builtin_function_or_method"
         )  # the extension's, not the fallback's
-        for k in COUNTS:
-            for special in (False, True):
-                args, per_point = _arguments(name, op, k, rng, special)
-                with np.errstate(all="ignore"):
-                    got = getattr(compiled, f"{op}_points")(*args)
-                    rows = [
-                        getattr(compiled, op)(*_at(args, per_point, i))
-                        for i in range(k)
-                    ]
-                _same(got, _stacked(rows, got))
+        _rows_are_one_point_calls(
+            compiled,
+            op,
+            COUNTS,
+            functools.partial(_arguments, name, op, rng=rng),
+        )
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -397,16 +414,12 @@ def test_loop_rows_equal_the_one_point_operator_bit_for_bit(
     compiled = loops.get(name, compiled=True)
     rng = np.random.default_rng(11)
     for op in ["f", *LOOP_CASES[name][3]]:
-        for k in LOOP_COUNTS:
-            for special in (False, True):
-                args, per_point = _loop_arguments(name, op, k, rng, special)
-                with np.errstate(all="ignore"):
-                    got = getattr(compiled, f"{op}_points")(*args)
-                    rows = [
-                        getattr(compiled, op)(*_at(args, per_point, i))
-                        for i in range(k)
-                    ]
-                _same(got, _stacked(rows, got))
+        _rows_are_one_point_calls(
+            compiled,
+            op,
+            LOOP_COUNTS,
+            functools.partial(_loop_arguments, name, op, rng=rng),
+        )
 
 
 def _near_rows(a: Any, b: Any) -> None:

@@ -9,7 +9,6 @@ fallback, the NumPy emission) and, for derivatives, with central differences.
 from __future__ import annotations
 
 import re
-import shutil
 import types
 from typing import Any
 
@@ -18,37 +17,22 @@ import pytest
 import scipy.sparse
 
 import c_sparse_functions as F
-from conftest import TESTS
 from oracle import central_jacobian
 from test_c_loops import _close
-from test_c_target import Built, _outcome, _same, _same_outcome
+from test_c_target import Built, _outcome, _same, _same_outcome, trace_c_build
 
 MODULES = {
-    # name: (function, input size, operators, extra config)
-    "stencil": ("stencil", 200, '["jacobian", "value_and_jacobian"]', "sparse = true"),
-    "chain": ("chain", 5, '["jacobian"]', "sparse = true"),
-    "gathered": ("gathered", F.N, '["f", "jacobian", "pushforward", "pullback"]', ""),
-    "banded": ("banded", 30, '["gradient", "hessian", "hvp"]', ""),
+    # name: (function, input shape, operators, extra config)
+    "stencil": ("stencil", [200], ["jacobian", "value_and_jacobian"], "sparse = true"),
+    "chain": ("chain", [5], ["jacobian"], "sparse = true"),
+    "gathered": ("gathered", [F.N], ["f", "jacobian", "pushforward", "pullback"], ""),
+    "banded": ("banded", [30], ["gradient", "hessian", "hvp"], ""),
 }
-
-
-def _config() -> str:
-    parts = ['[difgen]\noutput_dir = "out"\n']
-    for name, (function, size, ops, extra) in MODULES.items():
-        parts.append(
-            f'[[module]]\nname = "{name}"\nfunction = "c_sparse_functions.py:'
-            f'{function}"\nbackend = "trace"\nemit = "c"\noperators = {ops}\n'
-            f"input = {{ shape = [{size}] }}\n{extra}\n"
-        )
-    return "\n".join(parts)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    directory = tmp_path_factory.mktemp("c_sparse")
-    shutil.copy(TESTS / "c_sparse_functions.py", directory)
-    (directory / "difgen.toml").write_text(_config())
-    return Built(directory)
+    return trace_c_build(tmp_path_factory, "c_sparse_functions", MODULES)
 
 
 def _source(built: Built, name: str) -> str:

@@ -162,6 +162,28 @@ class Built:
         return self._python[name]
 
 
+def trace_c_build(
+    tmp_path_factory: pytest.TempPathFactory,
+    functions: str,
+    modules: dict[str, tuple[str, list[int], list[str], str]],
+) -> Built:
+    """Trace-backend ``emit = "c"`` modules of ``tests/<functions>.py``, built and
+    compiled once: ``modules`` maps each name to (function, input shape,
+    operators, extra config lines)."""
+    directory = tmp_path_factory.mktemp(functions)
+    shutil.copy(TESTS / f"{functions}.py", directory)
+    parts = ['[difgen]\noutput_dir = "out"\n']
+    for name, (function, shape, ops, extra) in modules.items():
+        quoted = ", ".join(f'"{op}"' for op in ops)
+        parts.append(
+            f'[[module]]\nname = "{name}"\nfunction = "{functions}.py:{function}"\n'
+            f'backend = "trace"\nemit = "c"\noperators = [{quoted}]\n'
+            f"input = {{ shape = {shape} }}\n{extra}\n"
+        )
+    (directory / "difgen.toml").write_text("\n".join(parts))
+    return Built(directory)
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     directory = tmp_path_factory.mktemp("c_target")
