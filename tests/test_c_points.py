@@ -263,13 +263,19 @@ def test_loop_releases_the_gil(built: Built) -> None:
     (the loop runs without the GIL from GIL_FREE_POINTS points on)."""
     compiled = built.get("vs", compiled=True)
     X = np.random.default_rng(0).normal(size=(4, 20_000, 4))
-    expected = [compiled.gradient_points(x) for x in X]
-    got: list[Any] = [None] * len(X)
+    _threads_agree(compiled.gradient_points, [[x] for x in X])
+
+
+def _threads_agree(fn: Callable[..., Any], calls: list[list[Any]]) -> None:
+    """``fn`` on each argument list, one thread each at once, gives what it gives
+    called alone."""
+    expected = [fn(*args) for args in calls]
+    got: list[Any] = [None] * len(calls)
 
     def work(i: int) -> None:
-        got[i] = compiled.gradient_points(X[i])
+        got[i] = fn(*calls[i])
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(X))]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(calls))]
     for t in threads:
         t.start()
     for t in threads:
@@ -488,16 +494,4 @@ def test_loop_points_in_threads(loops: Built, name: str) -> None:
     compiled = loops.get(name, compiled=True)
     rng = np.random.default_rng(1)
     calls = [_loop_arguments(name, "gradient", 300, rng, False)[0] for _ in range(4)]
-    expected = [compiled.gradient_points(*args) for args in calls]
-    got: list[Any] = [None] * len(calls)
-
-    def work(i: int) -> None:
-        got[i] = compiled.gradient_points(*calls[i])
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for a, b in zip(got, expected):
-        _same(a, b)
+    _threads_agree(compiled.gradient_points, calls)
