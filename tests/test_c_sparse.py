@@ -122,6 +122,63 @@ def test_csr_out_accepted_in_c(built: Built, name: str) -> None:
     assert calls == []  # the C check accepted every one of them
 
 
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The stencil module as difgen writes a pattern too large for int32 indices:
+    int64 constants and C tables (the dtype chosen by ``index_itemsize``)."""
+    from difgen.backends import c_code, vector_code
+
+    with pytest.MonkeyPatch.context() as patch:
+        for owner in (vector_code, c_code):
+            patch.setattr(owner, "index_itemsize", lambda shape, nnz: 8)
+        return trace_c_build(
+            tmp_path_factory, "c_sparse_functions", {"stencil": MODULES["stencil"]}
+        )
+
+
+def _edited(csr: Any, part: str, where: int, dtype: Any) -> Any:
+    """A rebuild of ``csr`` with indices of ``dtype`` and one entry of ``part``
+    (``indices`` or ``indptr``) at ``where`` changed by one."""
+    out = _rebuilt(csr, dtype)
+    values = getattr(out, part)
+    values[where] += 1 if values[where] == 0 else -1
+    return out
+
+
+@pytest.mark.parametrize("width", [4, 8])
+def test_csr_out_index_widths(built: Built, wide: Built, width: int) -> None:
+    """The pattern constants are int32 (SciPy's own choice for these sizes), or
+    int64 past int32's range; the C compares an out of either index width with
+    them, accepting exactly what the Python check accepts: one index changed at
+    the first, a middle or the last entry of ``indices`` or ``indptr`` is refused
+    with the Python message, in both widths."""
+    source = built if width == 4 else wide
+    compiled, python = source.compiled("stencil"), source.python("stencil")
+    c_type = "npy_int32" if width == 4 else "npy_int64"
+    assert f"static const {c_type} dg_jacobian_pattern_indices[" in (
+        _source(source, "stencil")
+    )
+    x = _point("stencil")
+    returned = compiled.jacobian(x)
+    assert returned.indices.dtype.itemsize == returned.indptr.dtype.itemsize == width
+    assert python.jacobian(x).indices.dtype == returned.indices.dtype
+    calls = _spy(compiled)
+    for dtype in (np.int32, np.int64):
+        out = _rebuilt(returned, dtype)
+        assert compiled.jacobian(x * 1.1, out=out) is out
+        _same(out, python.jacobian(x * 1.1))
+    assert calls == []
+    for part in ("indices", "indptr"):
+        for where in (0, returned.indptr.size // 2, -1):
+            for dtype in (np.int32, np.int64):
+                bad = _edited(returned, part, where, dtype)
+                before = bad.data.copy()
+                got = _outcome(compiled.jacobian, x, out=bad)
+                assert got[0] is ValueError, (part, where, dtype, got)
+                _same_outcome(got, _outcome(python.jacobian, x, out=bad))
+                np.testing.assert_array_equal(bad.data, before)
+
+
 def _refused(csr: Any) -> list[tuple[str, Any]]:
     """Objects a CSR out= must be refused as (label, object)."""
     read_only = csr.copy()
@@ -298,3 +355,139 @@ def test_demand_analysis_groups_and_budgets() -> None:
         assert c_loops.demand_of(graph, out, {}) is None
     finally:
         c_loops.PUSH_NODES = budget
+
+
+def _same_bits(got: np.ndarray, expected: np.ndarray) -> None:
+    """NaN where NaN, and every other double bit for bit (the sign of zero too)."""
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(
+        got[~nan].view(np.int64), expected[~nan].view(np.int64)
+    )
+
+
+def test_constants_when_finite_copied_from_a_table(built: Built) -> None:
+    """The stencil jacobian's couplings (``10.0 + a * 0.0 + b * 0.0``) are 10.0
+    whenever the values read are finite: the C tests that, copies a table of the
+    constant nonzeros, and computes the rest. Equal bit for bit to the NumPy
+    emission at negative states (zero products of either sign), and, through the
+    loops of every element, where one state is NaN, inf, -inf or so large that
+    ``a * a`` overflows; the sign of zero too, with one state -0.0."""
+    source = _source(built, "stencil")
+    jacobian = source[source.index("dg_op_jacobian(") : source.index("dg_op_value_")]
+    assert re.search(r"if \(dg_nonfinite\d+ == 0\) {", jacobian)
+    assert re.search(
+        r"memcpy\(dg_r0, dg_jacobian_t\d+, sizeof\(double\) \* 1200\)", jacobian
+    )
+    compiled, python = built.compiled("stencil"), built.python("stencil")
+    rng = np.random.default_rng(11)
+    points = [rng.uniform(-2.0, 2.0, 200), -rng.uniform(0.5, 2.0, 200)]
+    for k, special in enumerate([np.nan, np.inf, -np.inf, 1e200, -1e200, -0.0, 1e-200]):
+        point = rng.uniform(-2.0, 2.0, 200)
+        point[(37 * k) % 200] = special
+        points.append(point)
+    for point in points:
+        with np.errstate(all="ignore"):
+            expected = python.jacobian(point)
+            got = compiled.jacobian(point)
+            out = compiled.jacobian(point * 0.5)
+            compiled.jacobian(point, out=out)
+            value, jac = compiled.value_and_jacobian(point)
+            expected_value, expected_jac = python.value_and_jacobian(point)
+        for data in (got.data, out.data, jac.data):
+            _same_bits(data, expected.data)
+        _same_bits(expected_jac.data, expected.data)
+        _same_bits(value, expected_value)
+    nan_point = points[2]
+    with np.errstate(all="ignore"):
+        assert np.isnan(compiled.jacobian(nan_point).data).sum() > 2  # the couplings
+
+
+def _evaluate(skeleton: tuple[Any, ...], names: list[str], leaves: Any) -> Any:
+    """A skeleton's value at ``leaves`` (values of its ``v`` nodes) in NumPy."""
+    ufuncs = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+    values: list[Any] = []
+    for item in skeleton:
+        if item[0] == "v":
+            values.append(leaves[item[1]])
+        elif item[0] == "c":
+            values.append(np.frombuffer(item[1], np.float64)[0])
+        elif item[0] == "s":
+            total = values[item[1][0]]
+            for c in item[1][1:]:
+                total = total + values[c]
+            values.append(total)
+        elif names[item[1]] == "neg":
+            values.append(np.negative(values[item[2][0]]))
+        else:
+            values.append(ufuncs[names[item[1]]](*(values[c] for c in item[2])))
+    return values[-1]
+
+
+def test_finite_constant_is_exact_for_every_finite_value() -> None:
+    """Random expressions over two values read and constants (signed zeros, 1,
+    10, inf, NaN): where ``finite_constant`` names a constant, the expression
+    takes exactly that double (sign of zero included) at every combination of
+    finite values tried, from +-0.0 to +-1.7e308; and it does name one for the
+    couplings of a sparse jacobian (``10.0 + (a * 0.0 + b * 0.0) - 0.0``)."""
+    from difgen.backends import c_loops
+
+    names = ["add", "sub", "mul", "div", "neg"]
+
+    class Eqn:
+        def __init__(self, name: str) -> None:
+            self.primitive = types.SimpleNamespace(name=name)
+            self.params = ()
+
+    eqns = [Eqn(n) for n in names]
+    consts = [
+        np.float64(v).tobytes() for v in (0.0, -0.0, 1.0, 10.0, -2.5, np.inf, np.nan)
+    ]
+    finite = np.array([0.0, -0.0, 5e-324, -1e-300, 1.5, -3.0, 1e300, -1.7e308])
+    grid = np.array(np.meshgrid(finite, finite)).reshape(2, -1)
+    rng = np.random.default_rng(2)
+    named = 0
+    for _ in range(3000):
+        skeleton: list[Any] = [("v", 0), ("v", 1)]
+        for _ in range(int(rng.integers(1, 6))):
+            if rng.random() < 0.4:
+                skeleton.append(("c", consts[int(rng.integers(len(consts)))]))
+            op = int(rng.integers(len(names)))
+            picks = rng.integers(len(skeleton), size=2)
+            kids = (int(picks[0]),) if names[op] == "neg" else tuple(map(int, picks))
+            if rng.random() < 0.1:
+                skeleton.append(("s", tuple(map(int, picks))))
+            else:
+                skeleton.append(("e", op, kids))
+        group = c_loops.DemandGroup(tuple(skeleton), np.zeros((1, 1)), {})
+        value = c_loops.finite_constant(group, eqns)
+        if value is None:
+            continue
+        named += 1
+        with np.errstate(all="ignore"):
+            got = _evaluate(tuple(skeleton), names, grid)
+        expected = np.full(grid.shape[1], np.frombuffer(value, np.float64)[0])
+        _same_bits(np.broadcast_to(got, expected.shape).copy(), expected)
+    assert named > 100
+    ten, zero = np.float64(10.0).tobytes(), np.float64(0.0).tobytes()
+    minus, inf = np.float64(-0.0).tobytes(), np.float64(np.inf).tobytes()
+    product = [("v", 0), ("c", zero), ("e", 2, (0, 1))]  # a * 0.0: item 2
+    cases = [  # (items after the product, the constant or None)
+        ([("c", minus), ("e", 0, (3, 2))], None),  # -0.0 + a * 0.0
+        ([("c", zero), ("e", 0, (3, 2))], zero),  # +0.0 + a * 0.0
+        ([("e", 1, (2, 1))], None),  # a * 0.0 - 0.0
+        ([("e", 1, (1, 2))], zero),  # 0.0 - a * 0.0
+        ([("c", ten), ("e", 3, (2, 3)), ("e", 0, (3, 4))], ten),  # 10 + a*0/10
+        ([("c", inf), ("e", 2, (2, 3)), ("c", ten), ("e", 0, (5, 4))], None),
+        ([("e", 2, (0, 0)), ("e", 2, (3, 1)), ("c", ten), ("e", 0, (5, 4))], None),
+        ([("c", ten), ("s", (3, 2, 2))], ten),  # 10 + a*0 + a*0, moved terms
+    ]
+    for tail, expected_value in cases:
+        group = c_loops.DemandGroup(tuple(product + tail), np.zeros((1, 1)), {})
+        assert c_loops.finite_constant(group, eqns) == expected_value, tail
+    coupling = (
+        ("c", ten), ("v", 0), ("c", zero), ("e", 2, (1, 2)), ("v", 1),
+        ("e", 2, (4, 2)), ("e", 0, (3, 5)), ("e", 0, (0, 6)), ("e", 1, (7, 2)),
+    )  # fmt: skip
+    group = c_loops.DemandGroup(coupling, np.zeros((1, 1)), {})
+    assert c_loops.finite_constant(group, eqns) == ten

@@ -50,7 +50,7 @@ from difgen.backends.scalar_code import (
 from difgen.backends.scalar_code import (
     emit_operator as emit_python,
 )
-from difgen.backends.vector_code import csr_format, csr_out_check
+from difgen.backends.vector_code import csr_format, csr_out_check, index_itemsize
 from difgen.config import ModuleSpec
 from difgen.emit.render import Function
 from difgen.emit.signatures import is_sparse, sparse_out
@@ -309,12 +309,15 @@ class CFunction:
 def csr_pattern(
     stem: str, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]
 ) -> tuple[str, str]:
-    """The C definition of an operator's sparsity pattern (``dg_pattern``: int64
-    tables, the dtype of the module's own index constants, which SciPy keeps in
-    the CSR arrays the operator returns), and its name: what ``dg_csr_data``
-    compares a CSR ``out`` with, in C, instead of calling the module's
-    ``_check_csr_out`` (two ``np.array_equal``, ~5 us) on every call."""
+    """The C definition of an operator's sparsity pattern (``dg_pattern``: tables
+    in the dtype of the module's own index constants, which SciPy keeps in the CSR
+    arrays the operator returns; see ``vector_code.index_itemsize``), and its name:
+    what ``dg_csr_data`` compares a CSR ``out`` with, in C, instead of calling the
+    module's ``_check_csr_out`` (two ``np.array_equal``, ~5 us) on every call."""
     name = f"{PREFIX}{stem}_pattern"
+    nnz = int(np.asarray(indices).size)
+    itemsize = index_itemsize(shape, nnz)
+    ctype = "npy_int32" if itemsize == 4 else "npy_int64"
     tables = []
     for part, values in (("indices", indices), ("indptr", indptr)):
         flat = np.asarray(values, dtype=np.int64).ravel()
@@ -323,13 +326,12 @@ def csr_pattern(
             ", ".join(items[i : i + 16]) for i in range(0, len(items), 16)
         )
         tables.append(
-            f"static const npy_int64 {name}_{part}[{len(items)}] = "
+            f"static const {ctype} {name}_{part}[{len(items)}] = "
             f"{{\n    {rows}\n}};"
         )
-    nnz = int(np.asarray(indices).size)
     source = "\n".join(tables) + (
         f"\nstatic const {PREFIX}pattern {name} = {{{int(shape[0])}, "
-        f"{int(shape[1])}, {nnz}, {name}_indices, {name}_indptr}};\n"
+        f"{int(shape[1])}, {nnz}, {itemsize}, {name}_indices, {name}_indptr}};\n"
     )
     return source, name
 
@@ -982,33 +984,43 @@ dg_wrap(PyObject *data, const char *kind)
     return result;
 }
 
-/* The pattern of an operator's sparse result, baked as int64 tables (the dtype
-   of the module's own <KIND>_INDICES/<KIND>_INDPTR, which SciPy keeps). */
+/* The pattern of an operator's sparse result, baked as tables of `itemsize`-byte
+   signed integers (the dtype of the module's own <KIND>_INDICES/<KIND>_INDPTR,
+   which SciPy keeps in the CSR arrays the operator returns). */
 typedef struct {
     long rows, cols;
     npy_intp nnz;
-    const npy_int64 *indices; /* nnz entries */
-    const npy_int64 *indptr;  /* rows + 1 entries */
+    int itemsize;        /* 4 (int32) or 8 (int64) */
+    const void *indices; /* nnz entries */
+    const void *indptr;  /* rows + 1 entries */
 } dg_pattern;
 
 /* Whether `obj` is an exact, aligned, native, C-contiguous 1-D ndarray of `n`
-   int64 or int32 indices equal to `table` (what SciPy stores in a CSR array). */
+   int32 or int64 indices equal to `table` (what SciPy stores in a CSR array). An
+   array of the table's dtype is compared by memcmp; the other width element by
+   element (slower, as the operator never returns it). */
 static int
-dg_same_indices(PyObject *obj, const npy_int64 *table, npy_intp n)
+dg_same_indices(PyObject *obj, const void *table, int itemsize, npy_intp n)
 {
     if (obj == NULL || !PyArray_CheckExact(obj)) return 0;
     PyArrayObject *a = (PyArrayObject *)obj;
     if (PyArray_NDIM(a) != 1 || PyArray_DIM(a, 0) != n || !PyArray_ISCARRAY_RO(a) ||
-        !PyArray_ISNOTSWAPPED(a))
+        !PyArray_ISNOTSWAPPED(a) || !PyArray_ISSIGNED(a))
         return 0;
-    if (PyArray_TYPE(a) == NPY_INT64 || (PyArray_TYPE(a) == NPY_LONGLONG &&
-                                         sizeof(npy_longlong) == sizeof(npy_int64))) {
-        return n == 0 || memcmp(PyArray_DATA(a), table, sizeof(npy_int64) * n) == 0;
-    }
-    if (PyArray_TYPE(a) == NPY_INT32) {
+    const int size = (int)PyArray_ITEMSIZE(a);
+    if (n == 0) return size == 4 || size == 8;
+    if (size == itemsize) return memcmp(PyArray_DATA(a), table, (size_t)size * n) == 0;
+    npy_int64 diff = 0;
+    if (size == 4 && itemsize == 8) {
         const npy_int32 *v = (const npy_int32 *)PyArray_DATA(a);
-        npy_int64 diff = 0; /* no early exit: the loop vectorizes */
-        for (npy_intp i = 0; i < n; i++) diff |= (npy_int64)v[i] ^ table[i];
+        const npy_int64 *t = (const npy_int64 *)table;
+        for (npy_intp i = 0; i < n; i++) diff |= (npy_int64)v[i] ^ t[i];
+        return diff == 0;
+    }
+    if (size == 8 && itemsize == 4) {
+        const npy_int64 *v = (const npy_int64 *)PyArray_DATA(a);
+        const npy_int32 *t = (const npy_int32 *)table;
+        for (npy_intp i = 0; i < n; i++) diff |= v[i] ^ (npy_int64)t[i];
         return diff == 0;
     }
     return 0;
@@ -1058,8 +1070,8 @@ dg_csr_fast(PyObject *out, const dg_pattern *p)
         ok = PyArray_TYPE(d) == NPY_DOUBLE && PyArray_NDIM(d) == 1 &&
              PyArray_DIM(d, 0) == p->nnz && PyArray_ISCARRAY(d) &&
              PyArray_ISNOTSWAPPED(d) &&
-             dg_same_indices(indptr, p->indptr, p->rows + 1) &&
-             dg_same_indices(indices, p->indices, p->nnz);
+             dg_same_indices(indptr, p->indptr, p->itemsize, p->rows + 1) &&
+             dg_same_indices(indices, p->indices, p->itemsize, p->nnz);
     }
     if (PyErr_Occurred()) { /* an overflowing shape: the Python check decides */
         PyErr_Clear();

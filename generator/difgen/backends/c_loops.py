@@ -1119,30 +1119,119 @@ class Compiler:
         equations would have computed it (the same operations on the same
         doubles, in the same order); per-element constants are tables of the
         group's length, constants the same for all its elements literals.
-        Groups of one length share one loop (the Brusselator's six shapes of
-        nonzeros: one loop over the 256 grid points, whose loads and ``x * 0.0``
-        products the C compiler then shares)."""
-        groups = list(demand.groups)
+
+        Elements that are one constant whenever the values they read are finite
+        (:func:`finite_constant`: a sparse jacobian's ``10.0 + a * 0.0``) are
+        written as that constant after one vectorized test that those values are
+        finite; otherwise the loops compute them, NaN and inf as NumPy does."""
+        count = len({len(g.targets) for g in demand.groups})
+        self.lines.append(
+            f"/* {_eqn_text(self.producer[demand.out])}: computed at its "
+            f"{demand.out.size} elements only, in {count} loop"
+            f"{'s' if count != 1 else ''} */"
+        )
+        fast = self._finite_path(demand, store)
+        if fast is None:
+            self.lines += self._groups_code(demand, demand.groups, store)
+        else:
+            flag, test, first, groups = fast
+            self.lines += [
+                *test,
+                f"if ({flag} == 0) {{ /* every value read is finite */",
+                f"    {first}",
+                *(f"    {line}" for line in self._groups_code(demand, groups, store)),
+                "} else {",
+                *(
+                    f"    {line}"
+                    for line in self._groups_code(demand, demand.groups, store)
+                ),
+                "}",
+            ]
+        self.values[demand.out] = store
+
+    def _finite_path(
+        self, demand: Demand, store: Store
+    ) -> tuple[str, list[str], str, list[DemandGroup]] | None:
+        """The C for when the values read are finite: a flag, the test that sets
+        it when one is not (over all of each array they are read from), the copy
+        of a table holding every constant element -- those of
+        :func:`finite_constant` included -- into the result, and the groups left
+        to compute after it. None unless the constants are most of the result
+        and the test reads fewer doubles than the elements it turns into
+        constants."""
+        size = store_size(store)
+        template = np.zeros(size)
+        covered = np.zeros(size, dtype=bool)
+        left: list[DemandGroup] = []
+        bases: dict[str, tuple[int, bool]] = {}  # name: (doubles, a scalar)
+        made = 0
+        for group in demand.groups:
+            computed = any(item[0] == "e" for item in group.skeleton)
+            if group.skeleton == (("c", None),):
+                values = group.reads[0]
+            else:
+                value = finite_constant(group, self.original_eqns)
+                if value is None:
+                    left.append(group)
+                    continue
+                values = np.frombuffer(value, np.float64).repeat(len(group.targets))
+            for column in group.targets.T:
+                template[column] = values
+                covered[column] = True
+            if not computed:
+                continue
+            made += group.targets.size
+            for item in group.skeleton:
+                if item[0] != "v":
+                    continue
+                v = self.values.get(demand.leaves[item[1]])
+                base = v.base if isinstance(v, View) else v
+                if not isinstance(base, Store):
+                    return None  # a loop temporary: no array to test
+                bases[base.name] = (store_size(base), base.shape == ())
+        tested = sum(n for n, _ in bases.values())
+        if not made or tested > made or 2 * int(covered.sum()) <= size:
+            return None
+        flag = self._fresh("nonfinite")
+        test = [f"npy_uint64 {flag} = 0;"]
+        for name, (n, scalar) in sorted(bases.items()):
+            bits = f"((const npy_uint64 *){'&' if scalar else ''}{name})"
+            test.append(
+                f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {n}; {PREFIX}j++) "
+                f"{flag} |= ((({bits}[{PREFIX}j] & {EXPONENT}) ^ "
+                f"{EXPONENT}) - 1) >> 63;"
+            )
+        if not template.any() and not np.signbit(template).any():
+            first = f"memset({store.name}, 0, sizeof(double) * {size});"
+        else:
+            table = self.tables.doubles(template)
+            first = f"memcpy({store.name}, {table}, sizeof(double) * {size});"
+        return flag, test, first, left
+
+    def _groups_code(
+        self, demand: Demand, groups_in: list[DemandGroup], store: Store
+    ) -> list[str]:
+        """The C computing ``groups_in`` into ``store``: a constant of more than
+        half the elements first (``memset`` for zeros), then one loop per group
+        length. Groups of one length share one loop (the Brusselator's six shapes
+        of nonzeros: one loop over the 256 grid points, whose loads and
+        ``x * 0.0`` products the C compiler then shares)."""
+        lines: list[str] = []
+        groups = list(groups_in)
         fill = _fill(groups, store_size(store))
         if fill is not None:
             groups.remove(fill[0])
         by_length: dict[int, list[DemandGroup]] = {}
         for group in groups:  # groups of one length share one loop
             by_length.setdefault(len(group.targets), []).append(group)
-        count = len(by_length)
-        self.lines.append(
-            f"/* {_eqn_text(self.producer[demand.out])}: computed at its "
-            f"{demand.out.size} elements only, in {count} loop"
-            f"{'s' if count != 1 else ''} */"
-        )
         if fill is not None:  # most elements are one constant: written first
             value = fill[1]
             size = store_size(store)
             if value == np.float64(0.0).tobytes():
-                self.lines.append(f"memset({store.name}, 0, sizeof(double) * {size});")
+                lines.append(f"memset({store.name}, 0, sizeof(double) * {size});")
             else:
                 literal = c_number(np.frombuffer(value, np.float64)[0])
-                self.lines.append(
+                lines.append(
                     f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {size}; {PREFIX}j++) "
                     f"{store.name}[{PREFIX}j] = {literal};"
                 )
@@ -1155,8 +1244,8 @@ class Compiler:
             comment = f"{n} iterations, {stored} elements"
             if len(together) > 1:
                 comment += f" of {len(together)} expression shapes"
-            self.lines += nest.render(comment, [], body, [])
-        self.values[demand.out] = store
+            lines += nest.render(comment, [], body, [])
+        return lines
 
     def _group_body(
         self, nest: LoopNest, demand: Demand, group: DemandGroup, store: Store
@@ -1604,6 +1693,131 @@ def _fill(groups: list[DemandGroup], size: int) -> tuple[DemandGroup, bytes] | N
         if len({v.tobytes() for v in values}) == 1:
             return group, values[0].tobytes()
     return None
+
+
+EXPONENT = "0x7ff0000000000000ULL"
+"""The exponent bits of a double: all set for inf and NaN only."""
+
+ZERO = "zero"
+"""An abstract value of :func:`finite_constant`: +0.0 or -0.0, sign unknown."""
+
+OTHER = "other"
+"""An abstract value of :func:`finite_constant`: anything, inf and NaN included."""
+
+FINITE = "finite"
+"""An abstract value of :func:`finite_constant`: a value read from memory, finite."""
+
+
+def finite_constant(group: DemandGroup, eqns: Sequence[Any]) -> bytes | None:
+    """The one value (its float64 bytes) every element of ``group`` takes when
+    the values it reads are finite, or None.
+
+    A colored sparse jacobian multiplies the values it reads by seeds 0.0
+    (``x * 0.0``: +-0.0 for a finite ``x``, NaN for inf or NaN, as in NumPy), so
+    many of its nonzeros are ``10.0 + (a * 0.0 + b * 0.0)``: exactly 10.0 unless
+    ``a`` or ``b`` is not finite. This evaluates the skeleton over abstract
+    values: a float64 constant (bytes), :data:`ZERO`, :data:`FINITE` (a value
+    read) and :data:`OTHER`, by IEEE rules that hold for every sign of every
+    zero (``c + +-0.0 == c`` for ``c != 0``, ``+0.0 + +-0.0 == +0.0``...), so a
+    constant result is the exact double the loop computes, bit for bit.
+
+    >>> from difgen.backends.c_loops import DemandGroup
+    >>> ten, zero = np.float64(10.0).tobytes(), np.float64(0.0).tobytes()
+    >>> class E:  # an elementwise equation: only the primitive's name is read
+    ...     def __init__(self, name):
+    ...         self.primitive, self.params = type("P", (), {"name": name}), ()
+    >>> eqns = [E("mul"), E("add"), E("sub")]
+    >>> skeleton = (("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", ten),
+    ...             ("e", 2, (3, 2)))  # 10.0 - a * 0.0
+    >>> finite_constant(DemandGroup(skeleton, np.zeros((1, 1)), {}), eqns) == ten
+    True
+    >>> skeleton = (("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", zero),
+    ...             ("e", 2, (3, 2)))  # 0.0 - a * 0.0: +0.0 for every finite a
+    >>> finite_constant(DemandGroup(skeleton, np.zeros((1, 1)), {}), eqns) == zero
+    True
+    >>> skeleton = (("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", zero),
+    ...             ("e", 2, (2, 3)))  # a * 0.0 - 0.0: -0.0 for a < 0
+    >>> finite_constant(DemandGroup(skeleton, np.zeros((1, 1)), {}), eqns) is None
+    True
+    """
+    values: list[Any] = []
+    for k, item in enumerate(group.skeleton):
+        if item[0] == "v":
+            values.append(FINITE)
+        elif item[0] == "c":
+            if item[1] is not None:
+                values.append(item[1])
+            else:
+                column = {v.tobytes() for v in group.reads[k]}
+                values.append(column.pop() if len(column) == 1 else OTHER)
+        elif item[0] == "s":
+            total = values[item[1][0]]
+            for c in item[1][1:]:
+                total = _abstract("add", [total, values[c]])
+            values.append(total)
+        else:
+            eqn = eqns[item[1]]
+            operands = [values[c] for c in item[2]]
+            plain = not (eqn.params.as_dict() if eqn.params else {})
+            name = eqn.primitive.name if plain else ""
+            values.append(_abstract(name, operands))
+    last = values[-1]
+    return last if isinstance(last, bytes) else None
+
+
+_FOLDED: dict[str, Any] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "neg": np.negative,
+}
+"""The operations :func:`finite_constant` folds over constants (the loops' C
+operators, which round as these NumPy ufuncs do)."""
+
+
+def _abstract(name: str, operands: list[Any]) -> Any:
+    """One operation of :func:`finite_constant` over abstract values."""
+    consts: list[np.float64 | None] = [
+        np.frombuffer(v, np.float64)[0] if isinstance(v, bytes) else None
+        for v in operands
+    ]
+    if name in _FOLDED and all(c is not None for c in consts):
+        with np.errstate(all="ignore"):
+            return np.float64(_FOLDED[name](*consts)).tobytes()
+    if name == "neg":
+        return ZERO if operands[0] == ZERO else OTHER
+    if name == "sub":  # a - b is a + (-b), exactly
+        b = operands[1]  # -ZERO is ZERO, -FINITE is FINITE
+        negated = np.negative(consts[1]).tobytes() if consts[1] is not None else b
+        return _abstract("add", [operands[0], negated])
+    if name == "add":
+        a, b = operands
+        if isinstance(b, bytes):
+            a, b = b, a
+        if b == ZERO and isinstance(a, bytes):
+            c = np.frombuffer(a, np.float64)[0]
+            if np.isnan(c):
+                return OTHER
+            if c != 0.0 or not np.signbit(c):  # c + +-0.0 is c; +0.0 + +-0.0 is +0.0
+                return a
+            return ZERO  # -0.0 + z is z
+        return ZERO if a == b == ZERO else OTHER
+    if name in ("mul", "div"):
+        a, b = operands
+        if name == "mul" and isinstance(a, bytes):
+            a, b = b, a
+        c = None if not isinstance(b, bytes) else np.frombuffer(b, np.float64)[0]
+        if a == ZERO and c is not None and np.isfinite(c) and (name == "mul" or c != 0):
+            return ZERO  # +-0 * finite, +-0 / nonzero finite
+        if name == "mul" and ZERO in (a, b) and FINITE in (a, b):
+            return ZERO
+        if name == "mul" and a == b == ZERO:
+            return ZERO
+        if name == "mul" and a == FINITE and c == 0.0:
+            return ZERO  # finite * +-0.0
+        return OTHER
+    return OTHER
 
 
 def _reduced_positions(shape: tuple[int, ...], axes: Any) -> np.ndarray:

@@ -96,35 +96,45 @@ def _arange(runs: list[tuple[int, int, int]], as_float: bool) -> str:
     return parts[0] if len(parts) == 1 else f"np.concatenate(({', '.join(parts)}))"
 
 
-def array_source(value: np.ndarray) -> str:
-    """Compact source text for a constant array (its size does not show)."""
+def array_source(value: np.ndarray, cast: str = "") -> str:
+    """Compact source text for a constant array (its size does not show), with
+    ``cast`` (such as ``".astype(np.int32)"``) applied to it.
+
+    >>> array_source(np.array([3, 1, 2]), ".astype(np.int32)")
+    'np.array([3, 1, 2]).astype(np.int32)'
+    """
     shape = tuple(value.shape)
     is_bool = value.dtype == np.bool_
     is_int = value.dtype.kind in "iu"
     flat = value.ravel()
     if not flat.size:  # np.array([]) would lose the shape
         dtype = ", dtype=bool" if is_bool else ", dtype=np.int64" if is_int else ""
-        return f"np.zeros({shape!r}{dtype})"
+        return f"np.zeros({shape!r}{dtype}){cast}"
     if np.all(flat == flat[0]):
         v = flat[0]
         if is_bool:
-            return f"np.full({shape!r}, {number(v)})"
-        if is_int:
-            return f"np.full({shape!r}, {int(v)})"
-        if v == 0 and not np.signbit(v):
-            return f"np.zeros({shape!r})"
-        return f"np.ones({shape!r})" if v == 1 else f"np.full({shape!r}, {number(v)})"
+            source = f"np.full({shape!r}, {number(v)})"
+        elif is_int:
+            source = f"np.full({shape!r}, {int(v)})"
+        elif v == 0 and not np.signbit(v):
+            source = f"np.zeros({shape!r})"
+        else:
+            one = v == 1
+            source = (
+                f"np.ones({shape!r})" if one else f"np.full({shape!r}, {number(v)})"
+            )
+        return source + cast
     reshape = "" if value.ndim == 1 else f".reshape({shape!r})"
     if is_int and value.ndim == 1 and (shift := roll_of_arange(flat)) is not None:
-        return f"np.roll(np.arange({flat.size}), {shift})"
+        return f"np.roll(np.arange({flat.size}), {shift}){cast}"
     if not is_bool and flat.size > INLINE_SIZE and (runs := _runs(flat)) is not None:
-        return _arange(runs, as_float=not is_int) + reshape
+        return _arange(runs, as_float=not is_int) + reshape + cast
     item: Callable[[Any], str] = (lambda v: str(int(v))) if is_int else number
     if flat.size <= INLINE_SIZE:
-        return f"np.array({_nested(value, item)})"
+        return f"np.array({_nested(value, item)}){cast}"
     if is_int and (periodic := _periodic(flat)) is not None:
-        return periodic + reshape
-    return _wrapped([item(v) for v in flat], reshape)
+        return periodic + reshape + cast
+    return _wrapped([item(v) for v in flat], reshape + cast)
 
 
 MAX_PERIOD = 512  # longest period tried by _periodic
@@ -197,6 +207,18 @@ def _wrapped(items: list[str], suffix: str) -> str:
     return f"np.array([\n{body}\n]){suffix}  # fmt: skip"
 
 
+def index_itemsize(shape: tuple[int, int], nnz: int) -> int:
+    """The bytes per index of a sparse result's pattern constants: 4 (int32) when
+    every index and count fits, as SciPy itself chooses for the CSR arrays it
+    builds (``get_index_dtype``), else 8. Half the bytes halve the comparison of a
+    CSR ``out`` with the pattern, which the in-place operators make on every call.
+
+    >>> index_itemsize((512, 512), 3072), index_itemsize((2**31, 1), 1)
+    (4, 8)
+    """
+    return 4 if max(*shape, nnz) <= np.iinfo(np.int32).max else 8
+
+
 def csr_format(
     kind: str,
     indices: np.ndarray,
@@ -210,8 +232,9 @@ def csr_format(
     ``indices`` as a view), so without the copies ``eliminate_zeros``,
     ``sort_indices`` or any in-place edit of a returned matrix rewrote the module's
     pattern, and every later call returned a wrong matrix."""
-    name_i = pool.add(array_source(indices), f"{kind.upper()}_INDICES")
-    name_p = pool.add(array_source(indptr), f"{kind.upper()}_INDPTR")
+    cast = ".astype(np.int32)" if index_itemsize(shape, len(indices)) == 4 else ""
+    name_i = pool.add(array_source(indices, cast), f"{kind.upper()}_INDICES")
+    name_p = pool.add(array_source(indptr, cast), f"{kind.upper()}_INDPTR")
     layout = f"{name_i}.copy(), {name_p}.copy()"
     return f"sp.csr_array(({{}}, {layout}), shape={shape!r})"
 
