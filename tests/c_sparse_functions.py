@@ -38,6 +38,19 @@ def stencil(u):
     return np.concatenate([du.ravel(), dv.ravel()])
 
 
+def anisotropic(u):
+    """A reaction-diffusion stencil whose constant couplings take three values
+    (10.0 across, 7.5 along, 2.0 for the second field), none of them most
+    nonzeros, though together they are."""
+    n = int(np.sqrt(u.size // 2))
+    a, b = u[: n * n].reshape(n, n), u[n * n :].reshape(n, n)
+    across = np.roll(a, 1, 0) + np.roll(a, -1, 0)
+    along = np.roll(a, 1, 1) + np.roll(a, -1, 1)
+    du = 10.0 * across + 7.5 * along + a * a * b - 4.4 * a + 1.25 * b
+    dv = 1.25 * a - a * a * b - 3.0 * b + 2.0 * np.roll(b, 1, 0)
+    return np.concatenate([du.ravel(), dv.ravel()])
+
+
 def chain(x):
     """Neighbours multiplied: a tiny sparse jacobian, printed as straight-line C."""
     return np.concatenate([x[1:] * x[:-1], np.sin(x[:1])])

@@ -1167,14 +1167,11 @@ class Compiler:
         made = 0
         for group in demand.groups:
             computed = any(item[0] == "e" for item in group.skeleton)
-            if group.skeleton == (("c", None),):
-                values = group.reads[0]
-            else:
-                value = finite_constant(group, self.original_eqns)
-                if value is None:
-                    left.append(group)
-                    continue
-                values = np.frombuffer(value, np.float64).repeat(len(group.targets))
+            value = finite_constant(group, self.original_eqns)
+            if value is None:
+                left.append(group)
+                continue
+            values = np.broadcast_to(value, (len(group.targets),))
             for column in group.targets.T:
                 template[column] = values
                 covered[column] = True
@@ -1201,8 +1198,17 @@ class Compiler:
                 f"{flag} |= ((({bits}[{PREFIX}j] & {EXPONENT}) ^ "
                 f"{EXPONENT}) - 1) >> 63;"
             )
-        if not template.any() and not np.signbit(template).any():
-            first = f"memset({store.name}, 0, sizeof(double) * {size});"
+        positions = np.flatnonzero(covered)
+        values, counts = np.unique(
+            template[positions].view(np.int64), return_counts=True
+        )
+        common = int(np.argmax(counts))
+        if 2 * int(counts[common]) > size:  # one value: filled, the others stored
+            first = _fill_line(store, values[common : common + 1].tobytes())
+            others = positions[template[positions].view(np.int64) != values[common]]
+            if others.size:
+                reads = {0: template[others]}
+                left.append(DemandGroup((("c", None),), others[:, None], reads))
         else:
             table = self.tables.doubles(template)
             first = f"memcpy({store.name}, {table}, sizeof(double) * {size});"
@@ -1225,16 +1231,7 @@ class Compiler:
         for group in groups:  # groups of one length share one loop
             by_length.setdefault(len(group.targets), []).append(group)
         if fill is not None:  # most elements are one constant: written first
-            value = fill[1]
-            size = store_size(store)
-            if value == np.float64(0.0).tobytes():
-                lines.append(f"memset({store.name}, 0, sizeof(double) * {size});")
-            else:
-                literal = c_number(np.frombuffer(value, np.float64)[0])
-                lines.append(
-                    f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {size}; {PREFIX}j++) "
-                    f"{store.name}[{PREFIX}j] = {literal};"
-                )
+            lines.append(_fill_line(store, fill[1]))
         for n, together in by_length.items():
             nest = LoopNest((n,), self.tables)
             body: list[str] = []
@@ -1708,18 +1705,19 @@ FINITE = "finite"
 """An abstract value of :func:`finite_constant`: a value read from memory, finite."""
 
 
-def finite_constant(group: DemandGroup, eqns: Sequence[Any]) -> bytes | None:
-    """The one value (its float64 bytes) every element of ``group`` takes when
-    the values it reads are finite, or None.
+def finite_constant(group: DemandGroup, eqns: Sequence[Any]) -> np.ndarray | None:
+    """The values the elements of ``group`` take whenever the values they read
+    are finite (float64, one per element computed, or one for all), or None
+    when they are not constants then.
 
     A colored sparse jacobian multiplies the values it reads by seeds 0.0
     (``x * 0.0``: +-0.0 for a finite ``x``, NaN for inf or NaN, as in NumPy), so
     many of its nonzeros are ``10.0 + (a * 0.0 + b * 0.0)``: exactly 10.0 unless
     ``a`` or ``b`` is not finite. This evaluates the skeleton over abstract
-    values: a float64 constant (bytes), :data:`ZERO`, :data:`FINITE` (a value
-    read) and :data:`OTHER`, by IEEE rules that hold for every sign of every
-    zero (``c + +-0.0 == c`` for ``c != 0``, ``+0.0 + +-0.0 == +0.0``...), so a
-    constant result is the exact double the loop computes, bit for bit.
+    values: float64 constants (an array: per element, or one), :data:`ZERO`,
+    :data:`FINITE` (a value read) and :data:`OTHER`, by IEEE rules that hold for
+    every sign of every zero (``c + +-0.0 == c`` for ``c != 0``, ``+0.0 + +-0.0
+    == +0.0``...), so a constant is the exact double the loop computes.
 
     >>> from difgen.backends.c_loops import DemandGroup
     >>> ten, zero = np.float64(10.0).tobytes(), np.float64(0.0).tobytes()
@@ -1727,18 +1725,17 @@ def finite_constant(group: DemandGroup, eqns: Sequence[Any]) -> bytes | None:
     ...     def __init__(self, name):
     ...         self.primitive, self.params = type("P", (), {"name": name}), ()
     >>> eqns = [E("mul"), E("add"), E("sub")]
-    >>> skeleton = (("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", ten),
-    ...             ("e", 2, (3, 2)))  # 10.0 - a * 0.0
-    >>> finite_constant(DemandGroup(skeleton, np.zeros((1, 1)), {}), eqns) == ten
-    True
-    >>> skeleton = (("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", zero),
-    ...             ("e", 2, (3, 2)))  # 0.0 - a * 0.0: +0.0 for every finite a
-    >>> finite_constant(DemandGroup(skeleton, np.zeros((1, 1)), {}), eqns) == zero
-    True
-    >>> skeleton = (("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", zero),
-    ...             ("e", 2, (2, 3)))  # a * 0.0 - 0.0: -0.0 for a < 0
-    >>> finite_constant(DemandGroup(skeleton, np.zeros((1, 1)), {}), eqns) is None
-    True
+    >>> def constant(*skeleton):
+    ...     return finite_constant(DemandGroup(skeleton, np.zeros((1, 1)), {}), eqns)
+    >>> constant(("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", ten),
+    ...          ("e", 2, (3, 2)))  # 10.0 - a * 0.0
+    array([10.])
+    >>> constant(("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", zero),
+    ...          ("e", 2, (3, 2)))  # 0.0 - a * 0.0: +0.0 for every finite a
+    array([0.])
+    >>> print(constant(("v", 0), ("c", zero), ("e", 0, (0, 1)), ("c", zero),
+    ...                ("e", 2, (2, 3))))  # a * 0.0 - 0.0: -0.0 for a < 0
+    None
     """
     values: list[Any] = []
     for k, item in enumerate(group.skeleton):
@@ -1746,10 +1743,9 @@ def finite_constant(group: DemandGroup, eqns: Sequence[Any]) -> bytes | None:
             values.append(FINITE)
         elif item[0] == "c":
             if item[1] is not None:
-                values.append(item[1])
+                values.append(np.frombuffer(item[1], np.float64))
             else:
-                column = {v.tobytes() for v in group.reads[k]}
-                values.append(column.pop() if len(column) == 1 else OTHER)
+                values.append(np.asarray(group.reads[k], dtype=np.float64))
         elif item[0] == "s":
             total = values[item[1][0]]
             for c in item[1][1:]:
@@ -1762,7 +1758,7 @@ def finite_constant(group: DemandGroup, eqns: Sequence[Any]) -> bytes | None:
             name = eqn.primitive.name if plain else ""
             values.append(_abstract(name, operands))
     last = values[-1]
-    return last if isinstance(last, bytes) else None
+    return last if isinstance(last, np.ndarray) else None
 
 
 _FOLDED: dict[str, Any] = {
@@ -1777,47 +1773,49 @@ operators, which round as these NumPy ufuncs do)."""
 
 
 def _abstract(name: str, operands: list[Any]) -> Any:
-    """One operation of :func:`finite_constant` over abstract values."""
-    consts: list[np.float64 | None] = [
-        np.frombuffer(v, np.float64)[0] if isinstance(v, bytes) else None
-        for v in operands
-    ]
-    if name in _FOLDED and all(c is not None for c in consts):
+    """One operation of :func:`finite_constant` over abstract values: constants
+    (float64 arrays), :data:`ZERO`, :data:`FINITE`, :data:`OTHER`."""
+    if name in _FOLDED and all(isinstance(v, np.ndarray) for v in operands):
         with np.errstate(all="ignore"):
-            return np.float64(_FOLDED[name](*consts)).tobytes()
+            return np.asarray(_FOLDED[name](*operands), dtype=np.float64)
     if name == "neg":
-        return ZERO if operands[0] == ZERO else OTHER
-    if name == "sub":  # a - b is a + (-b), exactly
-        b = operands[1]  # -ZERO is ZERO, -FINITE is FINITE
-        negated = np.negative(consts[1]).tobytes() if consts[1] is not None else b
-        return _abstract("add", [operands[0], negated])
+        return ZERO if operands[0] is ZERO else OTHER
+    if name == "sub":  # a - b is a + (-b), exactly; -ZERO is ZERO, -FINITE FINITE
+        b = operands[1]
+        return _abstract("add", [operands[0], -b if isinstance(b, np.ndarray) else b])
+    a, b = operands if len(operands) == 2 else (operands[0], OTHER)
     if name == "add":
-        a, b = operands
-        if isinstance(b, bytes):
+        if isinstance(a, np.ndarray):
             a, b = b, a
-        if b == ZERO and isinstance(a, bytes):
-            c = np.frombuffer(a, np.float64)[0]
-            if np.isnan(c):
+        if a is ZERO and isinstance(b, np.ndarray):
+            if np.isnan(b).any():
                 return OTHER
-            if c != 0.0 or not np.signbit(c):  # c + +-0.0 is c; +0.0 + +-0.0 is +0.0
-                return a
-            return ZERO  # -0.0 + z is z
-        return ZERO if a == b == ZERO else OTHER
+            if ((b != 0.0) | ~np.signbit(b)).all():  # c + +-0.0 is c, +0.0 too
+                return b
+            return ZERO if (np.signbit(b) & (b == 0.0)).all() else OTHER  # -0.0 + z
+        return ZERO if a is ZERO and b is ZERO else OTHER
     if name in ("mul", "div"):
-        a, b = operands
-        if name == "mul" and isinstance(a, bytes):
+        if name == "mul" and isinstance(a, np.ndarray):
             a, b = b, a
-        c = None if not isinstance(b, bytes) else np.frombuffer(b, np.float64)[0]
-        if a == ZERO and c is not None and np.isfinite(c) and (name == "mul" or c != 0):
-            return ZERO  # +-0 * finite, +-0 / nonzero finite
-        if name == "mul" and ZERO in (a, b) and FINITE in (a, b):
-            return ZERO
-        if name == "mul" and a == b == ZERO:
-            return ZERO
-        if name == "mul" and a == FINITE and c == 0.0:
-            return ZERO  # finite * +-0.0
-        return OTHER
+        if isinstance(b, np.ndarray):
+            finite = bool(np.isfinite(b).all())
+            if a is ZERO and finite and (name == "mul" or bool((b != 0.0).all())):
+                return ZERO  # +-0 * finite, +-0 / nonzero finite
+            if name == "mul" and a is FINITE and bool((b == 0.0).all()):
+                return ZERO  # finite * +-0.0
+            return OTHER
+        if name == "mul" and {a, b} <= {ZERO, FINITE} and ZERO in (a, b):
+            return ZERO  # +-0 * +-0, +-0 * finite
     return OTHER
+
+
+def _fill_line(store: Store, value: bytes) -> str:
+    """The C writing the float64 ``value`` to every element of ``store``."""
+    size = store_size(store)
+    if value == np.float64(0.0).tobytes():
+        return f"memset({store.name}, 0, sizeof(double) * {size});"
+    literal = c_number(np.frombuffer(value, np.float64)[0])
+    return f"{PREFIX}fill({store.name}, {size}, {literal});"
 
 
 def _reduced_positions(shape: tuple[int, ...], axes: Any) -> np.ndarray:
@@ -2274,9 +2272,23 @@ static int
 {{
     return a < b + nb && b < a + na;
 }}
+
+/* r[0:n] = v: eight doubles, then copies of what is written, doubling (memcpy
+   moves them in the widest stores the machine has; a loop here gets SSE2's). */
+static void
+{PREFIX}fill(double *r, npy_intp n, double v)
+{{
+    npy_intp k = n < 8 ? n : 8;
+    for (npy_intp i = 0; i < k; i++) r[i] = v;
+    while (k < n) {{
+        npy_intp m = k < n - k ? k : n - k;
+        memcpy(r + k, r, sizeof(double) * m);
+        k += m;
+    }}
+}}
 #endif
 """
-"""The loops' one helper, guarded so every operator can carry it."""
+"""The loops' helpers, guarded so every operator can carry them."""
 
 
 def repr_c(name: str) -> str:
