@@ -1153,12 +1153,13 @@ class Compiler:
         self, demand: Demand, store: Store
     ) -> tuple[str, list[str], str, list[DemandGroup]] | None:
         """The C for when the values read are finite: a flag, the test that sets
-        it when one is not (over all of each array they are read from), the copy
-        of a table holding every constant element -- those of
-        :func:`finite_constant` included -- into the result, and the groups left
-        to compute after it. None unless the constants are most of the result
-        and the test reads fewer doubles than the elements it turns into
-        constants."""
+        it when one is not (over all of each array they are read from), the line
+        writing the constant elements -- those of :func:`finite_constant`
+        included -- first (a fill with the value that is most of the result, the
+        others then stored by a group of their own; else a copy of a table of
+        them all), and the groups left to compute after it. None unless the
+        constants are most of the result and the test reads fewer doubles than
+        the elements it turns into constants."""
         size = store_size(store)
         template = np.zeros(size)
         covered = np.zeros(size, dtype=bool)
@@ -1192,20 +1193,19 @@ class Compiler:
         flag = self._fresh("nonfinite")
         test = [f"npy_uint64 {flag} = 0;"]
         for name, (n, scalar) in sorted(bases.items()):
-            bits = f"((const npy_uint64 *){'&' if scalar else ''}{name})"
+            words = f"((const npy_uint64 *){'&' if scalar else ''}{name})"
             test.append(
                 f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {n}; {PREFIX}j++) "
-                f"{flag} |= ((({bits}[{PREFIX}j] & {EXPONENT}) ^ "
+                f"{flag} |= ((({words}[{PREFIX}j] & {EXPONENT}) ^ "
                 f"{EXPONENT}) - 1) >> 63;"
             )
         positions = np.flatnonzero(covered)
-        values, counts = np.unique(
-            template[positions].view(np.int64), return_counts=True
-        )
+        bits = template[positions].view(np.int64)  # -0.0 apart from +0.0
+        distinct, counts = np.unique(bits, return_counts=True)
         common = int(np.argmax(counts))
         if 2 * int(counts[common]) > size:  # one value: filled, the others stored
-            first = _fill_line(store, values[common : common + 1].tobytes())
-            others = positions[template[positions].view(np.int64) != values[common]]
+            first = _fill_line(store, distinct[common : common + 1].tobytes())
+            others = positions[bits != distinct[common]]
             if others.size:
                 reads = {0: template[others]}
                 left.append(DemandGroup((("c", None),), others[:, None], reads))
