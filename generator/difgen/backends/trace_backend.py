@@ -448,16 +448,16 @@ def _emit_c(
     Measured (docs/design.md, section 10): straight-line code wins by tens of
     nanoseconds where SymPy folds the graph (the seed: 0.11 vs 0.14 us); from a
     few hundred elements of work loops are faster (Rosenbrock n=100 gradient 0.50
-    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. With ``points =
-    true`` straight-line code is preferred at any size within the scalar budgets
-    (chosen when the points loop ran straight-line code only; it now runs loop code
-    too, and the Rosenbrock gradient over 10^4 points measured 0.37 vs 0.49 ms at
-    n=30 but 1.89 vs 1.16 ms at n=100, so a size threshold may serve better). A
-    graph with a primitive that has no loop form keeps the operator in Python
-    (vector code), and the build says so."""
+    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. ``points = true``
+    makes the same choice: the points loop runs the one-point operator's code, and
+    over 10^4 points the Rosenbrock gradient's loops match or beat straight-line
+    code at every size measured (``scripts/points_straight_or_loops.py``: 0.12 vs
+    0.15 ms at n=10, 0.25 vs 0.44 at n=20, 1.00 vs 1.66 at n=100), so straight-line
+    code is kept only where it serves the one-point call. A graph with a primitive
+    that has no loop form keeps the operator in Python (vector code), and the build
+    says so."""
     c_code.check_names(spec)
-    # points = true prefers straight-line code at any size (see the docstring)
-    small = spec.points or cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
+    small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
     if small and cost_model.scalar_reason(graph) is None:
         try:
             function, _ = _scalar_function(op, spec, ys, graph, pool, layouts)
