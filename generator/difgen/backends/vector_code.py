@@ -228,10 +228,11 @@ def csr_format(
 ) -> str:
     """A format wrapping a result's nonzeros (``{}``) into a CSR array whose layout
     is a copy of a pair of module constants, ``<KIND>_INDICES`` and
-    ``<KIND>_INDPTR``. SciPy keeps the arrays it is given (``indptr`` itself,
-    ``indices`` as a view), so without the copies ``eliminate_zeros``,
-    ``sort_indices`` or any in-place edit of a returned matrix rewrote the module's
-    pattern, and every later call returned a wrong matrix."""
+    ``<KIND>_INDPTR`` (int32 or int64: :func:`index_itemsize`). SciPy keeps the
+    arrays it is given (``indptr`` itself, ``indices`` as a view), so without the
+    copies ``eliminate_zeros``, ``sort_indices`` or any in-place edit of a returned
+    matrix rewrote the module's pattern, and every later call returned a wrong
+    matrix."""
     cast = ".astype(np.int32)" if index_itemsize(shape, len(indices)) == 4 else ""
     name_i = pool.add(array_source(indices, cast), f"{kind.upper()}_INDICES")
     name_p = pool.add(array_source(indptr, cast), f"{kind.upper()}_INDPTR")
