@@ -50,7 +50,7 @@ from difgen.backends.scalar_code import (
 from difgen.backends.scalar_code import (
     emit_operator as emit_python,
 )
-from difgen.backends.vector_code import csr_format, csr_out_check, index_itemsize
+from difgen.backends.vector_code import CsrFormat, csr_format, index_itemsize
 from difgen.config import ModuleSpec
 from difgen.emit.render import Function
 from difgen.emit.signatures import is_sparse, sparse_out
@@ -528,18 +528,15 @@ def emit_operator(
             spec.line_of("emit"),
             f'emit = "c" cannot print {op.name} as C ({exc}); use "scalar"',
         ) from None
-    wrappers = []
     native_points = (
         _points_native(op, spec, ys, code, reduction) if spec.points else None
     )
-    for kind, r in zip(op.results, code.results):
-        if not isinstance(r, SparseResult):
-            continue
-        wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
-        wrappers.append((kind, "lambda data: " + wrap.format("data")))
-        if sparse_out(op, spec) and kind == op.results[-1]:
-            check = csr_out_check(wrap, "out")
-            wrappers.append((f"{kind}.out", f"lambda out: {check}"))
+    formats: dict[int, CsrFormat] = {
+        i: csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
+        for i, (kind, r) in enumerate(zip(op.results, code.results))
+        if isinstance(r, SparseResult)
+    }
+    wrappers = c_glue.csr_helpers(op.results, formats, sparse_out(op, spec))
     return Function(
         function.name,
         function.signature,
@@ -549,7 +546,7 @@ def emit_operator(
         function.checked,
         native=native.source,
         native_doc=native.doc + function.doc,
-        wrappers=tuple(wrappers),
+        wrappers=wrappers,
         native_points=native_points,
     )
 

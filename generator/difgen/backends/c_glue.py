@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from difgen.backends.vector_code import CsrFormat
+
 PREFIX = "dg_"
 """Every name the C code defines itself starts with this (arguments' element
 names, temporaries and helpers never do: ``c_code.check_names``)."""
@@ -36,3 +38,17 @@ def return_lines(nres: int) -> list[str]:
         f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
         f"if ({PREFIX}t != NULL) return {PREFIX}t;",
     ]
+
+
+def csr_helpers(
+    kinds: Sequence[str], formats: dict[int, CsrFormat], in_place: bool
+) -> tuple[tuple[str, str], ...]:
+    """The module's helpers the C calls for sparse results, as (key, lambda
+    source): ``kind`` wraps the data into a CSR array, ``kind.out`` (with
+    ``in_place``, for the last result) checks a CSR ``out`` and returns its data."""
+    helpers = []
+    for i, fmt in sorted(formats.items()):
+        helpers.append((kinds[i], "lambda data: " + fmt.format("data")))
+        if in_place and i == len(kinds) - 1:
+            helpers.append((f"{kinds[i]}.out", f"lambda out: {fmt.out_check('out')}"))
+    return tuple(helpers)

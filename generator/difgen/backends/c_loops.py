@@ -68,7 +68,7 @@ import numpy as np
 import sympy as sp
 
 from difgen import naming
-from difgen.backends import c_code, c_points, vector_code
+from difgen.backends import c_code, c_points
 from difgen.backends.c_code import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var, dce
@@ -2301,18 +2301,3 @@ def _nulls(n: int) -> str:
 
 def _dims(shape: tuple[int, ...]) -> str:
     return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
-
-
-def csr_wrappers(
-    op: Operator, spec: ModuleSpec, wrap: dict[int, str]
-) -> tuple[tuple[str, str], ...]:
-    """The module's wrappers the C function calls for sparse results: the CSR
-    constructor of the data, and the check of a CSR ``out`` (as in c_code)."""
-    wrappers = []
-    for i, fmt in sorted(wrap.items()):
-        kind = op.results[i]
-        wrappers.append((kind, "lambda data: " + fmt.format("data")))
-        if sparse_out(op, spec) and i == len(op.results) - 1:
-            check = vector_code.csr_out_check(fmt, "out")
-            wrappers.append((f"{kind}.out", f"lambda out: {check}"))
-    return tuple(wrappers)

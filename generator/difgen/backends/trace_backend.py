@@ -29,7 +29,7 @@ import sympy as sp
 
 from difgen import naming
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
-from difgen.backends import c_code, c_loops, cost_model, vector_code
+from difgen.backends import c_code, c_glue, c_loops, cost_model, vector_code
 from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
 from difgen.backends.sympy_backend import (
     ExpressionTooLarge,
@@ -43,7 +43,7 @@ from difgen.core.batching import batched_to
 from difgen.core.ir import FrozenArray, Graph
 from difgen.core.tracer import Tracer, current_builder
 from difgen.emit.render import Constants, Function, ModuleParts
-from difgen.emit.signatures import is_sparse
+from difgen.emit.signatures import is_sparse, sparse_out
 from difgen.errors import ConfigError
 from difgen.operators import (
     OPERATORS,
@@ -332,8 +332,10 @@ class Derivatives:
 Layouts = dict[int, tuple[Coloring, tuple[int, int]]]
 
 
-def _csr_wrappers(op: Operator, layouts: Layouts, pool: Constants) -> dict[int, str]:
-    """Formats that wrap a sparse result's data into a CSR array."""
+def _csr_wrappers(
+    op: Operator, layouts: Layouts, pool: Constants
+) -> dict[int, vector_code.CsrFormat]:
+    """How each sparse result's data becomes a CSR array."""
     return {
         i: vector_code.csr_format(op.results[i], *coloring.csr_indices(), shape, pool)
         for i, (coloring, shape) in layouts.items()
@@ -485,7 +487,7 @@ def _emit_c(
             function.checked,
             native=native,
             native_doc=doc + function.doc,
-            wrappers=c_loops.csr_wrappers(op, spec, wrap),
+            wrappers=c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec)),
             native_points=points,
         ),
         "vector",

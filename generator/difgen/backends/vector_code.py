@@ -219,41 +219,44 @@ def index_itemsize(shape: tuple[int, int], nnz: int) -> int:
     return 4 if max(*shape, nnz) <= np.iinfo(np.int32).max else 8
 
 
+@dataclass(frozen=True)
+class CsrFormat:
+    """How a sparse result's nonzeros become a CSR array: the module constants of
+    its pattern (``<KIND>_INDICES``, ``<KIND>_INDPTR``) and its shape."""
+
+    indices: str
+    indptr: str
+    shape: tuple[int, int]
+
+    def format(self, data: str) -> str:
+        """A CSR array of the nonzeros ``data`` on copies of the pattern: SciPy
+        keeps the arrays it is given (``indptr`` itself, ``indices`` as a view), so
+        without the copies ``eliminate_zeros``, ``sort_indices`` or any in-place
+        edit of a returned matrix rewrote the module's pattern, and every later
+        call returned a wrong matrix."""
+        layout = f"{self.indices}.copy(), {self.indptr}.copy()"
+        return f"sp.csr_array(({data}, {layout}), shape={self.shape!r})"
+
+    def out_check(self, out: str) -> str:
+        """The call of the module's ``_check_csr_out`` on ``out`` against this
+        pattern: the data of ``out`` to fill, or ValueError."""
+        pattern = f"{self.indices}, {self.indptr}, {self.shape!r}"
+        return f"{naming.CHECK_CSR_OUT}({out}, {pattern})"
+
+
 def csr_format(
     kind: str,
     indices: np.ndarray,
     indptr: np.ndarray,
     shape: tuple[int, int],
     pool: Constants,
-) -> str:
-    """A format wrapping a result's nonzeros (``{}``) into a CSR array whose layout
-    is a copy of a pair of module constants, ``<KIND>_INDICES`` and
-    ``<KIND>_INDPTR`` (int32 or int64: :func:`index_itemsize`). SciPy keeps the
-    arrays it is given (``indptr`` itself, ``indices`` as a view), so without the
-    copies ``eliminate_zeros``, ``sort_indices`` or any in-place edit of a returned
-    matrix rewrote the module's pattern, and every later call returned a wrong
-    matrix."""
+) -> CsrFormat:
+    """The :class:`CsrFormat` of a ``kind`` result of this pattern, its index
+    constants (int32 or int64: :func:`index_itemsize`) added to ``pool``."""
     cast = ".astype(np.int32)" if index_itemsize(shape, len(indices)) == 4 else ""
     name_i = pool.add(array_source(indices, cast), f"{kind.upper()}_INDICES")
     name_p = pool.add(array_source(indptr, cast), f"{kind.upper()}_INDPTR")
-    layout = f"{name_i}.copy(), {name_p}.copy()"
-    return f"sp.csr_array(({{}}, {layout}), shape={shape!r})"
-
-
-_CSR_FORMAT = re.compile(
-    r"\(\{\}, (\w+)\.copy\(\), (\w+)\.copy\(\)\), shape=(\([^)]*\))"
-)
-"""What :func:`csr_format` writes: the two constants' names and the shape."""
-
-
-def csr_out_check(fmt: str, out: str) -> str:
-    """The call of the module's ``_check_csr_out`` on ``out`` against the pattern of
-    a :func:`csr_format` format (its constants and shape)."""
-    found = _CSR_FORMAT.search(fmt)
-    if found is None:
-        raise ValueError(f"not a CSR format of csr_format: {fmt!r}")
-    indices, indptr, shape = found.groups()
-    return f"{naming.CHECK_CSR_OUT}({out}, {indices}, {indptr}, {shape})"
+    return CsrFormat(name_i, name_p, shape)
 
 
 class _Named(FrozenArray):
@@ -613,7 +616,7 @@ def emit_operator(
     ys: tuple[int, ...],
     graph: Graph,
     pool: Constants,
-    wrap: dict[int, str] | None = None,
+    wrap: dict[int, CsrFormat] | None = None,
 ) -> Function:
     """One operator as a :class:`Function` of vectorized NumPy code.
 
@@ -657,7 +660,9 @@ def emit_operator(
     return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
 
 
-def csr_out_returns(op: Operator, sources: list[str], data: str, fmt: str) -> list[str]:
+def csr_out_returns(
+    op: Operator, sources: list[str], data: str, fmt: CsrFormat
+) -> list[str]:
     """A sparse last result written into a caller's CSR ``out`` (its ``data``, the
     pattern checked by ``_check_csr_out``), as the compiled operator does."""
     kinds = op.results
@@ -668,7 +673,7 @@ def csr_out_returns(op: Operator, sources: list[str], data: str, fmt: str) -> li
         f"{naming.RESULT} = {data}",
         f"if {naming.OUT} is None:",
         f"    return {head}{fmt.format(naming.RESULT)}",
-        f"{csr_out_check(fmt, naming.OUT)}[...] = {naming.RESULT}",
+        f"{fmt.out_check(naming.OUT)}[...] = {naming.RESULT}",
         f"return {head}{naming.OUT}",
     ]
 
