@@ -26,6 +26,7 @@ MODULES = {
     "stencil": ("stencil", [200], ["jacobian", "value_and_jacobian"], "sparse = true"),
     "chain": ("chain", [5], ["jacobian"], "sparse = true"),
     "anisotropic": ("anisotropic", [128], ["jacobian"], "sparse = true"),
+    "dense_points": ("stencil", [32], ["jacobian"], "points = true"),
     "gathered": ("gathered", [F.N], ["f", "jacobian", "pushforward", "pullback"], ""),
     "banded": ("banded", [30], ["gradient", "hessian", "hvp"], ""),
 }
@@ -521,3 +522,24 @@ def test_finite_constant_is_exact_for_every_finite_value() -> None:
     group = c_loops.DemandGroup(coupling, np.zeros((1, 1)), {})
     value = c_loops.finite_constant(group, eqns)
     assert value is not None and value.tobytes() == ten
+
+
+def test_constants_when_finite_in_the_points_loop(built: Built) -> None:
+    """A dense stencil jacobian computed on demand, with its constants-when-finite
+    test, inside the C points loop: every row equals the compiled one-point
+    jacobian and the NumPy emission bit for bit, rows with NaN, inf, -0.0 and an
+    overflowing ``a * a`` included."""
+    source = _source(built, "dense_points")
+    assert re.search(r"if \(dg_nonfinite\d+ == 0\) {", source)
+    compiled, python = built.compiled("dense_points"), built.python("dense_points")
+    X = np.random.default_rng(4).uniform(-2.0, 2.0, (300, 32))
+    X[5, 3], X[7, 0], X[9, 1], X[11, 4] = np.nan, np.inf, -0.0, 1e200
+    with np.errstate(all="ignore"):
+        rows = compiled.jacobian_points(X)
+        one = np.array([compiled.jacobian(x) for x in X])
+        numpy_rows = np.array([python.jacobian(x) for x in X])
+        numpy_points = python.jacobian_points(X)
+    _same_bits(rows, one)
+    _same_bits(one, numpy_rows)
+    _same_bits(numpy_points, numpy_rows)
+    assert np.isnan(rows[5]).any() and not np.isnan(rows[6]).any()
