@@ -60,7 +60,7 @@ contexts = [{ name = "inputs", shape = [64, 14] }, { name = "targets", shape = [
 """
 
 
-def _load(path: Path, name: str) -> ModuleType:
+def load_module(path: Path, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -70,7 +70,7 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def _best(fn: Callable[..., Any], call: tuple[Any, ...], repeat: int) -> float:
+def best_time(fn: Callable[..., Any], call: tuple[Any, ...], repeat: int) -> float:
     """The fastest of ``repeat`` calls ``fn(*call)``, in seconds, the collector
     off."""
     fn(*call)
@@ -101,9 +101,9 @@ def _row(
     """One table row, after checking the rows against the loop bit for bit."""
     got = compiled.gradient_points(*call)
     assert np.array_equal(got, np.array(_loop(compiled.gradient, *call))), label
-    c_time = _best(compiled.gradient_points, call, repeat)
-    numpy_time = _best(python.gradient_points, call, repeat)
-    loop_time = _best(_loop, (compiled.gradient, *call), repeat)
+    c_time = best_time(compiled.gradient_points, call, repeat)
+    numpy_time = best_time(python.gradient_points, call, repeat)
+    loop_time = best_time(_loop, (compiled.gradient, *call), repeat)
     return (
         f"| {label}, {len(call[0])} points | {c_time * 1e3:.2f} ms "
         f"| {numpy_time * 1e3:.2f} ms | {loop_time * 1e3:.2f} ms "
@@ -144,11 +144,13 @@ def main() -> int:
         ]
         for name, label, size, shared in cases:
             out = directory / "out"
-            compiled = _load(out / f"{name}.py", name)
+            compiled = load_module(out / f"{name}.py", name)
             assert compiled.COMPILED, compiled.C_FALLBACK_REASON
             alone = directory / "alone" / name
             alone.mkdir(parents=True)
-            python = _load(Path(shutil.copy(out / f"{name}.py", alone)), name + "_py")
+            python = load_module(
+                Path(shutil.copy(out / f"{name}.py", alone)), name + "_py"
+            )
             assert not python.COMPILED
             X = rng.uniform(-1.0, 1.0, (k, size))
             rows.append(_row(label, compiled, python, (X, *shared), args.repeat))

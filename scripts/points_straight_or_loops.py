@@ -13,18 +13,14 @@ rows' scale. Prints a Markdown table; the crossover sets the threshold.
 from __future__ import annotations
 
 import argparse
-import gc
-import importlib.util
 import shutil
 import sys
 import tempfile
-import warnings
 from pathlib import Path
-from time import perf_counter
-from types import ModuleType
 from typing import Any
 
 import numpy as np
+from points_loops_cost import best_time, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "benchmarks" / "problems.py"
@@ -36,30 +32,6 @@ def _config(size: int) -> str:
         'function = "problems.py:rosenbrock"\nbackend = "trace"\nemit = "c"\n'
         f'points = true\noperators = ["gradient"]\ninput = {{ shape = [{size}] }}\n'
     )
-
-
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        spec.loader.exec_module(module)
-    return module
-
-
-def _best(fn: Any, X: np.ndarray, repeat: int) -> float:
-    fn(X)
-    times = []
-    gc.disable()
-    try:
-        for _ in range(repeat):
-            start = perf_counter()
-            fn(X)
-            times.append(perf_counter() - start)
-    finally:
-        gc.enable()
-    return min(times)
 
 
 def _built(directory: Path, size: int, limit: int, tag: str) -> Any:
@@ -85,7 +57,7 @@ def _built(directory: Path, size: int, limit: int, tag: str) -> Any:
         result = build(where / "difgen.toml", compile=True)
     finally:
         c_loops.STRAIGHT_LINE_WORK, trace_backend._emit_c = saved, emit
-    module = _load(where / "out" / "rosen.py", f"rosen_{tag}")
+    module = load_module(where / "out" / "rosen.py", f"rosen_{tag}")
     assert module.COMPILED, module.C_FALLBACK_REASON
     source = (where / "out" / "rosen__c.c").read_text()
     seconds = sum(c.seconds for c in result.compiled)
@@ -119,8 +91,8 @@ def main() -> int:
             a, b = straight.gradient_points(X), loops.gradient_points(X)
             scale = np.abs(a).max(axis=1, keepdims=True)
             assert np.all(np.abs(a - b) <= 1e-12 * scale), size
-            t_s = _best(straight.gradient_points, X, args.repeat)
-            t_l = _best(loops.gradient_points, X, args.repeat)
+            t_s = best_time(straight.gradient_points, (X,), args.repeat)
+            t_l = best_time(loops.gradient_points, (X,), args.repeat)
             rows.append(
                 f"| {size} | {work} | {t_s * 1e3:.2f} "
                 f"| {t_l * 1e3:.2f} | {t_l / t_s:.2f} | {s_sec:.2f}, {l_sec:.2f} |"
