@@ -1,4 +1,5 @@
-"""C glue shared by every compiled operator: names and the lines that return results.
+"""C glue shared by every compiled operator: names, the lines that return results,
+and the module helpers the C calls for sparse results.
 
 It sits beneath :mod:`difgen.backends.c_code` (straight-line operators),
 :mod:`difgen.backends.c_loops` (loop operators) and
