@@ -29,9 +29,11 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from difgen.errors import DifgenError
 
@@ -176,25 +178,51 @@ def time_limit(seconds: float | None, module: str) -> Iterator[None]:
     A POSIX interval timer (SIGALRM) interrupts pure-Python work anywhere, in the
     user's code and in SymPy alike; it re-fires every :data:`REFIRE` seconds,
     because an exception raised while a garbage-collector callback or a
-    ``__del__`` runs is printed and dropped by Python (JAX's gc callback swallowed
-    two in a row under load, and with a 1 s re-fire a 0.5 s limit stopped at 3.6 s). No limit when ``seconds`` is None or on a
+    ``__del__`` runs is dropped by Python (JAX's gc callback swallowed two in a
+    row under load, and with a 1 s re-fire a 0.5 s limit stopped at 3.6 s).
+
+    Python hands such a dropped exception to ``sys.unraisablehook``, whose default
+    prints it with a traceback. While the limit is on, a hook of ours drops a
+    :class:`BuildTimeout` silently (the timer fires again) and passes anything
+    else to the hook it replaced; the timer does not raise while that hook runs
+    (an exception raised there is printed as "Exception ignored in
+    sys.unraisablehook", traceback and all). So a timed-out build prints its one
+    error message, nothing else. No limit when ``seconds`` is None or on a
     platform without SIGALRM.
     """
     if seconds is None or not hasattr(signal, "SIGALRM") or math.isinf(seconds):
         yield
         return
+    in_hook = False
 
     def expire(signum: int, frame: object) -> None:
+        if in_hook:
+            return  # the timer fires again in REFIRE seconds
         raise BuildTimeout(
             f"module {module!r}: stopped after {seconds:g} s in stage "
             f"'{current_stage()}' (its time limit; raise it with --timeout or the "
             "module's timeout key)"
         )
 
+    replaced = sys.unraisablehook
+
+    def unraisable(info: Any) -> None:
+        nonlocal in_hook
+        if isinstance(info.exc_value, BuildTimeout):
+            return
+        in_hook = True
+        try:
+            replaced(info)
+        finally:
+            in_hook = False
+
     previous = signal.signal(signal.SIGALRM, expire)
+    sys.unraisablehook = unraisable
     signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if sys.unraisablehook is unraisable:
+            sys.unraisablehook = replaced

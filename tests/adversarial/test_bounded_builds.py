@@ -10,6 +10,7 @@ stops a build promptly with exit 130 and nothing written.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -363,3 +364,68 @@ def test_ctrl_c_exits_130_and_writes_nothing(
     after = project.snapshot()
     after.pop("tracing.marker", None)
     assert after == before
+
+
+UNRAISABLE = """
+import sys, time
+from difgen import budget
+
+def spin(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+class Slow:  # the limit expires inside its __del__, where Python drops exceptions
+    def __del__(self):
+        spin(0.4)
+
+class Loud:  # an unraisable exception of the user's own
+    def __del__(self):
+        raise ValueError("loud __del__")
+
+def slow_hook(info):  # a hook (pytest's, a user's) that the limit expires in
+    spin(0.4)
+    sys.__unraisablehook__(info)
+
+if sys.argv[1] == "hook":
+    sys.unraisablehook = slow_hook
+try:
+    with budget.time_limit(0.1, "m"):
+        Loud()
+        if sys.argv[1] == "del":
+            Slow()
+        spin(5.0)
+except budget.BuildTimeout as exc:
+    print("stopped:", exc)
+print("hook restored:", sys.unraisablehook is (slow_hook if sys.argv[1] == "hook" else sys.__unraisablehook__))
+"""
+
+
+@pytest.mark.parametrize("where", ["del", "hook"])
+def test_timeout_in_unraisable_contexts_prints_nothing(
+    tmp_path: Path, where: str
+) -> None:
+    """A time limit expiring inside a ``__del__`` (where Python drops the
+    exception and prints it through ``sys.unraisablehook``) or inside the
+    unraisable hook itself (where Python prints "Exception ignored in
+    sys.unraisablehook" with a traceback) still stops the block, and prints no
+    traceback of its own; the user's own unraisable exception is still reported
+    by the hook that was there, which is put back afterwards."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unraisable.py"
+    script.write_text(UNRAISABLE)
+    run = subprocess.run(
+        [sys.executable, str(script), where],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "stopped: module 'm': stopped after 0.1 s" in run.stdout, run.stdout
+    assert "hook restored: True" in run.stdout
+    assert "ValueError: loud __del__" in run.stderr  # the user's, still reported
+    assert "BuildTimeout" not in run.stderr, run.stderr
+    assert "Exception ignored in sys.unraisablehook" not in run.stderr, run.stderr
