@@ -208,11 +208,10 @@ def time_limit(seconds: float | None, module: str) -> Iterator[None]:
 
     def unraisable(info: Any) -> None:
         nonlocal in_hook
-        if isinstance(info.exc_value, BuildTimeout):
-            return
-        in_hook = True
+        in_hook = True  # first: the timer must not raise in here
         try:
-            replaced(info)
+            if not isinstance(info.exc_value, BuildTimeout):
+                replaced(info)
         finally:
             in_hook = False
 
