@@ -554,7 +554,6 @@ class DemandAnalysis:
     ) -> None:
         self.consts = consts
         self.kept = kept  # values read from memory even where they could be pushed
-        self.inputs = set(graph.inputs)
         self.producer = {e.out: e for e in graph.eqns}
         self.eqn_index = {id(e): i for i, e in enumerate(graph.eqns)}
         self.nodes: list[tuple[Any, ...]] = []
@@ -1068,14 +1067,13 @@ class Compiler:
         becomes the equations the other results and the demands' leaves need."""
         for eqn in self.graph.eqns:  # constants first: the analysis folds them
             self._constant(eqn)
-        producer = {e.out: e for e in self.graph.eqns}
         read = {a for e in self.graph.eqns for a in e.inputs if isinstance(a, Var)}
         outputs = [o for o in self.outputs if isinstance(o, Var)]
         chosen: list[tuple[Demand, Store]] = []
         for out, store in zip(self.outputs, results):
             if not isinstance(out, Var):
                 continue
-            made_by = producer.get(out)
+            made_by = self.producer.get(out)
             if (
                 store is None
                 or made_by is None
@@ -1138,7 +1136,7 @@ class Compiler:
             self.lines += [
                 *test,
                 f"if ({flag} == 0) {{ /* every value read is finite */",
-                f"    {first}",
+                *(f"    {line}" for line in first),
                 *(f"    {line}" for line in self._groups_code(demand, groups, store)),
                 "} else {",
                 *(
@@ -1151,15 +1149,15 @@ class Compiler:
 
     def _finite_path(
         self, demand: Demand, store: Store
-    ) -> tuple[str, list[str], str, list[DemandGroup]] | None:
+    ) -> tuple[str, list[str], list[str], list[DemandGroup]] | None:
         """The C for when the values read are finite: a flag, the test that sets
-        it when one is not (over all of each array they are read from), the line
-        writing the constant elements -- those of :func:`finite_constant`
-        included -- first (a fill with the value that is most of the result, the
-        others then stored by a group of their own; else a copy of a table of
-        them all), and the groups left to compute after it. None unless the
-        constants are most of the result and the test reads fewer doubles than
-        the elements it turns into constants."""
+        it when one is not (over all of each array they are read from), what
+        writes first, and the groups to compute then. The constant elements --
+        those of :func:`finite_constant` included -- become one group per value,
+        so that a value that is most of the result is filled first as
+        :func:`_fill` decides; when none is, one table of them all is copied
+        first instead. None unless the constants are most of the result and the
+        test reads fewer doubles than the elements it turns into constants."""
         size = store_size(store)
         template = np.zeros(size)
         covered = np.zeros(size, dtype=bool)
@@ -1199,20 +1197,20 @@ class Compiler:
                 f"{flag} |= ((({words}[{PREFIX}j] & {EXPONENT}) ^ "
                 f"{EXPONENT}) - 1) >> 63;"
             )
-        positions = np.flatnonzero(covered)
-        bits = template[positions].view(np.int64)  # -0.0 apart from +0.0
-        distinct, counts = np.unique(bits, return_counts=True)
-        common = int(np.argmax(counts))
-        if 2 * int(counts[common]) > size:  # one value: filled, the others stored
-            first = _fill_line(store, distinct[common : common + 1].tobytes())
-            others = positions[bits != distinct[common]]
-            if others.size:
-                reads = {0: template[others]}
-                left.append(DemandGroup((("c", None),), others[:, None], reads))
-        else:
-            table = self.tables.doubles(template)
-            first = f"memcpy({store.name}, {table}, sizeof(double) * {size});"
-        return flag, test, first, left
+        bits = template.view(np.int64)  # -0.0 apart from +0.0
+        constants = [
+            DemandGroup(
+                (("c", value.tobytes()),),
+                np.flatnonzero(covered & (bits == value))[:, None],
+                {},
+            )
+            for value in np.unique(bits[covered])
+        ]
+        if _fill(constants, size) is not None:
+            return flag, test, [], left + constants
+        table = self.tables.doubles(template)
+        first = f"memcpy({store.name}, {table}, sizeof(double) * {size});"
+        return flag, test, [first], left
 
     def _groups_code(
         self, demand: Demand, groups_in: list[DemandGroup], store: Store
