@@ -113,17 +113,14 @@ def array_source(value: np.ndarray, cast: str = "") -> str:
     if np.all(flat == flat[0]):
         v = flat[0]
         if is_bool:
-            source = f"np.full({shape!r}, {number(v)})"
-        elif is_int:
-            source = f"np.full({shape!r}, {int(v)})"
-        elif v == 0 and not np.signbit(v):
-            source = f"np.zeros({shape!r})"
-        else:
-            one = v == 1
-            source = (
-                f"np.ones({shape!r})" if one else f"np.full({shape!r}, {number(v)})"
-            )
-        return source + cast
+            return f"np.full({shape!r}, {number(v)}){cast}"
+        if is_int:
+            return f"np.full({shape!r}, {int(v)}){cast}"
+        if v == 0 and not np.signbit(v):
+            return f"np.zeros({shape!r}){cast}"
+        if v == 1:
+            return f"np.ones({shape!r}){cast}"
+        return f"np.full({shape!r}, {number(v)}){cast}"
     reshape = "" if value.ndim == 1 else f".reshape({shape!r})"
     if is_int and value.ndim == 1 and (shift := roll_of_arange(flat)) is not None:
         return f"np.roll(np.arange({flat.size}), {shift}){cast}"
