@@ -18,6 +18,7 @@ import scipy.sparse
 
 import c_sparse_functions as F
 from oracle import central_jacobian
+from surface_harness import same
 from test_c_loops import _close
 from test_c_target import Built, _outcome, _same, _same_outcome, trace_c_build
 
@@ -359,15 +360,6 @@ def test_demand_analysis_groups_and_budgets() -> None:
         c_loops.PUSH_NODES = budget
 
 
-def _same_bits(got: np.ndarray, expected: np.ndarray) -> None:
-    """NaN where NaN, and every other double bit for bit (the sign of zero too)."""
-    nan = np.isnan(expected)
-    np.testing.assert_array_equal(np.isnan(got), nan)
-    np.testing.assert_array_equal(
-        got[~nan].view(np.int64), expected[~nan].view(np.int64)
-    )
-
-
 @pytest.mark.parametrize(
     ("name", "first"),
     [
@@ -404,14 +396,14 @@ def test_constants_when_finite_written_first(
             out = compiled.jacobian(point * 0.5)
             compiled.jacobian(point, out=out)
         for data in (got.data, out.data):
-            _same_bits(data, expected.data)
+            same(data, expected.data)
         if name == "stencil":
             with np.errstate(all="ignore"):
                 value, jac = compiled.value_and_jacobian(point)
                 expected_value, expected_jac = python.value_and_jacobian(point)
-            _same_bits(jac.data, expected.data)
-            _same_bits(expected_jac.data, expected.data)
-            _same_bits(value, expected_value)
+            same(jac.data, expected.data)
+            same(expected_jac.data, expected.data)
+            same(value, expected_value)
     with np.errstate(all="ignore"):
         assert np.isnan(compiled.jacobian(points[2]).data).sum() > 2  # couplings
     x = rng.uniform(0.5, 2.0, size)
@@ -496,7 +488,7 @@ def test_finite_constant_is_exact_for_every_finite_value() -> None:
             got = _evaluate(tuple(skeleton), names, grid, reads)
         shape = (3, grid.shape[1])
         expected = np.broadcast_to(np.asarray(value)[:, None], shape).copy()
-        _same_bits(np.broadcast_to(got, shape).copy(), expected)
+        same(np.broadcast_to(got, shape).copy(), expected)
     assert named > 100
     ten, zero = np.float64(10.0).tobytes(), np.float64(0.0).tobytes()
     minus, inf = np.float64(-0.0).tobytes(), np.float64(np.inf).tobytes()
@@ -539,7 +531,7 @@ def test_constants_when_finite_in_the_points_loop(built: Built) -> None:
         one = np.array([compiled.jacobian(x) for x in X])
         numpy_rows = np.array([python.jacobian(x) for x in X])
         numpy_points = python.jacobian_points(X)
-    _same_bits(rows, one)
-    _same_bits(one, numpy_rows)
-    _same_bits(numpy_points, numpy_rows)
+    same(rows, one)
+    same(one, numpy_rows)
+    same(numpy_points, numpy_rows)
     assert np.isnan(rows[5]).any() and not np.isnan(rows[6]).any()
