@@ -144,11 +144,11 @@ def worker(directory: Path) -> dict[str, Any]:
     """Build the config in ``directory`` in this process and measure it."""
     import time
 
-    from difgen.backends import cost_model
     from difgen.budget import reporting
     from difgen.config import load_config
     from difgen.load import load_function
     from difgen.pipeline import generate_module, trace_spec
+    from difgen.targets import choose as cost_model
 
     config = load_config(directory / "difgen.toml")
     (spec,) = config.modules

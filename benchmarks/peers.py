@@ -29,7 +29,8 @@ import numpy as np
 
 from benchmarks.cases import Case
 from benchmarks.timing import Tool, first_line
-from difgen import compiling, naming
+from difgen import naming
+from difgen.targets.c import compiling
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "difgen.toml"
@@ -366,7 +367,7 @@ straight-line C that gcc -O2 had not compiled after 8 minutes; the row then says
 so (SKIPPED with the limit), as a build that did not finish."""
 CASADI_CFLAGS = (*compiling.CFLAGS, "-fPIC", "-shared")
 """How CasADi's generated C is compiled: exactly as difgen compiles its own
-(``difgen.compiling.CFLAGS``, the same compiler), so that the code is the only
+(``difgen.targets.c.compiling.CFLAGS``, the same compiler), so that the code is the only
 difference. ``-ffp-contract=off`` costs nothing on the default x86-64 target
 (no FMA instructions there without ``-march``)."""
 
@@ -675,7 +676,7 @@ def casadi_c_label(sparse_out: bool) -> str:
 
 def _casadi_c_tool(case: Case, F: Any, ca: Any, scalar: bool, sparse_out: bool) -> Tool:
     """CasADi's generated C in a CPython extension built like difgen's (see
-    :data:`CASADI_WRAPPER`): the same compiler and flags (``difgen.compiling``),
+    :data:`CASADI_WRAPPER`): the same compiler and flags (``difgen.targets.c.compiling``),
     a new result array per call, or a sparse result filled into the ``data`` of a
     caller's CSR array, as difgen's in-place operator does. The build time is
     SX graph and code generation; the compile time is the compiler's alone."""

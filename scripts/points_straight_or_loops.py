@@ -38,7 +38,9 @@ def _built(directory: Path, size: int, limit: int, tag: str) -> Any:
     """The module built with the threshold ``limit``: the module, whether its
     gradient is C loops, the gradient graph's work and the compile seconds."""
     from difgen import build
-    from difgen.backends import c_loops, cost_model, trace_backend
+    from difgen.derive import graphs as trace_backend
+    from difgen.targets import choose as cost_model
+    from difgen.targets.c import loops as c_loops
 
     saved, emit = c_loops.STRAIGHT_LINE_WORK, trace_backend._emit_c
     works: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """Formatting long runs of simple statements apart gives black's bytes exactly.
 
-``difgen.emit.blackfast`` formats a module's long runs of temporary assignments
+``difgen.render.blackfast`` formats a module's long runs of temporary assignments
 by shape instead of handing them to black inside the module (issue 9: black was
 most of a large build). These tests compare it with black on the whole module,
 on lines black leaves alone, lines it splits (at lengths around the limit, with
@@ -13,7 +13,7 @@ import black
 import pytest
 
 from difgen import naming
-from difgen.emit import blackfast
+from difgen.render import blackfast
 
 
 def module(body: list[str]) -> str:

@@ -23,12 +23,12 @@ import build_time_functions as funcs
 import oracle
 from conftest import import_file, write_config
 from difgen.api import build
-from difgen.backends import cost_model
-from difgen.backends.scalar_code import PRINTER
-from difgen.backends.sympy_backend import Sizes, expanded_terms, simplest
 from difgen.cli import main
+from difgen.derive.symbolic import Sizes, expanded_terms, simplest
 from difgen.frontend import trace
 from difgen.primitives.reductions import NaryMax
+from difgen.targets import choose as cost_model
+from difgen.targets.python.printer import PRINTER
 
 SOURCE = Path(funcs.__file__)
 RNG = np.random.default_rng(9)
@@ -259,7 +259,7 @@ def test_derivatives_stop_at_the_budget(monkeypatch: pytest.MonkeyPatch) -> None
     """Before: a 3 x 3 softmax cross entropy's hessian ran SymPy's ``diff`` on all 81
     entries (37 s) before the result budget refused them. The budget is now checked
     entry by entry, so ``diff`` stops at the entry that crosses it."""
-    from difgen.backends import sympy_backend
+    from difgen.derive import symbolic as sympy_backend
 
     xs = list(sp.symbols("x0:6"))
     big = sp.exp(sum(sp.sin(x) * sp.cos(x) ** 3 for x in xs))

@@ -24,8 +24,8 @@ import pytest
 
 import difgen
 from conftest import import_file
-from difgen.backends import c_code
 from difgen.floats import HELPERS
+from difgen.targets.c import extension as c_code
 
 FUNCTIONS = """\
 import numpy as np

@@ -129,7 +129,8 @@ def test_csr_out_accepted_in_c(built: Built, name: str) -> None:
 def wide(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The stencil module as difgen writes a pattern too large for int32 indices:
     int64 constants and C tables (the dtype chosen by ``index_itemsize``)."""
-    from difgen.backends import c_code, vector_code
+    from difgen.targets.c import extension as c_code
+    from difgen.targets.numpy import printer as vector_code
 
     with pytest.MonkeyPatch.context() as patch:
         for owner in (vector_code, c_code):
@@ -329,8 +330,8 @@ def test_demand_analysis_groups_and_budgets() -> None:
     """The analysis on a small graph: one group per expression shape, equal
     elements computed once, constants 0 and 1 as literals; past its budget it
     declines (the result is then computed as usual)."""
-    from difgen.backends import c_loops
     from difgen.frontend.tracing import trace
+    from difgen.targets.c import loops as c_loops
 
     picked = np.array([0, 4, 4, 5, 9, 1])
 
@@ -447,7 +448,7 @@ def test_finite_constant_is_exact_for_every_finite_value() -> None:
     takes exactly that double (sign of zero included) at every combination of
     finite values tried, from +-0.0 to +-1.7e308; and it does name one for the
     couplings of a sparse jacobian (``10.0 + (a * 0.0 + b * 0.0) - 0.0``)."""
-    from difgen.backends import c_loops
+    from difgen.targets.c import loops as c_loops
 
     names = ["add", "sub", "mul", "div", "neg"]
 

@@ -31,8 +31,8 @@ import difgen
 import scenarios
 from conftest import TESTS, import_file
 from difgen.api import Status
-from difgen.compiling import EXTENSION_SUFFIX
 from difgen.errors import ConfigError
+from difgen.targets.c.compiling import EXTENSION_SUFFIX
 from test_integrations import forget_sampledf, sample_project  # noqa: F401
 from test_scenarios import operators_for
 
@@ -580,7 +580,7 @@ def test_sparse_out_fills_the_data_in_place(built: Built) -> None:
         )
 
 
-# Small compiled results are recycled (``dg_recycled`` in backends/c_code.py): a
+# Small compiled results are recycled (``dg_recycled`` in targets/c/extension.py): a
 # compiled operator keeps the last two arrays each small result was returned in and
 # writes into one of them again when nothing else can reach it any more. The tests
 # below take the user's side: a result they hold, view, export, weakly reference or

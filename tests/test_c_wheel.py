@@ -15,7 +15,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from difgen.compiling import EXTENSION_SUFFIX
+from difgen.targets.c.compiling import EXTENSION_SUFFIX
 from test_integrations import (  # noqa: F401 (numpy_only is a fixture)
     build_wheel,
     numpy_only,

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from conftest import build_and_import, write_config
-from difgen.backends.epilogue import LastResult, returns
 from difgen.core.expr import (
     ADD,
     ATOM,
@@ -26,6 +25,7 @@ from difgen.core.expr import (
     negation,
 )
 from difgen.primitives import PRIMITIVES
+from difgen.targets.numpy.epilogue import LastResult, returns
 
 A, B = atom("a"), atom("b")
 

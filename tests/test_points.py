@@ -419,7 +419,7 @@ def test_points_refuse_code_valid_for_one_number_of_points(
     """If the emissions at the two sentinel sizes disagree once the sentinel is
     generalized, the build refuses at the points key instead of writing code
     that is right for one number of points only."""
-    from difgen.backends import points
+    from difgen.targets.numpy import points
 
     monkeypatch.setattr(points, "_generic", lambda lines, k: list(lines))
     cfg = write_points_config(
@@ -585,7 +585,7 @@ def _check_blocks(
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks as small as the layout allows, so that few points make many blocks."""
-    from difgen.backends import points
+    from difgen.targets.numpy import points
 
     monkeypatch.setattr(points, "BLOCK_BYTES", 1)
     monkeypatch.setattr(points, "MIN_BLOCK", 16)  # BLAS kernels' rows divide it
@@ -699,8 +699,8 @@ def test_block_size_from_the_live_bytes_per_point() -> None:
     power of two within the budget, at least MIN_BLOCK, and a power of two above
     the layout size."""
     from difgen.ad import build_graph
-    from difgen.backends import points
     from difgen.passes import optimize
+    from difgen.targets.numpy import points
 
     def fn(x: Any) -> Any:
         return (np.sin(x[:, 1:]) * 2.0 + np.cos(x[:, 1:]),)

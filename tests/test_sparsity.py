@@ -8,8 +8,8 @@ import pytest
 import oracle
 import scenarios
 import tracer_cases as cases
+from difgen.derive.sparsity import color_columns, jacobian_pattern
 from difgen.frontend import trace
-from difgen.sparsity import color_columns, jacobian_pattern
 
 
 def stencil(u):

@@ -15,8 +15,8 @@ import pytest
 
 import oracle
 from conftest import build_and_import, import_file, write_config
-from difgen.backends.trace_backend import Derivatives
 from difgen.config import load_config
+from difgen.derive.graphs import Derivatives
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
 from difgen.load import load_function

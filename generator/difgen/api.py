@@ -31,13 +31,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Union
 
-from difgen import compiling, verification
+from difgen import verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
 from difgen.hashing import source_hash
 from difgen.load import load_function
 from difgen.naming import C_SUFFIX
+from difgen.targets.c import compiling
 from difgen.verification import ModuleVerification
 from difgen.write import State, WriteTransaction, inspect_file
 
@@ -182,11 +183,11 @@ def build(
 
     ``compile`` then compiles the C source of every ``emit = "c"`` module into
     its extension, next to the module, unless the extension is newer than the
-    source (:mod:`difgen.compiling`).
+    source (:mod:`difgen.targets.c.compiling`).
 
     Raises :class:`~difgen.errors.DifgenError` (nothing written) on a bad config,
     a function that cannot be loaded or traced, a timeout, or a file difgen did
-    not write in the way; :class:`~difgen.compiling.CompileError` if the compiler
+    not write in the way; :class:`~difgen.targets.c.compiling.CompileError` if the compiler
     fails (the sources are written by then).
     """
     cfg = _config(config)
@@ -240,7 +241,7 @@ def compile_extensions(
     """Compile the extension of each ``emit = "c"`` module (all, or those named)
     whose extension is missing or older than its C source; the others are left.
 
-    Raises :class:`~difgen.compiling.CompileError` when a C source is missing
+    Raises :class:`~difgen.targets.c.compiling.CompileError` when a C source is missing
     (build first) or the compiler fails.
     """
     cfg = _config(config)

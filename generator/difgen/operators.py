@@ -3,7 +3,7 @@
 An operator is a list of *results* (``value``, ``jvp``, ``vjp``, ``derivative``...)
 computed from the input, the contexts and its *seeds* (``dx``, ``dy``, ``v``). Each
 row of :data:`TABLE` holds every fact about one generated function, so config
-validation, the signatures (:mod:`difgen.emit.signatures`) and both backends read
+validation, the signatures (:mod:`difgen.targets.signatures`) and both backends read
 the same facts and no other module lists operators. A backend supplies the
 expressions of each result; this module fixes the names, the shapes and the rules.
 

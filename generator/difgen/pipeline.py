@@ -12,11 +12,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from difgen.backends import c_code, points, sympy_backend, trace_backend
 from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
-from difgen.emit.render import Constants, ModuleParts, render_module
+from difgen.derive import graphs as trace_backend
+from difgen.derive import symbolic as sympy_backend
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
 from difgen.frontend.tracing import definition
@@ -28,6 +28,9 @@ from difgen.hashing import (
 )
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
+from difgen.render.module import Constants, ModuleParts, render_module
+from difgen.targets.c import extension as c_code
+from difgen.targets.numpy import points
 from difgen.version import VERSION
 
 

@@ -54,7 +54,7 @@ C_HEADER_RE = re.compile(
     r"derivatives of `(?P<function>[^\n]+)`\."
 )
 """The first line of a generated C source (``emit = "c"``,
-:mod:`difgen.backends.c_code`); its hash lines follow the same rules."""
+:mod:`difgen.targets.c.extension`); its hash lines follow the same rules."""
 
 SOURCE_HASH_RE = re.compile(r'^SOURCE_HASH = "([0-9a-f]{16})"$', re.MULTILINE)
 _BODY_HASH_RE = re.compile(r'^BODY_HASH = "([0-9a-f]{16})"$', re.MULTILINE)

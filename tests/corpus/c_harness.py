@@ -5,7 +5,7 @@ the corpus handles it there, else on the trace backend (reverse mode), with the
 operators the corpus samples for that backend (:func:`harness.operators`). Each
 module is generated in its own directory by a pool of two worker processes (a
 refusal is that module's outcome, not the batch's), then every extension is
-compiled in one parallel batch (:func:`difgen.compiling.compile_module`, two at a
+compiled in one parallel batch (:func:`difgen.targets.c.compiling.compile_module`, two at a
 time). ``test_c_corpus.py`` compares each compiled module with its own Python
 fallback; the builds that refuse must be exactly those of
 :data:`c_expectations.EXPECTED_C_REFUSALS`.
@@ -45,8 +45,8 @@ from expectations import EXPECTED_REFUSALS, KNOWN_CRASHES  # noqa: E402
 from harness import POINTS, module_table  # noqa: E402
 
 import difgen  # noqa: E402
-from difgen.compiling import CompileError, compile_module  # noqa: E402
 from difgen.errors import DifgenError  # noqa: E402
+from difgen.targets.c.compiling import CompileError, compile_module  # noqa: E402
 
 TIMEOUT = 30.0
 """Seconds one module's generation may take (difgen's own limit): a build over it

@@ -36,8 +36,8 @@ from difgen.api import (
     compile_extensions,
     output_path,
 )
-from difgen.compiling import extension_path
 from difgen.config import find_config, load_config
+from difgen.targets.c.compiling import extension_path
 
 
 def regenerate(

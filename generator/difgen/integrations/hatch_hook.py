@@ -30,8 +30,8 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
-from difgen.compiling import EXTENSION_SUFFIX
 from difgen.integrations import regenerate
+from difgen.targets.c.compiling import EXTENSION_SUFFIX
 
 
 class DifgenBuildHook(BuildHookInterface):

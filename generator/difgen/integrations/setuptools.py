@@ -30,10 +30,10 @@ from setuptools import Extension
 from setuptools.command.build_py import build_py as _build_py
 
 from difgen.api import c_source_path
-from difgen.compiling import CFLAGS, include_dirs
 from difgen.config import find_config, load_config
 from difgen.integrations import regenerate
 from difgen.naming import C_SUFFIX
+from difgen.targets.c.compiling import CFLAGS, include_dirs
 
 
 class build_py(_build_py):

@@ -4,7 +4,7 @@ A value's dependence pattern is a boolean array of shape ``value.shape + (n,)``
 saying which of the ``n`` input elements it depends on (``None``: on none); a rule
 maps the patterns of an equation's inputs to its output's, called as
 ``rule(eqn, patterns, n)``. The propagation through a graph and the coloring built
-on it are :mod:`difgen.sparsity`; the family helpers assign the family's rule:
+on it are :mod:`difgen.derive.sparsity`; the family helpers assign the family's rule:
 
 - elementwise: the union of the (broadcast) inputs; selectors carry no dependence;
 - structural (reshape, transpose, indexing, concatenate, pad, pack, scatter...): the

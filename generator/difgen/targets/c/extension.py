@@ -3,12 +3,12 @@
 A module built with ``emit = "c"`` is two files: the usual Python module (scalar
 emission, the fallback) and ``NAME__c.c``, a CPython extension computing the same
 operators. Both print ONE reduction of the same SymPy expressions
-(:func:`difgen.backends.scalar_code.reduce`), term for term in the same order and
+(:func:`difgen.targets.python.printer.reduce`), term for term in the same order and
 grouping, so the C code performs the same IEEE operations on the same doubles as
 the Python code on Python floats: results are bit-identical wherever both call the
 same libm (``math.sin`` is the C library's ``sin``), and differ by at most the last
 bits of a libm function otherwise. The compiler is told not to contract or reorder
-(``-ffp-contract=off``, no ``-ffast-math``: :data:`difgen.compiling.CFLAGS`).
+(``-ffp-contract=off``, no ``-ffast-math``: :data:`difgen.targets.c.compiling.CFLAGS`).
 
 NumPy's NaN/inf semantics: Python's scalar code goes through the helpers of
 :mod:`difgen.floats` only where Python would *raise*; C's IEEE arithmetic and libm
@@ -38,8 +38,14 @@ import sympy as sp
 from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
 from difgen import floats, naming
-from difgen.backends import c_glue, c_points
-from difgen.backends.scalar_code import (
+from difgen.config import ModuleSpec
+from difgen.errors import ConfigError
+from difgen.operators import Operator, result_shape, seed_shape
+from difgen.render.module import Function
+from difgen.targets.c import glue as c_glue
+from difgen.targets.c import points as c_points
+from difgen.targets.numpy.printer import CsrFormat, csr_format, index_itemsize
+from difgen.targets.python.printer import (
     FloatPrinter,
     Reduced,
     ScalarCode,
@@ -47,15 +53,10 @@ from difgen.backends.scalar_code import (
     reduce,
     used_symbols,
 )
-from difgen.backends.scalar_code import (
+from difgen.targets.python.printer import (
     emit_operator as emit_python,
 )
-from difgen.backends.vector_code import CsrFormat, csr_format, index_itemsize
-from difgen.config import ModuleSpec
-from difgen.emit.render import Function
-from difgen.emit.signatures import is_sparse, sparse_out
-from difgen.errors import ConfigError
-from difgen.operators import Operator, result_shape, seed_shape
+from difgen.targets.signatures import is_sparse, sparse_out
 
 SUFFIX = naming.C_SUFFIX
 """The extension module of ``NAME.py`` is ``NAME__c`` (its C file ``NAME__c.c``)."""
@@ -68,7 +69,7 @@ PREFIX = c_glue.PREFIX
 names, temporaries and helpers never do: :func:`check_names`)."""
 
 _dims, _nulls, return_lines = c_glue.dims, c_glue.nulls, c_glue.return_lines
-"""Shared with the loop and points operators (:mod:`difgen.backends.c_glue`)."""
+"""Shared with the loop and points operators (:mod:`difgen.targets.c.glue`)."""
 
 C_KEYWORDS = frozenset(
     [
@@ -560,7 +561,7 @@ def _points_native(
 ) -> tuple[str, str]:
     """(C source, text signature) of the operator's points variant: one loop over
     the points running this operator's statements, printed by the same printer
-    (:mod:`difgen.backends.c_points`)."""
+    (:mod:`difgen.targets.c.points`)."""
     temps, reduced = reduction
     it = iter(reduced)
     results = [

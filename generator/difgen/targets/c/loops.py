@@ -1,6 +1,6 @@
 """``emit = "c"`` for array code: C loops over the hard-coded shapes ("vector C").
 
-The straight-line C of :mod:`difgen.backends.c_code` writes one statement per scalar,
+The straight-line C of :mod:`difgen.targets.c.extension` writes one statement per scalar,
 which is right for small graphs and wrong for large ones (a 10^4-element gradient
 would be 10^5 statements, and compiling a 512-state Brusselator jacobian that way
 took 72 s). This module prints the trace backend's optimized operator graph -- the
@@ -14,7 +14,7 @@ How each equation becomes C (docs/design.md, section 10):
   hoisting does) and printed as a ``static const double`` table.
 - **Elementwise** primitives have no C template of their own: the primitive's SymPy
   rule (the one the scalar emission lowers with) is applied to fresh scalar symbols
-  and printed by :func:`difgen.backends.c_code.c_expr`, so the declaration stays
+  and printed by :func:`difgen.targets.c.extension.c_expr`, so the declaration stays
   the one place that knows the primitive. Consecutive elementwise equations of the
   same shape are **fused** into one loop with scalar temporaries; a value gets an
   array only when a consumer outside the loop (or the result) needs it. A full or
@@ -68,16 +68,17 @@ import numpy as np
 import sympy as sp
 
 from difgen import naming
-from difgen.backends import c_code, c_points
-from difgen.backends.c_code import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var, dce
-from difgen.emit.signatures import is_sparse, sparse_out
 from difgen.operators import Operator, result_shape, seed_shape
+from difgen.targets.c import extension as c_code
+from difgen.targets.c import points as c_points
+from difgen.targets.c.extension import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
+from difgen.targets.signatures import is_sparse, sparse_out
 
 STRAIGHT_LINE_WORK = 256
 """Graphs with at most this many elements of work (``cost_model.work``) are
-printed as straight-line C (:mod:`difgen.backends.c_code`) when SymPy can reduce
+printed as straight-line C (:mod:`difgen.targets.c.extension`) when SymPy can reduce
 them; larger ones as loops, which then run faster and compile faster."""
 
 STACK_DOUBLES = 4096
@@ -1717,7 +1718,7 @@ def finite_constant(group: DemandGroup, eqns: Sequence[Any]) -> np.ndarray | Non
     every sign of every zero (``c + +-0.0 == c`` for ``c != 0``, ``+0.0 + +-0.0
     == +0.0``...), so a constant is the exact double the loop computes.
 
-    >>> from difgen.backends.c_loops import DemandGroup
+    >>> from difgen.targets.c.loops import DemandGroup
     >>> ten, zero = np.float64(10.0).tobytes(), np.float64(0.0).tobytes()
     >>> class E:  # an elementwise equation: only the primitive's name is read
     ...     def __init__(self, name):
@@ -2169,7 +2170,7 @@ def points_native(
     op: Operator, spec: ModuleSpec, ys: tuple[int, ...], body: LoopBody
 ) -> tuple[str, str] | None:
     """(C source, text signature) of ``op``'s points variant: the points loop of
-    :mod:`difgen.backends.c_points` running ``body`` at each point, or None for a
+    :mod:`difgen.targets.c.points` running ``body`` at each point, or None for a
     sparse result (a CSR array has no points axis).
 
     The statements are the one-point function's, so they read the ``static

@@ -4,13 +4,13 @@ The loop runs, at each point, the very code of the compiled one-point operator,
 reading the point's elements from the stacked arguments and writing into row
 ``i`` of each result, so ``gradient_points(X)[i]`` equals ``gradient(X[i])`` bit
 for bit. That code is a :class:`PointsBody`, printed by the operator's own
-printer: for a straight-line operator (:mod:`difgen.backends.c_code`) the same
+printer: for a straight-line operator (:mod:`difgen.targets.c.extension`) the same
 reduction of the same SymPy expressions (:func:`straight_line_body`); for an
-operator compiled as loops over arrays (:mod:`difgen.backends.c_loops`) the same
+operator compiled as loops over arrays (:mod:`difgen.targets.c.loops`) the same
 loop statements, with their workspace taken once per call
 (``c_loops.points_native``). This module owns the scaffolding around either.
 (The Python fallback of a points variant is the vectorized NumPy code of
-:mod:`difgen.backends.points`, which agrees up to the reassociation of its
+:mod:`difgen.targets.numpy.points`, which agrees up to the reassociation of its
 reductions: ``rtol = 1e-10`` in the tests.)
 
 Arguments are accepted and refused exactly as by the Python points variant: the
@@ -34,9 +34,9 @@ import numpy as np
 import sympy as sp
 
 from difgen import naming
-from difgen.backends.c_glue import PREFIX, dims, nulls, return_lines
 from difgen.config import ModuleSpec
 from difgen.operators import Operator, result_shape, seed_shape
+from difgen.targets.c.glue import PREFIX, dims, nulls, return_lines
 
 GIL_FREE_POINTS = 64
 """From this many points on, the loop releases the GIL (a few tens of ns, which

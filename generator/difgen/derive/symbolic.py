@@ -31,20 +31,21 @@ import sympy as sp
 
 from difgen import floats, naming
 from difgen.ad.control import uses_control_flow
-from difgen.backends import c_code, cost_model
-from difgen.backends.scalar_code import (
+from difgen.config import ModuleSpec
+from difgen.core.ir import Graph, Lit, Var
+from difgen.errors import ConfigError
+from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
+from difgen.primitives.linalg import TRACE_ONLY
+from difgen.render.module import Constants, Function, ModuleParts
+from difgen.targets import choose as cost_model
+from difgen.targets.c import extension as c_code
+from difgen.targets.python.printer import (
     ScalarCode,
     SparseResult,
     emit_operator,
     inert,
 )
-from difgen.config import ModuleSpec
-from difgen.core.ir import Graph, Lit, Var
-from difgen.emit.render import Constants, Function, ModuleParts
-from difgen.emit.signatures import is_sparse
-from difgen.errors import ConfigError
-from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
-from difgen.primitives.linalg import TRACE_ONLY
+from difgen.targets.signatures import is_sparse
 
 EXPAND_LIMIT = 400  # try the expanded form only below this many operations
 EXPANDED_TERMS_LIMIT = (

@@ -1,9 +1,9 @@
 """C glue shared by every compiled operator: names, the lines that return results,
 and the module helpers the C calls for sparse results.
 
-It sits beneath :mod:`difgen.backends.c_code` (straight-line operators),
-:mod:`difgen.backends.c_loops` (loop operators) and
-:mod:`difgen.backends.c_points` (points variants), which ``c_code`` imports: the
+It sits beneath :mod:`difgen.targets.c.extension` (straight-line operators),
+:mod:`difgen.targets.c.loops` (loop operators) and
+:mod:`difgen.targets.c.points` (points variants), which ``c_code`` imports: the
 points variants could not use ``c_code``'s own copy without an import cycle, and
 two copies of the same C glue would drift apart.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from difgen.backends.vector_code import CsrFormat
+from difgen.targets.numpy.printer import CsrFormat
 
 PREFIX = "dg_"
 """Every name the C code defines itself starts with this (arguments' element

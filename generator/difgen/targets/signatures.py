@@ -105,7 +105,7 @@ def argument_checks(
     type, shape and dtype comparison); anything else goes through the module's
     helpers, which convert lists, ints and other real arrays to float64 and raise
     TypeError (complex, object) or ValueError (shape) naming the argument. ``out``
-    is checked where it is written (:func:`difgen.backends.epilogue.returns`).
+    is checked where it is written (:func:`difgen.targets.numpy.epilogue.returns`).
     """
     xs, batch = tuple(spec.input.shape), spec.batch
     arguments = [(naming.INPUT, xs)]

@@ -16,7 +16,7 @@ results``, traced from the derivative graphs of the user's function:
 Results of one operator share one trace, so ``value_and_*`` share the primal pass
 (equal equations are one). Each graph is optimized to a fixed point
 (:func:`difgen.passes.optimize`) and emitted as scalar or vector code by the cost
-model (:mod:`difgen.backends.cost_model`).
+model (:mod:`difgen.targets.choose`).
 """
 
 from __future__ import annotations
@@ -29,21 +29,18 @@ import sympy as sp
 
 from difgen import naming
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
-from difgen.backends import c_code, c_glue, c_loops, cost_model, vector_code
-from difgen.backends.scalar_code import ScalarCode, SparseResult, emit_operator
-from difgen.backends.sympy_backend import (
-    ExpressionTooLarge,
-    lower,
-    simplest_all,
-    symbols,
-)
 from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.batching import batched_to
 from difgen.core.ir import FrozenArray, Graph
 from difgen.core.tracer import Tracer, current_builder
-from difgen.emit.render import Constants, Function, ModuleParts
-from difgen.emit.signatures import is_sparse, sparse_out
+from difgen.derive.sparsity import Coloring, PatternTooLarge, coloring_of
+from difgen.derive.symbolic import (
+    ExpressionTooLarge,
+    lower,
+    simplest_all,
+    symbols,
+)
 from difgen.errors import ConfigError
 from difgen.operators import (
     OPERATORS,
@@ -55,7 +52,14 @@ from difgen.operators import (
 from difgen.passes import optimize
 from difgen.primitives.indexing import scatter_add
 from difgen.primitives.structural import basis_p
-from difgen.sparsity import Coloring, PatternTooLarge, coloring_of
+from difgen.render.module import Constants, Function, ModuleParts
+from difgen.targets import choose as cost_model
+from difgen.targets.c import extension as c_code
+from difgen.targets.c import glue as c_glue
+from difgen.targets.c import loops as c_loops
+from difgen.targets.numpy import printer as vector_code
+from difgen.targets.python.printer import ScalarCode, SparseResult, emit_operator
+from difgen.targets.signatures import is_sparse, sparse_out
 
 COLORING_GAIN = 2  # a dense jacobian is compressed when colors <= batch / 2
 
@@ -445,7 +449,7 @@ def _emit_c(
     """``emit = "c"``: straight-line C for tiny graphs (at most
     :data:`c_loops.STRAIGHT_LINE_WORK` elements of work, within the scalar budgets
     of :func:`cost_model.scalar_reason`), else C loops over the graph
-    (:mod:`difgen.backends.c_loops`), whose Python fallback is the vector emission.
+    (:mod:`difgen.targets.c.loops`), whose Python fallback is the vector emission.
 
     Measured (docs/design.md, section 10): straight-line code wins by tens of
     nanoseconds where SymPy folds the graph (the seed: 0.11 vs 0.14 us); from a

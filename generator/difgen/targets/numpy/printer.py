@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from difgen import naming
-from difgen.backends.epilogue import LastResult, returns
 from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
-from difgen.emit.render import Constants, Function
-from difgen.emit.signatures import docstring, signature, sparse_out
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
+from difgen.render.module import Constants, Function
+from difgen.targets.numpy.epilogue import LastResult, returns
+from difgen.targets.signatures import docstring, signature, sparse_out
 
 INLINE_SIZE = 8  # arrays up to this many elements are written in place
 INLINE_LENGTH = 72  # a single-use expression longer than this gets its own line
@@ -319,7 +319,7 @@ class Inlining:
         """Count the uses of each value and find the hoistable equations, in order.
 
         Values whose leading axis has length ``lead`` (a points variant's points,
-        :mod:`difgen.backends.points`) are never hoisted: that length is only
+        :mod:`difgen.targets.numpy.points`) are never hoisted: that length is only
         known per call."""
         uses: dict[Var, int] = {}
         for a in [*(a for e in graph.eqns for a in e.inputs), *graph.outputs]:

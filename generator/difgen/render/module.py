@@ -20,15 +20,15 @@ import jinja2
 
 from difgen import floats, naming
 from difgen.config import Config, ModuleSpec
-from difgen.emit import blackfast
-from difgen.emit.signatures import (
+from difgen.errors import InternalError
+from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
+from difgen.operators import OPERATORS
+from difgen.render import blackfast
+from difgen.targets.signatures import (
     argument_checks,
     data_helpers,
     points_argument_checks,
 )
-from difgen.errors import InternalError
-from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
-from difgen.operators import OPERATORS
 from difgen.version import VERSION
 
 
@@ -53,7 +53,7 @@ class Function:
     """The private function (not in ``__all__``, no argument checks) that the points
     variant of this operator calls on each block of points, already checked."""
     native: str = ""
-    """``emit = "c"``: the C function computing the same (:mod:`difgen.backends.c_code`)."""
+    """``emit = "c"``: the C function computing the same (:mod:`difgen.targets.c.extension`)."""
     native_doc: str = ""
     """``emit = "c"``: the C function's docstring, with its text signature."""
     wrappers: tuple[tuple[str, str], ...] = ()
@@ -62,7 +62,7 @@ class Function:
     native_points: tuple[str, str] | None = None
     """``emit = "c"`` with ``points = true``: (C source, text signature) of this
     operator's points variant, one C loop over the same statements
-    (:mod:`difgen.backends.c_points`); its ``_points`` Function takes it."""
+    (:mod:`difgen.targets.c.points`); its ``_points`` Function takes it."""
 
 
 def _checks(f: Function, spec: ModuleSpec, ys: tuple[int, ...]) -> list[str]:
@@ -203,7 +203,7 @@ def render_module(
     contexts = ", ".join(
         f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
     )
-    # Long runs of simple statements are formatted apart (see emit/blackfast.py):
+    # Long runs of simple statements are formatted apart (see render/blackfast.py):
     # black on the whole of a large module is most of its build time.
     bodies, runs = blackfast.extract_runs([f.body for f in functions])
     render = functools.partial(

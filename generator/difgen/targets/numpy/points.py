@@ -3,7 +3,7 @@
 ``gradient_points(x)`` takes ``x`` of shape ``(k, *input.shape)`` for any ``k`` and
 returns what ``gradient`` returns at each point, stacked. It is built the same way
 for both backends: the operator's graph from the trace backend
-(:meth:`difgen.backends.trace_backend.Derivatives.operator_graph`) is batched over a
+(:meth:`difgen.derive.graphs.Derivatives.operator_graph`) is batched over a
 leading axis by the vmap transform (each primitive's ``batch`` rule) and emitted as
 vector code, so no Python loop runs over the points. *Why the trace path for the
 sympy backend too:* its scalar code is straight-line Python on floats, one name
@@ -42,23 +42,23 @@ import numpy as np
 
 from difgen import naming
 from difgen.ad import build_graph, vmap_eval
-from difgen.backends import c_points
-from difgen.backends.epilogue import LastResult, returns
-from difgen.backends.trace_backend import Derivatives
-from difgen.backends.vector_code import emit_graph, is_view, number
 from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
-from difgen.emit.render import Constants, Function
-from difgen.emit.signatures import (
+from difgen.derive.graphs import Derivatives
+from difgen.errors import ConfigError
+from difgen.operators import OPERATORS, Operator, Shape
+from difgen.passes import optimize
+from difgen.render.module import Constants, Function
+from difgen.targets.c import points as c_points
+from difgen.targets.numpy.epilogue import LastResult, returns
+from difgen.targets.numpy.printer import emit_graph, is_view, number
+from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,
     points_docstring,
     points_signature,
 )
-from difgen.errors import ConfigError
-from difgen.operators import OPERATORS, Operator, Shape
-from difgen.passes import optimize
 
 SENTINELS = (97, 89, 83, 79, 73, 71, 67, 61, 59, 53, 47, 43)
 """Candidate sizes of the points axis at build time: two-digit primes, so both
@@ -325,7 +325,7 @@ def build(
     """The points variants of ``f`` and every requested operator, in table order.
 
     With ``emit = "c"`` each also carries its C loop, printed with the one-point
-    operator among ``functions`` (:mod:`difgen.backends.c_points`).
+    operator among ``functions`` (:mod:`difgen.targets.c.points`).
     """
     derivs = Derivatives(spec, graph)
     pairs = [

@@ -16,13 +16,13 @@ from sympy.printing.precedence import precedence
 from sympy.printing.pycode import PythonCodePrinter
 
 from difgen import floats, naming
-from difgen.backends.epilogue import LastResult, returns
-from difgen.backends.vector_code import csr_format, csr_out_returns
 from difgen.config import ModuleSpec
-from difgen.emit.render import Constants, Function
-from difgen.emit.signatures import docstring, signature, sparse_out
+from difgen.derive.sparsity import csr_layout
 from difgen.operators import Operator
-from difgen.sparsity import csr_layout
+from difgen.render.module import Constants, Function
+from difgen.targets.numpy.epilogue import LastResult, returns
+from difgen.targets.numpy.printer import csr_format, csr_out_returns
+from difgen.targets.signatures import docstring, signature, sparse_out
 
 INERT_PREFIX = "Exact__"
 """Name prefix of the inert heads that keep an exactly lowered operation as it is."""
@@ -457,7 +457,7 @@ Reduced = tuple[list[tuple[sp.Symbol, Any]], list[Any]]
 def reduce(code: ScalarCode) -> Reduced:
     """One ``cse`` over every result of an operator, in a fixed order.
 
-    Python and C code print the same reduction (:mod:`difgen.backends.c_code`), so
+    Python and C code print the same reduction (:mod:`difgen.targets.c.extension`), so
     both compute the same operations in the same order.
     """
     flat = [e for r in code.results for e in r.ravel()]

@@ -1,1 +1,0 @@
-"""Backends: SymPy (symbolic, scalar code) and trace (array-level AD on the IR)."""

@@ -1,1 +1,0 @@
-"""Emission: Python source from backend output, through templates and black."""
