@@ -148,7 +148,7 @@ def worker(directory: Path) -> dict[str, Any]:
     from difgen.config import load_config
     from difgen.load import load_function
     from difgen.pipeline import generate_module, trace_spec
-    from difgen.targets import choose as cost_model
+    from difgen.targets import cost as cost_model
 
     config = load_config(directory / "difgen.toml")
     (spec,) = config.modules

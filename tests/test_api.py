@@ -121,11 +121,11 @@ def test_bad_input_raises_difgen_errors(
 
 
 def test_progress_names_each_stage(project: Path) -> None:
-    """The real pipeline: load, trace, derivatives, emit per module, then write."""
+    """The real pipeline: load, trace, derive, print, render per module, then write."""
     events: list[Progress] = []
     difgen.build("difgen.toml", progress=events.append)
     seen = [(e.module, e.stage) for e in events]
-    per_module = ["load", "trace", "derivatives", "emit", "done"]
+    per_module = ["load", "trace", "derive", "print", "render", "done"]
     assert seen == [
         *(("alpha", s) for s in per_module),
         *(("beta", s) for s in per_module),

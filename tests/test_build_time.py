@@ -24,10 +24,11 @@ import oracle
 from conftest import import_file, write_config
 from difgen.api import build
 from difgen.cli import main
-from difgen.derive.symbolic import Sizes, expanded_terms, simplest
+from difgen.derive import lowering
+from difgen.derive.lowering import Sizes, expanded_terms, simplest
 from difgen.frontend import trace
 from difgen.primitives.reductions import NaryMax
-from difgen.targets import choose as cost_model
+from difgen.targets import cost as cost_model
 from difgen.targets.python.printer import PRINTER
 
 SOURCE = Path(funcs.__file__)
@@ -203,9 +204,9 @@ def test_expression_size_is_estimated_from_the_graph_in_linear_time() -> None:
     for steps in (5, 10, 200):
         graph = trace(lambda x, s=steps: funcs.euler(x, s), [((2,), "float64")])
         start = time.process_time()
-        sizes.append(cost_model.expression_size(graph))
+        sizes.append(lowering.expression_size(graph))
         assert time.process_time() - start < 1.0
-    assert sizes[0] < cost_model.EXPRESSION_LIMIT < sizes[1]
+    assert sizes[0] < lowering.EXPRESSION_LIMIT < sizes[1]
     assert sizes[2] == 10**12  # capped, not a 200-digit integer
     assert cost_model.scalar_reason(graph) is not None
 
@@ -272,7 +273,7 @@ def test_derivatives_stop_at_the_budget(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setattr(sympy_backend.sp, "diff", counting_diff)
     limit = Sizes()(real_diff(big, xs[0])) * 2
-    with pytest.raises(sympy_backend.ExpressionTooLarge, match=f"exceed {limit} nodes"):
+    with pytest.raises(lowering.ExpressionTooLarge, match=f"exceed {limit} nodes"):
         sympy_backend._derivatives([big] * 6, xs, limit=limit)
     assert 2 <= len(calls) <= 4, len(calls)  # not the 36 entries
     calls.clear()

@@ -8,7 +8,7 @@ stage it was in, instead of a build that never finishes.
 Inside :func:`reporting`, entering a :func:`stage` calls the progress callback with
 a :class:`Progress` (module, stage, elapsed seconds), and leaving the block reports
 ``"done"`` with the time spent in each stage. The stages of a module's build are
-:data:`STAGES`; a backend may mark finer stages inside ``derivatives`` (each report
+:data:`STAGES`; a stage may mark finer stages inside it (each report
 names the innermost stage). A backend that changes course because a step would go
 over its budget (scalar code that would be too large, say) says so with
 :func:`note`; the notes come with the ``"done"`` report and the build's result.
@@ -37,10 +37,11 @@ from typing import Any
 
 from difgen.errors import DifgenError
 
-STAGES = ("load", "trace", "derivatives", "emit", "write")
+STAGES = ("load", "trace", "derive", "print", "render", "write")
 """The stages of a module's build, in order: load the user's function, trace it,
-run the backend (derivatives, then its passes and emission), render the module's
-text, write the files (once, for all modules)."""
+derive its operators (symbolically or as graphs, with their passes), print each
+in the emission chosen for it, render the module's text, write the files (once,
+for all modules)."""
 
 DONE = "done"
 """The stage a :class:`Progress` names when a module's generation has finished."""

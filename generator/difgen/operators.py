@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 Shape = tuple[int, ...]
 
@@ -266,3 +267,15 @@ def sparse_shape(kind: str, xs: Shape, ys: Shape) -> tuple[int, int]:
     """
     rows = ys if kind == "jacobian" else xs
     return (math.prod(rows), math.prod(xs))
+
+
+class SparseFlag(Protocol):
+    """What :func:`is_sparse` reads of a module's spec."""
+
+    @property
+    def sparse(self) -> bool: ...
+
+
+def is_sparse(kind: str, spec: SparseFlag) -> bool:
+    """Whether a result is emitted as a SciPy CSR array (``sparse = true``)."""
+    return spec.sparse and kind in SPARSE_KINDS

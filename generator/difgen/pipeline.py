@@ -1,8 +1,14 @@
-"""One module's build, stage by stage: trace -> backend -> render (docs/design.md §2).
+"""One module's build, stage by stage (docs/design.md §2):
 
-:mod:`difgen.api` drives it for a whole config; each stage is testable alone.
+trace (:func:`trace_spec`) -> derive (:func:`derive`: the backend's operators, symbolic
+or as graphs) -> choose and print (:func:`print_parts`, :mod:`difgen.targets.choose`)
+-> render (:func:`difgen.render.module.render_module`) -> write (:mod:`difgen.write`,
+driven by :mod:`difgen.api` for a whole config).
+
+Each stage is a function of the previous stage's value and is testable alone.
 :func:`generate_module` marks the stages of :data:`difgen.budget.STAGES` it runs
-(``trace``, ``derivatives``, ``emit``), which time limits and progress reports name.
+(``trace``, ``derive``, ``print``, ``render``), which time limits and progress
+reports name.
 """
 
 from __future__ import annotations
@@ -10,13 +16,17 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
-from difgen.derive import graphs as trace_backend
-from difgen.derive import symbolic as sympy_backend
+from difgen.derive import graphs, points, symbolic
+from difgen.derive.graphs import GraphDerivation
+from difgen.derive.lowering import ExpressionTooLarge
+from difgen.derive.points import PointsGraphs
+from difgen.derive.symbolic import SymbolicDerivation
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
 from difgen.frontend.tracing import definition
@@ -29,8 +39,9 @@ from difgen.hashing import (
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
 from difgen.render.module import Constants, ModuleParts, render_module
+from difgen.targets import choose
 from difgen.targets.c import extension as c_code
-from difgen.targets.numpy import points
+from difgen.targets.numpy import points as numpy_points
 from difgen.version import VERSION
 
 
@@ -95,53 +106,90 @@ def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
         ) from None
 
 
-def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
-    """Run the configured backend on a traced graph, then add the points variants
-    (``points = true``), which share the module's constants.
+@dataclass(frozen=True)
+class Derivation:
+    """What the derive stage hands to printing: the spec printing follows (its
+    ``emit`` changed when the sympy backend fell back to the graph), the module's
+    operators derived symbolically or as graphs, and the points variants' batched
+    graphs (``points = true``)."""
+
+    spec: ModuleSpec
+    module: SymbolicDerivation | GraphDerivation
+    points: tuple[PointsGraphs, ...]
+    fallback: bool = False
+
+
+def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
+    """Every operator of the module as the configured backend derives it, and the
+    points variants' graphs.
 
     When the sympy backend's expressions go over their size budget, the module is
-    built from the graph instead, as the trace backend builds it with vector code
-    (time linear in the graph); the module's docstring and the build's notes say so.
+    derived from the graph instead, as the trace backend derives it, and printed as
+    vector code (C loops with ``emit = "c"``): time linear in the graph; the
+    module's docstring and the build's notes say so.
     """
-    parts, pool = _backend_parts(spec, graph)
-    if spec.points:
-        with stage("points"):
-            parts.functions += points.build(spec, graph, pool, parts.functions)
-    return parts
-
-
-def _backend_parts(spec: ModuleSpec, graph: Graph) -> tuple[ModuleParts, Constants]:
-    """The configured backend's module (with the sympy budget's fallback) and the
-    pool of module constants it filled (``parts.constants`` is its list)."""
-    pool = Constants()
+    module: SymbolicDerivation | GraphDerivation
+    fallback = False
     if spec.backend == "sympy":
-        runtime = sorted(
-            {e.primitive.name for e in graph.eqns} & runtime_rows.RUNTIME_PRIMITIVES
-        )
-        if runtime:
-            raise ConfigError(
-                spec.config_path,
-                spec.line_of("backend"),
-                f"the function uses {', '.join(runtime)}: "
-                + runtime_rows.RUNTIME_INDEX,
-            )
+        _refuse_runtime_data(spec, graph)
         try:
-            return sympy_backend.build(spec, graph, pool), pool
-        except sympy_backend.ExpressionTooLarge as exc:
+            module = symbolic.derive(spec, graph)
+        except ExpressionTooLarge as exc:
             # emit = "c" stays "c": the trace backend compiles the graph as C loops
-            fallback = "c" if spec.emit == "c" else "vector"
-            code = "C loops" if fallback == "c" else "vector code"
+            emit = "c" if spec.emit == "c" else "vector"
+            code = "C loops" if emit == "c" else "vector code"
             note(
                 f"sympy backend over its budget ({exc}); built from the graph "
                 f'instead ({code}, as backend = "trace" builds it)'
             )
-        pool = Constants()  # the abandoned attempt may have registered constants
-        parts = trace_backend.build(
-            dataclasses.replace(spec, emit=fallback), graph, pool
+            spec = dataclasses.replace(spec, emit=emit)
+            fallback = True
+    if spec.backend == "trace" or fallback:
+        module = graphs.derive(spec, graph)
+    points_graphs: tuple[PointsGraphs, ...] = ()
+    if spec.points:  # from the graphs, for either backend
+        traced = module if isinstance(module, GraphDerivation) else None
+        operators = (traced or graphs.derive(spec, graph)).operators
+        with stage("points"):
+            points_graphs = points.derive(spec, operators)
+    return Derivation(spec, module, points_graphs, fallback)
+
+
+def _refuse_runtime_data(spec: ModuleSpec, graph: Graph) -> None:
+    """Run-time indices and masks have no symbolic form: refused at ``backend``."""
+    runtime = sorted(
+        {e.primitive.name for e in graph.eqns} & runtime_rows.RUNTIME_PRIMITIVES
+    )
+    if runtime:
+        raise ConfigError(
+            spec.config_path,
+            spec.line_of("backend"),
+            f"the function uses {', '.join(runtime)}: " + runtime_rows.RUNTIME_INDEX,
         )
+
+
+def print_parts(derivation: Derivation) -> ModuleParts:
+    """Every operator printed in the emission chosen for it, then the points
+    variants, all sharing one pool of module constants."""
+    spec, module, pool = derivation.spec, derivation.module, Constants()
+    if isinstance(module, SymbolicDerivation):
+        parts = choose.print_symbolic(spec, module, pool)
+    else:
+        parts = choose.print_graphs(spec, module, pool)
+    if derivation.fallback:
         emission = f"{parts.emission} (from the graph: sympy over budget)"
-        return dataclasses.replace(parts, emission=emission), pool
-    return trace_backend.build(spec, graph, pool), pool
+        parts = dataclasses.replace(parts, emission=emission)
+    if derivation.points:
+        parts.functions += numpy_points.build(
+            spec, derivation.points, module.output_shape, pool, parts.functions
+        )
+        parts = dataclasses.replace(parts, constants=pool.items, setup=pool.setup)
+    return parts
+
+
+def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
+    """The module's printed parts from its traced graph (derive, then print)."""
+    return print_parts(derive(spec, graph))
 
 
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:
@@ -167,11 +215,12 @@ def _generate(
     with stage("trace"):
         graph = trace_spec(spec, fn)
         digest = source_hash(spec, graph)  # of the graph as traced, before any backend
-    # The backend differentiates, runs its passes and emits the operators' code;
-    # it may mark finer stages inside this one (progress names the innermost).
-    with stage("derivatives"):
-        parts = build_parts(spec, graph)
-    with stage("emit"):
+    # Derivation may mark finer stages inside this one (progress names the innermost).
+    with stage("derive"):
+        derivation = derive(spec, graph)
+    with stage("print"):
+        parts = print_parts(derivation)
+    with stage("render"):
         if spec.emit != "c":
             return [(".py", render_module(spec, config, parts, digest))]
         c_text = stamp_body_hash(
@@ -189,4 +238,4 @@ def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> 
     graph = trace_spec(spec, fn)
     if stage == "traced":
         return str(graph)
-    return trace_backend.ir_stage(spec, graph, stage)
+    return graphs.ir_stage(spec, graph, stage)

@@ -10,9 +10,9 @@ nothing (the command passes no callback at all).
 >>> import io
 >>> out = io.StringIO()
 >>> with Reporter(out, total=1, verbose=False, live=False) as report:
-...     report(Progress("seed", "done", 0.5, (("trace", 0.1), ("derivatives", 0.4))))
+...     report(Progress("seed", "done", 0.5, (("trace", 0.1), ("derive", 0.4))))
 >>> print(out.getvalue(), end="")
-difgen: [1/1] seed: 0.50 s (trace 0.10 s, derivatives 0.40 s)
+difgen: [1/1] seed: 0.50 s (trace 0.10 s, derive 0.40 s)
 """
 
 from __future__ import annotations

@@ -73,8 +73,7 @@ from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
 from difgen.hashing import source_hash
-from difgen.operators import OPERATORS, result_shape, seed_shape
-from difgen.targets.signatures import is_sparse
+from difgen.operators import OPERATORS, is_sparse, result_shape, seed_shape
 from difgen.write import inspect_file
 
 FULL_BASIS = 32

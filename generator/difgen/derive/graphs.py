@@ -16,35 +16,28 @@ results``, traced from the derivative graphs of the user's function:
 Results of one operator share one trace, so ``value_and_*`` share the primal pass
 (equal equations are one). Each graph is optimized to a fixed point
 (:func:`difgen.passes.optimize`) and emitted as scalar or vector code by the cost
-model (:mod:`difgen.targets.choose`).
+model (:mod:`difgen.targets.cost`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
-from difgen import naming
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
-from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.batching import batched_to
 from difgen.core.ir import FrozenArray, Graph
 from difgen.core.tracer import Tracer, current_builder
 from difgen.derive.sparsity import Coloring, PatternTooLarge, coloring_of
-from difgen.derive.symbolic import (
-    ExpressionTooLarge,
-    lower,
-    simplest_all,
-    symbols,
-)
 from difgen.errors import ConfigError
 from difgen.operators import (
     OPERATORS,
     Operator,
+    is_sparse,
     result_shape,
     seed_shape,
     sparse_shape,
@@ -52,14 +45,6 @@ from difgen.operators import (
 from difgen.passes import optimize
 from difgen.primitives.indexing import scatter_add
 from difgen.primitives.structural import basis_p
-from difgen.render.module import Constants, Function, ModuleParts
-from difgen.targets import choose as cost_model
-from difgen.targets.c import extension as c_code
-from difgen.targets.c import glue as c_glue
-from difgen.targets.c import loops as c_loops
-from difgen.targets.numpy import printer as vector_code
-from difgen.targets.python.printer import ScalarCode, SparseResult, emit_operator
-from difgen.targets.signatures import is_sparse, sparse_out
 
 COLORING_GAIN = 2  # a dense jacobian is compressed when colors <= batch / 2
 
@@ -332,213 +317,43 @@ class Derivatives:
         return optimize(graph) if passes else graph
 
 
-# -------------------------------------------------------------------- emission
 Layouts = dict[int, tuple[Coloring, tuple[int, int]]]
+"""The CSR pattern (coloring, matrix shape) of each sparse result, by its index."""
 
 
-def _csr_wrappers(
-    op: Operator, layouts: Layouts, pool: Constants
-) -> dict[int, vector_code.CsrFormat]:
-    """How each sparse result's data becomes a CSR array."""
-    return {
-        i: vector_code.csr_format(op.results[i], *coloring.csr_indices(), shape, pool)
-        for i, (coloring, shape) in layouts.items()
-    }
+@dataclass(frozen=True)
+class OperatorGraph:
+    """One operator derived: ``(x, *seeds, *contexts) -> results``, optimized, and
+    the pattern of each of its sparse results."""
+
+    op: Operator
+    graph: Graph
+    layouts: Layouts
 
 
-def _scalar_function(
-    op: Operator,
-    spec: ModuleSpec,
-    ys: Shape,
-    graph: Graph,
-    pool: Constants,
-    layouts: Layouts,
-) -> tuple[Function, float]:
-    """Straight-line float code: the graph lowered to SymPy (no diff), then cse.
+@dataclass(frozen=True)
+class GraphDerivation:
+    """The trace backend's derivation of a module: ``f`` and every requested
+    operator as graphs, in table order, and the traced function's output shape."""
 
-    Values (``f``, the value of ``value_and_*``) are lowered exactly (unevaluated):
-    SymPy's simplifications hold for finite values only and would change NumPy's
-    NaN or inf. Derivative results take the simpler of SymPy's forms.
-    """
-    data = [c.name for c in spec.contexts if c.dtype != "float64"]
-    if data:  # scalar code unpacks arguments into floats
-        raise NotImplementedError(
-            f"int64 and bool contexts ({', '.join(data)}) are checked and used as "
-            "arrays of their dtype, which only vector code does"
-        )
-    names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
-    arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
-    args = [arrays[n] for n in names]
-    exact = lower(graph, args, exact=True) if "value" in op.results else []
-    results: list[Any] = [  # object arrays; the sparse ones become SparseResult
-        exact[i] if kind == "value" else simplest_all(r)
-        for i, (kind, r) in enumerate(zip(op.results, lower(graph, args)))
-    ]
-    flat = [e for r in results for e in r.ravel()]
-    temps, reduced = sp.cse(flat, order="canonical")
-    ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
-    used = set().union(
-        *(sp.sympify(e).free_symbols for _, e in temps),
-        *(sp.sympify(e).free_symbols for e in reduced),
-    )
-    read = [a for a in arrays.values() if a.ndim and any(s in used for s in a.ravel())]
-    elements = sum(a.size for a in read)
-    cost = cost_model.scalar_cost(
-        int(ops), elements, len(read), [r.shape for r in results]
-    )
-    for i, (coloring, shape) in layouts.items():
-        indices, indptr = coloring.csr_indices()
-        results[i] = SparseResult(results[i].ravel(), indices, indptr, shape)
-    code = ScalarCode(arrays=arrays, order=names, results=results, constants=pool)
-    emit = c_code.emit_operator if spec.emit == "c" else emit_operator
-    return emit(op, spec, ys, code), cost
+    operators: tuple[OperatorGraph, ...]
+    output_shape: Shape
+    derivatives: Derivatives
 
 
-def _emit(
-    op: Operator,
-    spec: ModuleSpec,
-    ys: Shape,
-    graph: Graph,
-    pool: Constants,
-    layouts: Layouts,
-) -> tuple[Function, str]:
-    """The operator in the configured emission, or the cheaper by the cost model.
-
-    With ``emit = "auto"``, SymPy is asked only when the graph alone says scalar
-    code is worth trying (:func:`cost_model.scalar_reason`), and an expression that
-    grows past its budget while being lowered stops the attempt: the operator is
-    then vector code, and the build says why (:func:`difgen.budget.note`).
-    ``emit = "c"``: see :func:`_emit_c`.
-    """
-    if spec.emit == "c":
-        return _emit_c(op, spec, ys, graph, pool, layouts)
-    forced = spec.emit == "scalar"
-    reason = cost_model.scalar_reason(graph) if spec.emit == "auto" else None
-    if spec.emit == "auto" and reason is not None and _plausible(graph):
-        note(f"{op.name}: vector code, not scalar: {reason}")
-    if forced or (spec.emit == "auto" and reason is None):
-        try:
-            function, cost = _scalar_function(op, spec, ys, graph, pool, layouts)
-        except (NotImplementedError, ExpressionTooLarge, RecursionError) as exc:
-            if isinstance(exc, RecursionError):  # SymPy recurses once per nesting
-                exc = NotImplementedError("its expressions nest too deeply for SymPy")
-            if forced:
-                raise ConfigError(
-                    spec.config_path,
-                    spec.line_of("emit"),
-                    f'emit = "{spec.emit}" cannot scalarize {op.name}: {exc}; '
-                    'use "auto"',
-                ) from None
-            if isinstance(exc, ExpressionTooLarge):
-                note(f"{op.name}: vector code, not scalar: {exc}")
-        else:
-            if forced or cost <= cost_model.vector_cost(graph):
-                return function, "scalar"
-    wrap = _csr_wrappers(op, layouts, pool)
-    return vector_code.emit_operator(op, spec, ys, graph, pool, wrap), "vector"
-
-
-def _emit_c(
-    op: Operator,
-    spec: ModuleSpec,
-    ys: Shape,
-    graph: Graph,
-    pool: Constants,
-    layouts: Layouts,
-) -> tuple[Function, str]:
-    """``emit = "c"``: straight-line C for tiny graphs (at most
-    :data:`c_loops.STRAIGHT_LINE_WORK` elements of work, within the scalar budgets
-    of :func:`cost_model.scalar_reason`), else C loops over the graph
-    (:mod:`difgen.targets.c.loops`), whose Python fallback is the vector emission.
-
-    Measured (docs/design.md, section 10): straight-line code wins by tens of
-    nanoseconds where SymPy folds the graph (the seed: 0.11 vs 0.14 us); from a
-    few hundred elements of work loops are faster (Rosenbrock n=100 gradient 0.50
-    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. ``points = true``
-    makes the same choice: the points loop runs the one-point operator's code, and
-    over 10^4 points the Rosenbrock gradient's loops match or beat straight-line
-    code at every size measured (``scripts/points_straight_or_loops.py``: 0.12 vs
-    0.15 ms at n=10, 0.25 vs 0.44 at n=20, 1.00 vs 1.66 at n=100), so straight-line
-    code is kept only where it serves the one-point call. A graph with a primitive
-    that has no loop form keeps the operator in Python (vector code), and the build
-    says so."""
-    c_code.check_names(spec)
-    small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
-    if small and cost_model.scalar_reason(graph) is None:
-        try:
-            function, _ = _scalar_function(op, spec, ys, graph, pool, layouts)
-            return function, "scalar"
-        except (NotImplementedError, ExpressionTooLarge, RecursionError, ConfigError):
-            pass  # loops print any graph the scalar emission cannot
-    wrap = _csr_wrappers(op, layouts, pool)
-    function = vector_code.emit_operator(op, spec, ys, graph, pool, wrap)
-    last = layouts.get(len(op.results) - 1)
-    pattern = (*last[0].csr_indices(), last[1]) if last is not None else None
-    try:
-        body = c_loops.loop_body(op, spec, ys, graph)
-    except c_loops.NoLoopForm as exc:
-        note(f"{op.name}: kept in Python (vector code): no C loop form for {exc}")
-        return function, "vector"
-    native, doc = c_loops.c_loops_function(body, len(graph.eqns), pattern)
-    points = c_loops.points_native(op, spec, ys, body) if spec.points else None
-    return (
-        Function(
-            function.name,
-            function.signature,
-            function.returns,
-            function.doc,
-            function.body,
-            function.checked,
-            native=native,
-            native_doc=doc + function.doc,
-            wrappers=c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec)),
-            native_points=points,
-        ),
-        "vector",
-    )
-
-
-def _plausible(graph: Graph) -> bool:
-    """Whether scalar code would have been tried before its size budget existed
-    (small, no factorization): only then is skipping it news worth a note."""
-    return cost_model.work(graph) <= cost_model.SCALAR_LIMIT and all(
-        e.primitive.scalarizable for e in graph.eqns
-    )
-
-
-def _label(kinds: dict[str, str]) -> str:
-    if len(set(kinds.values())) == 1:
-        return next(iter(kinds.values()))
-    parts = []
-    for emission in ("scalar", "vector"):
-        names = ", ".join(n for n, e in kinds.items() if e == emission)
-        parts.append(f"{emission} ({names})")
-    return " and ".join(parts)
-
-
-def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> ModuleParts:
-    """Emit ``f`` and every requested operator (module constants go to ``pool``)."""
+def derive(spec: ModuleSpec, graph: Graph) -> GraphDerivation:
+    """The graph of ``f`` and of every operator the module asks for."""
     derivs = Derivatives(spec, graph)
-    pool = Constants() if pool is None else pool
-    functions: list[Function] = []
-    kinds: dict[str, str] = {}
+    operators = []
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
-        graph_of_op = derivs.operator_graph(op)
         layouts = {
             i: layout
             for i, kind in enumerate(op.results)
             if (layout := derivs.sparse_layout(kind)) is not None
         }
-        function, kinds[name] = _emit(op, spec, derivs.ys, graph_of_op, pool, layouts)
-        functions.append(function)
-    return ModuleParts(
-        functions=functions,
-        output_shape=derivs.ys,
-        emission=_label(kinds),
-        constants=pool.items,
-        setup=pool.setup,
-    )
+        operators.append(OperatorGraph(op, derivs.operator_graph(op), layouts))
+    return GraphDerivation(tuple(operators), derivs.ys, derivs)
 
 
 STAGES = ("jvp", "vjp", "<operator>", "<operator>:unoptimized", "all")

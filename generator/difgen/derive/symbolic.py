@@ -22,36 +22,37 @@ same config always gives the same bytes.
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from difgen import floats, naming
+from difgen import naming
 from difgen.ad.control import uses_control_flow
 from difgen.config import ModuleSpec
-from difgen.core.ir import Graph, Lit, Var
-from difgen.errors import ConfigError
-from difgen.operators import OPERATORS, result_shape, seed_shape, sparse_shape
-from difgen.primitives.linalg import TRACE_ONLY
-from difgen.render.module import Constants, Function, ModuleParts
-from difgen.targets import choose as cost_model
-from difgen.targets.c import extension as c_code
-from difgen.targets.python.printer import (
-    ScalarCode,
+from difgen.core.ir import Graph
+from difgen.derive.lowering import (
+    EXPRESSION_LIMIT,
+    ExpressionTooLarge,
+    Sizes,
     SparseResult,
-    emit_operator,
-    inert,
+    expression_size,
+    fan_in,
+    lower,
+    simplest_all,
+    symbols,
 )
-from difgen.targets.signatures import is_sparse
-
-EXPAND_LIMIT = 400  # try the expanded form only below this many operations
-EXPANDED_TERMS_LIMIT = (
-    400  # ... and only when the expansion has at most this many terms
+from difgen.errors import ConfigError
+from difgen.operators import (
+    OPERATORS,
+    Operator,
+    is_sparse,
+    result_shape,
+    seed_shape,
+    sparse_shape,
 )
-
+from difgen.primitives.linalg import TRACE_ONLY
 
 RESULT_LIMIT = 40_000
 """Nodes, as trees, of all the derivative expressions of one operator: beyond it,
@@ -68,193 +69,6 @@ EXTREMUM_LIMIT = 16
 """Most elements a max/min reduction may take on the sympy backend: the derivative
 with respect to each element compares it with the extremum of all the others, so
 the derivative expressions grow with the square of the element count."""
-
-
-class ExpressionTooLarge(Exception):
-    """A lowered expression went over its size budget: the caller falls back to
-    code from the graph (vector code), which costs time linear in the graph."""
-
-
-class Sizes:
-    """Tree sizes of SymPy expressions (nodes, counting a shared subexpression once
-    per use), memoized so that measuring a DAG costs time linear in its nodes."""
-
-    def __init__(self) -> None:
-        self._memo: dict[Any, int] = {}
-
-    def __call__(self, expr: Any) -> int:
-        args = getattr(expr, "args", ())
-        if not args:
-            return 1
-        known = self._memo.get(expr)
-        if known is None:
-            known = 1 + sum(self(a) for a in args)
-            self._memo[expr] = known
-        return known
-
-
-def expanded_terms(expr: Any, memo: dict[Any, int] | None = None) -> int:
-    """An upper estimate of the terms ``sp.expand(expr)`` produces, without expanding.
-
-    A product multiplies its factors' term counts, a power ``n`` (or ``-n``, whose
-    denominator is expanded, or a fraction above ``n``) of a sum of ``k`` terms has
-    ``C(n + k - 1, k - 1)``, and a function keeps one term
-    but expands its arguments (the largest of them counts). Expansion is exponential
-    in the nesting of products of sums: this is how :func:`simplest` refuses it
-    before starting.
-    """
-    memo = {} if memo is None else memo
-    args = getattr(expr, "args", ())
-    if not args:
-        return 1
-    known = memo.get(expr)
-    if known is not None:
-        return known
-    parts = [expanded_terms(a, memo) for a in args]
-    if expr.is_Add:
-        terms = sum(parts)
-    elif expr.is_Mul:
-        terms = math.prod(parts)
-    elif expr.is_Pow and expr.exp.is_Rational and abs(expr.exp) >= 1:
-        # (a + b)**-3 expands its denominator, (a + b)**(5/2) its square
-        n, k = int(abs(expr.exp)), parts[0]
-        terms = math.comb(n + k - 1, k - 1) if n < 64 else 2**64
-    else:
-        terms = max(parts)
-    terms = min(terms, 2**64)
-    memo[expr] = terms
-    return terms
-
-
-def number(value: Any) -> sp.Expr:
-    """A constant as an exact SymPy number when it is a short decimal, else a Float."""
-    if isinstance(value, (bool, np.bool_)):
-        return sp.true if value else sp.false
-    value = float(value)
-    if not math.isfinite(value):
-        return sp.Symbol(floats.constant_name(value), real=True)
-    if value.is_integer() and abs(value) < 2**53:
-        return sp.Integer(int(value))
-    frac = Fraction(repr(value))
-    if frac.denominator <= 10**6:
-        return sp.Rational(frac.numerator, frac.denominator)
-    return sp.Float(value, 17)
-
-
-def symbols(base: str, shape: tuple[int, ...], batch: int | None = None) -> np.ndarray:
-    """An object array of real symbols named like the unpacked elements."""
-    if shape == () and batch is None:
-        return np.asarray(sp.Symbol(base, real=True), dtype=object)
-    flat = [
-        sp.Symbol(naming.element(base, i, batch), real=True)
-        for i in range(int(np.prod(shape, dtype=np.int64)))
-    ]
-    out = np.empty(len(flat), dtype=object)
-    out[:] = flat
-    return out.reshape(shape)
-
-
-def lower(
-    graph: Graph,
-    args: list[np.ndarray],
-    exact: bool = False,
-    limit: int | None = cost_model.EXPRESSION_LIMIT,
-) -> list[np.ndarray]:
-    """Evaluate the graph on object arrays of SymPy expressions.
-
-    ``exact`` builds them unevaluated: SymPy then keeps the graph's own operations
-    (``x - x``, ``x / x``, ``log(exp(x))``) instead of simplifying them into a
-    value that differs from NumPy's where x is NaN, infinite or zero. Values are
-    lowered exactly; only expressions that are differentiated are not.
-
-    Raises :class:`ExpressionTooLarge` as soon as an element's tree exceeds
-    ``limit`` nodes (None: no limit), before SymPy's quadratic flattening of
-    ever larger sums makes the lowering itself the slow step.
-    """
-    if exact:
-        with sp.evaluate(False):
-            memo: dict[Any, Any] = {}  # shared: the results share subexpressions
-            return [
-                np.vectorize(lambda e: inert(e, memo), otypes=[object])(r)
-                for r in lower(graph, args, limit=limit)
-            ]
-    env: dict[Var, np.ndarray] = dict(zip(graph.inputs, args))
-    sizes = Sizes()
-
-    def read(atom: Any) -> np.ndarray:
-        if isinstance(atom, Lit):
-            flat = [number(v) for v in atom.value.ravel()]
-            out = np.empty(len(flat), dtype=object)
-            out[:] = flat
-            return out.reshape(atom.shape)
-        return env[atom]
-
-    for eqn in graph.eqns:
-        args = [read(a) for a in eqn.inputs]
-        if eqn.out.dtype != "bool" and eqn.primitive.name != "where":
-            # Booleans in arithmetic ((x > c) * x) count as 1 and 0, as in NumPy.
-            args = [
-                _as_number(v) if a.dtype == "bool" else v
-                for a, v in zip(eqn.inputs, args)
-            ]
-        value = eqn.primitive.lower_sympy(*args, **eqn.params.as_dict())
-        env[eqn.out] = _as_object(value, eqn.out.shape)
-        if limit is not None:
-            largest = max((sizes(e) for e in env[eqn.out].flat), default=1)
-            if largest > limit:
-                raise ExpressionTooLarge(
-                    f"{eqn.primitive.name} makes an expression of {largest} nodes "
-                    f"(limit {limit})"
-                )
-    return [read(out) for out in graph.outputs]
-
-
-def _as_number(conditions: np.ndarray) -> np.ndarray:
-    """Conditions as the numbers NumPy makes of booleans: 1 where true, else 0."""
-    out = np.empty(conditions.shape, dtype=object)
-    for index in np.ndindex(*conditions.shape):
-        c = conditions[index]
-        out[index] = sp.Piecewise((sp.S.One, c), (sp.S.Zero, True))
-    return out
-
-
-def _as_object(value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    arr = np.asarray(value, dtype=object)
-    if arr.shape != shape:
-        arr = np.broadcast_to(arr, shape)
-    out = np.empty(shape, dtype=object)
-    out[...] = arr
-    return out
-
-
-def simplest(expr: sp.Expr, sizes: Sizes | None = None) -> sp.Expr:
-    """The cheaper (by operation count) of an expression and its expansion.
-
-    Both steps are bounded before they start: ``count_ops`` walks the tree, so an
-    expression over ``EXPRESSION_LIMIT`` nodes is kept as it is (``cse`` will
-    share its repeated parts), and the expansion is tried only when its estimated
-    term count (:func:`expanded_terms`) is small.
-    """
-    expr = sp.sympify(expr)
-    if expr.is_number or expr.is_Symbol:
-        return expr
-    if (sizes or Sizes())(expr) > cost_model.EXPRESSION_LIMIT:
-        return expr
-    best, cost = expr, sp.count_ops(expr)
-    if cost <= EXPAND_LIMIT and expanded_terms(expr) <= EXPANDED_TERMS_LIMIT:
-        expanded = sp.expand(expr)
-        expanded_cost = sp.count_ops(expanded)
-        if expanded_cost < cost:
-            best = expanded
-    return best
-
-
-def simplest_all(exprs: np.ndarray) -> np.ndarray:
-    """:func:`simplest` of each element of an object array."""
-    if not exprs.size:
-        return exprs
-    sizes = Sizes()  # shared: the elements share subexpressions
-    return np.vectorize(lambda e: simplest(e, sizes), otypes=[object])(exprs)
 
 
 class SymbolicFunction:
@@ -399,17 +213,17 @@ def symbolic_reason(graph: Graph) -> str | None:
                     f"only up to {FACTORIZATION_LIMIT} x {FACTORIZATION_LIMIT})"
                 )
         if eqn.primitive.name in ("reduce_max", "reduce_min"):
-            fan = cost_model.fan_in(eqn)
+            fan = fan_in(eqn)
             if fan > EXTREMUM_LIMIT:
                 return (
                     f"{eqn.primitive.name} over {fan} elements (its derivative "
                     f"grows with their square; limit {EXTREMUM_LIMIT})"
                 )
-    nodes = cost_model.expression_size(graph)
-    if nodes > cost_model.EXPRESSION_LIMIT:
+    nodes = expression_size(graph)
+    if nodes > EXPRESSION_LIMIT:
         return (
             f"the function's result would be an expression of about {nodes:.3g} "
-            f"nodes (limit {cost_model.EXPRESSION_LIMIT})"
+            f"nodes (limit {EXPRESSION_LIMIT})"
         )
     return None
 
@@ -428,15 +242,35 @@ def check_results(results: list[np.ndarray], limit: int = RESULT_LIMIT) -> None:
                 )
 
 
-def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> ModuleParts:
-    """Emit every requested operator (and ``f``) as straight-line scalar code.
+@dataclass(frozen=True)
+class SymbolicOperator:
+    """One operator derived symbolically: its arguments as object arrays of
+    symbols (by name, and in call order) and its results as expressions (object
+    arrays, or :class:`SparseResult` for a CSR result)."""
+
+    op: Operator
+    arrays: dict[str, np.ndarray]
+    order: tuple[str, ...]
+    results: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class SymbolicDerivation:
+    """The sympy backend's derivation of a module: ``f`` and every requested
+    operator, in table order, and the traced function's output shape."""
+
+    operators: tuple[SymbolicOperator, ...]
+    output_shape: tuple[int, ...]
+
+
+def derive(spec: ModuleSpec, graph: Graph) -> SymbolicDerivation:
+    """Every requested operator (and ``f``) as SymPy expressions.
 
     Raises :class:`ExpressionTooLarge` when the graph (:func:`symbolic_reason`),
     an expression while it is lowered, or an operator's derivatives
-    (:func:`check_results`) go over their size budgets: the caller then builds
-    the module from the graph instead (:func:`difgen.pipeline.build_parts`).
+    (:func:`check_results`) go over their size budgets: the caller then derives
+    the module from the graph instead (:func:`difgen.pipeline.derive`).
     A decomposition with no symbolic form is a ConfigError at ``backend``.
-    Module constants go to ``pool``.
     """
     _refuse_control_flow(spec, graph)  # before budgets: no size makes it symbolic
     try:
@@ -453,8 +287,7 @@ def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> Modu
             'use backend = "trace"',
         ) from None
     batch = spec.batch
-    functions: list[Function] = []
-    constants = Constants() if pool is None else pool
+    operators = []
     for name in ("f", *spec.operators):
         op = OPERATORS[name]
         seeds = {s: _seed_symbols(s, fn.xs, fn.ys, batch) for s in op.seeds}
@@ -464,30 +297,19 @@ def build(spec: ModuleSpec, graph: Graph, pool: Constants | None = None) -> Modu
             r if kind == "value" else simplest_all(r)
             for kind, r in zip(op.results, raw)
         ]
-        results = [
+        results = tuple(
             (
                 SparseResult.from_dense(r, sparse_shape(kind, fn.xs, fn.ys))
                 if is_sparse(kind, spec)
                 else r
             )
             for kind, r in zip(op.results, dense)
-        ]
-        code = ScalarCode(
-            arrays={
-                naming.INPUT: fn.x,
-                **dict(zip(op.seeds, seeds.values())),
-                **{c.name: s for c, s in zip(spec.contexts, fn.contexts)},
-            },
-            order=[naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)],
-            results=results,
-            constants=constants,
         )
-        emit = c_code.emit_operator if spec.emit == "c" else emit_operator
-        functions.append(emit(op, spec, fn.ys, code))
-    return ModuleParts(
-        functions=functions,
-        output_shape=fn.ys,
-        emission="scalar",
-        constants=constants.items,
-        setup=constants.setup,
-    )
+        arrays = {
+            naming.INPUT: fn.x,
+            **dict(zip(op.seeds, seeds.values())),
+            **{c.name: s for c, s in zip(spec.contexts, fn.contexts)},
+        }
+        order = (naming.INPUT, *op.seeds, *(c.name for c in spec.contexts))
+        operators.append(SymbolicOperator(op, arrays, order, results))
+    return SymbolicDerivation(tuple(operators), fn.ys)

@@ -1,154 +1,226 @@
-"""Which emission an operator gets: straight-line scalar code or vectorized NumPy.
+"""Which printer prints each operator, and the module's parts from the printed ones.
 
-docs/design.md, section 9. Both forms compute the same graph; what differs is the price
-of each operation on this machine class (CPython 3.11+, NumPy 2):
+The derivation (:mod:`difgen.derive`) hands over, per operator, either SymPy
+expressions (the sympy backend) or an optimized graph (the trace backend). This
+module chooses how each is printed and calls that printer:
 
-- **vector**: every equation is one NumPy call, ``CALL_NS`` of fixed overhead
-  (dispatch, allocation) plus ``ELEMENT_NS`` per element of work;
-- **scalar**: every arithmetic operation that survives SymPy's folding and CSE is one
-  Python float operation, ``SCALAR_OP_NS``, plus ``ELEMENT_NS_SCALAR`` for each
-  element unpacked from an argument (``.tolist()``) or packed into an array result,
-  plus one ``CALL_NS`` per array unpacked or packed.
+- expressions are straight-line code: Python floats
+  (:mod:`difgen.targets.python.printer`), or C (:mod:`difgen.targets.c.extension`)
+  with ``emit = "c"``;
+- a graph is vector NumPy code (:mod:`difgen.targets.numpy.printer`), straight-line
+  scalar code (the graph lowered to SymPy without differentiation, when the cost
+  model of :mod:`difgen.targets.cost` says it is cheaper or ``emit = "scalar"``
+  forces it), or with ``emit = "c"`` straight-line C for tiny graphs and C loops
+  (:mod:`difgen.targets.c.loops`) otherwise.
 
-An operator is emitted as scalar code when its measured scalar cost (after lowering
-the graph to SymPy expressions and CSE, without symbolic differentiation) is at
-most its vector cost (ties, such as a constant result, go to scalar code).
-
-SymPy is only asked when an estimate made from the graph alone, without SymPy, says
-scalar code is plausible and cheap to build (:func:`worth_trying_scalar`): graphs
-whose element count exceeds ``SCALAR_LIMIT``, graphs with matrix factorizations, and
-graphs whose results, written out as expression trees, would exceed
-``EXPRESSION_LIMIT`` nodes (:func:`expression_size`: a loop that reuses its state
-doubles or triples the tree at each step) are vector without trying. Scalarizing them
-would make the build slow (SymPy's tree walks are exponential in the loop length)
-and the file large, and they are never cheaper as scalars. ``emit = "scalar" |
-"vector"`` in the config overrides the choice.
-
-Calibration (CPython 3.11, NumPy 2.4, this project's 2-core machine): a NumPy ufunc
-call on a small array costs ~0.5-1 us, a Python float operation ~30-50 ns, so
-scalar code wins roughly below a dozen or two element operations per equation.
+Nothing here prints: every line of code comes from a printer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from difgen.budget import note
+from difgen.config import ModuleSpec
+from difgen.core.ir import Graph
+from difgen.derive.graphs import GraphDerivation, Layouts
+from difgen.derive.lowering import ExpressionTooLarge
+from difgen.derive.symbolic import SymbolicDerivation
+from difgen.errors import ConfigError
+from difgen.operators import Operator
+from difgen.render.module import Constants, Function, ModuleParts
+from difgen.targets import cost as cost_model
+from difgen.targets.c import extension as c_code
+from difgen.targets.c import glue as c_glue
+from difgen.targets.c import loops as c_loops
+from difgen.targets.numpy import printer as vector_code
+from difgen.targets.python.printer import ScalarCode, emit_operator, scalar_code
+from difgen.targets.signatures import sparse_out
 
-import numpy as np
-
-from difgen.core.ir import Eqn, Graph, Var
-from difgen.primitives.family import size_work
-
-CALL_NS = 700.0
-ELEMENT_NS = 1.5
-SCALAR_OP_NS = 40.0
-ELEMENT_NS_SCALAR = 25.0
-SCALAR_LIMIT = 1500
-EXPRESSION_LIMIT = 4000
-"""Nodes of the largest result element, written out as a tree, that scalar code is
-tried for (both backends). SymPy walks expressions as trees, so its steps (lowering,
-``count_ops``, ``expand``, ``diff``) cost at least this much per element."""
-
-REDUCING = frozenset(
-    {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "scatter_sum"}
-)
-"""Primitives whose output element combines many input elements (the input size
-over the output size of them), besides contractions, which say so by their work."""
-
-ACCUMULATING = frozenset({"cumsum", "cumprod"})
-"""Primitives whose last output element combines a whole axis of the input."""
+Shape = tuple[int, ...]
 
 
-def work(graph: Graph) -> int:
-    """Elements of work of the graph's equations, as each primitive counts its own
-    (products for contractions, n^3 for factorizations)."""
-    return sum(eqn.primitive.work(eqn) for eqn in graph.eqns)
+def _csr_wrappers(
+    op: Operator, layouts: Layouts, pool: Constants
+) -> dict[int, vector_code.CsrFormat]:
+    """How each sparse result's data becomes a CSR array."""
+    return {
+        i: vector_code.csr_format(op.results[i], *coloring.csr_indices(), shape, pool)
+        for i, (coloring, shape) in layouts.items()
+    }
 
 
-def vector_cost(graph: Graph) -> float:
-    """Estimated run time (ns) of the graph as vectorized NumPy."""
-    calls = sum(1 for e in graph.eqns if e.inputs)
-    return calls * CALL_NS + work(graph) * ELEMENT_NS
+def _emit(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: Shape,
+    graph: Graph,
+    pool: Constants,
+    layouts: Layouts,
+) -> tuple[Function, str]:
+    """The operator in the configured emission, or the cheaper by the cost model.
 
-
-def scalar_cost(
-    operations: int,
-    elements_in: int,
-    arrays_in: int,
-    result_shapes: list[tuple[int, ...]],
-) -> float:
-    """Estimated run time (ns) of straight-line float code: its operations, the
-    ``.tolist()`` unpacking of the arguments it reads and the ``np.array`` packing of
-    its array results (float results cost nothing extra)."""
-    packed = [int(np.prod(s, dtype=np.int64)) for s in result_shapes if s != ()]
-    elements = elements_in + sum(packed)
-    calls = arrays_in + len(packed)
-    return operations * SCALAR_OP_NS + elements * ELEMENT_NS_SCALAR + calls * CALL_NS
-
-
-def fan_in(eqn: Eqn) -> int:
-    """How many elements of its inputs one output element of ``eqn`` combines, at
-    most (1 for elementwise and structural primitives, which move elements)."""
-    prim, out = eqn.primitive, max(eqn.out.size, 1)
-    largest = max((a.size for a in eqn.inputs), default=1)
-    if prim.elementwise:
-        return 1
-    if prim.name in REDUCING:
-        return max(1, -(-largest // out))
-    if prim.name in ACCUMULATING:
-        axis = eqn.params.as_dict().get("axis")
-        shape = eqn.inputs[0].shape
-        return int(shape[axis]) if isinstance(axis, int) and shape else largest
-    if prim.work is not size_work:  # contractions: work is the sum of products
-        return max(1, -(-prim.work(eqn) // out))
-    return 1
-
-
-def expression_size(graph: Graph, cap: int = 10**12) -> int:
-    """Nodes of the largest result element written out as an expression tree,
-    estimated from the graph alone (no SymPy), in time linear in the graph.
-
-    An element of an equation's output is one node over the trees of the input
-    elements it reads (``fan_in`` of each input); shared subexpressions count once
-    per use, as they do in the trees SymPy walks. ``cap`` keeps the numbers small:
-    the estimate is only compared with limits far below it.
+    With ``emit = "auto"``, SymPy is asked only when the graph alone says scalar
+    code is worth trying (:func:`cost_model.scalar_reason`), and an expression that
+    grows past its budget while being lowered stops the attempt: the operator is
+    then vector code, and the build says why (:func:`difgen.budget.note`).
+    ``emit = "c"``: see :func:`_emit_c`.
     """
-    size: dict[Var, int] = {}
+    if spec.emit == "c":
+        return _emit_c(op, spec, ys, graph, pool, layouts)
+    forced = spec.emit == "scalar"
+    reason = cost_model.scalar_reason(graph) if spec.emit == "auto" else None
+    if spec.emit == "auto" and reason is not None and _plausible(graph):
+        note(f"{op.name}: vector code, not scalar: {reason}")
+    if forced or (spec.emit == "auto" and reason is None):
+        try:
+            code, cost = scalar_code(op, spec, graph, pool, layouts)
+            function = _print_expressions(op, spec, ys, code)
+        except (NotImplementedError, ExpressionTooLarge, RecursionError) as exc:
+            if isinstance(exc, RecursionError):  # SymPy recurses once per nesting
+                exc = NotImplementedError("its expressions nest too deeply for SymPy")
+            if forced:
+                raise ConfigError(
+                    spec.config_path,
+                    spec.line_of("emit"),
+                    f'emit = "{spec.emit}" cannot scalarize {op.name}: {exc}; '
+                    'use "auto"',
+                ) from None
+            if isinstance(exc, ExpressionTooLarge):
+                note(f"{op.name}: vector code, not scalar: {exc}")
+        else:
+            if forced or cost <= cost_model.vector_cost(graph):
+                return function, "scalar"
+    wrap = _csr_wrappers(op, layouts, pool)
+    return vector_code.emit_operator(op, spec, ys, graph, pool, wrap), "vector"
 
-    def of(atom: Any) -> int:
-        return size.get(atom, 1) if isinstance(atom, Var) else 1
 
-    for eqn in graph.eqns:
-        fan = fan_in(eqn)
-        total = 1 + fan * sum(of(a) for a in eqn.inputs)
-        size[eqn.out] = min(total, cap)
-    return max((of(v) for v in graph.outputs), default=1)
+def _emit_c(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: Shape,
+    graph: Graph,
+    pool: Constants,
+    layouts: Layouts,
+) -> tuple[Function, str]:
+    """``emit = "c"``: straight-line C for tiny graphs (at most
+    :data:`c_loops.STRAIGHT_LINE_WORK` elements of work, within the scalar budgets
+    of :func:`cost_model.scalar_reason`), else C loops over the graph
+    (:mod:`difgen.targets.c.loops`), whose Python fallback is the vector emission.
 
-
-def scalar_reason(graph: Graph) -> str | None:
-    """Why scalar code is not even tried for ``graph`` (None: it is worth trying).
-
-    Matrix factorizations are never scalarized: their closed forms (cofactors,
-    nested square roots) grow much faster than LAPACK's cost. Large graphs and
-    expressions that would be large as trees are never cheaper as scalars and would
-    make SymPy slow.
-    """
-    unscalarizable = sorted(
-        {e.primitive.name for e in graph.eqns if not e.primitive.scalarizable}
+    Measured (docs/design.md, section 10): straight-line code wins by tens of
+    nanoseconds where SymPy folds the graph (the seed: 0.11 vs 0.14 us); from a
+    few hundred elements of work loops are faster (Rosenbrock n=100 gradient 0.50
+    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. ``points = true``
+    makes the same choice: the points loop runs the one-point operator's code, and
+    over 10^4 points the Rosenbrock gradient's loops match or beat straight-line
+    code at every size measured (``scripts/points_straight_or_loops.py``: 0.12 vs
+    0.15 ms at n=10, 0.25 vs 0.44 at n=20, 1.00 vs 1.66 at n=100), so straight-line
+    code is kept only where it serves the one-point call. A graph with a primitive
+    that has no loop form keeps the operator in Python (vector code), and the build
+    says so."""
+    c_code.check_names(spec)
+    small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
+    if small and cost_model.scalar_reason(graph) is None:
+        try:
+            code, _ = scalar_code(op, spec, graph, pool, layouts)
+            return _print_expressions(op, spec, ys, code), "scalar"
+        except (NotImplementedError, ExpressionTooLarge, RecursionError, ConfigError):
+            pass  # loops print any graph the scalar emission cannot
+    wrap = _csr_wrappers(op, layouts, pool)
+    function = vector_code.emit_operator(op, spec, ys, graph, pool, wrap)
+    last = layouts.get(len(op.results) - 1)
+    pattern = (*last[0].csr_indices(), last[1]) if last is not None else None
+    try:
+        body = c_loops.loop_body(op, spec, ys, graph)
+    except c_loops.NoLoopForm as exc:
+        note(f"{op.name}: kept in Python (vector code): no C loop form for {exc}")
+        return function, "vector"
+    native, doc = c_loops.c_loops_function(body, len(graph.eqns), pattern)
+    points = c_loops.points_native(op, spec, ys, body) if spec.points else None
+    return (
+        Function(
+            function.name,
+            function.signature,
+            function.returns,
+            function.doc,
+            function.body,
+            function.checked,
+            native=native,
+            native_doc=doc + function.doc,
+            wrappers=c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec)),
+            native_points=points,
+        ),
+        "vector",
     )
-    if unscalarizable:
-        return f"it uses {', '.join(unscalarizable)}"
-    elements = work(graph)
-    if elements > SCALAR_LIMIT:
-        return f"{elements} elements of work (limit {SCALAR_LIMIT})"
-    nodes = expression_size(graph)
-    if nodes > EXPRESSION_LIMIT:
-        return (
-            f"a result would be an expression of about {nodes:.3g} nodes "
-            f"(limit {EXPRESSION_LIMIT})"
+
+
+def _plausible(graph: Graph) -> bool:
+    """Whether scalar code would have been tried before its size budget existed
+    (small, no factorization): only then is skipping it news worth a note."""
+    return cost_model.work(graph) <= cost_model.SCALAR_LIMIT and all(
+        e.primitive.scalarizable for e in graph.eqns
+    )
+
+
+def _label(kinds: dict[str, str]) -> str:
+    if len(set(kinds.values())) == 1:
+        return next(iter(kinds.values()))
+    parts = []
+    for emission in ("scalar", "vector"):
+        names = ", ".join(n for n, e in kinds.items() if e == emission)
+        parts.append(f"{emission} ({names})")
+    return " and ".join(parts)
+
+
+def _print_expressions(
+    op: Operator, spec: ModuleSpec, ys: Shape, code: ScalarCode
+) -> Function:
+    """Straight-line code of one operator's expressions: C (with its Python twin)
+    for ``emit = "c"``, else Python floats."""
+    if spec.emit == "c":
+        return c_code.emit_operator(op, spec, ys, code)
+    return emit_operator(op, spec, ys, code)
+
+
+def print_graphs(
+    spec: ModuleSpec, derivation: GraphDerivation, pool: Constants
+) -> ModuleParts:
+    """The trace backend's module: each operator graph in the emission chosen for
+    it (module constants go to ``pool``)."""
+    ys = derivation.output_shape
+    functions: list[Function] = []
+    kinds: dict[str, str] = {}
+    for item in derivation.operators:
+        function, kinds[item.op.name] = _emit(
+            item.op, spec, ys, item.graph, pool, item.layouts
         )
-    return None
+        functions.append(function)
+    return ModuleParts(
+        functions=functions,
+        output_shape=ys,
+        emission=_label(kinds),
+        constants=pool.items,
+        setup=pool.setup,
+    )
 
 
-def worth_trying_scalar(graph: Graph) -> bool:
-    """Whether scalarizing is at all plausible (and cheap enough to attempt)."""
-    return scalar_reason(graph) is None
+def print_symbolic(
+    spec: ModuleSpec, derivation: SymbolicDerivation, pool: Constants
+) -> ModuleParts:
+    """The sympy backend's module: every operator as straight-line code."""
+    ys = derivation.output_shape
+    functions = [
+        _print_expressions(
+            item.op,
+            spec,
+            ys,
+            ScalarCode(item.arrays, list(item.order), list(item.results), pool),
+        )
+        for item in derivation.operators
+    ]
+    return ModuleParts(
+        functions=functions,
+        output_shape=ys,
+        emission="scalar",
+        constants=pool.items,
+        setup=pool.setup,
+    )

@@ -14,20 +14,15 @@ from dataclasses import dataclass
 from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.operators import (
-    SPARSE_KINDS,
     Operator,
     Shape,
+    is_sparse,
     result_shape,
     seed_shape,
     sparse_shape,
 )
 
 SPARSE_TYPE = "sp.csr_array"
-
-
-def is_sparse(kind: str, spec: ModuleSpec) -> bool:
-    """Whether a result is emitted as a SciPy CSR array (``sparse = true``)."""
-    return spec.sparse and kind in SPARSE_KINDS
 
 
 def sparse_out(op: Operator, spec: ModuleSpec) -> bool:

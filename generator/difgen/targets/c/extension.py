@@ -39,8 +39,9 @@ from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
 from difgen import floats, naming
 from difgen.config import ModuleSpec
+from difgen.derive.lowering import SparseResult
 from difgen.errors import ConfigError
-from difgen.operators import Operator, result_shape, seed_shape
+from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.render.module import Function
 from difgen.targets.c import glue as c_glue
 from difgen.targets.c import points as c_points
@@ -49,14 +50,13 @@ from difgen.targets.python.printer import (
     FloatPrinter,
     Reduced,
     ScalarCode,
-    SparseResult,
     reduce,
     used_symbols,
 )
 from difgen.targets.python.printer import (
     emit_operator as emit_python,
 )
-from difgen.targets.signatures import is_sparse, sparse_out
+from difgen.targets.signatures import sparse_out
 
 SUFFIX = naming.C_SUFFIX
 """The extension module of ``NAME.py`` is ``NAME__c`` (its C file ``NAME__c.c``)."""

@@ -70,11 +70,11 @@ import sympy as sp
 from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var, dce
-from difgen.operators import Operator, result_shape, seed_shape
+from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.targets.c import extension as c_code
 from difgen.targets.c import points as c_points
 from difgen.targets.c.extension import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
-from difgen.targets.signatures import is_sparse, sparse_out
+from difgen.targets.signatures import sparse_out
 
 STRAIGHT_LINE_WORK = 256
 """Graphs with at most this many elements of work (``cost_model.work``) are

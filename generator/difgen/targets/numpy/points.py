@@ -36,19 +36,16 @@ import dataclasses
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from difgen import naming
-from difgen.ad import build_graph, vmap_eval
 from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
-from difgen.derive.graphs import Derivatives
+from difgen.derive.points import PointsGraphs
 from difgen.errors import ConfigError
-from difgen.operators import OPERATORS, Operator, Shape
-from difgen.passes import optimize
+from difgen.operators import Shape
 from difgen.render.module import Constants, Function
 from difgen.targets.c import points as c_points
 from difgen.targets.numpy.epilogue import LastResult, returns
@@ -59,12 +56,6 @@ from difgen.targets.signatures import (
     points_docstring,
     points_signature,
 )
-
-SENTINELS = (97, 89, 83, 79, 73, 71, 67, 61, 59, 53, 47, 43)
-"""Candidate sizes of the points axis at build time: two-digit primes, so both
-sentinels print as long (the inlining policy looks at lengths), and two that
-appear nowhere in the operator's IR are taken."""
-
 
 BLOCK_BYTES = 512 * 1024
 """The bytes of temporaries one block of points may keep live at once. A block is
@@ -81,43 +72,6 @@ the Fortran layout every inner loop runs along the block's points, so blocks of 
 few dozen points would spend their time in overheads (blocks of 128 points ran
 1.3x slower than 256 on the n = 100 gradient). It also keeps every block far
 from one point, where NumPy may take other loops."""
-
-
-def batch_flags(op: Operator, spec: ModuleSpec) -> list[bool]:
-    """Which inputs of the operator graph carry the points axis: ``x``, the seeds
-    and the per-point contexts."""
-    return [True] * (1 + len(op.seeds)) + [c.per_point for c in spec.contexts]
-
-
-def batched_graph(
-    graph: Graph, flags: Sequence[bool], k: int
-) -> tuple[Graph, list[bool]]:
-    """``graph`` on inputs whose ``flags`` ones lead with ``k`` points, optimized.
-
-    Returns the graph and, per output, whether it carries the points axis (an
-    output that depends on no per-point input, such as the hessian of a quadratic,
-    does not; the emission broadcasts it).
-    """
-    avals = [
-        ((k, *v.shape) if b else v.shape, v.dtype) for v, b in zip(graph.inputs, flags)
-    ]
-    out_flags: list[bool] = []
-
-    def fn(*args: Any) -> tuple[Any, ...]:
-        outs, batched = vmap_eval(graph, args, flags, k)
-        out_flags[:] = batched
-        return tuple(outs)
-
-    return optimize(build_graph(fn, avals)), out_flags
-
-
-def _sentinels(graph: Graph) -> tuple[int, int]:
-    """Two candidate sizes that appear as no integer in the printed graph."""
-    used = set(re.findall(r"\d+", str(graph)))
-    free = [k for k in SENTINELS if str(k) not in used]
-    if len(free) < 2:  # every candidate appears: the comparison still guards
-        return SENTINELS[0], SENTINELS[1]
-    return free[0], free[1]
 
 
 def _code(
@@ -257,18 +211,16 @@ def _generic(lines: Sequence[str], k: int) -> list[str]:
 
 
 def points_function(
-    op: Operator, spec: ModuleSpec, derivs: Derivatives, pool: Constants
+    spec: ModuleSpec, ys: Shape, derived: PointsGraphs, pool: Constants
 ) -> tuple[Function, Function]:
     """The points variant of one operator, as vector code for any number of points:
     (its function of one block of points, the variant that calls it block by
     block)."""
-    graph = derivs.operator_graph(op)
-    flags = batch_flags(op, spec)
+    op = derived.op
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
-    k1, k2 = _sentinels(graph)
+    k1, k2 = derived.sentinels
     trial = copy.deepcopy(pool)
-    g1, f1 = batched_graph(graph, flags, k1)
-    g2, f2 = batched_graph(graph, flags, k2)
+    (g1, f1), (g2, f2) = derived.batched
     lines1, results1 = _code(g1, f1, names, pool)
     lines2, results2 = _code(g2, f2, names, trial)
     body = _generic(lines1, k1)
@@ -293,7 +245,7 @@ def points_function(
         body += returns(op.results, results, last, False)
     else:
         body += returns(op.results, results, None, False)
-    params, annotation = points_signature(op, spec, derivs.ys)
+    params, annotation = points_signature(op, spec, ys)
     name = naming.points_block(op.name)
     block = Function(
         name,
@@ -303,7 +255,7 @@ def points_function(
         tuple(body),
         block_of=op.name,
     )
-    args = points_arguments(op, spec, derivs.ys)
+    args = points_arguments(op, spec, ys)
     shapes = [
         (out.shape[1:] if batched else out.shape, out.dtype)
         for out, batched in zip(g1.outputs, f1)
@@ -312,7 +264,7 @@ def points_function(
         naming.points(op.name),
         params,
         annotation,
-        points_docstring(op, spec, derivs.ys),
+        points_docstring(op, spec, ys),
         tuple(_blocked(name, names, args, block_size(g1, args.layout_size), shapes)),
         points_of=op.name,
     )
@@ -320,18 +272,18 @@ def points_function(
 
 
 def build(
-    spec: ModuleSpec, graph: Graph, pool: Constants, functions: Sequence[Function]
+    spec: ModuleSpec,
+    derived: Sequence[PointsGraphs],
+    ys: Shape,
+    pool: Constants,
+    functions: Sequence[Function],
 ) -> list[Function]:
     """The points variants of ``f`` and every requested operator, in table order.
 
     With ``emit = "c"`` each also carries its C loop, printed with the one-point
     operator among ``functions`` (:mod:`difgen.targets.c.points`).
     """
-    derivs = Derivatives(spec, graph)
-    pairs = [
-        points_function(OPERATORS[name], spec, derivs, pool)
-        for name in ("f", *spec.operators)
-    ]
+    pairs = [points_function(spec, ys, item, pool) for item in derived]
     native = {f.name: f.native_points for f in functions}
     built: list[Function] = []
     for block, variant in pairs:

@@ -17,90 +17,23 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from difgen import floats, naming
 from difgen.config import ModuleSpec
-from difgen.derive.sparsity import csr_layout
+from difgen.core.ir import Graph
+from difgen.derive.graphs import Layouts
+from difgen.derive.lowering import (
+    SparseResult,
+    is_div,
+    lower,
+    original,
+    plain,
+    simplest_all,
+    symbols,
+)
 from difgen.operators import Operator
 from difgen.render.module import Constants, Function
+from difgen.targets import cost as cost_model
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import csr_format, csr_out_returns
 from difgen.targets.signatures import docstring, signature, sparse_out
-
-INERT_PREFIX = "Exact__"
-"""Name prefix of the inert heads that keep an exactly lowered operation as it is."""
-
-_INERT: dict[str, Any] = {}
-
-
-def inert(expr: Any, memo: dict[Any, Any] | None = None) -> Any:
-    """``expr`` (built unevaluated) with every arithmetic operation and elementary
-    function replaced by an inert function of the same name.
-
-    Nothing rebuilds an inert node into a simpler one: ``cse`` and every other
-    SymPy step that re-evaluates expressions would otherwise turn ``x - x`` into 0
-    and ``log(exp(x))`` into ``x``. The printer prints an inert node as the
-    operation it stands for (:data:`INERT_PREFIX`, ``original``).
-
-    ``memo`` maps each subexpression already converted to its result: lowered
-    expressions share subexpressions (a loop reuses its state), and without it the
-    walk visits each shared node once per path to it, exponentially many times.
-    Pass one dict for all the elements of a result to share their common parts too.
-    """
-    expr = sp.sympify(expr)
-    if not expr.args:
-        return expr
-    if memo is None:
-        memo = {}
-    done = memo.get(expr)
-    if done is not None:
-        return done
-    if _is_division(expr):  # one head: cse must not share 1/b and multiply by it
-        result = sp.Function(DIVISION)(*(inert(a, memo) for a in _operands(expr)))
-        memo[expr] = result
-        return result
-    args = [inert(a, memo) for a in expr.args]
-    func = expr.func
-    if func in (sp.Add, sp.Mul, sp.Pow) or (
-        isinstance(func, sp.FunctionClass)
-        and issubclass(func, sp.Function)
-        and not func.__name__.startswith(INERT_PREFIX)
-        and func not in (sp.Max, sp.Min, sp.Piecewise)
-    ):
-        name = INERT_PREFIX + func.__name__
-        _INERT.setdefault(name, func)
-        result = sp.Function(name)(*args)
-    else:
-        result = func(*args)
-    memo[expr] = result
-    return result
-
-
-DIVISION = INERT_PREFIX + "Division"
-"""The inert head of ``a / b``, printed ``_div(a, b)``."""
-
-
-def _is_division(expr: Any) -> bool:
-    """Whether ``expr`` is ``a / b`` as SymPy builds it unevaluated: ``a * b**-1``."""
-    if expr.func is not sp.Mul or len(expr.args) != 2:
-        return False
-    reciprocal = expr.args[1]
-    return bool(reciprocal.is_Pow and reciprocal.exp == -1)
-
-
-def _operands(expr: Any) -> tuple[Any, Any]:
-    """``(a, b)`` of a division ``a * b**-1``."""
-    return expr.args[0], expr.args[1].base
-
-
-def _divide(a: Any, b: Any, evaluate: bool = False) -> Any:
-    """``a / b`` unevaluated: the operation :data:`DIVISION` stands for.
-
-    A division is kept whole rather than as ``a * (1 / b)``: ``cse`` would share
-    the reciprocal of divisions by one constant and multiply by it, and
-    ``0.9 * (1 / 10)`` is not ``0.9 / 10`` in floats.
-    """
-    return sp.Mul(a, sp.Pow(b, -1, evaluate=evaluate), evaluate=evaluate)
-
-
-_INERT[DIVISION] = _divide
 
 
 def _negated(term: Any) -> Any:
@@ -109,7 +42,7 @@ def _negated(term: Any) -> Any:
     if term.is_Number and term.is_negative:
         return -term
     stands_for = original(term)
-    if stands_for is not None and stands_for.func is sp.Mul and not _is_div(term):
+    if stands_for is not None and stands_for.func is sp.Mul and not is_div(term):
         args = term.args
         if len(args) >= 2 and args[0] == -1:
             return args[1] if len(args) == 2 else term.func(*args[1:])
@@ -119,7 +52,7 @@ def _negated(term: Any) -> Any:
 def _denominators(factors: Any) -> bool:
     """Whether an exact product divides (a factor is a negative power)."""
     for factor in factors:
-        if _is_div(factor):
+        if is_div(factor):
             return True
         stands_for = original(factor)
         if stands_for is not None and stands_for.func is sp.Pow:
@@ -127,27 +60,6 @@ def _denominators(factors: Any) -> bool:
             if exp.is_Rational and exp.is_negative:
                 return True
     return False
-
-
-def _is_div(expr: Any) -> bool:
-    """Whether ``expr`` is an inert division (:data:`DIVISION`)."""
-    return getattr(expr.func, "__name__", "") == DIVISION
-
-
-def plain(expr: Any) -> Any:
-    """``expr`` with every inert node replaced, recursively, by the unevaluated
-    operation it stands for (to count operations, not to print)."""
-    if not getattr(expr, "args", ()):
-        return expr
-    args = [plain(a) for a in expr.args]
-    func = _INERT.get(getattr(expr.func, "__name__", ""))
-    return func(*args, evaluate=False) if func else expr.func(*args)
-
-
-def original(expr: Any) -> Any:
-    """The unevaluated operation an inert node stands for, or None if not inert."""
-    func = _INERT.get(getattr(expr.func, "__name__", ""))
-    return None if func is None else func(*expr.args, evaluate=False)
 
 
 CHEAP_BASE = 3
@@ -205,7 +117,7 @@ class FloatPrinter(PythonCodePrinter):
         return str(super().parenthesize(item, level, strict))
 
     def _print_Function(self, expr: Any) -> str:
-        if _is_div(expr):
+        if is_div(expr):
             a, b = (self._print(arg) for arg in expr.args)
             return f"_div({a}, {b})"
         stands_for = original(expr)
@@ -360,36 +272,6 @@ class FloatPrinter(PythonCodePrinter):
 PRINTER = FloatPrinter()
 
 
-@dataclass(frozen=True)
-class SparseResult:
-    """A CSR result: expressions of the structural nonzeros, pattern fixed at build."""
-
-    data: np.ndarray  # 1-D object array, row-major order of the nonzeros
-    indices: np.ndarray
-    indptr: np.ndarray
-    shape: tuple[int, int]
-
-    @classmethod
-    def from_dense(cls, dense: np.ndarray, shape: tuple[int, int]) -> SparseResult:
-        """Keep the entries that are not identically zero."""
-        matrix = dense.reshape(shape)
-        mask = np.array(
-            [[sp.sympify(e).is_zero is not True for e in row] for row in matrix],
-            dtype=bool,
-        ).reshape(matrix.shape)
-        data = np.empty(int(mask.sum()), dtype=object)
-        data[:] = list(matrix[mask])  # row-major: the CSR order
-        indices, indptr = csr_layout(mask)
-        return cls(data, indices, indptr, matrix.shape)
-
-    @property
-    def size(self) -> int:
-        return int(self.data.size)
-
-    def ravel(self) -> np.ndarray:
-        return self.data
-
-
 @dataclass
 class ScalarCode:
     """Arguments (as object arrays of symbols) and result expressions of one operator."""
@@ -522,3 +404,51 @@ def emit_operator(
     params, annotation = signature(op, spec, ys)
     doc = docstring(op, spec, ys)
     return Function(op.name, params, annotation, doc, tuple(body), checked)
+
+
+def scalar_code(
+    op: Operator,
+    spec: ModuleSpec,
+    graph: Graph,
+    pool: Constants,
+    layouts: Layouts,
+) -> tuple[ScalarCode, float]:
+    """A graph as straight-line code's expressions (for the Python or the C
+    printer), and the cost model's estimate of the Python code's run time: the
+    graph lowered to SymPy (no diff), then cse.
+
+    Values (``f``, the value of ``value_and_*``) are lowered exactly (unevaluated):
+    SymPy's simplifications hold for finite values only and would change NumPy's
+    NaN or inf. Derivative results take the simpler of SymPy's forms.
+    """
+    data = [c.name for c in spec.contexts if c.dtype != "float64"]
+    if data:  # scalar code unpacks arguments into floats
+        raise NotImplementedError(
+            f"int64 and bool contexts ({', '.join(data)}) are checked and used as "
+            "arrays of their dtype, which only vector code does"
+        )
+    names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
+    arrays = {name: symbols(name, v.shape) for name, v in zip(names, graph.inputs)}
+    args = [arrays[n] for n in names]
+    exact = lower(graph, args, exact=True) if "value" in op.results else []
+    results: list[Any] = [  # object arrays; the sparse ones become SparseResult
+        exact[i] if kind == "value" else simplest_all(r)
+        for i, (kind, r) in enumerate(zip(op.results, lower(graph, args)))
+    ]
+    flat = [e for r in results for e in r.ravel()]
+    temps, reduced = sp.cse(flat, order="canonical")
+    ops = sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
+    used = set().union(
+        *(sp.sympify(e).free_symbols for _, e in temps),
+        *(sp.sympify(e).free_symbols for e in reduced),
+    )
+    read = [a for a in arrays.values() if a.ndim and any(s in used for s in a.ravel())]
+    elements = sum(a.size for a in read)
+    cost = cost_model.scalar_cost(
+        int(ops), elements, len(read), [r.shape for r in results]
+    )
+    for i, (coloring, shape) in layouts.items():
+        indices, indptr = coloring.csr_indices()
+        results[i] = SparseResult(results[i].ravel(), indices, indptr, shape)
+    code = ScalarCode(arrays=arrays, order=names, results=results, constants=pool)
+    return code, cost
