@@ -9,7 +9,7 @@ backend and input shape. It prints the slowest builds and exits 1 when one took
 over the bar (CPU seconds: the machine may be shared) or when pytest failed.
 
     python scripts/suite_build_times.py                      # the whole suite
-    python scripts/suite_build_times.py tests/test_build_time.py --top 10
+    python scripts/suite_build_times.py tests/derive/test_build_time.py --top 10
 """
 
 from __future__ import annotations

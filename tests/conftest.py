@@ -18,6 +18,10 @@ from difgen.load import load_function
 from difgen.pipeline import generate_module
 
 TESTS = Path(__file__).parent
+SUPPORT = TESTS / "support"
+"""Support modules of the tests: case tables (``*_cases.py``), the function files
+that configs trace (``*_functions.py``, ``scenarios.py``), oracles and harnesses; on
+``sys.path`` through ``pythonpath`` in pyproject.toml."""
 _counter = itertools.count()
 
 

@@ -549,7 +549,7 @@ def _sweep_transpose(ct: Any, *args: Any, **params: Any) -> list[Any]:
 
 
 # Not registered: made by the transpose of while_loop only, never traced or bound by
-# name (as the basis seed); tests/test_control_flow.py checks its fields.
+# name (as the basis seed); tests/frontend/test_control_flow.py checks its fields.
 SWEEP = control(
     "sweep",
     impl=_sweep_impl,

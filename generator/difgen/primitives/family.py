@@ -5,10 +5,10 @@ given: what the family implies (the broadcasting shape rule and batch rule of
 elementwise rows, the axis-shifting batch rule of reductions...) is filled here,
 explicitly, and a row overrides it by keyword. A keyword the family has no default
 for defaults to ``MISSING``, so a row that forgets it fails the coverage test
-(``tests/test_primitives.py``) instead of getting a silent ``None``.
+(``tests/primitives/test_primitives.py``) instead of getting a silent ``None``.
 
 Adding a primitive is one declaration in its family's module and one test row in
-``tests/primitive_cases.py``.
+``tests/support/primitive_cases.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``emit = "c"`` on array graphs: C loops against the vector (NumPy) emission.
 
-One config (tests/c_loops_functions.py) is built and compiled once per session;
+One config (tests/support/c_loops_functions.py) is built and compiled once per session;
 each module is imported from the build directory (its extension replaces the
 operators) and as a lone copy of the ``.py`` (the Python fallback, which for loop
 operators is the vector emission). The loops perform the same operations in the same
@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse
+from test_c_target import Built, trace_c_build
 
 import c_loops_functions as F
 import difgen
 from oracle import central_jacobian
-from test_c_target import Built, trace_c_build
 
 RTOL = 1e-12
 """Relative to the largest magnitude of the result (reassociated sums)."""
@@ -280,7 +280,8 @@ def test_generated_c_is_deterministic_and_commented(
 
 def test_small_loop_results_are_recycled_only_when_dropped(built: Built) -> None:
     """Loop-built results of at most c_code.RECYCLE_MAX elements are recycled as the
-    straight-line ones are (tests/test_c_target.py): held ones never change."""
+    straight-line ones are (tests/targets/c/test_c_target.py): held ones never change.
+    """
     compiled = built.compiled("fused")
     base = _args("fused")
     points = [base["x"] + 0.05 * i for i in range(5)]

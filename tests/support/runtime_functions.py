@@ -1,6 +1,6 @@
 """Functions that index, select and sort with data known only at run time.
 
-Each is plain NumPy, as a user writes it; ``tests/test_runtime_data.py`` builds
+Each is plain NumPy, as a user writes it; ``tests/frontend/test_runtime_data.py`` builds
 them and checks against JAX (the ones JAX can run) or central differences.
 """
 

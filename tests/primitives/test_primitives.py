@@ -1,6 +1,6 @@
 """Every registered primitive differentiates correctly, in both modes and batched.
 
-One row per primitive (tests/primitive_cases.py, autograd's habit): JVP against
+One row per primitive (tests/support/primitive_cases.py, autograd's habit): JVP against
 central differences, VJP by the inner-product identity <u, J v> = <J^T u, v>,
 second order by recursion (the same checks on the JVP and VJP graphs), batched
 seeds against a loop, and the emitted module against the interpreted IR.
@@ -16,7 +16,7 @@ import pytest
 import sympy as sp
 
 import primitive_cases as cases
-from conftest import TESTS
+from conftest import SUPPORT
 from difgen.ad import jvp, vjp, vmap
 from difgen.core.expr import call
 from difgen.core.ir import Graph
@@ -119,7 +119,7 @@ def test_row_reaches_its_primitive(name: str) -> None:
 
 # The adjoint of a loop on a traced condition (a sweep over a stack of states) is
 # not transposed again: reverse over reverse is refused with a clear error
-# (tests/test_control_flow.py), and no operator needs it (second order is forward
+# (tests/frontend/test_control_flow.py), and no operator needs it (second order is forward
 # over reverse).
 REVERSE_OVER_REVERSE_REFUSED = {"while_loop"}
 
@@ -197,7 +197,7 @@ def test_emitted_module_agrees_with_the_graph(
     fn, shape = cases.ROWS[name]
     ops = ["pushforward", "pullback", "jacobian"]
     mod, _ = module_cache(
-        TESTS / "primitive_cases.py",
+        SUPPORT / "primitive_cases.py",
         fn.__name__,
         shape,
         ops,
@@ -243,7 +243,7 @@ def test_numpy_surface_differentiates_in_both_modes(entry: str) -> None:
 def test_numpy_surface_emits_a_batched_jacobian(module_cache: Any, entry: str) -> None:
     fn, shape = cases.SURFACE[entry]
     mod, text = module_cache(
-        TESTS / "primitive_cases.py",
+        SUPPORT / "primitive_cases.py",
         fn.__name__,
         shape,
         ["jacobian", "pullback"],

@@ -17,7 +17,7 @@ import pytest
 
 from difgen.frontend import numpy_api
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

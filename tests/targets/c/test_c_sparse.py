@@ -1,7 +1,7 @@
 """The C target's sparse results: a CSR ``out=`` checked in C, and results gathered
 out of elementwise loops computed at their own elements only.
 
-One config (tests/c_sparse_functions.py) is built and compiled once for this file;
+One config (tests/support/c_sparse_functions.py) is built and compiled once for this file;
 every compiled operator is compared with the module's Python operators (its
 fallback, the NumPy emission) and, for derivatives, with central differences.
 """
@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse
+from test_c_loops import _close
+from test_c_target import Built, _outcome, _same, _same_outcome, trace_c_build
 
 import c_sparse_functions as F
 from oracle import central_jacobian
 from surface_harness import same
-from test_c_loops import _close
-from test_c_target import Built, _outcome, _same, _same_outcome, trace_c_build
 
 MODULES = {
     # name: (function, input shape, operators, extra config)

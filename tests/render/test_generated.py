@@ -18,7 +18,7 @@ from difgen.config import load_config
 from difgen.load import load_function
 from difgen.pipeline import generate_module
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "difgen.toml"
 EXAMPLES = load_config(CONFIG)
 NAMES = [spec.name for spec in EXAMPLES.modules]

@@ -1,6 +1,6 @@
 """``emit = "c"``: the compiled operators against the Python emission they replace.
 
-One config holds every scenario of tests/scenarios.py (sympy backend, every
+One config holds every scenario of tests/support/scenarios.py (sympy backend, every
 operator it supports), the sympy examples, a trace-backend module and a sparse one,
 all with ``emit = "c"``; it is built and compiled once per session (the compiler
 runs once per module, in parallel). Each module is imported twice: from the build
@@ -26,15 +26,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_scenarios import operators_for
 
 import difgen
 import scenarios
-from conftest import TESTS, import_file
+from conftest import SUPPORT, TESTS, import_file
 from difgen.api import Status
 from difgen.errors import ConfigError
 from difgen.targets.c.compiling import EXTENSION_SUFFIX
 from test_integrations import forget_sampledf, sample_project  # noqa: F401
-from test_scenarios import operators_for
 
 EXAMPLES = TESTS.parent / "examples"
 
@@ -171,7 +171,7 @@ def trace_c_build(
     compiled once: ``modules`` maps each name to (function, input shape,
     operators, extra config lines)."""
     directory = tmp_path_factory.mktemp(functions)
-    shutil.copy(TESTS / f"{functions}.py", directory)
+    shutil.copy(SUPPORT / f"{functions}.py", directory)
     parts = ['[difgen]\noutput_dir = "out"\n']
     for name, (function, shape, ops, extra) in modules.items():
         quoted = ", ".join(f'"{op}"' for op in ops)
@@ -187,7 +187,7 @@ def trace_c_build(
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     directory = tmp_path_factory.mktemp("c_target")
-    shutil.copy(TESTS / "scenarios.py", directory)
+    shutil.copy(SUPPORT / "scenarios.py", directory)
     shutil.copy(EXAMPLES / "functions.py", directory)
     (directory / "difgen.toml").write_text(_config_text())
     return Built(directory)

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_scenarios import operators_for
 
 import scenarios
-from conftest import TESTS, build_and_import
+from conftest import SUPPORT, TESTS, build_and_import
 from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, seed_shape
-from test_scenarios import operators_for
 
 POINTS = (0, 1, 5)
 
@@ -60,7 +60,7 @@ def write_points_config(
     input_shape: Sequence[int],
     operators: Sequence[str],
     contexts: Sequence[tuple[Sequence[int], bool]] = (),
-    source: Path = TESTS / "scenarios.py",
+    source: Path = SUPPORT / "scenarios.py",
     **options: Any,
 ) -> Path:
     """A one-module config with ``points = true``; contexts are (shape, per_point)."""
@@ -482,7 +482,7 @@ def test_points_of_structural_primitives(tmp_path: Path, row: str) -> None:
         fn.__name__,
         shape,
         ["jacobian"],
-        source=TESTS / "primitive_cases.py",
+        source=SUPPORT / "primitive_cases.py",
         backend="trace",
     )
     mod, _ = build_and_import(cfg)

@@ -23,7 +23,7 @@ from difgen.operators import (
     seed_shape,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NAMES = [op.name for op in TABLE]
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import control_flow_cases as cases
+from conftest import SUPPORT
 from difgen.ad import jvp, vjp, vmap
 from difgen.ad.loops import SWEEP
 from difgen.core.primitive import missing_fields
@@ -28,7 +29,6 @@ from difgen.errors import ConfigError, DifgenError, TraceError
 from difgen.frontend import trace
 from oracle import under_autograd
 
-TESTS = Path(__file__).parent
 H = 1e-6
 NAMES = sorted(cases.CASES)
 POINTS = [(n, i) for n in NAMES for i in range(len(cases.CASES[n][2]))]
@@ -221,7 +221,7 @@ def test_generated_module_computes_every_operator(module_cache: Any, name: str) 
     g = cached(name)
     scalar = g.outputs[0].shape == ()
     mod, text = module_cache(
-        TESTS / "control_flow_cases.py",
+        SUPPORT / "control_flow_cases.py",
         name,
         shape,
         SCALAR_OPS if scalar else ARRAY_OPS,
@@ -249,7 +249,7 @@ def test_generated_module_computes_every_operator(module_cache: Any, name: str) 
 
 def test_generated_code_shows_the_users_if_and_while(module_cache: Any) -> None:
     _, text = module_cache(
-        TESTS / "control_flow_cases.py",
+        SUPPORT / "control_flow_cases.py",
         "kepler",
         (2,),
         ["gradient"],
@@ -264,7 +264,7 @@ def test_generated_code_shows_the_users_if_and_while(module_cache: Any) -> None:
 def test_scalar_input_derivative_and_second_derivative(module_cache: Any) -> None:
     points = cases.CASES["exp_series"][2]
     mod, _ = module_cache(
-        TESTS / "control_flow_cases.py",
+        SUPPORT / "control_flow_cases.py",
         "exp_series",
         (),
         ["derivative", "second_derivative"],
@@ -522,7 +522,7 @@ def test_the_sympy_backend_refuses_control_flow(tmp_path: Path) -> None:
 
     cfg = write_config(
         tmp_path,
-        TESTS / "control_flow_cases.py",
+        SUPPORT / "control_flow_cases.py",
         "piecewise_quadratic",
         (3,),
         ["gradient"],

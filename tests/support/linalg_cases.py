@@ -1,4 +1,4 @@
-"""Linear algebra functions for tests/test_surface_linalg.py, written as plain NumPy.
+"""Linear algebra functions for tests/frontend/test_surface_linalg.py, written as plain NumPy.
 
 The tests build them into generated modules (so they are module-level functions of an
 importable file) and compare with JAX twins written there. Inputs are drawn from

@@ -1,4 +1,4 @@
-"""Functions for tests/test_c_sparse.py: sparse results and gathered results."""
+"""Functions for tests/targets/c/test_c_sparse.py: sparse results and gathered results."""
 
 import numpy as np
 

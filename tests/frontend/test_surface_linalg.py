@@ -1,6 +1,6 @@
 """The linear-algebra surface (issue 9): generated modules against JAX.
 
-Each function of ``tests/linalg_cases.py`` is built into a generated module and checked
+Each function of ``tests/support/linalg_cases.py`` is built into a generated module and checked
 against a JAX twin (the same source run with ``np`` bound to ``jax.numpy``, the
 eigen-decompositions reading one triangle as NumPy does): values equal NumPy's
 (bit for bit, NaN inputs included), forward mode (``pushforward``, ``jacobian``) and
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import linalg_cases as cases
-from conftest import TESTS
+from conftest import SUPPORT
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import trace
 from difgen.primitives import PRIMITIVES
@@ -28,7 +28,7 @@ from difgen.primitives.linalg import TRACE_ONLY, SymbolicDecomposition
 
 jax.config.update("jax_enable_x64", True)
 
-SOURCE = TESTS / "linalg_cases.py"
+SOURCE = SUPPORT / "linalg_cases.py"
 
 # name: input shape
 VECTOR_CASES = {
@@ -120,7 +120,7 @@ def close(actual: Any, expected: Any, rtol: float = 1e-9, atol: float = 1e-11) -
 def build(module_cache: Any, name: str, ops: list[str], backend: str) -> Any:
     shape = {**VECTOR_CASES, **SCALAR_CASES}[name]
     # vector emission on the trace backend: the scalar attempt costs build time here
-    # and is tested per primitive in tests/test_primitives.py
+    # and is tested per primitive in tests/primitives/test_primitives.py
     emit = {"emit": "vector"} if backend == "trace" else {}
     mod, _ = module_cache(SOURCE, name, shape, ops, backend=backend, **emit)
     return mod
@@ -188,7 +188,7 @@ def test_sympy_backend_refuses_decompositions(module_cache: Any, name: str) -> N
 # ----------------------------------------------------------------- checks
 # JAX (whose per-function compilation costs seconds) checks the decompositions and
 # the einsum transpose; central differences, which cost microseconds here, check the
-# functions written on existing primitives (whose rules tests/test_primitives.py
+# functions written on existing primitives (whose rules tests/primitives/test_primitives.py
 # checks against differences and by the inner-product identity).
 JAX_ORACLE = {
     "einsum_diagonal",

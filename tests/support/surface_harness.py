@@ -1,4 +1,4 @@
-"""The checks shared by tests/test_surface_elementwise.py and test_surface_structural.py.
+"""The checks shared by tests/frontend/test_surface_elementwise.py and test_surface_structural.py.
 
 A NumPy function is checked at three levels:
 
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 import oracle
-from conftest import TESTS
+from conftest import SUPPORT
 from difgen.ad import jvp, vjp
 from difgen.frontend import trace
 
@@ -120,7 +120,13 @@ def check_module(
     if y.shape == ():
         ops += ["gradient", "hvp"]
     mod, _ = module_cache(
-        TESTS / source, fn.__name__, x.shape, ops, backend=backend, mode=mode, **options
+        SUPPORT / source,
+        fn.__name__,
+        x.shape,
+        ops,
+        backend=backend,
+        mode=mode,
+        **options,
     )
     J = jax_jacobian(fn, x) if use_jax else oracle.central_jacobian(fn, x)
     rtol = 1e-9 if use_jax else 1e-6
@@ -153,7 +159,7 @@ def check_values(
     """The generated module's value equals NumPy's exactly at every point."""
     shape = np.shape(points[0])
     mod, _ = module_cache(
-        TESTS / source, fn.__name__, shape, ["pullback"], backend=backend, **options
+        SUPPORT / source, fn.__name__, shape, ["pullback"], backend=backend, **options
     )
     with np.errstate(all="ignore"):
         for x in points:

@@ -23,7 +23,7 @@ from difgen.load import load_function
 from difgen.operators import OPERATORS
 from difgen.pipeline import ir_text, trace_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = load_config(ROOT / "examples" / "difgen.toml")
 TRACE = [s for s in EXAMPLES.modules if s.backend == "trace"]
 SPECS = {s.name: s for s in TRACE}

@@ -1,6 +1,6 @@
 """The operator matrix: every operator x scenario x backend x mode against autograd.
 
-Scenarios (tests/scenarios.py): scalar->scalar, scalar->vector, scalar->matrix,
+Scenarios (tests/support/scenarios.py): scalar->scalar, scalar->vector, scalar->matrix,
 vector->scalar, vector->vector, matrix->scalar, matrix->matrix, with contexts, and
 batched tangents. Each generated module is built once per session.
 """
@@ -15,7 +15,7 @@ import pytest
 
 import oracle
 import scenarios
-from conftest import TESTS
+from conftest import SUPPORT
 
 BACKENDS = [("sympy", "auto"), ("trace", "forward"), ("trace", "reverse")]
 
@@ -79,7 +79,7 @@ def _build(
     if batch > 1:
         options["batch"] = batch
     module, _ = module_cache(
-        TESTS / "scenarios.py", name, xs, operators_for(name), ctx_shapes, **options
+        SUPPORT / "scenarios.py", name, xs, operators_for(name), ctx_shapes, **options
     )
     return module
 
@@ -212,7 +212,7 @@ def test_sparse_jacobian_and_hessian(
     ops = ["jacobian", "value_and_jacobian"]
     ops += ["hessian", "value_gradient_and_hessian"] if scalar_out else []
     mod, _ = module_cache(
-        TESTS / "scenarios.py",
+        SUPPORT / "scenarios.py",
         name,
         xs,
         ops,

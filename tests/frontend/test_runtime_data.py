@@ -2,7 +2,7 @@
 family of section 2): int64 and bool contexts, gathers and scatter-adds through
 run-time indices, run-time masks, and sort/median/percentile/argmax/accumulate.
 
-Each function of ``tests/runtime_functions.py`` is built with the trace backend in
+Each function of ``tests/support/runtime_functions.py`` is built with the trace backend in
 both modes (forward: jacobian from pushforwards; reverse: gradient and jacobian from
 pullbacks) and checked against JAX (x64) where JAX runs the same NumPy code, and
 against central differences where the function assigns in place. Values must equal
@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 
 import runtime_functions as F
-from conftest import TESTS, build_and_import
+from conftest import SUPPORT, build_and_import
 from difgen.errors import ConfigError, TraceError
 from oracle import central_jacobian, hessian, jacobian
 
-SOURCE = TESTS / "runtime_functions.py"
+SOURCE = SUPPORT / "runtime_functions.py"
 Context = tuple[str, Sequence[int], str]
 
 

@@ -2,7 +2,7 @@
 
 Each is ordinary NumPy a user would write: a loop that rebuilds its state with
 ``np.array``, a vectorized pair potential, a small network, a max reduction, a
-matrix inverse. ``tests/test_build_time.py`` builds them on both backends and checks
+matrix inverse. ``tests/derive/test_build_time.py`` builds them on both backends and checks
 the numbers against autograd; ``benchmarks/build_time.py`` times them at growing
 sizes.
 """

@@ -1,4 +1,4 @@
-"""Functions whose operators ``emit = "c"`` prints as C loops (tests/test_c_loops.py).
+"""Functions whose operators ``emit = "c"`` prints as C loops (tests/targets/c/test_c_loops.py).
 
 Each is large enough (over the scalar budget of ``cost_model.scalar_reason``) that
 the trace backend's graph goes to loops rather than straight-line C.

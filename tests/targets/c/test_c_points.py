@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_c_target import _outcome, _same, _same_outcome
+from test_scenarios import operators_for
 
 import difgen
 import scenarios
-from conftest import TESTS, import_file
+from conftest import SUPPORT, import_file
 from difgen.operators import OPERATORS, seed_shape
-from test_c_target import _outcome, _same, _same_outcome
-from test_scenarios import operators_for
 
 # module name: (scenario, backend, per-point flags of its contexts)
 CASES = {
@@ -99,7 +99,7 @@ class Built:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     directory = tmp_path_factory.mktemp("c_points")
-    shutil.copy(TESTS / "scenarios.py", directory)
+    shutil.copy(SUPPORT / "scenarios.py", directory)
     return Built(directory)
 
 
