@@ -157,17 +157,42 @@ def _check_open(builder: Builder) -> None:
 
 
 @contextlib.contextmanager
+def innermost(builder: Builder) -> Iterator[Builder]:
+    """``builder`` is the innermost trace while the block runs (the one way a trace
+    is opened: :func:`tracing` and :func:`tracing_branch` both go through it)."""
+    BUILDERS.append(builder)
+    try:
+        yield builder
+    finally:
+        BUILDERS.pop()
+
+
+@contextlib.contextmanager
 def tracing(
     avals: Sequence[tuple[tuple[int, ...], str]],
 ) -> Iterator[tuple[Builder, tuple[Var, ...]]]:
     """A new trace, innermost while the block runs: its builder and input Vars."""
-    builder = Builder()
     inputs = tuple(Var(tuple(shape), dtype) for shape, dtype in avals)
-    BUILDERS.append(builder)
-    try:
+    with innermost(Builder()) as builder:
         yield builder, inputs
+
+
+@contextlib.contextmanager
+def tracing_branch(where: str) -> Iterator[BranchBuilder]:
+    """A sub-trace for a branch or a loop step on a traced value (``where`` its
+    source line), innermost while the block runs.
+
+    When the block ends, however it ends, the branch is closed (its values may no
+    longer be used outside it, see :func:`_check_open`) and every array object of an
+    enclosing trace it wrote is given back its value from before the branch.
+    """
+    branch = BranchBuilder(where)
+    try:
+        with innermost(branch):
+            yield branch
     finally:
-        BUILDERS.pop()
+        branch.closed = True
+        branch.restore()
 
 
 def current_builder() -> Builder:

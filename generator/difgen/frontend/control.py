@@ -42,7 +42,6 @@ import numpy as np
 from difgen.core.ir import Atom, Graph, Lit, SubGraph, Var, dce
 from difgen.core.primitive import PRIMITIVES
 from difgen.core.tracer import (
-    BUILDERS,
     BranchBuilder,
     Builder,
     TracedBranch,
@@ -51,6 +50,7 @@ from difgen.core.tracer import (
     bind,
     bind_name,
     current_builder,
+    tracing_branch,
 )
 from difgen.errors import TraceError
 
@@ -349,23 +349,17 @@ def _trace_step(
     is_test: bool,
 ) -> _Step:
     """Run ``fn`` (the loop's condition or body) on symbolic loop variables."""
-    builder = BranchBuilder(where)
     inputs = [Var(a.shape, a.dtype) for a in inits]
-    args = list(leaves)
-    for slot, var in zip(slots, inputs):
-        args[slot] = Tracer(builder, var)
-    BUILDERS.append(builder)
-    try:
+    with tracing_branch(where) as builder:
+        args = list(leaves)
+        for slot, var in zip(slots, inputs):
+            args[slot] = Tracer(builder, var)
         state = _unflatten(tree, iter(args)) if tree is not None else (args[0],)
         result = fn(*state)
         if is_test:
             result = _predicate(result, where)
         objects, out_tree = _flatten(result)
         out = [_leaf(builder, v) for v in objects]
-    finally:
-        BUILDERS.pop()
-        builder.closed = True
-        builder.restore()
     return _Step(builder, inputs, out, out_tree, objects)
 
 
@@ -410,9 +404,7 @@ def _unflatten(tree: Any, leaves: Iterator[Any]) -> Any:
 
 def _trace_branch(run: Callable[[], Any], where: str) -> _Branch:
     """Run one branch in its own trace; restore what it wrote from outside."""
-    builder = BranchBuilder(where)
-    BUILDERS.append(builder)
-    try:
+    with tracing_branch(where) as builder:
         result = run()
         objects, tree = _flatten(result)
         leaves = [_leaf(builder, v) for v in objects]
@@ -420,10 +412,6 @@ def _trace_branch(run: Callable[[], Any], where: str) -> _Branch:
             key: (tracer, builder.adopt(tracer).atom)
             for key, (tracer, _, _) in builder.journal.items()
         }
-    finally:
-        BUILDERS.pop()
-        builder.closed = True
-        builder.restore()
     return _Branch(builder, leaves, tree, objects, written)
 
 
