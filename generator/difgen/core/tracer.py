@@ -23,7 +23,6 @@ import operator
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -33,6 +32,7 @@ from difgen.core.ir import Atom, Eqn, FrozenArray, Graph, Lit, Params, Var, dce
 from difgen.core.location import in_difgen_or_numpy, user_location
 from difgen.core.primitive import PRIMITIVES, Primitive
 from difgen.core.simplify import simplify
+from difgen.core.views import View, derived, is_basic, is_element
 from difgen.errors import TraceError
 
 BUILDERS: list[Builder] = []
@@ -508,22 +508,6 @@ def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
-@dataclass
-class View:
-    """How a tracer views another array object, as NumPy's views do.
-
-    ``derive`` recomputes the view from its ``base`` (NumPy operations, so it also
-    maps an array of flat positions of the base to the positions the view holds);
-    ``version`` is the base's write count when the view's value was last derived.
-    """
-
-    base: Tracer
-    derive: Callable[[Any], Any]
-    version: int
-    writable: bool
-    where: str
-
-
 class Tracer:
     """A traced array (or a constant in a traced array's clothes).
 
@@ -608,7 +592,7 @@ class Tracer:
                 f"{view.where}); NumPy raises 'assignment destination is read-only'"
             )
         base = view.base
-        positions = np.asarray(view.derive(np.arange(base.size).reshape(base.shape)))
+        positions = view.positions()
         flat = bind_name(
             "set_index",
             xp.reshape(base, (base.size,)),
@@ -724,7 +708,7 @@ class Tracer:
         static = _static_index(index)
         frozen = freeze_index(static, self.shape)
         result = bind_name("getitem", self, index=frozen)
-        if _is_basic(static) and not _is_element(static, self.ndim):
+        if is_basic(static) and not is_element(static, self.ndim):
             # NumPy returns a view (an element read is a scalar copy: ``a[0], a[1]
             # = a[1], a[0]`` swaps)
             return view_of(self, result, lambda a: a[static])
@@ -938,7 +922,8 @@ def _c_order(order: str, method: str) -> None:
 def view_of(
     source: Any, result: Any, op: Callable[[Any], Any], writable: bool = True
 ) -> Any:
-    """``result = op(source)`` is a NumPy view of ``source``: make the tracer know it.
+    """``result = op(source)`` is a NumPy view of ``source``: make the tracer know it
+    (:mod:`difgen.core.views`).
 
     A result folded to a plain array (``source`` a constant) becomes a constant
     tracer, so later writes into the base still show through it.
@@ -947,49 +932,8 @@ def view_of(
         return result
     if not isinstance(result, Tracer):
         result = Tracer(source.builder, Lit(np.asarray(result)))
-    parent = source.view
-    if parent is None:
-        base, derive = source, op
-    else:
-        base, derive = parent.base, _compose(op, parent.derive)
-    writable = writable and (parent is None or parent.writable)
-    result.view = View(base, derive, base.version, writable, user_location())
+    result.view = derived(source, op, writable)
     return result
-
-
-def _compose(
-    outer: Callable[[Any], Any], inner: Callable[[Any], Any]
-) -> Callable[[Any], Any]:
-    """``a -> outer(inner(a))``: a view of a view derives from the base in one go."""
-
-    def derive(a: Any) -> Any:
-        return outer(inner(a))
-
-    return derive
-
-
-def _is_basic(index: Any) -> bool:
-    """Whether NumPy indexing with ``index`` returns a view (no arrays in it)."""
-    items = index if isinstance(index, tuple) else (index,)
-    return all(
-        item is None
-        or item is Ellipsis
-        or (
-            isinstance(item, (slice, int, np.integer))
-            and not isinstance(item, (bool, np.bool_))
-        )
-        for item in items
-    )
-
-
-def _is_element(index: Any, ndim: int) -> bool:
-    """Whether ``index`` reads one element by integers alone (NumPy returns a scalar,
-    not a view)."""
-    items = index if isinstance(index, tuple) else (index,)
-    return len(items) == ndim and all(
-        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
-        for i in items
-    )
 
 
 def _static_index(index: Any) -> Any:
