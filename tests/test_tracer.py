@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 import tracer_cases as cases
+from difgen.core.tracer import Tracer, use_array_methods
 from difgen.errors import TraceError
 from difgen.frontend import trace
+from difgen.frontend.array_methods import METHODS
 from difgen.primitives import PRIMITIVES
 
 # function, input shape
@@ -101,3 +103,13 @@ def test_every_primitive_is_reached_by_a_pattern() -> None:
         seen.update(e.primitive.name for e in trace(fn, [(shape, "float64")]).eqns)
     missing = set(PRIMITIVES) - seen
     assert not missing, f"primitives no tracer pattern reaches: {sorted(missing)}"
+
+
+def test_array_methods_are_the_frontends_and_cannot_replace_the_tracers_own() -> None:
+    """The frontend installs the ndarray methods on the core's Tracer; an attribute
+    of the tracer itself (write, copy, an operator) is not an array method."""
+    assert all(getattr(Tracer, name) is METHODS[name] for name in METHODS)
+    for own in ("write", "copy", "astype", "__add__"):
+        with pytest.raises(ValueError, match=f"Tracer.{own} is the tracer's own"):
+            use_array_methods({own: METHODS["sum"]})
+    use_array_methods({"sum": METHODS["sum"]})  # installing again is harmless
