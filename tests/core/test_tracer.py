@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 
 import tracer_cases as cases
+from difgen.core.tracer import (
+    Tracer,
+    current_builder,
+    tracing,
+    tracing_branch,
+    use_array_methods,
+)
 from difgen.errors import TraceError
 from difgen.frontend import trace
+from difgen.frontend.array_methods import METHODS
 from difgen.primitives import PRIMITIVES
 
 # function, input shape
@@ -101,3 +109,32 @@ def test_every_primitive_is_reached_by_a_pattern() -> None:
         seen.update(e.primitive.name for e in trace(fn, [(shape, "float64")]).eqns)
     missing = set(PRIMITIVES) - seen
     assert not missing, f"primitives no tracer pattern reaches: {sorted(missing)}"
+
+
+def test_array_methods_are_the_frontends_and_cannot_replace_the_tracers_own() -> None:
+    """The frontend installs the ndarray methods on the core's Tracer; an attribute
+    of the tracer itself (write, copy, an operator) is not an array method."""
+    assert all(getattr(Tracer, name) is METHODS[name] for name in METHODS)
+    for own in ("write", "copy", "astype", "__add__"):
+        with pytest.raises(ValueError, match=f"Tracer.{own} is the tracer's own"):
+            use_array_methods({own: METHODS["sum"]})
+    use_array_methods({"sum": METHODS["sum"]})  # installing again is harmless
+
+
+def test_a_branch_trace_ends_closed_and_restored_however_it_ends() -> None:
+    """tracing_branch: the branch leaves the trace stack, its values may no longer
+    be used outside it, and an enclosing array it wrote gets its old value back,
+    also when the branch's code raises."""
+    with tracing([((3,), "float64")]) as (builder, (var,)):
+        x = Tracer(builder, var)
+        before = x.atom
+        with pytest.raises(ArithmeticError), tracing_branch("f.py:7") as branch:
+            assert current_builder() is branch
+            x[0] = 1.0  # journaled: x is an array of the enclosing trace
+            inner = x * 2.0
+            raise ArithmeticError("the branch's code fails")
+        assert current_builder() is builder
+        assert branch.closed
+        assert x.atom is before
+        with pytest.raises(TraceError, match=r"the branch at f\.py:7"):
+            inner + 1.0

@@ -10,9 +10,12 @@ equations are shared (CSE).
 NumPy reaches a tracer through ``__array_ufunc__`` and ``__array_function__``. What
 each NumPy function means is the frontend's business (:mod:`difgen.frontend.numpy_api`),
 one layer up, so the frontend registers its two handlers here with
-:func:`use_numpy_dispatch` when it is imported (as JAX's NumPy layer installs its
-array methods on the core tracer). Python operators and ndarray methods need no
-frontend: they bind primitives by name or call ``np.*``, which dispatches back.
+:func:`use_numpy_dispatch` when it is imported, and installs the ndarray methods
+that are NumPy functions (``x.sum()`` is ``np.sum(x)``, ``x.T``...) with
+:func:`use_array_methods` (:mod:`difgen.frontend.array_methods`; JAX's NumPy layer
+installs its array methods on the core tracer the same way). Python operators need
+no frontend: they bind primitives by name. How a tracer follows NumPy's views is
+:mod:`difgen.core.views`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import operator
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -33,6 +35,7 @@ from difgen.core.ir import Atom, Eqn, FrozenArray, Graph, Lit, Params, Var, dce
 from difgen.core.location import in_difgen_or_numpy, user_location
 from difgen.core.primitive import PRIMITIVES, Primitive
 from difgen.core.simplify import simplify
+from difgen.core.views import View, derived, is_basic, is_element
 from difgen.errors import TraceError
 
 BUILDERS: list[Builder] = []
@@ -157,17 +160,42 @@ def _check_open(builder: Builder) -> None:
 
 
 @contextlib.contextmanager
+def innermost(builder: Builder) -> Iterator[Builder]:
+    """``builder`` is the innermost trace while the block runs (the one way a trace
+    is opened: :func:`tracing` and :func:`tracing_branch` both go through it)."""
+    BUILDERS.append(builder)
+    try:
+        yield builder
+    finally:
+        BUILDERS.pop()
+
+
+@contextlib.contextmanager
 def tracing(
     avals: Sequence[tuple[tuple[int, ...], str]],
 ) -> Iterator[tuple[Builder, tuple[Var, ...]]]:
     """A new trace, innermost while the block runs: its builder and input Vars."""
-    builder = Builder()
     inputs = tuple(Var(tuple(shape), dtype) for shape, dtype in avals)
-    BUILDERS.append(builder)
-    try:
+    with innermost(Builder()) as builder:
         yield builder, inputs
+
+
+@contextlib.contextmanager
+def tracing_branch(where: str) -> Iterator[BranchBuilder]:
+    """A sub-trace for a branch or a loop step on a traced value (``where`` its
+    source line), innermost while the block runs.
+
+    When the block ends, however it ends, the branch is closed (its values may no
+    longer be used outside it, see :func:`_check_open`) and every array object of an
+    enclosing trace it wrote is given back its value from before the branch.
+    """
+    branch = BranchBuilder(where)
+    try:
+        with innermost(branch):
+            yield branch
     finally:
-        BUILDERS.pop()
+        branch.closed = True
+        branch.restore()
 
 
 def current_builder() -> Builder:
@@ -368,6 +396,22 @@ def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
     _Dispatch.function = staticmethod(function)
 
 
+_ARRAY_METHODS: set[str] = set()
+
+
+def use_array_methods(methods: dict[str, Any]) -> None:
+    """Install a frontend's ndarray methods (``x.sum()``, ``x.T``...) on Tracer.
+
+    Like the handlers of :func:`use_numpy_dispatch` they are NumPy's API, which is
+    the frontend's business; an attribute of the tracer's own is never replaced.
+    """
+    for name, method in methods.items():
+        if name in vars(Tracer) and name not in _ARRAY_METHODS:
+            raise ValueError(f"Tracer.{name} is the tracer's own, not an array method")
+        setattr(Tracer, name, method)
+        _ARRAY_METHODS.add(name)
+
+
 def use_runtime_dispatch(
     getitem: Callable[[Tracer, Any], Any],
     setitem: Callable[[Tracer, Any, Any], None],
@@ -483,22 +527,6 @@ def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
-@dataclass
-class View:
-    """How a tracer views another array object, as NumPy's views do.
-
-    ``derive`` recomputes the view from its ``base`` (NumPy operations, so it also
-    maps an array of flat positions of the base to the positions the view holds);
-    ``version`` is the base's write count when the view's value was last derived.
-    """
-
-    base: Tracer
-    derive: Callable[[Any], Any]
-    version: int
-    writable: bool
-    where: str
-
-
 class Tracer:
     """A traced array (or a constant in a traced array's clothes).
 
@@ -583,7 +611,7 @@ class Tracer:
                 f"{view.where}); NumPy raises 'assignment destination is read-only'"
             )
         base = view.base
-        positions = np.asarray(view.derive(np.arange(base.size).reshape(base.shape)))
+        positions = view.positions()
         flat = bind_name(
             "set_index",
             xp.reshape(base, (base.size,)),
@@ -699,7 +727,7 @@ class Tracer:
         static = _static_index(index)
         frozen = freeze_index(static, self.shape)
         result = bind_name("getitem", self, index=frozen)
-        if _is_basic(static) and not _is_element(static, self.ndim):
+        if is_basic(static) and not is_element(static, self.ndim):
             # NumPy returns a view (an element read is a scalar copy: ``a[0], a[1]
             # = a[1], a[0]`` swaps)
             return view_of(self, result, lambda a: a[static])
@@ -737,25 +765,8 @@ class Tracer:
     def __imatmul__(self, other: Any) -> Tracer:
         return self._inplace(self @ other)
 
-    # -- ndarray methods, each the NumPy function of the same name
-    @property
-    def T(self) -> Any:
-        return xp.transpose(self)
-
-    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> Any:
-        _c_order(order, "reshape")
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return xp.reshape(self, shape)
-
-    def ravel(self, order: str = "C") -> Any:
-        _c_order(order, "ravel")
-        return xp.ravel(self)
-
-    def flatten(self, order: str = "C") -> Any:
-        _c_order(order, "flatten")
-        return xp.ravel(self).copy()  # NumPy's flatten copies; ravel is a view
-
+    # -- a new array object, a dtype conversion (the ndarray methods that forward
+    # to NumPy's functions are installed by the frontend: use_array_methods)
     def copy(self, order: str = "C") -> Any:
         return Tracer(self.builder, self.atom)  # a new array object, not a view
 
@@ -764,156 +775,12 @@ class Tracer:
             return _Dispatch.astype(self, dtype)
         return self.copy() if copy else self
 
-    def transpose(self, *axes: Any) -> Any:
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return xp.transpose(self, axes or None)
-
-    # Reductions and the rest take NumPy's keywords and pass them on, so that the
-    # function refuses (out=, where=, dtype=int...) what it cannot reproduce.
-    def sum(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-    ) -> Any:
-        return xp.sum(self, axis=axis, dtype=dtype, out=out, **kw)
-
-    def mean(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-    ) -> Any:
-        return xp.mean(self, axis=axis, dtype=dtype, out=out, **kw)
-
-    def prod(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-    ) -> Any:
-        return xp.prod(self, axis=axis, dtype=dtype, out=out, **kw)
-
-    def max(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-        return xp.max(self, axis=axis, out=out, **kw)
-
-    def min(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-        return xp.min(self, axis=axis, out=out, **kw)
-
-    def var(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-    ) -> Any:
-        return xp.var(self, axis=axis, dtype=dtype, out=out, **kw)
-
-    def std(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-    ) -> Any:
-        return xp.std(self, axis=axis, dtype=dtype, out=out, **kw)
-
-    def any(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-        return xp.any(self, axis=axis, out=out, **kw)
-
-    def all(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-        return xp.all(self, axis=axis, out=out, **kw)
-
-    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        return xp.cumsum(self, axis=axis, dtype=dtype, out=out)
-
-    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        return xp.cumprod(self, axis=axis, dtype=dtype, out=out)
-
-    def dot(self, b: Any, out: Any = None) -> Any:
-        return xp.dot(self, b, out=out)
-
-    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kw: Any) -> Any:
-        return xp.clip(self, min, max, out=out, **kw)
-
-    def round(self, decimals: int = 0, out: Any = None) -> Any:
-        return xp.round(self, decimals, out=out)
-
-    def take(
-        self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"
-    ) -> Any:
-        return xp.take(self, indices, axis=axis, out=out, mode=mode)
-
-    def repeat(self, repeats: Any, axis: Any = None) -> Any:
-        return xp.repeat(self, repeats, axis=axis)
-
-    def swapaxes(self, axis1: int, axis2: int) -> Any:
-        return xp.swapaxes(self, axis1, axis2)
-
-    def squeeze(self, axis: Any = None) -> Any:
-        return xp.squeeze(self, axis=axis)
-
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-        return xp.diagonal(self, offset, axis1, axis2)
-
-    def trace(
-        self,
-        offset: int = 0,
-        axis1: int = 0,
-        axis2: int = 1,
-        dtype: Any = None,
-        out: Any = None,
-    ) -> Any:
-        return xp.trace(self, offset, axis1, axis2, dtype=dtype, out=out)
-
-    def conj(self) -> Any:
-        return xp.conjugate(self)
-
-    def conjugate(self) -> Any:
-        return xp.conjugate(self)
-
-    @property
-    def real(self) -> Any:
-        return xp.real(self)
-
-    @property
-    def imag(self) -> Any:
-        return xp.imag(self)
-
-    def fill(self, value: Any) -> None:
-        """Every element set to ``value``, in place (through a view into its base)."""
-        self.write(xp.broadcast_to(value, self.shape) * 1.0)
-
-    # Permutations and indices: NumPy's function of the same name decides
-    # (frontend/runtime.py; refused, naming the line, where it is not supported).
-    def argmax(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-        return xp.argmax(self, axis=axis, out=out, **kw)
-
-    def argmin(self, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-        return xp.argmin(self, axis=axis, out=out, **kw)
-
-    def argsort(self, axis: Any = -1, **kw: Any) -> Any:
-        return xp.argsort(self, axis=axis, **kw)
-
-    def sort(self, axis: Any = -1, **kw: Any) -> None:
-        """In place, as ``ndarray.sort``."""
-        self.write(xp.sort(self, axis=axis, **kw))
-
-    def nonzero(self) -> Any:
-        return xp.nonzero(self)
-
-    def __round__(self, ndigits: Any = None) -> Any:
-        """``round(x)``: NumPy's rounding (half to even, as Python's), traced as a
-        float where Python returns an int of the same value."""
-        return xp.round(self, 0 if ndigits is None else ndigits)
-
-    def __floor__(self) -> Any:
-        return xp.floor(self)
-
-    def __ceil__(self) -> Any:
-        return xp.ceil(self)
-
-    def __trunc__(self) -> Any:
-        return xp.trunc(self)
-
-
-def _c_order(order: str, method: str) -> None:
-    """Only C order: another order would lay the elements out differently."""
-    if order != "C":
-        raise TraceError(
-            f"{user_location()}: .{method}(order={order!r}) of a traced value is "
-            "not supported (C order only)"
-        )
-
 
 def view_of(
     source: Any, result: Any, op: Callable[[Any], Any], writable: bool = True
 ) -> Any:
-    """``result = op(source)`` is a NumPy view of ``source``: make the tracer know it.
+    """``result = op(source)`` is a NumPy view of ``source``: make the tracer know it
+    (:mod:`difgen.core.views`).
 
     A result folded to a plain array (``source`` a constant) becomes a constant
     tracer, so later writes into the base still show through it.
@@ -922,49 +789,8 @@ def view_of(
         return result
     if not isinstance(result, Tracer):
         result = Tracer(source.builder, Lit(np.asarray(result)))
-    parent = source.view
-    if parent is None:
-        base, derive = source, op
-    else:
-        base, derive = parent.base, _compose(op, parent.derive)
-    writable = writable and (parent is None or parent.writable)
-    result.view = View(base, derive, base.version, writable, user_location())
+    result.view = derived(source, op, writable)
     return result
-
-
-def _compose(
-    outer: Callable[[Any], Any], inner: Callable[[Any], Any]
-) -> Callable[[Any], Any]:
-    """``a -> outer(inner(a))``: a view of a view derives from the base in one go."""
-
-    def derive(a: Any) -> Any:
-        return outer(inner(a))
-
-    return derive
-
-
-def _is_basic(index: Any) -> bool:
-    """Whether NumPy indexing with ``index`` returns a view (no arrays in it)."""
-    items = index if isinstance(index, tuple) else (index,)
-    return all(
-        item is None
-        or item is Ellipsis
-        or (
-            isinstance(item, (slice, int, np.integer))
-            and not isinstance(item, (bool, np.bool_))
-        )
-        for item in items
-    )
-
-
-def _is_element(index: Any, ndim: int) -> bool:
-    """Whether ``index`` reads one element by integers alone (NumPy returns a scalar,
-    not a view)."""
-    items = index if isinstance(index, tuple) else (index,)
-    return len(items) == ndim and all(
-        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
-        for i in items
-    )
 
 
 def _static_index(index: Any) -> Any:
@@ -981,23 +807,3 @@ def _static_index(index: Any) -> Any:
             item = item.atom.value
         static.append(item)
     return tuple(static) if isinstance(index, tuple) else static[0]
-
-
-def _scalar_method(name: str) -> Callable[[Tracer], Any]:
-    return lambda self: bind_name(name, self)
-
-
-_SCALAR_METHODS = (
-    "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh "
-    "exp expm1 log log1p sqrt cbrt sign"
-)
-
-
-def _install_scalar_methods() -> None:
-    """Ufuncs over object arrays of tracers call ``element.sin()`` and the like."""
-    for name in _SCALAR_METHODS.split():
-        setattr(Tracer, name, _scalar_method(name))
-    Tracer.absolute = Tracer.__abs__  # type: ignore[attr-defined]
-
-
-_install_scalar_methods()

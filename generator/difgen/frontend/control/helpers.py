@@ -1,0 +1,562 @@
+"""The run-time helpers of rewritten code: a branch on a traced value as ``cond``
+equations, a loop on a traced condition as ``while_loop`` equations.
+
+The rewrite (:mod:`difgen.frontend.control.transformer`) turns the user's ``if``,
+``while``, ``a if c else b``, ``and``/``or``/``not`` into calls of :func:`if_`,
+:func:`while_`, :func:`ifexp`, :func:`and_`, :func:`or_` and :func:`not_` (through
+the global :data:`~difgen.frontend.control.transformer.HELPERS`). Each computes
+exactly what the original does when the predicate is known (it calls the branch
+that is taken); when it is traced, it traces both branches, or the loop's condition
+and body, as sub-graphs (:func:`difgen.core.tracer.tracing_branch`) and binds one
+``cond`` (or ``while_loop``) per value they give. Messages name ``where``, the
+user's line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from difgen.core.ir import Atom, Graph, Lit, SubGraph, Var, dce
+from difgen.core.primitive import PRIMITIVES
+from difgen.core.tracer import (
+    BranchBuilder,
+    Builder,
+    Tracer,
+    as_constant,
+    bind,
+    bind_name,
+    current_builder,
+    tracing_branch,
+)
+from difgen.errors import TraceError
+
+
+class Undefined:
+    """The value of a variable one branch assigns and the other leaves unbound."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name} unbound on one branch>"
+
+
+def value(getter: Callable[[], Any], name: str) -> Any:
+    """The current value of a variable, or :class:`Undefined` if it is unbound."""
+    try:
+        return getter()
+    except NameError:
+        return Undefined(name)
+
+
+def _predicate(test: Any, where: str) -> Any:
+    """``bool(test)``: a Python bool, or a traced bool scalar (NumPy's truth).
+
+    A float is true when nonzero, so NaN is true, as ``bool(np.nan)`` is.
+    """
+    if not isinstance(test, Tracer) or isinstance(test.atom, Lit):
+        return bool(test)
+    if test.size != 1:
+        raise TraceError(
+            f"{where}: the truth value of an array with more than one element is "
+            "ambiguous (NumPy raises ValueError); use .any() or .all()"
+        )
+    if test.shape != ():
+        test = bind_name("reshape", test, shape=())
+    if test.dtype != np.bool_:
+        test = bind_name("ne", test, 0.0)
+    return test
+
+
+def if_(
+    test: Any,
+    if_true: Callable[..., Any],
+    if_false: Callable[..., Any],
+    values: tuple[Any, ...],
+    written: tuple[Any, ...],
+    where: str,
+) -> Any:
+    """An ``if`` statement: the taken branch, or a ``cond`` of both when traced.
+
+    ``values`` are the current values of the variables the branches assign (each
+    branch takes and returns them, or returns the function's result); ``written``
+    the arrays the branches write into by item assignment, which must be traced
+    arrays (difgen cannot undo a write into a plain Python or NumPy object).
+    """
+    pred = _predicate(test, where)
+    if not isinstance(pred, Tracer):
+        return (if_true if pred else if_false)(*values)
+    for array in written:
+        if not isinstance(array, Tracer):
+            raise TraceError(
+                f"{where}: a branch on a traced value writes into a "
+                f"{type(array).__name__} by item assignment; difgen can branch only "
+                "over writes into arrays it traces (create it with np.zeros or "
+                "np.array inside the function)"
+            )
+    return _cond(pred, lambda: if_true(*values), lambda: if_false(*values), where)
+
+
+def ifexp(
+    test: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], where: str
+) -> Any:
+    """``a if c else b``."""
+    pred = _predicate(test, where)
+    if not isinstance(pred, Tracer):
+        return if_true() if pred else if_false()
+    return _cond(pred, if_true, if_false, where)
+
+
+def and_(where: str, *operands: Callable[[], Any]) -> Any:
+    """``a and b and ...``: the first falsy operand, or the last."""
+    result = operands[0]()
+    for operand in operands[1:]:
+        pred = _predicate(result, where)
+        if not isinstance(pred, Tracer):
+            if not pred:
+                return result
+            result = operand()
+            continue
+        result = _logical("logical_and", result, pred, operand, where)
+    return result
+
+
+def or_(where: str, *operands: Callable[[], Any]) -> Any:
+    """``a or b or ...``: the first truthy operand, or the last."""
+    result = operands[0]()
+    for operand in operands[1:]:
+        pred = _predicate(result, where)
+        if not isinstance(pred, Tracer):
+            if pred:
+                return result
+            result = operand()
+            continue
+        result = _logical("logical_or", result, pred, operand, where)
+    return result
+
+
+def _logical(
+    name: str, before: Any, pred: Tracer, operand: Callable[[], Any], where: str
+) -> Any:
+    """``before and operand()`` (or ``or``) on a traced truth value ``before``.
+
+    Between truth values it is ``logical_and``/``logical_or`` with no branch: tracing
+    evaluates both sides either way, and a boolean operand has no derivative. Other
+    values keep Python's semantics: the ``cond`` of the operand and ``before``.
+    """
+    if isinstance(before, Tracer) and before.dtype == np.bool_:
+        value = operand()
+        if isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, Tracer) and value.dtype == np.bool_ and value.size == 1
+        ):
+            other = _predicate(value, where)
+            return bind_name(name, pred, other)
+    keep = _constant_thunk(before)
+    if name == "logical_and":
+        return _cond(pred, operand, keep, where)
+    return _cond(pred, keep, operand, where)
+
+
+def _constant_thunk(result: Any) -> Callable[[], Any]:
+    """A branch giving ``result``, a value from before the branch."""
+    return lambda: result
+
+
+def not_(operand: Any, where: str) -> Any:
+    """``not a``: a traced bool for a traced ``a``."""
+    pred = _predicate(operand, where)
+    if not isinstance(pred, Tracer):
+        return not pred
+    return bind_name("logical_not", pred)
+
+
+def while_(
+    test: Callable[..., Any],
+    body: Callable[..., Any],
+    values: tuple[Any, ...],
+    written: tuple[int, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """A ``while`` loop: Python's loop while the condition is known at build time;
+    from the first traced condition on, one ``while_loop`` per loop variable.
+
+    ``values`` are the loop variables (what the body assigns or writes into);
+    ``written`` the positions of those it writes into by item assignment: the array
+    objects from before the loop receive the loop's result, as NumPy writes in place.
+    """
+    state = values
+    while True:
+        pred = _predicate(test(*state), where)
+        if isinstance(pred, Tracer):
+            break
+        if not pred:
+            return state
+        state = tuple(body(*state))
+    final = _loop(test, body, state, where, names)
+    result = list(final)
+    for i in written:
+        before = values[i]
+        if isinstance(before, Tracer) and isinstance(result[i], Tracer):
+            before.write(result[i])
+            result[i] = before
+    return tuple(result)
+
+
+def _loop(
+    test: Callable[..., Any],
+    body: Callable[..., Any],
+    state: tuple[Any, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """Trace the condition and the body on symbolic loop variables; bind the loop."""
+    if "while_loop" not in PRIMITIVES:
+        raise TraceError(f"{where}: while_loop is not registered (import difgen.ad)")
+    leaves, tree = _flatten(state)
+    slots: list[int] = []
+    inits: list[Atom] = []
+    for i, leaf in enumerate(leaves):
+        atom = _as_atom(leaf.atom if isinstance(leaf, Tracer) else leaf)
+        if atom is not None:
+            slots.append(i)
+            inits.append(atom)
+    label = [
+        names[i] if i < len(names) and tree is not None else f"#{i}"
+        for i in range(len(leaves))
+    ]
+    cond_trace = _trace_step(test, leaves, tree, slots, inits, where, True)
+    body_trace = _trace_step(body, leaves, tree, slots, inits, where, False)
+    if body_trace.tree != tree:
+        raise TraceError(
+            f"{where}: the body of a loop on a traced condition changes the structure "
+            "of its variables (a tuple's length, a list into a tuple...)"
+        )
+    (pred,) = cond_trace.leaves
+    pred_atom = _as_atom(pred)
+    if pred_atom is None or pred_atom.shape != () or pred_atom.dtype != "bool":
+        raise TraceError(f"{where}: the loop condition must be a scalar truth value")
+    outs: list[Atom] = []
+    for slot, init in zip(slots, inits):
+        out = _as_atom(body_trace.leaves[slot])
+        if out is None or (out.shape, out.dtype) != (init.shape, init.dtype):
+            got = "a non-array" if out is None else f"{out.dtype}{list(out.shape)}"
+            raise TraceError(
+                f"{where}: the loop on a traced condition changes `{label[slot]}` "
+                f"from {init.dtype}{list(init.shape)} to {got}; a loop variable "
+                "keeps its shape and dtype"
+            )
+        outs.append(out)
+    for i, (a, b) in enumerate(zip(leaves, body_trace.objects)):
+        if i not in slots and a is not b and not isinstance(a, Undefined):
+            raise TraceError(
+                f"{where}: the loop on a traced condition changes `{label[i]}`, a "
+                f"{type(a).__name__}; difgen can loop over arrays and numbers only"
+            )
+    for trace in (cond_trace, body_trace):
+        if trace.builder.journal:
+            raise TraceError(
+                f"{where}: the loop on a traced condition writes into an array from "
+                "before the loop through another name; write into the loop's own "
+                "variable"
+            )
+    consts: dict[Var, Builder] = {}
+    for trace in (cond_trace, body_trace):
+        for outer, owner in trace.builder.owners.items():
+            consts.setdefault(outer, owner)
+    cond_graph = _step_graph(cond_trace, [pred_atom], list(consts))
+    body_graph = _step_graph(body_trace, outs, list(consts))
+    operands = [
+        (
+            Tracer(current_builder(), a)
+            if isinstance(a, Lit)
+            else _outer_tracer(a, leaves, slots, inits)
+        )
+        for a in inits
+    ]
+    const_args = [Tracer(owner, var) for var, owner in consts.items()]
+    results = list(leaves)
+    for j, slot in enumerate(slots):
+        results[slot] = bind(
+            PRIMITIVES["while_loop"],
+            *operands,
+            *const_args,
+            cond=SubGraph(cond_graph, where),
+            body=SubGraph(body_graph, where),
+            n_state=len(slots),
+            index=j,
+        )
+    return tuple(_unflatten(tree, iter(results))) if tree is not None else (results[0],)
+
+
+def _outer_tracer(
+    atom: Atom, leaves: list[Any], slots: list[int], inits: list[Atom]
+) -> Any:
+    """The tracer holding loop variable ``atom`` before the loop."""
+    for slot, init in zip(slots, inits):
+        if init is atom and isinstance(leaves[slot], Tracer):
+            return leaves[slot]
+    raise TraceError("internal: a loop variable lost its tracer")
+
+
+@dataclass
+class _Step:
+    builder: BranchBuilder
+    inputs: list[Var]
+    leaves: list[Any]
+    tree: Any
+    objects: list[Any]
+
+
+def _trace_step(
+    fn: Callable[..., Any],
+    leaves: list[Any],
+    tree: Any,
+    slots: list[int],
+    inits: list[Atom],
+    where: str,
+    is_test: bool,
+) -> _Step:
+    """Run ``fn`` (the loop's condition or body) on symbolic loop variables."""
+    inputs = [Var(a.shape, a.dtype) for a in inits]
+    with tracing_branch(where) as builder:
+        args = list(leaves)
+        for slot, var in zip(slots, inputs):
+            args[slot] = Tracer(builder, var)
+        state = _unflatten(tree, iter(args)) if tree is not None else (args[0],)
+        result = fn(*state)
+        if is_test:
+            result = _predicate(result, where)
+        objects, out_tree = _flatten(result)
+        out = [_leaf(builder, v) for v in objects]
+    return _Step(builder, inputs, out, out_tree, objects)
+
+
+def _step_graph(step: _Step, outs: list[Atom], consts: list[Var]) -> Graph:
+    """The condition or body as a graph of (loop variables, constants)."""
+    extra = [step.builder.captures.get(v) or Var(v.shape, v.dtype) for v in consts]
+    return dce(Graph((*step.inputs, *extra), tuple(outs), tuple(step.builder.eqns)))
+
+
+# ------------------------------------------------------------- tracing branches
+@dataclass
+class _Branch:
+    """One traced branch: its result's leaves (atoms of the branch, or Python
+    values), their structure, and the final atoms of the arrays it wrote."""
+
+    builder: BranchBuilder
+    leaves: list[Any]
+    tree: Any
+    objects: list[Any]
+    written: dict[int, tuple[Tracer, Atom]] = field(default_factory=dict)
+
+
+def _flatten(value: Any) -> tuple[list[Any], Any]:
+    """Leaves and structure of nested tuples and lists."""
+    if isinstance(value, (tuple, list)) and not isinstance(value, Tracer):
+        leaves: list[Any] = []
+        trees = []
+        for item in value:
+            sub, tree = _flatten(item)
+            leaves += sub
+            trees.append(tree)
+        return leaves, (type(value), tuple(trees))
+    return [value], None
+
+
+def _unflatten(tree: Any, leaves: Iterator[Any]) -> Any:
+    if tree is None:
+        return next(leaves)
+    kind, subtrees = tree
+    return kind(_unflatten(t, leaves) for t in subtrees)
+
+
+def _trace_branch(run: Callable[[], Any], where: str) -> _Branch:
+    """Run one branch in its own trace; restore what it wrote from outside."""
+    with tracing_branch(where) as builder:
+        result = run()
+        objects, tree = _flatten(result)
+        leaves = [_leaf(builder, v) for v in objects]
+        written = {
+            key: (tracer, builder.adopt(tracer).atom)
+            for key, (tracer, _, _) in builder.journal.items()
+        }
+    return _Branch(builder, leaves, tree, objects, written)
+
+
+def _leaf(builder: BranchBuilder, value: Any) -> Any:
+    """A branch result as an atom of the branch (tracers), else as it is."""
+    if isinstance(value, Tracer):
+        return builder.adopt(value).atom
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _as_atom(value: Any) -> Atom | None:
+    """A Python number or float/bool NumPy array as a constant atom (else None)."""
+    if isinstance(value, (Var, Lit)):
+        return value
+    if _number(value) or (isinstance(value, np.ndarray) and value.dtype.kind in "fb"):
+        return Lit(as_constant(value))
+    return None
+
+
+def _cond(
+    pred: Tracer, if_true: Callable[[], Any], if_false: Callable[[], Any], where: str
+) -> Any:
+    """Trace both branches and merge their results with one ``cond`` per value."""
+    if "cond" not in PRIMITIVES:
+        raise TraceError(f"{where}: cond is not registered (import difgen.ad)")
+    true = _trace_branch(if_true, where)
+    false = _trace_branch(if_false, where)
+    if true.tree != false.tree:
+        raise TraceError(
+            f"{where}: the two branches of a branch on a traced value give results "
+            "of different structure (a tuple of different length, a list and a "
+            "tuple...); difgen needs the same structure from both"
+        )
+    merged = [
+        _merge(pred, true, false, t, f, where, i)
+        for i, (t, f) in enumerate(zip(true.leaves, false.leaves))
+    ]
+    _write_back(pred, true, false, where)
+    for i, (a, b) in enumerate(zip(true.objects, false.objects)):
+        if a is b and isinstance(a, Tracer):
+            merged[i] = a  # the same array object in both: it stays that object
+        elif isinstance(merged[i], Tracer):
+            _mark_views(merged[i], (a, b), where)
+    return _unflatten(true.tree, iter(merged))
+
+
+def _mark_views(result: Tracer, chosen: tuple[Any, Any], where: str) -> None:
+    """A result chosen among views of arrays from before the branch (``a if c else
+    x[1]``, a row...) is a copy in difgen but a view in NumPy: mark it, so that a
+    write that NumPy would see through the view is refused (Tracer.chosen)."""
+    bases = [
+        (v.view.base, v.view.base.version)
+        for v in chosen
+        if isinstance(v, Tracer) and v.view is not None
+    ]
+    if bases:
+        result.chosen = (where, bases)
+
+
+def _merge(
+    pred: Tracer,
+    true: _Branch,
+    false: _Branch,
+    t: Any,
+    f: Any,
+    where: str,
+    index: int,
+) -> Any:
+    """The value after the branch of one result the branches give as ``t``, ``f``."""
+    if isinstance(t, Undefined) and isinstance(f, Undefined):
+        return t
+    if isinstance(t, Undefined) or isinstance(f, Undefined):
+        # Bound on one side only: Python could not read it after the branch on the
+        # other (NameError), so that side's placeholder is never a result of valid
+        # code (``for ... else`` and flags assign it on every path that reads it).
+        known = _as_atom(f if isinstance(t, Undefined) else t)
+        if known is None:
+            return t if isinstance(t, Undefined) else f
+        hole = Lit(
+            np.zeros(known.shape, dtype=np.bool_ if known.dtype == "bool" else None)
+        )
+        t, f = (hole, f) if isinstance(t, Undefined) else (t, hole)
+    if not isinstance(t, (Var, Lit)) and not isinstance(f, (Var, Lit)):
+        if t is f:
+            return t
+        if _number(t) and _number(f) and type(t) is type(f) and t == f:
+            return t
+    ta, fa = _as_atom(t), _as_atom(f)
+    if ta is None or fa is None:
+        raise TraceError(
+            f"{where}: the two branches of a branch on a traced value give "
+            f"different {type(t if ta is None else f).__name__} values (result "
+            f"{index}); difgen can choose between arrays and numbers only"
+        )
+    return _select(pred, true, false, ta, fa, where)
+
+
+def _select(
+    pred: Tracer, true: _Branch, false: _Branch, ta: Atom, fa: Atom, where: str
+) -> Any:
+    """One ``cond`` choosing between atom ``ta`` of one branch and ``fa`` of the
+    other (no ``cond`` when both are the same value from before the branch)."""
+    if (ta.shape, ta.dtype) != (fa.shape, fa.dtype):
+        raise TraceError(
+            f"{where}: the two branches of a branch on a traced value give a value "
+            f"of {ta.dtype}{list(ta.shape)} and one of {fa.dtype}{list(fa.shape)}; "
+            "difgen needs the same shape and dtype from both"
+        )
+    if isinstance(ta, Lit) and ta == fa:
+        return Tracer(current_builder(), ta)
+    outer_t = _outer(true.builder, ta)
+    if outer_t is not None and outer_t == _outer(false.builder, fa):
+        return Tracer(outer_t[1], outer_t[0])
+    operands: dict[Var, Builder] = {}
+    for b in (true.builder, false.builder):
+        for outer, owner in b.owners.items():
+            operands.setdefault(outer, owner)
+    graphs = [
+        _branch_graph(b, atom, list(operands))
+        for b, atom in ((false.builder, fa), (true.builder, ta))
+    ]
+    used = [
+        i for i in range(len(operands)) if any(_uses(g, g.inputs[i]) for g in graphs)
+    ]
+    pairs = list(operands.items())
+    graphs = [
+        Graph(tuple(g.inputs[i] for i in used), g.outputs, g.eqns) for g in graphs
+    ]
+    args = [Tracer(pairs[i][1], pairs[i][0]) for i in used]
+    return bind(
+        PRIMITIVES["cond"],
+        pred,
+        *args,
+        branches=tuple(SubGraph(g, where) for g in graphs),
+    )
+
+
+def _outer(builder: BranchBuilder, atom: Atom) -> tuple[Var, Builder] | None:
+    """The enclosing value a branch's input atom stands for (None: computed here)."""
+    for outer, inner in builder.captures.items():
+        if inner is atom:
+            return outer, builder.owners[outer]
+    return None
+
+
+def _branch_graph(builder: BranchBuilder, out: Atom, operands: list[Var]) -> Graph:
+    """The branch as a graph of all operands (captured or not) to ``out``."""
+    inputs = tuple(builder.captures.get(v) or Var(v.shape, v.dtype) for v in operands)
+    return dce(Graph(inputs, (out,), tuple(builder.eqns)))
+
+
+def _uses(graph: Graph, var: Var) -> bool:
+    return var in graph.outputs or any(var in e.inputs for e in graph.eqns)
+
+
+def _write_back(pred: Tracer, true: _Branch, false: _Branch, where: str) -> None:
+    """Arrays from before the branch that a branch wrote get the chosen value."""
+    keys = list(true.written) + [k for k in false.written if k not in true.written]
+    for key in keys:
+        tracer = (true.written.get(key) or false.written[key])[0]
+        ta = (
+            true.written[key][1]
+            if key in true.written
+            else true.builder.adopt(tracer).atom
+        )
+        fa = (
+            false.written[key][1]
+            if key in false.written
+            else false.builder.adopt(tracer).atom
+        )
+        tracer.write(_select(pred, true, false, ta, fa, where))
