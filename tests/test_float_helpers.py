@@ -170,3 +170,24 @@ def test_copied_source_needs_only_math_numpy_and_builtins() -> None:
             }, name
     assert math.isnan(namespace["_sin"](math.inf))
     assert namespace["_div"](1.0, -0.0) == -math.inf
+
+
+def test_the_printer_reports_the_helpers_and_modules_it_printed() -> None:
+    """What a generated module defines and imports is what its printer says it
+    printed, not what a search of the printed text finds."""
+    import sympy as sp
+
+    from difgen.targets.python.printer import FloatPrinter
+
+    x, y = sp.symbols("x_0 x_1", real=True)
+    inf = sp.Symbol("_INF", real=True)
+    printer = FloatPrinter()
+    text = printer.doprint(sp.sin(x) * y + sp.Max(x, y, inf) + sp.log(y))
+    assert printer.helpers == {"_sin", "_maximum", "_log", "_INF"}
+    assert all(name in text for name in printer.helpers)
+    assert not printer.module_imports
+    other = FloatPrinter()
+    other.doprint(sp.atan(x) + sp.sqrt(y) + sp.floor(x))
+    assert "math" in other.module_imports
+    assert other.helpers == {"_sqrt"}
+    assert FloatPrinter().helpers == set()  # each printer reports its own

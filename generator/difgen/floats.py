@@ -11,15 +11,15 @@ NumPy's own). The helpers are real functions in
 those its code uses, and only those. This module names them and their families
 (what the printers call, what configs may not name), without importing NumPy.
 
->>> sorted(used_helpers("t0 = _div(x_0, _log(x_1))"))
-['_div', '_log']
+>>> [text.split("(")[0] for text in definitions({"_log", "_div"})]
+['def _log', 'def _div']
 """
 
 from __future__ import annotations
 
 import ast
 import math
-import re
+from collections.abc import Iterable
 from pathlib import Path
 
 FAST_UNARY = {
@@ -94,13 +94,7 @@ named: in symbolic expressions they are opaque symbols, so SymPy cannot fold the
 as if they were ordinary numbers (their definitions are in the runtime module)."""
 
 NAMES = tuple(HELPERS)
-_USE = re.compile(r"\b(" + "|".join(map(re.escape, NAMES)) + r")\b")
-
-
-def used_helpers(source: str) -> list[str]:
-    """The helpers and constants ``source`` uses, in a fixed order."""
-    found = set(_USE.findall(source))
-    return [name for name in NAMES if name in found]
+"""Every helper and constant, in the order a generated module defines them."""
 
 
 def constant_name(value: float) -> str:
@@ -110,6 +104,8 @@ def constant_name(value: float) -> str:
     return "_INF" if value > 0 else "_NINF"
 
 
-def definitions(source: str) -> list[str]:
-    """The source of every helper ``source`` calls."""
-    return [HELPERS[name] for name in used_helpers(source)]
+def definitions(used: Iterable[str]) -> list[str]:
+    """The source of each helper in ``used`` (as the printers report them), in
+    :data:`NAMES` order."""
+    wanted = set(used)
+    return [HELPERS[name] for name in NAMES if name in wanted]

@@ -175,6 +175,7 @@ class CPrinter(FloatPrinter):
         self.known_functions = dict(_C_FUNCTIONS)
 
     def _module_format(self, fqn: str, register: bool = True) -> str:
+        self._note(fqn)
         return fqn.split(".")[-1]  # math.atan2 -> atan2
 
     def _print_Heaviside(self, expr: Any) -> str:
@@ -225,6 +226,7 @@ class Unsupported(Exception):
 
 def c_expr(expr: Any) -> str:
     """One expression as C; :class:`Unsupported` rather than a doubtful print."""
+    PRINTER.helpers.clear()
     try:
         text = PRINTER.doprint(expr)
     except PrintMethodNotImplementedError as exc:  # a function C has no print for
@@ -232,8 +234,7 @@ def c_expr(expr: Any) -> str:
     found = _PYTHON_ONLY.search(text)
     if found:
         raise Unsupported(f"{found.group(0)!r} in {text[:120]}")
-    symbols = {str(s) for s in getattr(expr, "free_symbols", ())}
-    undefined = set(_HELPER_USE.findall(text)) - C_HELPERS - symbols
+    undefined = PRINTER.helpers - C_HELPERS  # as the printer reports them
     if undefined:  # a helper of difgen.floats the C runtime does not define
         raise Unsupported(f"{', '.join(sorted(undefined))} in {text[:120]}")
     return text
@@ -550,6 +551,8 @@ def emit_operator(
         native_doc=native.doc + function.doc,
         wrappers=wrappers,
         native_points=native_points,
+        helpers=function.helpers,
+        modules=function.modules,
     )
 
 
@@ -586,10 +589,6 @@ def _points_native(
 
 C_HELPERS = c_runtime.helpers()
 """The helpers of :mod:`difgen.floats` the C runtime defines (NumPy's semantics)."""
-
-_HELPER_USE = re.compile(r"(?<![\w.])(_[A-Za-z]\w*)\b")
-"""A helper's name in printed C (an argument's element or a temporary named so is
-told apart by the expression's symbols)."""
 
 END_MARKER = naming.C_END_MARKER
 
