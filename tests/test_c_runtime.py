@@ -3,10 +3,14 @@ declared dependencies match the code, and a C file carries what it calls."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from difgen import floats
-from difgen.targets.c import runtime
+import difgen
+from difgen import floats, naming
+from difgen.targets.c import compiling, runtime
 
 
 def _names(sections: list[runtime.Section]) -> list[str]:
@@ -85,3 +89,35 @@ def test_marker_grammar() -> None:
         runtime.parse("/*@ dg_x dg_y */\n")
     with pytest.raises(KeyError, match="no section"):
         runtime.closure(["dg_nothing"])
+
+
+def test_generated_files_carry_no_unused_runtime(tmp_path: Path) -> None:
+    """A small gradient, with and without points variants: every static function
+    of the runtime in the file is called (-Werror=unused-function), and the file
+    is a fraction of the whole runtime."""
+    (tmp_path / "fn.py").write_text(
+        "import numpy as np\n\ndef f(x):\n    return np.sum(np.sin(x) * x)\n"
+    )
+    modules = ""
+    for name, points in (("small", "false"), ("small_points", "true")):
+        modules += (
+            f'[[module]]\nname = "{name}"\nfunction = "fn.py:f"\nbackend = "sympy"\n'
+            f'emit = "c"\npoints = {points}\noperators = ["gradient"]\n'
+            "input = { shape = [3] }\n"
+        )
+    (tmp_path / "difgen.toml").write_text('[difgen]\noutput_dir = "out"\n' + modules)
+    difgen.build(tmp_path / "difgen.toml")
+    whole = sum(len(s.text) for s in runtime.sections())
+    for name in ("small", "small_points"):
+        source = tmp_path / "out" / f"{name}{naming.C_SUFFIX}.c"
+        text = source.read_text()
+        assert ("dg_points(" in text) == (name == "small_points")
+        assert "dg_csr_fast" not in text and "_logaddexp" not in text
+        assert len(text) < whole
+        flags = [*compiling.CFLAGS, "-Wall", "-Werror=unused-function"]
+        includes = [f"-I{d}" for d in compiling.include_dirs()]
+        command = [*compiling.compiler(), *flags, *includes, "-fsyntax-only"]
+        result = subprocess.run(
+            [*command, str(source)], capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, result.stderr
