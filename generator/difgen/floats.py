@@ -6,16 +6,21 @@ ValueError, ``math.exp(1000.0)`` and ``1e200 ** 3`` an OverflowError, and
 ``(-8.0) ** (1 / 3)`` is a complex number. Scalar emission calls these helpers
 instead: each takes the fast ``math`` path and, only where it raises, returns what
 NumPy computes for the same float (so NaN, inf and the sign of an infinity are
-NumPy's own). A generated module defines the helpers its code uses, and only those.
+NumPy's own). The helpers are real functions in
+:mod:`difgen.targets.python.runtime`; a generated module carries the source of
+those its code uses, and only those. This module names them and their families
+(what the printers call, what configs may not name), without importing NumPy.
 
->>> sorted(used_helpers("t0 = _div(x_0, _log(x_1))"))
-['_div', '_log']
+>>> [text.split("(")[0] for text in definitions({"_log", "_div"})]
+['def _log', 'def _div']
 """
 
 from __future__ import annotations
 
+import ast
 import math
-import re
+from collections.abc import Iterable
+from pathlib import Path
 
 FAST_UNARY = {
     # SymPy name: (fast path, NumPy function)
@@ -51,127 +56,45 @@ def helper(name: str) -> str:
     return f"_{name}"
 
 
-def _unary_source(name: str) -> str:
-    fast, slow = FAST_UNARY[name]
-    return (
-        f"def {helper(name)}(a: float) -> float:\n"
-        f"    try:\n"
-        f"        return {fast}(a)\n"
-        f"    except (ValueError, OverflowError):\n"
-        f"        return float({slow}(a))\n"
-    )
+RUNTIME = Path(__file__).parent / "targets" / "python" / "runtime.py"
+"""The helpers' one source (:mod:`difgen.targets.python.runtime`): real functions,
+linted, typed and unit-tested; a generated module gets the text of those it calls."""
 
 
-HELPERS: dict[str, str] = {helper(name): _unary_source(name) for name in FAST_UNARY}
-for _name, _numpy in NUMPY_UNARY.items():
-    HELPERS[helper(_name)] = (
-        f"def {helper(_name)}(a: float) -> float:\n    return float({_numpy}(a))\n"
-    )
-HELPERS["_hypot"] = (
-    "def _hypot(a: float, b: float) -> float:\n"
-    '    """np.hypot (math.hypot differs in the last bit on some floats)."""\n'
-    "    return float(np.hypot(a, b))\n"
-)
-HELPERS["_div"] = (
-    "def _div(a: float, b: float) -> float:\n"
-    "    try:\n"
-    "        return a / b\n"
-    "    except ZeroDivisionError:\n"
-    "        return float(np.divide(a, b))\n"
-)
-HELPERS["_pow"] = (
-    "def _pow(a: float, b: float) -> float:\n"
-    "    try:\n"
-    "        return math.pow(a, b)\n"
-    "    except (ValueError, OverflowError):\n"
-    "        return float(np.power(a, b))\n"
-)
-HELPERS["_maximum"] = (
-    "def _maximum(a: float, b: float) -> float:\n"
-    '    """np.maximum: NaN if either is NaN; the second of equal values."""\n'
-    "    return a if a > b or a != a else b\n"
-)
-HELPERS["_minimum"] = (
-    "def _minimum(a: float, b: float) -> float:\n"
-    '    """np.minimum: NaN if either is NaN; the second of equal values."""\n'
-    "    return a if a < b or a != a else b\n"
-)
-HELPERS["_sign"] = (
-    "def _sign(a: float) -> float:\n"
-    '    """np.sign: NaN stays NaN."""\n'
-    "    return float((a > 0.0) - (a < 0.0)) if a == a else a\n"
-)
-"""Each helper's source, by its generated name."""
+def _definitions(text: str) -> dict[str, str]:
+    """Each top-level definition of a helper (a ``def`` or a constant bound to a
+    name starting with ``_``) in ``text``, as its source: what a generated module
+    copies. Read with :mod:`ast`, not imported, so :mod:`difgen.naming` can check
+    names against :data:`NAMES` without importing NumPy."""
+    found: dict[str, str] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef):
+            name = node.name
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            name = node.targets[0].id
+        else:
+            continue
+        if name.startswith("_"):
+            segment = ast.get_source_segment(text, node)
+            assert segment is not None  # parsed from this very text
+            found[name] = segment + "\n"
+    return found
 
 
-def _rounding_source(name: str, fast: str) -> str:
-    """``np.floor``-like: ``math`` returns an int (raising on inf and NaN, which
-    NumPy returns unchanged) and loses the sign of a zero result (``np.ceil(-0.5)``
-    is ``-0.0``), which the sign of the argument restores."""
-    return (
-        f"def {helper(name)}(a: float) -> float:\n"
-        f"    if a - a != 0.0:  # inf or NaN: unchanged, as in NumPy\n"
-        f"        return a\n"
-        f"    r = float({fast}(a))\n"
-        f"    return r if r != 0.0 else math.copysign(0.0, a)\n"
-    )
-
-
-for _name, _fast in {
-    "floor": "math.floor",
-    "ceil": "math.ceil",
-    "trunc": "math.trunc",
-    "rint": "round",
-}.items():
-    HELPERS[helper(_name)] = _rounding_source(_name, _fast)
-HELPERS["_remainder"] = (
-    "def _remainder(a: float, b: float) -> float:\n"
-    '    """np.remainder: Python\'s % where it does not raise (the same sign rule)."""\n'
-    "    if b != 0.0 and a - a == 0.0 and b - b == 0.0:\n"
-    "        return a % b\n"
-    "    return float(np.remainder(a, b))\n"
-)
-for _name, _same, _exp, _scale in (
-    ("_logaddexp", "0.6931471805599453", "math.exp", ""),
-    ("_logaddexp2", "1.0", "math.exp2", "1.4426950408889634 * "),
-):
-    # NumPy's npy_logaddexp(2), with the same libm calls, so the same float
-    HELPERS[_name] = (
-        f"def {_name}(a: float, b: float) -> float:\n"
-        f"    if a == b:\n"
-        f"        return a + {_same}\n"
-        f"    d = a - b\n"
-        f"    if d > 0.0:\n"
-        f"        return a + {_scale}math.log1p({_exp}(-d))\n"
-        f"    if d <= 0.0:\n"
-        f"        return b + {_scale}math.log1p({_exp}(d))\n"
-        f"    return d\n"
-    )
-HELPERS["_fmod"] = (
-    "def _fmod(a: float, b: float) -> float:\n"
-    '    """np.fmod: C\'s fmod, as math.fmod where it does not raise."""\n'
-    "    try:\n"
-    "        return math.fmod(a, b)\n"
-    "    except ValueError:\n"
-    "        return float(np.fmod(a, b))\n"
-)
-
+HELPERS: dict[str, str] = _definitions(RUNTIME.read_text("utf-8"))
+"""Each helper's source, by its generated name, in the runtime module's order."""
 
 CONSTANTS = {"_INF": "math.inf", "_NINF": "-math.inf", "_NAN": "math.nan"}
 """Non-finite constants of the user's computation (``x * np.inf``, ``np.log(0.0)``),
 named: in symbolic expressions they are opaque symbols, so SymPy cannot fold them
-as if they were ordinary numbers."""
-for _name, _value in CONSTANTS.items():
-    HELPERS[_name] = f"{_name} = {_value}\n"
+as if they were ordinary numbers (their definitions are in the runtime module)."""
 
 NAMES = tuple(HELPERS)
-_USE = re.compile(r"\b(" + "|".join(map(re.escape, NAMES)) + r")\b")
-
-
-def used_helpers(source: str) -> list[str]:
-    """The helpers and constants ``source`` uses, in a fixed order."""
-    found = set(_USE.findall(source))
-    return [name for name in NAMES if name in found]
+"""Every helper and constant, in the order a generated module defines them."""
 
 
 def constant_name(value: float) -> str:
@@ -181,6 +104,8 @@ def constant_name(value: float) -> str:
     return "_INF" if value > 0 else "_NINF"
 
 
-def definitions(source: str) -> list[str]:
-    """The source of every helper ``source`` calls."""
-    return [HELPERS[name] for name in used_helpers(source)]
+def definitions(used: Iterable[str]) -> list[str]:
+    """The source of each helper in ``used`` (as the printers report them), in
+    :data:`NAMES` order."""
+    wanted = set(used)
+    return [HELPERS[name] for name in NAMES if name in wanted]

@@ -63,6 +63,12 @@ class Function:
     """``emit = "c"`` with ``points = true``: (C source, text signature) of this
     operator's points variant, one C loop over the same statements
     (:mod:`difgen.targets.c.points`); its ``_points`` Function takes it."""
+    helpers: frozenset[str] = frozenset()
+    """The helpers and constants of :mod:`difgen.floats` the body calls, as its
+    printer reported them: the module defines these (and only these)."""
+    modules: frozenset[str] = frozenset()
+    """The modules the body names besides NumPy (``math``), as its printer
+    reported them (SymPy's ``module_imports``)."""
 
 
 def _checks(f: Function, spec: ModuleSpec, ys: tuple[int, ...]) -> list[str]:
@@ -146,13 +152,17 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def _imports(source: str, compiled: bool = False) -> list[str]:
+def _imports(
+    source: str, functions: list[Function], compiled: bool = False
+) -> list[str]:
     """The imports ``source`` needs; NumPy always (the argument checks use it);
-    with ``compiled`` (emit = "c") those of the extension's loader."""
+    ``math`` when a printer reported it or the module defines any helper of
+    :mod:`difgen.floats` (most are written with it); with ``compiled`` (emit =
+    "c") those of the extension's loader."""
     lines = []
     if compiled:
         lines += ["import importlib.machinery", "import importlib.util"]
-    if "math." in source or "_pow(" in source or floats.used_helpers(source):
+    if any(f.helpers or "math" in f.modules for f in functions):
         lines.append("import math")
     if compiled:
         lines += ["import os", "import warnings"]
@@ -223,7 +233,7 @@ def render_module(
         contexts=contexts,
         config=config_reference(spec, config),
         name=spec.name,
-        imports=_imports(body_text, c_hash is not None),
+        imports=_imports(body_text, functions, c_hash is not None),
         c_hash=c_hash,
         csr_out=f"{naming.CHECK_CSR_OUT}(" in body_text,
         c_module=spec.name + naming.C_SUFFIX,
@@ -237,7 +247,10 @@ def render_module(
         all_names=repr(sorted(f.name for f in functions if f.block_of is None)),
         helpers=naming,
         points=any(f.points_of is not None for f in functions),
-        float_helpers=floats.definitions(body_text) + data_helpers(spec),
+        float_helpers=floats.definitions(
+            frozenset().union(*(f.helpers for f in functions))
+        )
+        + data_helpers(spec),
     )
     skeleton = [dataclasses.replace(f, body=b) for f, b in zip(functions, bodies)]
     text = blackfast.format_with_runs(

@@ -73,7 +73,13 @@ from difgen.core.ir import Graph, Lit, Var, dce
 from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.targets.c import extension as c_code
 from difgen.targets.c import points as c_points
-from difgen.targets.c.extension import C_LIBRARY, PREFIX, RUNTIME, Unsupported, c_expr
+from difgen.targets.c.extension import (
+    C_HELPERS,
+    C_LIBRARY,
+    PREFIX,
+    Unsupported,
+    c_expr,
+)
 from difgen.targets.signatures import sparse_out
 
 STRAIGHT_LINE_WORK = 256
@@ -132,11 +138,7 @@ REDUCTIONS = {
 LOOPS = frozenset({*REDUCTIONS, "matmul"})
 """Non-elementwise, non-structural primitives with a loop form in this module."""
 
-_KNOWN_CALLS = frozenset(
-    re.findall(r"#define (\w+)\(", RUNTIME)
-    + re.findall(r"#define (\w+) ", RUNTIME)
-    + re.findall(r"static inline double (\w+)\(", RUNTIME)
-) | frozenset(C_LIBRARY)
+_KNOWN_CALLS = C_HELPERS | C_LIBRARY
 """Functions the generated C file defines or includes (an elementwise rule that
 prints another call has no loop form: refusing beats a compile error)."""
 
@@ -2254,40 +2256,12 @@ OVERLAP = f"""#ifndef {PREFIX.upper()}LOOPS_RUNTIME
    fast-math that changes no result (sums are not reassociated). */
 #pragma GCC optimize("O3")
 #endif
-/* numpy.<name> (a new reference), for NumPy's own ufunc loops. */
-static PyObject *
-{PREFIX}numpy_attr(const char *name)
-{{
-    PyObject *np = PyImport_ImportModule("numpy");
-    if (np == NULL) return NULL;
-    PyObject *attr = PyObject_GetAttrString(np, name);
-    Py_DECREF(np);
-    return attr;
-}}
-
-/* Whether two double ranges share memory (an out= that is also an argument). */
-static int
-{PREFIX}overlap(const double *a, npy_intp na, const double *b, npy_intp nb)
-{{
-    return a < b + nb && b < a + na;
-}}
-
-/* r[0:n] = v: eight doubles, then copies of what is written, doubling (memcpy
-   moves them in the widest stores the machine has; a loop here gets SSE2's). */
-static void
-{PREFIX}fill(double *r, npy_intp n, double v)
-{{
-    npy_intp k = n < 8 ? n : 8;
-    for (npy_intp i = 0; i < k; i++) r[i] = v;
-    while (k < n) {{
-        npy_intp m = k < n - k ? k : n - k;
-        memcpy(r + k, r, sizeof(double) * m);
-        k += m;
-    }}
-}}
 #endif
 """
-"""The loops' helpers, guarded so every operator can carry them."""
+"""The loops' optimization level, guarded so every operator can carry it (from the
+first loops operator on). Their helpers (``dg_fill``, ``dg_overlap``,
+``dg_numpy_attr``) are sections of ``templates/c/loops.c``, which the C file
+carries when its code calls them (:mod:`difgen.targets.c.runtime`)."""
 
 
 def repr_c(name: str) -> str:

@@ -293,44 +293,6 @@ def points_function(
     return PointsSource(code.prelude + source, f"{name}({params})\\n--\\n\\n")
 
 
-RUNTIME = r"""
-/* Points variants (points = true): argument checks with a leading axis of points. */
-
-/* A per-point argument as a C-contiguous float64 array of `count` points of one
-   point's shape `dims` (any number when count < 0), a new reference: as it is
-   on the fast path (copied to C order if it is not), else through the module's
-   _as_points (dg_convert), which converts it or raises exactly as the Python
-   variant does. */
-static PyArrayObject *
-dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_intp count)
-{
-    if (PyArray_CheckExact(obj)) {
-        PyArrayObject *a = (PyArrayObject *)obj;
-        int fast = PyArray_TYPE(a) == NPY_DOUBLE && PyArray_ISNOTSWAPPED(a) &&
-                   PyArray_NDIM(a) == nd + 1 && (count < 0 || PyArray_DIM(a, 0) == count);
-        for (int i = 0; fast && i < nd; i++) fast = PyArray_DIM(a, i + 1) == dims[i];
-        if (fast) {
-            return (PyArrayObject *)PyArray_FROMANY(obj, NPY_DOUBLE, 0, 0,
-                                                     NPY_ARRAY_IN_ARRAY);
-        }
-    }
-    PyObject *as_points =
-        dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_as_points");
-    return dg_convert(as_points, name, obj, nd, dims, count);
-}
-
-/* Drop the references held in `items` (NULL slots skipped). */
-static void
-dg_release(int n, PyObject **items)
-{
-    for (int i = 0; i < n; i++) {
-        Py_XDECREF(items[i]);
-        items[i] = NULL;
-    }
-}
-"""
-"""The C helpers every points variant uses (after :data:`c_code.RUNTIME`)."""
-
 HELPERS = ((naming.AS_POINTS, naming.AS_POINTS),)
 """What the extension's ``_bind`` is given for the points variants: the module's
 own ``_as_points``."""

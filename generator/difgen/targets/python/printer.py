@@ -70,7 +70,12 @@ class FloatPrinter(PythonCodePrinter):
     """Python source on floats: every number is a float literal, and every operation
     that Python would raise on (division, powers, ``math`` domain and overflow
     errors) goes through a helper of :mod:`difgen.floats`, which returns NumPy's
-    NaN or inf instead."""
+    NaN or inf instead.
+
+    The printer reports what it printed: :attr:`helpers` collects the helpers and
+    constants of :mod:`difgen.floats` it named, and SymPy's own ``module_imports``
+    the modules (``math``), so a generated module defines and imports exactly
+    these without reading its text back."""
 
     def __init__(self) -> None:
         functions = {name: floats.helper(name) for name in floats.FAST_UNARY}
@@ -83,6 +88,25 @@ class FloatPrinter(PythonCodePrinter):
                 "user_functions": functions,
             }
         )
+        self.helpers: set[str] = set()
+
+    def _note(self, name: str) -> None:
+        """Record ``name`` if it is a helper or constant of :mod:`difgen.floats`."""
+        if name in floats.HELPERS:
+            self.helpers.add(name)
+
+    def _call(self, helper: str, *args: str) -> str:
+        """``helper(args...)``, recorded in :attr:`helpers`."""
+        self._note(helper)
+        return f"{helper}({', '.join(args)})"
+
+    def _module_format(self, fqn: str, register: bool = True) -> str:
+        self._note(fqn)  # a known function mapped to a helper (sin -> _sin)
+        return str(super()._module_format(fqn, register))
+
+    def _print_Symbol(self, expr: Any) -> str:
+        self._note(expr.name)  # a named non-finite constant (_INF, _NINF, _NAN)
+        return str(super()._print_Symbol(expr))
 
     def _print_Integer(self, expr: sp.Integer) -> str:
         return repr(float(expr.p))
@@ -119,9 +143,12 @@ class FloatPrinter(PythonCodePrinter):
     def _print_Function(self, expr: Any) -> str:
         if is_div(expr):
             a, b = (self._print(arg) for arg in expr.args)
-            return f"_div({a}, {b})"
+            return self._call("_div", a, b)
         stands_for = original(expr)
         if stands_for is None:
+            known = self.known_functions.get(expr.func.__name__)
+            if isinstance(known, str):  # a user function printed without lookup
+                self._note(known)
             return str(super()._print_Function(expr))
         if stands_for.func is sp.Add:
             return self._print_in_order(expr.args)
@@ -158,7 +185,9 @@ class FloatPrinter(PythonCodePrinter):
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         base, exp = expr.base, expr.exp
         if exp.is_negative and exp.is_Rational:
-            return f"_div(1.0, {self._print(sp.Pow(base, -exp, evaluate=False))})"
+            return self._call(
+                "_div", "1.0", self._print(sp.Pow(base, -exp, evaluate=False))
+            )
         cheap = sp.count_ops(plain(base)) <= CHEAP_BASE
         if exp.is_Integer and 2 <= exp <= 3 and cheap:
             # A product never raises (x ** 2 overflows into an OverflowError), and
@@ -166,8 +195,8 @@ class FloatPrinter(PythonCodePrinter):
             b = self.parenthesize(base, precedence(sp.Mul(2, base, evaluate=False)))
             return "(" + " * ".join([b] * int(exp)) + ")"
         if exp == sp.Rational(1, 2):
-            return f"{floats.helper('sqrt')}({self._print(base)})"
-        return f"_pow({self._print(base)}, {self._print(exp)})"
+            return self._call(floats.helper("sqrt"), self._print(base))
+        return self._call("_pow", self._print(base), self._print(exp))
 
     def _print_Mul(self, expr: sp.Mul) -> str:
         """A product with a denominator is ``_div(numerator, denominator)``."""
@@ -182,41 +211,41 @@ class FloatPrinter(PythonCodePrinter):
             return str(super()._print_Mul(expr))
         top = sp.Mul(*num, evaluate=False) if len(num) > 1 else (num or [sp.S.One])[0]
         bottom = sp.Mul(*den, evaluate=False) if len(den) > 1 else den[0]
-        return f"_div({self._print(top)}, {self._print(bottom)})"
+        return self._call("_div", self._print(top), self._print(bottom))
 
     def _print_SymbolicPower(self, expr: Any) -> str:
-        return f"_pow({self._print(expr.args[0])}, {self._print(expr.args[1])})"
+        return self._call("_pow", self._print(expr.args[0]), self._print(expr.args[1]))
 
     def _print_sign(self, expr: Any) -> str:
-        return f"_sign({self._print(expr.args[0])})"
+        return self._call("_sign", self._print(expr.args[0]))
 
     def _print_NpFloor(self, expr: Any) -> str:
-        return f"_floor({self._print(expr.args[0])})"
+        return self._call("_floor", self._print(expr.args[0]))
 
     def _print_NpCeil(self, expr: Any) -> str:
-        return f"_ceil({self._print(expr.args[0])})"
+        return self._call("_ceil", self._print(expr.args[0]))
 
     def _print_NpTrunc(self, expr: Any) -> str:
-        return f"_trunc({self._print(expr.args[0])})"
+        return self._call("_trunc", self._print(expr.args[0]))
 
     def _print_NpRint(self, expr: Any) -> str:
-        return f"_rint({self._print(expr.args[0])})"
+        return self._call("_rint", self._print(expr.args[0]))
 
     def _print_NpRemainder(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
-        return f"_remainder({a}, {b})"
+        return self._call("_remainder", a, b)
 
     def _print_NpLogaddexp(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
-        return f"_logaddexp({a}, {b})"
+        return self._call("_logaddexp", a, b)
 
     def _print_NpLogaddexp2(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
-        return f"_logaddexp2({a}, {b})"
+        return self._call("_logaddexp2", a, b)
 
     def _print_NpFmod(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
-        return f"_fmod({a}, {b})"
+        return self._call("_fmod", a, b)
 
     def _print_Heaviside(self, expr: Any) -> str:
         """Step of a max/min/abs derivative; ties split evenly, as SymPy's H(0) = 1/2."""
@@ -233,15 +262,15 @@ class FloatPrinter(PythonCodePrinter):
 
     def _print_NpHypot(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
-        return f"_hypot({a}, {b})"
+        return self._call("_hypot", a, b)
 
     def _print_NpMaximum(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
-        return f"_maximum({a}, {b})"
+        return self._call("_maximum", a, b)
 
     def _print_NpMinimum(self, expr: Any) -> str:
         a, b = (self._print(arg) for arg in expr.args)
-        return f"_minimum({a}, {b})"
+        return self._call("_minimum", a, b)
 
     def _print_Max(self, expr: Any) -> str:
         return self._fold("_maximum", expr.args)
@@ -262,10 +291,10 @@ class FloatPrinter(PythonCodePrinter):
             left, right = self._fold(helper, args[:half]), self._fold(
                 helper, args[half:]
             )
-            return f"{helper}({left}, {right})"
+            return self._call(helper, left, right)
         text = self._print(args[0])
         for arg in args[1:]:
-            text = f"{helper}({text}, {self._print(arg)})"
+            text = self._call(helper, text, self._print(arg))
         return text
 
 
@@ -322,14 +351,15 @@ def _checked_unpack(
     ]
 
 
-def _literal(exprs: np.ndarray) -> str:
+def _literal(exprs: np.ndarray, printer: FloatPrinter) -> str:
     """A nested list literal of printed expressions (an empty array: np.zeros, since
     a nested empty list loses the shape, ``np.array([])`` being of shape (0,))."""
     if exprs.size == 0:
         return f"np.zeros({exprs.shape!r})"
     if exprs.ndim == 0:
-        return PRINTER.doprint(exprs.item())
-    return "[" + ", ".join(_literal(exprs[i, ...]) for i in range(len(exprs))) + "]"
+        return str(printer.doprint(exprs.item()))
+    items = (_literal(exprs[i, ...], printer) for i in range(len(exprs)))
+    return "[" + ", ".join(items) + "]"
 
 
 Reduced = tuple[list[tuple[sp.Symbol, Any]], list[Any]]
@@ -367,43 +397,64 @@ def emit_operator(
     code: ScalarCode,
     reduction: Reduced | None = None,
 ) -> Function:
-    """One operator as a :class:`Function` of straight-line scalar code."""
+    """One operator as a :class:`Function` of straight-line scalar code, with the
+    helpers and modules its printer used."""
+    printer = FloatPrinter()  # collects what this operator's code uses
     temps, reduced = reduce(code) if reduction is None else reduction
     used = used_symbols((temps, reduced))
     unpacks = {n: _unpack(n, code.arrays[n], used) for n in code.order}
     body = [line for n in code.order for line in unpacks[n]]
     checked = frozenset(n for n, lines in unpacks.items() if lines[:1] == ["try:"])
-    body += [f"{t} = {PRINTER.doprint(e)}" for t, e in temps]
+    body += [f"{t} = {printer.doprint(e)}" for t, e in temps]
     it = iter(reduced)
     results: list[Any] = []  # object arrays, or SparseResult (as ScalarCode's)
     sources: list[str] = []
     in_place = sparse_out(op, spec)
     for kind, r in zip(op.results, code.results):
         if isinstance(r, SparseResult):
-            data = ", ".join(PRINTER.doprint(next(it)) for _ in range(r.size))
+            data = ", ".join(printer.doprint(next(it)) for _ in range(r.size))
             wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
             sources.append(wrap.format(f"np.array([{data}])"))
             results.append(r)
             if in_place and len(sources) == len(op.results):
                 body += csr_out_returns(op, sources, f"np.array([{data}])", wrap)
-                params, annotation = signature(op, spec, ys)
-                doc = docstring(op, spec, ys)
-                return Function(op.name, params, annotation, doc, tuple(body), checked)
+                return _function(op, spec, ys, body, checked, printer)
             continue
         arr = np.empty(r.shape, dtype=object)
         arr.ravel()[:] = [next(it) for _ in range(r.size)] if r.size else []
         results.append(arr)
-        literal = _literal(arr)
+        literal = _literal(arr, printer)
         array = arr.ndim == 0 or literal.startswith("np.zeros")
         sources.append(literal if array else f"np.array({literal})")
     into_out = isinstance(results[-1], np.ndarray) and results[-1].ndim > 0
     last = None
     if op.takes_out and into_out:  # a nested list, written into out as it is
-        last = LastResult(f" = {_literal(results[-1])}", f"np.array({naming.RESULT})")
+        last = LastResult(
+            f" = {_literal(results[-1], printer)}", f"np.array({naming.RESULT})"
+        )
     body += returns(op.results, sources, last, last is not None, results[-1].shape)
+    return _function(op, spec, ys, body, checked, printer)
+
+
+def _function(
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    body: list[str],
+    checked: frozenset[str],
+    printer: FloatPrinter,
+) -> Function:
     params, annotation = signature(op, spec, ys)
-    doc = docstring(op, spec, ys)
-    return Function(op.name, params, annotation, doc, tuple(body), checked)
+    return Function(
+        op.name,
+        params,
+        annotation,
+        docstring(op, spec, ys),
+        tuple(body),
+        checked,
+        helpers=frozenset(printer.helpers),
+        modules=frozenset(printer.module_imports),
+    )
 
 
 def scalar_code(

@@ -1,0 +1,49 @@
+/* The C runtime of points variants (points = true), after runtime.c.
+
+   Cut into named sections, each opened by a marker comment
+
+       /*@ NAME [defines NAME...] [requires NAME...] *\/
+
+   A generated C file carries a section only when it names what the section defines
+   (NAME itself when NAME is a C identifier, and every name after `defines`), closed
+   over `requires`, in the order of these files (difgen/targets/c/runtime.py). A
+   hyphenated NAME is a comment shared by the sections that require it. Nothing
+   before the first marker (this comment) is copied. */
+
+/*@ points-variants */
+/* Points variants (points = true): argument checks with a leading axis of points. */
+
+/*@ dg_points requires points-variants module-prologue dg_convert */
+/* A per-point argument as a C-contiguous float64 array of `count` points of one
+   point's shape `dims` (any number when count < 0), a new reference: as it is
+   on the fast path (copied to C order if it is not), else through the module's
+   _as_points (dg_convert), which converts it or raises exactly as the Python
+   variant does. */
+static PyArrayObject *
+dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_intp count)
+{
+    if (PyArray_CheckExact(obj)) {
+        PyArrayObject *a = (PyArrayObject *)obj;
+        int fast = PyArray_TYPE(a) == NPY_DOUBLE && PyArray_ISNOTSWAPPED(a) &&
+                   PyArray_NDIM(a) == nd + 1 && (count < 0 || PyArray_DIM(a, 0) == count);
+        for (int i = 0; fast && i < nd; i++) fast = PyArray_DIM(a, i + 1) == dims[i];
+        if (fast) {
+            return (PyArrayObject *)PyArray_FROMANY(obj, NPY_DOUBLE, 0, 0,
+                                                     NPY_ARRAY_IN_ARRAY);
+        }
+    }
+    PyObject *as_points =
+        dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_as_points");
+    return dg_convert(as_points, name, obj, nd, dims, count);
+}
+
+/*@ dg_release */
+/* Drop the references held in `items` (NULL slots skipped). */
+static void
+dg_release(int n, PyObject **items)
+{
+    for (int i = 0; i < n; i++) {
+        Py_XDECREF(items[i]);
+        items[i] = NULL;
+    }
+}
