@@ -38,10 +38,11 @@ from difgen.hashing import (
 )
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
-from difgen.render.module import Constants, ModuleParts, render_module
+from difgen.render.module import render_module
 from difgen.targets import choose
 from difgen.targets.c import extension as c_code
 from difgen.targets.numpy import points as numpy_points
+from difgen.targets.parts import Constants, ModuleParts
 from difgen.version import VERSION
 
 

@@ -26,12 +26,12 @@ from difgen.derive.lowering import ExpressionTooLarge
 from difgen.derive.symbolic import SymbolicDerivation
 from difgen.errors import ConfigError
 from difgen.operators import Operator
-from difgen.render.module import Constants, Function, ModuleParts
 from difgen.targets import cost as cost_model
 from difgen.targets.c import extension as c_code
 from difgen.targets.c import glue as c_glue
 from difgen.targets.c import loops as c_loops
 from difgen.targets.numpy import printer as vector_code
+from difgen.targets.parts import Constants, Function, ModuleParts
 from difgen.targets.python.printer import ScalarCode, emit_operator, scalar_code
 from difgen.targets.signatures import sparse_out
 

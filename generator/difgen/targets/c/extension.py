@@ -42,11 +42,11 @@ from difgen.config import ModuleSpec
 from difgen.derive.lowering import SparseResult
 from difgen.errors import ConfigError
 from difgen.operators import Operator, is_sparse, result_shape, seed_shape
-from difgen.render.module import Function
 from difgen.targets.c import glue as c_glue
 from difgen.targets.c import points as c_points
 from difgen.targets.c import runtime as c_runtime
 from difgen.targets.numpy.printer import CsrFormat, csr_format, index_itemsize
+from difgen.targets.parts import Function
 from difgen.targets.python.printer import (
     FloatPrinter,
     Reduced,

@@ -46,10 +46,10 @@ from difgen.core.ir import Graph, Lit, Var
 from difgen.derive.points import PointsGraphs
 from difgen.errors import ConfigError
 from difgen.operators import Shape
-from difgen.render.module import Constants, Function
 from difgen.targets.c import points as c_points
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import emit_graph, is_view, number
+from difgen.targets.parts import Constants, Function
 from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,

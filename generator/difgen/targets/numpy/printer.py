@@ -26,8 +26,8 @@ from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
-from difgen.render.module import Constants, Function
 from difgen.targets.numpy.epilogue import LastResult, returns
+from difgen.targets.parts import Constants, Function
 from difgen.targets.signatures import docstring, signature, sparse_out
 
 INLINE_SIZE = 8  # arrays up to this many elements are written in place

@@ -29,10 +29,10 @@ from difgen.derive.lowering import (
     symbols,
 )
 from difgen.operators import Operator
-from difgen.render.module import Constants, Function
 from difgen.targets import cost as cost_model
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import csr_format, csr_out_returns
+from difgen.targets.parts import Constants, Function
 from difgen.targets.signatures import docstring, signature, sparse_out
 
 

@@ -1,0 +1,90 @@
+"""What printers produce: :class:`Function` values (one per operator, with its C twin
+for ``emit = "c"``), the module's :class:`Constants`, and :class:`ModuleParts`, all a
+module's printed parts, which :mod:`difgen.render.module` puts into the template.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from difgen import naming
+
+
+@dataclass(frozen=True)
+class Function:
+    """One emitted operator.
+
+    ``checked`` names the arguments whose checks the body makes itself (scalar
+    code checks a 1-D argument as it unpacks it); render adds the others'.
+    ``points_of`` names the operator a points variant evaluates at many points
+    (``points = true``), whose argument checks take a leading axis of points.
+    """
+
+    name: str
+    signature: str
+    returns: str
+    doc: str
+    body: tuple[str, ...]
+    checked: frozenset[str] = frozenset()
+    points_of: str | None = None
+    block_of: str | None = None
+    """The private function (not in ``__all__``, no argument checks) that the points
+    variant of this operator calls on each block of points, already checked."""
+    native: str = ""
+    """``emit = "c"``: the C function computing the same (:mod:`difgen.targets.c.extension`)."""
+    native_doc: str = ""
+    """``emit = "c"``: the C function's docstring, with its text signature."""
+    wrappers: tuple[tuple[str, str], ...] = ()
+    """``emit = "c"``: (result kind, Python expression of ``data``) building a sparse
+    result from the nonzeros the C function computes."""
+    native_points: tuple[str, str] | None = None
+    """``emit = "c"`` with ``points = true``: (C source, text signature) of this
+    operator's points variant, one C loop over the same statements
+    (:mod:`difgen.targets.c.points`); its ``_points`` Function takes it."""
+    helpers: frozenset[str] = frozenset()
+    """The helpers and constants of :mod:`difgen.floats` the body calls, as its
+    printer reported them: the module defines these (and only these)."""
+    modules: frozenset[str] = frozenset()
+    """The modules the body names besides NumPy (``math``), as its printer
+    reported them (SymPy's ``module_imports``)."""
+
+
+class Constants:
+    """Module-level constants, deduplicated by their source text."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+        self._names: dict[str, str] = {}
+        self.setup: list[str] = []
+        self._hoisted: dict[str, str] = {}
+
+    def hoist(self, lines: list[str]) -> str:
+        """A module-level value computed once at import by ``lines`` (which assign
+        ``OUT``): input-independent work hoisted out of the operators."""
+        key = "\n".join(lines)
+        if key not in self._hoisted:
+            name = naming.hoisted(len(self._hoisted))
+            self._hoisted[key] = name
+            self.setup += [re.sub(r"\bOUT\b", name, line) for line in lines]
+        return self._hoisted[key]
+
+    def add(self, source: str, hint: str) -> str:
+        """The name of a constant with this source, defined once."""
+        if source not in self._names:
+            taken = {name for name, _ in self.items}
+            name = hint if hint not in taken else f"{hint}_{len(self.items)}"
+            self._names[source] = name
+            self.items.append((name, source))
+        return self._names[source]
+
+
+@dataclass
+class ModuleParts:
+    """Everything the template needs besides the spec."""
+
+    functions: list[Function]
+    output_shape: tuple[int, ...]
+    emission: str
+    constants: list[tuple[str, str]] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
