@@ -285,3 +285,118 @@ def test_compiled_modules(c_built: Built, backend: str) -> None:
         c_built.compiled(f"{backend}_summed"),
         ARRAY,
     )
+
+
+# ------------------------------------------------------------------ the audit
+# Every compound and identity that decides a value with where (or a constant branch)
+# was read for the same trap (tests/singularity_cases.py names each point); these
+# are the candidates whose derivatives exist at the point: they must not come from
+# the branch. Exact values: mpmath at 50 digits (one-sided where the function is
+# undefined on one side).
+def _power(a: Any, b: Any) -> Any:
+    return a**b
+
+
+def _logaddexp(a: Any, b: Any) -> Any:
+    return mpmath.log(mpmath.exp(a) + mpmath.exp(b))
+
+
+def _logaddexp2(a: Any, b: Any) -> Any:
+    return mpmath.log(mpmath.power(2, a) + mpmath.power(2, b), 2)
+
+
+def _linspace_flat(a: Any, b: Any) -> Any:
+    return sum((a + (b - a) * i / 4) ** 2 * (i + 1) for i in range(5))
+
+
+AUDIT = {
+    # name: (exact function, point, one-sided in x[0])
+    "power_at_zero": (_power, (0.0, 3.5), True),
+    "logaddexp_tie": (_logaddexp, (0.3, 0.3), False),
+    "logaddexp2_tie": (_logaddexp2, (-1.5, -1.5), False),
+    "linspace_flat": (_linspace_flat, (0.7, 0.7), False),
+}
+
+
+def exact_partial(name: str, orders: tuple[int, int]) -> float:
+    fn, point, one_sided = AUDIT[name]
+    with mpmath.workdps(50):
+        if one_sided:
+            return float(mpmath.diff(fn, point, orders, direction=1))
+        return float(mpmath.diff(fn, point, orders))
+
+
+def partials(k: int) -> list[tuple[int, ...]]:
+    """The k-th order derivatives of a function of two variables, as index tuples."""
+    return list(np.ndindex(*(2,) * k))
+
+
+def orders_of(index: tuple[int, ...]) -> tuple[int, int]:
+    return (index.count(0), index.count(1))
+
+
+def agree_partial(actual: Any, name: str, index: tuple[int, ...]) -> None:
+    expected = exact_partial(name, orders_of(index))
+    value = float(np.asarray(actual))
+    tol = 1e-12 * abs(expected) + 1e-14
+    assert abs(value - expected) <= tol, (name, index, value, expected)
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT))
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_audit_trace_derivatives_to_third_order(name: str, k: int) -> None:
+    import singularity_cases as cases
+
+    fn = getattr(cases, name)
+    g = forward(trace(fn, [((2,), "float64")]), k)
+    x = np.array(AUDIT[name][1])
+    basis = np.eye(2)
+    with np.errstate(all="ignore"):
+        for index in partials(k):
+            out = g.evaluate(x, *(basis[i] for i in index))[-1]
+            agree_partial(out, name, index)
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT))
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_audit_sympy_derivatives_to_third_order(name: str, k: int) -> None:
+    """SymPy's diff of the lowered function, printed by the scalar printer."""
+    import singularity_cases as cases
+    from difgen.derive.symbolic import lower, symbols
+
+    g = trace(getattr(cases, name), [((2,), "float64")])
+    xs = symbols("x", (2,))
+    (y,) = lower(g, [xs])
+    a, b = xs.ravel()
+    for index in partials(k):
+        expr = sp.diff(y[()], *(xs.ravel()[i] for i in index))
+        text = FloatPrinter().doprint(inert(expr))
+        source = "".join(floats.definitions(text))
+        source += f"def fn({a}, {b}):\n    return {text}\n"
+        namespace: dict[str, Any] = {"math": math, "np": np}
+        exec(source, namespace)  # noqa: S102 (difgen's own printed code)
+        agree_partial(namespace["fn"](*AUDIT[name][1]), name, index)
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT))
+@pytest.mark.parametrize("backend,mode,emit", CONFIGS)
+def test_audit_modules(
+    module_cache: Any, name: str, backend: str, mode: str, emit: str
+) -> None:
+    """Gradient and hessian of the generated modules at the point."""
+    mod, _ = module_cache(
+        TESTS / "singularity_cases.py",
+        name,
+        (2,),
+        ["gradient", "hessian"],
+        backend=backend,
+        mode=mode,
+        emit=emit,
+    )
+    x = np.array(AUDIT[name][1])
+    with np.errstate(all="ignore"):
+        grad, hess = mod.gradient(x), mod.hessian(x)
+    for index in partials(1):
+        agree_partial(grad[index], name, index)
+    for index in partials(2):
+        agree_partial(hess[index], name, index)

@@ -259,7 +259,12 @@ def _pow_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
 class SymbolicPower(sp.Function):
     """``a ** b`` with a symbolic exponent, whose derivative in ``b`` is
     ``a ** b * log(a)`` except at a = 0, where it is 0 (as :func:`_pow_jvp`):
-    SymPy's own ``0 ** y * log(0)`` is NaN where the function is 0 and smooth."""
+    SymPy's own ``0 ** y * log(0)`` is NaN where the function is 0 and smooth.
+
+    The derivative in ``a``, ``b * a ** (b - 1)``, is a SymbolicPower again: as a
+    SymPy ``Pow`` its own derivatives would be SymPy's, ``a ** (b - 1) * (b - 1) / a``
+    and ``a ** (b - 1) * log(a)``, each 0 * inf = NaN at a = 0, where (for b > 2,
+    b > 1) the second derivatives are 0 (as the trace backend gives)."""
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -268,7 +273,7 @@ class SymbolicPower(sp.Function):
     def fdiff(self, argindex: int = 1) -> Any:
         a, b = self.args
         if argindex == 1:
-            return b * sp.Pow(a, b - 1)
+            return b * SymbolicPower(a, b - 1)
         return self * sp.log(sp.Piecewise((sp.S.One, sp.Eq(a, 0)), (a, True)))
 
 
