@@ -866,10 +866,10 @@ class NpSinc(sp.Function):
 
     def fdiff(self, argindex: int = 1) -> Any:
         x = self.args[0]
-        small = NpLess(sp.Abs(x), sp.Float(SINC_SERIES))
-        s = sp.Piecewise((sp.S.One, small), (x, True), evaluate=False)
-        closed = _sinc_closed(s, sp.sin, sp.cos)
-        return sp.Piecewise((_sinc_series(x), small), (closed, True), evaluate=False)
+        closed = _sinc_closed(SincSafe(x), sp.sin, sp.cos)
+        return sp.Piecewise(
+            (_sinc_series(x), _sinc_small(x)), (closed, True), evaluate=False
+        )
 
     def numpy_formula(self) -> Any:
         """NumPy's ``sin(y) / y`` with ``y = pi * where(x == 0, 1e-20, x)``,
@@ -887,6 +887,36 @@ class NpSinc(sp.Function):
         from difgen.targets.python.printer import inert  # the printer imports us
 
         return str(printer._print(inert(self.numpy_formula())))
+
+
+def _sinc_small(x: Any) -> Any:
+    """Where sinc's derivatives come from the series, as a SymPy condition."""
+    return NpLess(sp.Abs(x), sp.Float(SINC_SERIES))
+
+
+class SincSafe(sp.Function):
+    """The closed form's safe argument ``where(|x| < SINC_SERIES, 1, x)``, as an
+    opaque head: as a Piecewise, SymPy folds the closed form's powers of it into its
+    branches (``1 / s**2`` becomes ``Piecewise((1, small), (x**-2, True))``) and
+    ``cse`` then computes ``x**-2`` unconditionally, dividing by zero at x = 0
+    (a warning, or a FloatingPointError under ``np.errstate(all="raise")``).
+    Printed as the Piecewise it stands for; its derivative is 0 where the series
+    is taken, else 1."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        small = _sinc_small(self.args[0])
+        return sp.Piecewise((sp.S.Zero, small), (sp.S.One, True), evaluate=False)
+
+    def _pythoncode(self, printer: Any) -> str:
+        x = self.args[0]
+        safe = sp.Piecewise((sp.S.One, _sinc_small(x)), (x, True), evaluate=False)
+        return str(printer._print(safe))
 
 
 sinc_p = register(
