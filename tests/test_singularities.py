@@ -178,8 +178,10 @@ CONFIGS = [
     ("trace", "forward", "scalar"),
     ("trace", "reverse", "scalar"),
 ]
-ARRAY = np.array(POINTS)
-MATRIX = np.array(POINTS[:20]).reshape(4, 5)
+# every point is checked on the scalar module; the arrays check the shapes and the
+# elementwise structure on a few (scalar emission of a hessian grows with the square)
+ARRAY = np.array([0.0, -1e-300, 1e-8, -0.1, 0.5, -SINC_SERIES, 1e3])
+MATRIX = np.array([[-0.0, 1e-4, -1e-8], [SINC_SERIES, -2.5, 1.0]])
 
 
 # At finite points no branch may divide by zero or make a NaN, even one that is not
