@@ -72,6 +72,12 @@ def r_log(x):
     return np.log(x) + np.log2(x) + np.log10(x)
 
 
+def r_sinc(x):
+    # x - 0.5 in [-0.3, 0.3]: through 0 and across the switch from series to closed
+    # form at |x| = 0.25
+    return np.sinc(x - 0.5) + np.sinc(3.0 * x)
+
+
 def r_log2(x):
     return np.log2(x)
 
@@ -483,6 +489,7 @@ ROWS = {
     "rint": (r_rint, (4,)),
     "remainder": (r_remainder, (4,)),
     "fmod": (r_fmod, (4,)),
+    "sinc": (r_sinc, (4,)),
     "neg": (r_neg, (4,)),
     "add": (r_add, (4,)),
     "sub": (r_sub, (4,)),

@@ -156,6 +156,7 @@ def more_elementwise(x):
         + np.arctanh(x * 0.5)
         + np.exp(x)
         + np.sign(x - 0.5) * x
+        + np.sinc(x - 0.5)
     )
 
 

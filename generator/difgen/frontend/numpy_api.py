@@ -737,10 +737,9 @@ def linspace(
 
 
 def sinc(x: Any) -> Any:
-    """``np.sinc``: ``sin(pi y) / (pi y)`` with ``y = where(x == 0, 1e-20, x)``,
-    NumPy's own trick, so sinc(0) = 1 and the derivative there is 0."""
-    y = math.pi * where(x == 0.0, 1.0e-20, x)
-    return np.sin(y) / y
+    """``np.sinc``: a primitive (NumPy's value, and derivatives exact at and near 0,
+    where ``sin(pi x) / (pi x)`` is 0/0: see ``primitives.elementwise``)."""
+    return _bind("sinc", lift(x))
 
 
 def nan_to_num(
