@@ -16,54 +16,9 @@ import pytest
 import oracle
 import scenarios
 from conftest import SUPPORT
+from scenario_cases import operators_for, output_shape, point
 
 BACKENDS = [("sympy", "auto"), ("trace", "forward"), ("trace", "reverse")]
-
-ALWAYS = [
-    "pushforward",
-    "value_and_pushforward",
-    "pullback",
-    "value_and_pullback",
-    "jacobian",
-    "value_and_jacobian",
-]
-SCALAR_IN = [
-    "derivative",
-    "value_and_derivative",
-    "second_derivative",
-    "value_derivative_and_second_derivative",
-]
-SCALAR_OUT = [
-    "gradient",
-    "value_and_gradient",
-    "hvp",
-    "hessian",
-    "value_gradient_and_hessian",
-]
-
-
-def _output_shape(name: str) -> tuple[int, ...]:
-    x, ctx = _point(name, 0)
-    return np.shape(getattr(scenarios, name)(x, *ctx))
-
-
-def operators_for(name: str) -> list[str]:
-    xs, _ = scenarios.SCENARIOS[name]
-    ops = list(ALWAYS)
-    if xs == ():
-        ops += SCALAR_IN
-    if _output_shape(name) == ():
-        ops += SCALAR_OUT
-    return ops
-
-
-def _point(name: str, seed: int) -> tuple[Any, list[Any]]:
-    xs, ctx_shapes = scenarios.SCENARIOS[name]
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(0.2, 1.0, xs)
-    x = float(x) if xs == () else x
-    ctx = [rng.uniform(-1.0, 1.0, s) for s in ctx_shapes]
-    return x, [float(c) if np.ndim(c) == 0 else c for c in ctx]
 
 
 CASES = [
@@ -104,7 +59,7 @@ def test_operators_match_oracle(
 ) -> None:
     mod = _build(module_cache, name, backend, mode)
     fn = getattr(scenarios, name)
-    x, ctx = _point(name, 1)
+    x, ctx = point(name, 1)
     rng = np.random.default_rng(2)
     y = np.asarray(fn(x, *ctx))
     xs, ys = np.shape(x), y.shape
@@ -159,7 +114,7 @@ def test_operators_match_oracle(
 def test_out_argument(module_cache: Any, name: str, backend: str, mode: str) -> None:
     """``out=`` writes into the given array and returns that same object."""
     mod = _build(module_cache, name, backend, mode)
-    x, ctx = _point(name, 3)
+    x, ctx = point(name, 3)
     for op in ("jacobian", "gradient", "hessian", "derivative", "second_derivative"):
         if not hasattr(mod, op):
             continue
@@ -182,7 +137,7 @@ def test_batched_tangents(
     k = 3
     mod = _build(module_cache, name, backend, mode, batch=k)
     fn = getattr(scenarios, name)
-    x, ctx = _point(name, 4)
+    x, ctx = point(name, 4)
     J = oracle.jacobian(fn, x, *ctx)
     xs, ys = np.shape(x), np.shape(fn(x, *ctx))
     rng = np.random.default_rng(5)
@@ -208,7 +163,7 @@ def test_sparse_jacobian_and_hessian(
     import scipy.sparse
 
     xs, ctx_shapes = scenarios.SCENARIOS[name]
-    scalar_out = _output_shape(name) == ()
+    scalar_out = output_shape(name) == ()
     ops = ["jacobian", "value_and_jacobian"]
     ops += ["hessian", "value_gradient_and_hessian"] if scalar_out else []
     mod, _ = module_cache(
@@ -222,7 +177,7 @@ def test_sparse_jacobian_and_hessian(
         sparse=True,
     )
     fn = getattr(scenarios, name)
-    x, ctx = _point(name, 6)
+    x, ctx = point(name, 6)
     J = oracle.jacobian(fn, x, *ctx)
     jac = mod.jacobian(x, *ctx)
     assert scipy.sparse.issparse(jac) and jac.format == "csr"

@@ -884,7 +884,7 @@ class NpSinc(sp.Function):
     def _pythoncode(self, printer: Any) -> str:
         """SymPy's print hook (the float printer and its C subclass): the formula as
         inert operations, printed in the printer's own spelling."""
-        from difgen.targets.python.printer import inert  # the printer imports us
+        from difgen.derive.lowering import inert  # the lowering imports us
 
         return str(printer._print(inert(self.numpy_formula())))
 

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse
-from test_c_target import Built, trace_c_build
+from test_c_target import trace_c_build
 
 import c_loops_functions as F
 import difgen
+from compiled import Built
 from oracle import central_jacobian
 
 RTOL = 1e-12

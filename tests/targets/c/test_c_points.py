@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import pytest
 from test_c_target import _outcome, _same, _same_outcome
-from test_scenarios import operators_for
 
 import difgen
 import scenarios
 from conftest import SUPPORT, import_file
 from difgen.operators import OPERATORS, seed_shape
+from scenario_cases import operators_for
 
 # module name: (scenario, backend, per-point flags of its contexts)
 CASES = {

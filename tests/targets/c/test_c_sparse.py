@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 import scipy.sparse
 from test_c_loops import _close
-from test_c_target import Built, _outcome, _same, _same_outcome, trace_c_build
+from test_c_target import _outcome, _same, _same_outcome, trace_c_build
 
 import c_sparse_functions as F
+from compiled import Built
 from oracle import central_jacobian
 from surface_harness import same
 

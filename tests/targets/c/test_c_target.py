@@ -30,6 +30,7 @@ from test_scenarios import operators_for
 
 import difgen
 import scenarios
+from compiled import Built
 from conftest import SUPPORT, TESTS, import_file
 from difgen.api import Status
 from difgen.errors import ConfigError
@@ -128,38 +129,6 @@ NAMES = [
     "lorenz",
     "rosenbrock",
 ]
-
-
-class Built:
-    """The session's build: each module compiled, and its Python fallback."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.config = directory / "difgen.toml"
-        self.result = difgen.build(self.config, compile=True)
-        self._compiled: dict[str, ModuleType] = {}
-        self._python: dict[str, ModuleType] = {}
-
-    def compiled(self, name: str) -> ModuleType:
-        if name not in self._compiled:
-            module = import_file(self.directory / "out" / f"{name}.py")
-            assert module.COMPILED, module.C_FALLBACK_REASON
-            self._compiled[name] = module
-        return self._compiled[name]
-
-    def python(self, name: str) -> ModuleType:
-        """The module alone in a directory: it runs its Python operators."""
-        if name not in self._python:
-            lone = self.directory / "python" / name
-            lone.mkdir(parents=True)
-            shutil.copy(self.directory / "out" / f"{name}.py", lone)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                module = import_file(lone / f"{name}.py")
-            assert not module.COMPILED
-            assert [w.category for w in caught] == [RuntimeWarning]
-            self._python[name] = module
-        return self._python[name]
 
 
 def trace_c_build(

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_scenarios import operators_for
 
 import scenarios
 from conftest import SUPPORT, TESTS, build_and_import
 from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, seed_shape
+from scenario_cases import operators_for
 
 POINTS = (0, 1, 5)
 

@@ -22,15 +22,16 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from conftest import TESTS
+from compiled import Built
+from conftest import SUPPORT
 from difgen import floats
 from difgen.ad import jvp, vjp
+from difgen.derive.lowering import inert
 from difgen.frontend import trace
 from difgen.primitives.elementwise import SINC_SERIES, NpSinc
 from difgen.targets.c.extension import c_expr
-from difgen.targets.python.printer import FloatPrinter, inert
+from difgen.targets.python.printer import FloatPrinter
 from surface_harness import same
-from test_c_target import Built
 
 POINTS = [
     0.0,
@@ -141,8 +142,10 @@ X = sp.Symbol("x")
 
 def scalar_code(expr: Any) -> Any:
     """``expr`` printed by the scalar emission's printer, as a function of x."""
-    text = FloatPrinter().doprint(inert(expr))
-    source = "".join(floats.definitions(text)) + f"def fn(x):\n    return {text}\n"
+    printer = FloatPrinter()
+    text = printer.doprint(inert(expr))
+    helpers = floats.definitions(printer.helpers)  # what the printer reports it used
+    source = "".join(helpers) + f"def fn(x):\n    return {text}\n"
     namespace: dict[str, Any] = {"math": math, "np": np}
     exec(source, namespace)  # noqa: S102 (difgen's own printed code)
     return namespace["fn"]
@@ -231,7 +234,7 @@ def check_array_modules(elementwise: Any, summed: Any, x: np.ndarray) -> None:
 @pytest.mark.parametrize("backend,mode,emit", CONFIGS)
 def test_scalar_module(module_cache: Any, backend: str, mode: str, emit: str) -> None:
     mod, _ = module_cache(
-        TESTS / "singularity_cases.py",
+        SUPPORT / "singularity_cases.py",
         "sinc_scalar",
         (),
         ["f", *SCALAR_OPS, *REVERSE_OPS],
@@ -248,7 +251,7 @@ def test_array_modules(
     module_cache: Any, backend: str, mode: str, emit: str, x: np.ndarray
 ) -> None:
     options = {"backend": backend, "mode": mode, "emit": emit}
-    source = TESTS / "singularity_cases.py"
+    source = SUPPORT / "singularity_cases.py"
     elementwise, _ = module_cache(
         source, "sinc_array", x.shape, ["f", "pushforward", "pullback"], **options
     )
@@ -263,7 +266,7 @@ def test_array_modules(
 def c_built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The sinc modules with ``emit = "c"`` on both backends, compiled once."""
     directory = tmp_path_factory.mktemp("singularities_c")
-    shutil.copy(TESTS / "singularity_cases.py", directory)
+    shutil.copy(SUPPORT / "singularity_cases.py", directory)
     parts = ['[difgen]\noutput_dir = "out"\n']
     for backend in ("sympy", "trace"):
         for name, function, shape, ops in (
@@ -299,7 +302,7 @@ def test_compiled_modules(c_built: Built, backend: str) -> None:
 
 # ------------------------------------------------------------------ the audit
 # Every compound and identity that decides a value with where (or a constant branch)
-# was read for the same trap (tests/singularity_cases.py names each point); these
+# was read for the same trap (tests/support/singularity_cases.py names each point); these
 # are the candidates whose derivatives exist at the point: they must not come from
 # the branch. Exact values: mpmath at 50 digits (one-sided where the function is
 # undefined on one side).
@@ -372,7 +375,7 @@ def test_audit_trace_derivatives_to_third_order(name: str, k: int) -> None:
 def test_audit_sympy_derivatives_to_third_order(name: str, k: int) -> None:
     """SymPy's diff of the lowered function, printed by the scalar printer."""
     import singularity_cases as cases
-    from difgen.derive.symbolic import lower, symbols
+    from difgen.derive.lowering import lower, symbols
 
     g = trace(getattr(cases, name), [((2,), "float64")])
     xs = symbols("x", (2,))
@@ -380,8 +383,9 @@ def test_audit_sympy_derivatives_to_third_order(name: str, k: int) -> None:
     a, b = xs.ravel()
     for index in partials(k):
         expr = sp.diff(y[()], *(xs.ravel()[i] for i in index))
-        text = FloatPrinter().doprint(inert(expr))
-        source = "".join(floats.definitions(text))
+        printer = FloatPrinter()
+        text = printer.doprint(inert(expr))
+        source = "".join(floats.definitions(printer.helpers))
         source += f"def fn({a}, {b}):\n    return {text}\n"
         namespace: dict[str, Any] = {"math": math, "np": np}
         exec(source, namespace)  # noqa: S102 (difgen's own printed code)
@@ -395,7 +399,7 @@ def test_audit_modules(
 ) -> None:
     """Gradient and hessian of the generated modules at the point."""
     mod, _ = module_cache(
-        TESTS / "singularity_cases.py",
+        SUPPORT / "singularity_cases.py",
         name,
         (2,),
         ["gradient", "hessian"],

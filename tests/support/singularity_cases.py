@@ -1,5 +1,5 @@
 """Functions whose derivatives have a removable singularity (0/0 at a point where the
-function is smooth): written as plain NumPy, traced by tests/test_singularities.py and
+function is smooth): written as plain NumPy, traced by tests/primitives/test_singularities.py and
 built into generated modules there."""
 
 import numpy as np
