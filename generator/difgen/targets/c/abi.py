@@ -15,8 +15,9 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Var
 from difgen.operators import Operator, result_shape, seed_shape
 from difgen.targets.c import extension as c_code
+from difgen.targets.c import glue
+from difgen.targets.c.arguments import convert_lines, parse_lines
 from difgen.targets.c.extension import PREFIX
-from difgen.targets.c.nest import c_dims
 from difgen.targets.c.program import Store
 from difgen.targets.signatures import is_sparse, sparse_out
 
@@ -70,42 +71,25 @@ def signature(
 
 def argument_lines(sig: Signature) -> list[str]:
     """Parse the call, convert and check every argument (as the Python module)."""
-    names, n = sig.names, len(sig.names)
-    quoted = ", ".join(repr_c(name) for name in names)
-    lines = [
-        f"PyObject *{PREFIX}argv[{n}] = {{{nulls(n)}}};",
-        f"PyObject *{PREFIX}res[{len(sig.shapes)}] = {{{nulls(len(sig.shapes))}}};",
+    nres = len(sig.shapes)
+    declare = [
+        f"PyObject *{PREFIX}res[{nres}] = {{{glue.nulls(nres)}}};",
         f"PyObject *{PREFIX}sdata = NULL;",
         f"double *{PREFIX}w = NULL;",
         f"int {PREFIX}heap = 0;",
-        f"static const char *const {PREFIX}names[] = {{{quoted}}};",
-        *(f"PyArrayObject *{PREFIX}a_{a} = NULL;" for a in sig.arrays),
-        (
-            f'if ({PREFIX}parse("{sig.op.name}", {PREFIX}args, {PREFIX}nargs, '
-            f"{PREFIX}kwnames, {PREFIX}names, {n}, {len(sig.args)}, "
-            f"{PREFIX}argv) < 0) return NULL;"
-        ),
     ]
+    arrays = [f"PyArrayObject *{PREFIX}a_{a} = NULL;" for a in sig.arrays]
+    lines = parse_lines(sig.op.name, sig.names, len(sig.args), declare, arrays)
     for i, (name, shape) in enumerate(sig.args):
+        argv = f"{PREFIX}argv[{i}]"
         if not shape:
-            lines += [
-                f"double {name};",
-                (
-                    f'if ({PREFIX}scalar({PREFIX}argv[{i}], "{name}", &{name}) < 0) '
-                    f"goto {PREFIX}fail;"
-                ),
-            ]
+            lines += convert_lines(argv, name, (), name)
             continue
         a = f"{PREFIX}a_{name}"
-        lines += [
-            f"static const npy_intp {PREFIX}dims_{name}[] = {c_dims(shape)};",
-            (
-                f'{a} = {PREFIX}array({PREFIX}argv[{i}], "{name}", {len(shape)}, '
-                f"{PREFIX}dims_{name});"
-            ),
-            f"if ({a} == NULL) goto {PREFIX}fail;",
-            f"const double *{PREFIX}p_{name} = (const double *)PyArray_DATA({a});",
-        ]
+        lines += convert_lines(argv, name, shape, a, declared=False)
+        lines.append(
+            f"const double *{PREFIX}p_{name} = (const double *)PyArray_DATA({a});"
+        )
     return lines
 
 
@@ -123,7 +107,7 @@ def buffer_lines(sig: Signature, pattern: str | None) -> list[str]:
         nd, dims = len(shape), f"{PREFIX}rdims_{k}"
         lines += [
             f"double *{r} = NULL;",
-            f"static const npy_intp {dims}[] = {c_dims(shape)};",
+            f"static const npy_intp {dims}[] = {glue.dims(shape)};",
         ]
         fresh = f"{res} = {PREFIX}new({nd}, {dims}, &{r});"
         if k == last_k and sig.csr_out:
@@ -272,11 +256,3 @@ def result_stores(graph: Graph, shapes: list[tuple[int, ...]]) -> list[Store | N
 
 Pattern = tuple[np.ndarray, np.ndarray, tuple[int, int]]
 """A sparse result's CSR ``indices``, ``indptr`` and shape."""
-
-
-def repr_c(name: str) -> str:
-    return f'"{name}"'
-
-
-def nulls(n: int) -> str:
-    return ", ".join(["NULL"] * n)

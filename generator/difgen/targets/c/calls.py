@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from difgen.core.ir import Lit
+from difgen.targets.c import glue
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.moves import affine
-from difgen.targets.c.nest import c_dims, eqn_text
+from difgen.targets.c.nest import eqn_text
 from difgen.targets.c.plan import BLAS_WORK
 from difgen.targets.c.program import Store, View
 
@@ -79,10 +80,10 @@ def _wrap(
     writeable: bool,
 ) -> list[str]:
     """Lines making ``name``, an ndarray over existing memory (no copy)."""
-    lines = [f"    npy_intp {name}_d[] = {c_dims(shape)};"]
+    lines = [f"    npy_intp {name}_d[] = {glue.dims(shape)};"]
     if strides is not None:
         lines.append(
-            f"    npy_intp {name}_s[] = {c_dims(tuple(8 * s for s in strides))};"
+            f"    npy_intp {name}_s[] = {glue.dims(tuple(8 * s for s in strides))};"
         )
     flags = "NPY_ARRAY_CARRAY" if writeable else "NPY_ARRAY_ALIGNED"
     lines.append(
@@ -111,8 +112,8 @@ def blas(p: Printer, eqn: Any, store: Store) -> bool:
         name = p._fresh("m")
         names.append(name)
         lines += [
-            f"    npy_intp {name}_d[] = {c_dims(tuple(atom.shape))};",
-            f"    npy_intp {name}_s[] = {c_dims(tuple(8 * s for s in strides))};",
+            f"    npy_intp {name}_d[] = {glue.dims(tuple(atom.shape))};",
+            f"    npy_intp {name}_s[] = {glue.dims(tuple(8 * s for s in strides))};",
             (
                 f"    PyObject *{name} = PyArray_New(&PyArray_Type, {atom.ndim}, "
                 f"{name}_d, NPY_DOUBLE, {name}_s, (void *)({pointer}), 0, "
@@ -121,7 +122,7 @@ def blas(p: Printer, eqn: Any, store: Store) -> bool:
         ]
     out = p._fresh("m")
     lines += [
-        f"    npy_intp {out}_d[] = {c_dims(tuple(eqn.out.shape))};",
+        f"    npy_intp {out}_d[] = {glue.dims(tuple(eqn.out.shape))};",
         (
             f"    PyObject *{out} = PyArray_New(&PyArray_Type, {eqn.out.ndim}, "
             f"{out}_d, NPY_DOUBLE, NULL, (void *){store.name}, 0, "

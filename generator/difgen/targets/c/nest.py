@@ -254,8 +254,3 @@ def eqn_text(eqn: Any) -> str:
 def _short(value: Any) -> str:
     text = repr(value).replace("\n", " ")
     return text if len(text) <= 24 else text[:21] + "..."
-
-
-def c_dims(shape: tuple[int, ...]) -> str:
-    """A C initializer of a shape (``{0}`` for a scalar's)."""
-    return "{" + ", ".join(str(n) for n in shape) + "}" if shape else "{0}"
