@@ -60,6 +60,8 @@ def test_a_view_is_an_index_map_and_its_reader_starts_a_new_loop() -> None:
     assert table.tolist() == [4, 3, 2, 1, 0]
     assert affine(table) == (4, (-1,))  # printed as index arithmetic
     assert program.needs == {mul.out, add.out}
+    # the product takes the workspace; the sum is written into the result
+    assert program.offsets == {mul.out: 0} and program.work == 5
 
 
 def test_a_gather_is_a_view_through_a_table() -> None:
@@ -92,6 +94,20 @@ def test_a_reduction_accumulates_in_the_loop_of_its_operand() -> None:
     assert _names(first) == ["exp", "reduce_sum"] and first.pending == {total.out}
     assert _names(second) == ["add"]  # reads the sum: after its loop
     assert total.out in program.needs
+    assert program.offsets == {} and program.work == 0  # a scalar: a local double
+
+
+def test_the_workspace_is_laid_out_in_the_order_values_are_computed() -> None:
+    """Arrays read by a later loop through a view each take the next doubles;
+    values that stay scalar temporaries of their loop take none."""
+    graph = _graph(lambda x: (np.sin(x) * 2.0)[::-1] + np.cos(x)[::-1] * x, (6,))
+    program = _planned(graph)
+    stored = [v for v in program.offsets if v not in graph.outputs]
+    assert [program.offsets[v] for v in stored] == [6 * k for k in range(len(stored))]
+    assert program.work == 6 * len(stored) >= 12
+    computed = [e.out for g in program.loops for e in g.eqns]
+    assert stored == [v for v in computed if v in program.offsets]  # in order
+    assert all(v in program.needs for v in stored)
 
 
 def test_a_large_transcendental_is_numpys_loop() -> None:

@@ -103,6 +103,8 @@ class Planner:
                 self.result_of[out] = store
         items = self.plan()
         self._reshaped_results(results)
+        needs = self._needs_store(items)
+        offsets, work = workspace(items, needs, self.result_of)
         return Program(
             self.graph,
             self.outputs,
@@ -113,8 +115,10 @@ class Planner:
             self.view_of,
             self.result_of,
             self.in_place,
-            self._needs_store(items),
+            needs,
             demands,
+            offsets,
+            work,
         )
 
     def plan(self) -> list[Group | Step]:
@@ -331,3 +335,25 @@ class Planner:
             if isinstance(item, Group):
                 needs.update(item.pending)
         return needs
+
+
+def workspace(
+    items: list[Group | Step], needs: set[Var], result_of: dict[Var, Store]
+) -> tuple[dict[Var, int], int]:
+    """The workspace's layout: each array the program computes that is no result
+    buffer (a value of a loop that needs memory, a reduction, a step's result)
+    takes the next doubles, in the order the program computes them; scalars are
+    local doubles. Returns the offsets and the doubles in all."""
+    offsets: dict[Var, int] = {}
+    work = 0
+    for item in items:
+        grouped = isinstance(item, Group)
+        for eqn in item.eqns if isinstance(item, Group) else [item.eqn]:
+            out = eqn.out
+            if grouped and eqn.primitive.elementwise and out not in needs:
+                continue  # a scalar temporary of its loop
+            if out in result_of or out.shape == ():
+                continue
+            offsets[out] = work
+            work += out.size
+    return offsets, work

@@ -64,7 +64,7 @@ class Printer:
         self.in_place = program.in_place
         self.consts = program.consts
         self.values: dict[Var, Value] = {}
-        self.work = 0  # doubles of workspace
+        self.work = program.work  # doubles of workspace
         self.calls_numpy = False  # NumPy's ufunc loops or dot: the GIL is needed
         self.lines: list[str] = []
         self.counter = 0
@@ -77,7 +77,8 @@ class Printer:
         return f"{PREFIX}{stem}{self.counter}"
 
     def _array(self, var: Var) -> Store:
-        """Storage for ``var``: a result buffer, a local double or workspace."""
+        """Storage for ``var``: a result buffer, a local double or its planned
+        place in the workspace (:func:`~difgen.targets.c.plan.workspace`)."""
         if var in self.result_of:
             return self.result_of[var]
         if var.shape == ():
@@ -85,8 +86,8 @@ class Printer:
             self.lines.append(f"double {name};")
             return Store(name, ())
         name = self._fresh("a")
-        self.lines.append(f"double *const {name} = {PREFIX}w + {self.work};")
-        self.work += var.size
+        offset = self.program.offsets[var]  # the workspace's layout is planned
+        self.lines.append(f"double *const {name} = {PREFIX}w + {offset};")
         return Store(name, tuple(var.shape))
 
     # ----------------------------------------------------------------- reads

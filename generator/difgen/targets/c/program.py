@@ -102,7 +102,9 @@ class Program:
     positions per element; ``result_of`` the values computed directly into a
     result buffer; ``in_place`` the results that are such a value's reshape;
     ``needs`` the values that get memory (read outside their loop, results,
-    sources of views); ``demands`` the results computed at their own elements."""
+    sources of views); ``demands`` the results computed at their own elements;
+    ``offsets`` where in the workspace each array that is no result buffer
+    starts, ``work`` the workspace's doubles."""
 
     graph: Graph
     outputs: tuple[Any, ...]
@@ -115,6 +117,8 @@ class Program:
     in_place: set[Var]
     needs: set[Var]
     demands: list[tuple[Demand, Store]]
+    offsets: dict[Var, int]
+    work: int
 
     @property
     def loops(self) -> list[Group]:
