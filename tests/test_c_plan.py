@@ -176,3 +176,15 @@ def test_what_has_no_loop_form_is_named() -> None:
     wrong = Var((5,), "int64")
     with pytest.raises(NoLoopForm, match="int64 argument"):
         Planner(Graph((wrong,), graph.outputs, graph.eqns))
+
+
+def test_a_large_product_is_numpys_dot_when_its_operands_lie_in_memory() -> None:
+    matrix = np.arange(64.0 * 64).reshape(64, 64) / 4096.0
+    (large,) = _planned(_graph(lambda x: matrix @ x, (64,))).steps
+    assert large.eqn.primitive.name == "matmul" and large.blas
+    (small,) = _planned(_graph(lambda x: matrix[:8, :8] @ x, (8,))).steps
+    assert not small.blas  # 64 multiply-adds: the loops
+    perm = np.random.default_rng(0).permutation(64)
+    gathered = _planned(_graph(lambda x: matrix @ x[perm], (64,)))
+    (step,) = gathered.steps
+    assert not step.blas  # x[perm] is a table view: no strides to hand NumPy

@@ -14,7 +14,6 @@ from difgen.targets.c import glue
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.moves import affine
 from difgen.targets.c.nest import eqn_text
-from difgen.targets.c.plan import BLAS_WORK
 from difgen.targets.c.program import Store, View
 
 if TYPE_CHECKING:
@@ -94,16 +93,12 @@ def _wrap(
     return lines
 
 
-def blas(p: Printer, eqn: Any, store: Store) -> bool:
-    """A large 1-D/2-D ``a @ b`` through NumPy's own ``dot`` (BLAS), on arrays
-    that wrap the operands' memory: the loops would be slower than BLAS."""
+def blas(p: Printer, eqn: Any, store: Store) -> None:
+    """A large 1-D/2-D ``a @ b`` through NumPy's own ``dot`` (BLAS) into
+    ``store``, on arrays that wrap the operands' memory (the planner chose it:
+    both operands lie in memory at affine positions)."""
     a, b = eqn.inputs
-    k = a.shape[-1]
-    if a.ndim > 2 or b.ndim > 2 or eqn.out.size * k < BLAS_WORK or k == 0:
-        return False
     operands = [operand(p, a), operand(p, b)]
-    if any(o is None for o in operands):
-        return False
     lines = [f"/* {eqn_text(eqn)}: NumPy's dot (BLAS) */", "{"]
     names = []
     for atom, found in zip((a, b), operands):
@@ -140,8 +135,5 @@ def blas(p: Printer, eqn: Any, store: Store) -> bool:
         f"    Py_DECREF({out}_r);",
         "}",
     ]
-    if store.shape == ():
-        return False
     p.lines += lines
     p.calls_numpy = True
-    return True

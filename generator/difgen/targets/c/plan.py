@@ -150,7 +150,7 @@ class Planner:
                 group.pending.add(eqn.out)
             else:
                 group = None
-                plan.append(Step(eqn))
+                plan.append(Step(eqn, kind == "matmul" and self._blas(eqn)))
                 continue
             group.eqns.append(eqn)
             self.group_of[eqn.out] = group.index
@@ -168,10 +168,25 @@ class Planner:
             return False
         if a.dtype != "float64" or a.shape != eqn.out.shape:
             return False
-        if a in self.view_of:
-            found = affine(self.view_of[a][1])
-            return found is not None and all(s >= 0 for s in found[1])
-        return True
+        return self._in_memory(a)
+
+    def _blas(self, eqn: Any) -> bool:
+        """A large 1-D/2-D ``a @ b`` is NumPy's own ``dot`` (BLAS), on arrays
+        that wrap the operands' memory: the loops would be slower than BLAS."""
+        a, b = eqn.inputs
+        k = a.shape[-1]
+        if a.ndim > 2 or b.ndim > 2 or eqn.out.size * k < BLAS_WORK or k == 0:
+            return False
+        return eqn.out.shape != () and self._in_memory(a) and self._in_memory(b)
+
+    def _in_memory(self, atom: Any) -> bool:
+        """Whether NumPy can be handed ``atom``'s elements where they lie: a
+        constant (a table), a value in memory, or a view of one at affine
+        positions with non-negative strides."""
+        if isinstance(atom, Lit) or atom in self.consts or atom not in self.view_of:
+            return True
+        found = affine(self.view_of[atom][1])
+        return found is not None and all(s >= 0 for s in found[1])
 
     def _joins(self, eqn: Any, group: Group, shape: tuple[int, ...]) -> bool:
         if group.shape != shape:

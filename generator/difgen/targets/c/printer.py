@@ -28,6 +28,7 @@ from difgen.targets.c.program import (
     Fused,
     Group,
     Program,
+    Step,
     Store,
     Value,
     View,
@@ -119,7 +120,7 @@ class Printer:
             if isinstance(item, Group):
                 self._group(item, self.program.needs)
             else:
-                self._step(item.eqn)
+                self._step(item)
         self._views_before(views_done)
         for demand, store in self.program.demands:
             self._demand_loops(demand, store)
@@ -319,7 +320,8 @@ class Printer:
         self.lines += nest.render(comment, before, body, after)
         self.values.update(stored)  # read from memory after the loop
 
-    def _step(self, eqn: Any) -> None:
+    def _step(self, step: Step) -> None:
+        eqn = step.eqn
         name = eqn.primitive.name
         if eqn.primitive.elementwise:
             calls.ufunc_call(self, eqn)
@@ -328,7 +330,7 @@ class Printer:
         elif name in REDUCTIONS:
             self._reduction(eqn)
         else:
-            self._matmul(eqn)
+            self._matmul(eqn, step.blas)
 
     def _structural(self, eqn: Any) -> None:
         """Zeros (or the constant elements), then one loop per term rank and input,
@@ -408,14 +410,15 @@ class Printer:
         self.lines += nest.render(eqn_text(eqn), before, body, [])
         self.values[eqn.out] = store
 
-    def _matmul(self, eqn: Any) -> None:
+    def _matmul(self, eqn: Any, blas: bool) -> None:
         """``a @ b`` with NumPy's 1-D and broadcast rules: a loop over the result
         and an inner loop over the contracted axis, accumulated in a register (or
         NumPy's BLAS for large products, :func:`~difgen.targets.c.calls.blas`)."""
         a, b = eqn.inputs
         if eqn.out.shape != ():
             store = self._array(eqn.out)
-            if calls.blas(self, eqn, store):
+            if blas:  # planned (plan.Planner._blas)
+                calls.blas(self, eqn, store)
                 self.values[eqn.out] = store
                 return
             self.values[eqn.out] = store

@@ -86,9 +86,11 @@ class Group:
 
 @dataclass
 class Step:
-    """One equation with a loop form of its own."""
+    """One equation with a loop form of its own (``blas``: a matmul computed by
+    NumPy's ``dot`` on the operands' memory instead of loops)."""
 
     eqn: Any
+    blas: bool = False
 
 
 @dataclass
