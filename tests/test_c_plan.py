@@ -128,7 +128,8 @@ def test_a_gathered_result_is_computed_on_demand() -> None:
     weights = np.array([0.0, 1.0, 2.0, 1.0, 0.0])
     graph = _graph(lambda x: np.concatenate([x * weights, x + 1.0])[picked])
     program = _planned(graph)
-    ((demand, store),) = program.demands
+    (planned,) = program.demands
+    demand, store = planned.demand, planned.store
     assert demand.out is graph.outputs[0] and store.shape == (6,)
     assert demand.leaves == [graph.inputs[0]]
     assert program.items == []  # nothing else to compute
@@ -138,6 +139,14 @@ def test_a_gathered_result_is_computed_on_demand() -> None:
     assert [g.targets.tolist() for g in demand.groups if g.targets.shape[1] > 1] == [
         [[1, 2]]
     ]
+    # no constant is most of the result; groups of one length share a loop
+    assert planned.everywhere.fill is None and planned.finite is None
+    loops = planned.everywhere.loops
+    assert sorted(g for together in loops for g in map(id, together)) == sorted(
+        map(id, demand.groups)
+    )
+    assert all(len({len(g.targets) for g in together}) == 1 for together in loops)
+    assert len({len(together[0].targets) for together in loops}) == len(loops)
 
 
 def test_constants_when_finite_are_found_and_the_test_reads_the_argument() -> None:
@@ -149,16 +158,21 @@ def test_constants_when_finite_are_found_and_the_test_reads_the_argument() -> No
         (4,),
     )
     program = _planned(graph)
-    ((demand, store),) = program.demands
+    (planned,) = program.demands
+    demand, store = planned.demand, planned.store
     assert len(demand.groups) == 3 and store.shape == (12,)
-    found = finite_split(demand, 12, program.original_eqns, program.view_of)
+    found = planned.finite  # finite_split's answer, as the planner asked it
     assert found is not None
+    again = finite_split(demand, 12, program.original_eqns, program.view_of)
+    assert again is not None and np.array_equal(again.template, found.template)
     assert found.tested == [graph.inputs[0]]
     assert not found.filled  # no one constant is most of the result: a table
     np.testing.assert_array_equal(found.template, [0.0] * 4 + [3.0] * 4 + [10.0] * 4)
     (left,) = found.groups  # x * x, the one group still computed
     assert left.targets.ravel().tolist() == [0, 1, 2, 3]
     assert [item[0] for item in left.skeleton] == ["v", "e"]
+    assert planned.when_finite is not None
+    assert planned.when_finite.fill is None and planned.when_finite.loops == [[left]]
 
 
 def test_no_constants_when_finite_past_half_the_result() -> None:
@@ -167,8 +181,24 @@ def test_no_constants_when_finite_past_half_the_result() -> None:
         lambda x: np.concatenate([10.0 + x * 0.0, x * x, x + 2.0])[reverse], (4,)
     )
     program = _planned(graph)
-    ((demand, _),) = program.demands
-    assert finite_split(demand, 12, program.original_eqns, program.view_of) is None
+    (planned,) = program.demands
+    assert planned.finite is None and planned.when_finite is None
+    assert (
+        finite_split(planned.demand, 12, program.original_eqns, program.view_of) is None
+    )
+
+
+def test_a_mostly_zero_result_is_filled_first() -> None:
+    """Four products scattered among 32 zeros: the zeros are one constant of
+    most elements, written by one fill before the loop of the products."""
+    rows = [0, 7, 14, 21]
+    index = np.array([rows.index(i) if i in rows else 4 for i in range(36)])
+    graph = _graph(lambda x: np.concatenate([x * x, np.zeros(1)])[index], (4,))
+    program = _planned(graph)
+    (planned,) = program.demands
+    assert planned.everywhere.fill == np.float64(0.0).tobytes()
+    ((products,),) = planned.everywhere.loops
+    assert products.targets.ravel().tolist() == rows
 
 
 def test_what_has_no_loop_form_is_named() -> None:

@@ -5,8 +5,10 @@ constant whenever the values they read are finite (docs/design.md, section 10).
 IEEE rules that hold for every sign of every zero; :func:`finite_split` decides,
 for one :class:`~difgen.targets.c.demand.Demand`, whether a test of the arrays
 read for inf/NaN and the constants written first pay (:class:`FinitePlan`);
-:func:`fill_of` which constant, if any, fills most of a result first. Values
-only: the test's C is the printer's.
+:func:`fill_of` which constant, if any, fills most of a result first, and
+:func:`demand_plan` puts these together for one result (:class:`DemandPlan`,
+with the :class:`Layout` of each way of writing it). Values only: the test's C
+is the printer's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from difgen.core.ir import Var
 from difgen.targets.c.demand import Demand, DemandGroup
+from difgen.targets.c.program import Store, store_size
 
 ZERO = "zero"
 """An abstract value of :func:`finite_constant`: +0.0 or -0.0, sign unknown."""
@@ -218,3 +221,55 @@ def fill_of(groups: list[DemandGroup], size: int) -> tuple[DemandGroup, bytes] |
         if len({v.tobytes() for v in values}) == 1:
             return group, values[0].tobytes()
     return None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How groups of a result computed on demand are written: the constant of
+    more than half the elements filled first (``fill``, its float64 bytes; None:
+    none is) and then one loop per group length, groups of one length sharing
+    it (``loops``, in the order their lengths first occur)."""
+
+    fill: bytes | None
+    loops: list[list[DemandGroup]]
+
+
+def layout(groups: Sequence[DemandGroup], size: int) -> Layout:
+    """The :class:`Layout` of ``groups`` over a result of ``size`` elements.
+    Groups of one length share one loop (the Brusselator's six shapes of
+    nonzeros: one loop over the 256 grid points, whose loads and ``x * 0.0``
+    products the C compiler then shares)."""
+    rest = list(groups)
+    fill = fill_of(rest, size)
+    if fill is not None:
+        rest.remove(fill[0])
+    by_length: dict[int, list[DemandGroup]] = {}
+    for group in rest:
+        by_length.setdefault(len(group.targets), []).append(group)
+    return Layout(None if fill is None else fill[1], list(by_length.values()))
+
+
+@dataclass(frozen=True)
+class DemandPlan:
+    """A result computed on demand, planned: every element computed
+    (``everywhere``) and, when :func:`finite_split` finds it pays, the path taken
+    when every value read is finite (``finite``, written as ``when_finite``)."""
+
+    demand: Demand
+    store: Store
+    everywhere: Layout
+    finite: FinitePlan | None
+    when_finite: Layout | None
+
+
+def demand_plan(
+    demand: Demand,
+    store: Store,
+    eqns: Sequence[Any],
+    view_of: dict[Var, tuple[Var, np.ndarray]],
+) -> DemandPlan:
+    """``demand`` computed into ``store`` (see :class:`DemandPlan`)."""
+    size = store_size(store)
+    finite = finite_split(demand, size, eqns, view_of)
+    when_finite = None if finite is None else layout(finite.groups, size)
+    return DemandPlan(demand, store, layout(demand.groups, size), finite, when_finite)

@@ -4,7 +4,8 @@
 The passes, in the order :meth:`Planner.program` runs them: constant folding
 (equations of constants evaluated at build time by the primitive's ``impl``),
 results computed on demand (:meth:`Planner.on_demand`, over
-:mod:`difgen.targets.c.demand`), views (structural equations that read each
+:mod:`difgen.targets.c.demand`, and how to write them, with their constants
+when finite: :func:`difgen.targets.c.finite.demand_plan`), views (structural equations that read each
 element from one element of one input: an index map, no code), fusion of
 elementwise chains of one shape into loop groups (reductions of their values
 accumulating inside), results computed in place of their reshape, and which
@@ -20,6 +21,7 @@ import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var, dce
 from difgen.targets.c.demand import Demand, demand_of
+from difgen.targets.c.finite import demand_plan
 from difgen.targets.c.moves import STRUCTURAL, affine, moves_of
 from difgen.targets.c.program import (
     CONST_LIMIT,
@@ -105,6 +107,10 @@ class Planner:
         self._reshaped_results(results)
         needs = self._needs_store(items)
         offsets, work = workspace(items, needs, self.result_of)
+        planned = [
+            demand_plan(demand, store, self.original_eqns, self.view_of)
+            for demand, store in demands
+        ]
         return Program(
             self.graph,
             self.outputs,
@@ -116,7 +122,7 @@ class Planner:
             self.result_of,
             self.in_place,
             needs,
-            demands,
+            planned,
             offsets,
             work,
         )

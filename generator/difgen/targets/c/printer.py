@@ -21,7 +21,7 @@ from difgen.core.ir import Lit, Var
 from difgen.targets.c import calls
 from difgen.targets.c.demand import Demand, DemandGroup
 from difgen.targets.c.extension import PREFIX
-from difgen.targets.c.finite import fill_of, finite_split
+from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
 from difgen.targets.c.moves import STRUCTURAL, broadcast_positions
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text, eqn_text
 from difgen.targets.c.program import (
@@ -122,58 +122,55 @@ class Printer:
             else:
                 self._step(item)
         self._views_before(views_done)
-        for demand, store in self.program.demands:
-            self._demand_loops(demand, store)
+        for planned in self.program.demands:
+            self._demand_loops(planned)
         return self.lines
 
-    def _demand_loops(self, demand: Demand, store: Store) -> None:
+    def _demand_loops(self, planned: DemandPlan) -> None:
         """The result's groups of elements, each element evaluated as the
         equations would have computed it (the same operations on the same
         doubles, in the same order); per-element constants are tables of the
         group's length, constants the same for all its elements literals.
 
         Elements that are one constant whenever the values they read are finite
-        (:func:`finite_constant`: a sparse jacobian's ``10.0 + a * 0.0``) are
-        written as that constant after one vectorized test that those values are
-        finite; otherwise the loops compute them, NaN and inf as NumPy does."""
+        (:func:`~difgen.targets.c.finite.finite_constant`: a sparse jacobian's
+        ``10.0 + a * 0.0``) are written as that constant after one vectorized
+        test that those values are finite; otherwise the loops compute them, NaN
+        and inf as NumPy does."""
+        demand, store = planned.demand, planned.store
         count = len({len(g.targets) for g in demand.groups})
         self.lines.append(
             f"/* {eqn_text(self.producer[demand.out])}: computed at its "
             f"{demand.out.size} elements only, in {count} loop"
             f"{'s' if count != 1 else ''} */"
         )
-        fast = self._finite_path(demand, store)
-        if fast is None:
-            self.lines += self._groups_code(demand, demand.groups, store)
-        else:
-            flag, test, first, groups = fast
+        if planned.finite is None or planned.when_finite is None:
+            self.lines += self._groups_code(demand, planned.everywhere, store)
+        else:  # names and tables are given out in the order the C reads
+            flag, test = self._finite_test(planned.finite)
+            first = []
+            if not planned.finite.filled:  # one table of the constants first
+                table = self.tables.doubles(planned.finite.template)
+                size = store_size(store)
+                first.append(f"memcpy({store.name}, {table}, sizeof(double) * {size});")
+            when_finite = self._groups_code(demand, planned.when_finite, store)
+            everywhere = self._groups_code(demand, planned.everywhere, store)
             self.lines += [
                 *test,
                 f"if ({flag} == 0) {{ /* every value read is finite */",
                 *(f"    {line}" for line in first),
-                *(f"    {line}" for line in self._groups_code(demand, groups, store)),
+                *(f"    {line}" for line in when_finite),
                 "} else {",
-                *(
-                    f"    {line}"
-                    for line in self._groups_code(demand, demand.groups, store)
-                ),
+                *(f"    {line}" for line in everywhere),
                 "}",
             ]
         self.values[demand.out] = store
 
-    def _finite_path(
-        self, demand: Demand, store: Store
-    ) -> tuple[str, list[str], list[str], list[DemandGroup]] | None:
-        """The C for when the values read are finite (:func:`finite_split`
-        decides): a flag, the test that sets it when one is not (over all of
-        each array they are read from), what writes first, and the groups to
-        compute then."""
-        size = store_size(store)
-        found = finite_split(demand, size, self.original_eqns, self.view_of)
-        if found is None:
-            return None
+    def _finite_test(self, finite: FinitePlan) -> tuple[str, list[str]]:
+        """A flag and the C that sets it when a value read is not finite (an
+        integer OR over the bits of all of each array they are read from)."""
         bases: dict[str, tuple[int, bool]] = {}  # name: (doubles, a scalar)
-        for var in found.tested:
+        for var in finite.tested:
             base = self.values[var]
             assert isinstance(base, Store)  # every value read has memory
             bases[base.name] = (store_size(base), base.shape == ())
@@ -186,31 +183,17 @@ class Printer:
                 f"{flag} |= ((({words}[{PREFIX}j] & {EXPONENT}) ^ "
                 f"{EXPONENT}) - 1) >> 63;"
             )
-        if found.filled:
-            return flag, test, [], found.groups
-        table = self.tables.doubles(found.template)
-        first = f"memcpy({store.name}, {table}, sizeof(double) * {size});"
-        return flag, test, [first], found.groups
+        return flag, test
 
-    def _groups_code(
-        self, demand: Demand, groups_in: list[DemandGroup], store: Store
-    ) -> list[str]:
-        """The C computing ``groups_in`` into ``store``: a constant of more than
-        half the elements first (``memset`` for zeros), then one loop per group
-        length. Groups of one length share one loop (the Brusselator's six shapes
-        of nonzeros: one loop over the 256 grid points, whose loads and
-        ``x * 0.0`` products the C compiler then shares)."""
+    def _groups_code(self, demand: Demand, layout: Layout, store: Store) -> list[str]:
+        """The C writing groups into ``store`` as ``layout`` plans: a constant
+        of more than half the elements first (``memset`` for zeros), then one
+        loop per group length."""
         lines: list[str] = []
-        groups = list(groups_in)
-        fill = fill_of(groups, store_size(store))
-        if fill is not None:
-            groups.remove(fill[0])
-        by_length: dict[int, list[DemandGroup]] = {}
-        for group in groups:  # groups of one length share one loop
-            by_length.setdefault(len(group.targets), []).append(group)
-        if fill is not None:  # most elements are one constant: written first
-            lines.append(_fill_line(store, fill[1]))
-        for n, together in by_length.items():
+        if layout.fill is not None:  # most elements are one constant: first
+            lines.append(_fill_line(store, layout.fill))
+        for together in layout.loops:
+            n = len(together[0].targets)
             nest = LoopNest((n,), self.tables)
             body: list[str] = []
             for group in together:

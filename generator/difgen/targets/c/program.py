@@ -7,7 +7,7 @@ Nothing here holds C: a :class:`Program` says which equations fuse into which
 loop (:class:`Group`), which take a loop form of their own (:class:`Step`), which
 values are build-time constants, which structural equations are views (an index
 map over another value's memory), which values need an array, which results are
-computed at their own elements only (:class:`~difgen.targets.c.demand.Demand`)
+computed at their own elements only (:class:`~difgen.targets.c.finite.DemandPlan`)
 and which are computed in place of a reshape (docs/design.md, section 10).
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 from difgen.core.ir import Graph, Var
 
 if TYPE_CHECKING:
-    from difgen.targets.c.demand import Demand
+    from difgen.targets.c.finite import DemandPlan
 
 
 CONST_LIMIT = 1 << 16
@@ -118,7 +118,7 @@ class Program:
     result_of: dict[Var, Store]
     in_place: set[Var]
     needs: set[Var]
-    demands: list[tuple[Demand, Store]]
+    demands: list[DemandPlan]
     offsets: dict[Var, int]
     work: int
 
