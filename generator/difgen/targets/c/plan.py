@@ -4,13 +4,14 @@
 The passes, in the order :meth:`Planner.program` runs them: constant folding
 (equations of constants evaluated at build time by the primitive's ``impl``),
 results computed on demand (:meth:`Planner.on_demand`, over
-:mod:`difgen.targets.c.demand`, and how to write them, with their constants
-when finite: :func:`difgen.targets.c.finite.demand_plan`), views (structural equations that read each
+:mod:`difgen.targets.c.demand`), views (structural equations that read each
 element from one element of one input: an index map, no code), fusion of
 elementwise chains of one shape into loop groups (reductions of their values
-accumulating inside), results computed in place of their reshape, and which
-values need memory. Storage itself (the workspace's layout and names) is given
-out by the printer as it writes, in the order it writes.
+accumulating inside; large transcendentals and products to NumPy), results
+computed in place of their reshape, which values need memory, the workspace's
+layout (:func:`workspace`), and how each result computed on demand is written,
+with its constants when finite (:func:`difgen.targets.c.finite.demand_plan`).
+The C names are the printer's, given out as it writes.
 """
 
 from __future__ import annotations

@@ -6,9 +6,12 @@ each as C: fused elementwise loops with scalar temporaries (stored where the
 program says a value needs memory), structural equations that are not views,
 reductions, matmul, NumPy's own ufunc loops and BLAS (:mod:`difgen.targets.c.calls`),
 the results computed on demand with their finite-constant path, and the copies of
-results not computed in place. It gives out storage as it writes: a local double,
-a result buffer, or the next doubles of the workspace (``dg_w``), so the
-workspace's layout is the order of the statements.
+results not computed in place. Names (temporaries, arrays, tables) are given
+out in the order the C reads them; an array lives in a result buffer or at the
+workspace offset (``dg_w``) the planner laid out, a scalar in a local double.
+What is computed, where and how is the program's; the printer only picks how
+to write it (index arithmetic or a table for an index map, ``memcpy``,
+``memset`` or nothing before a structural equation's loops).
 """
 
 from __future__ import annotations
@@ -54,7 +57,6 @@ class Printer:
         self, program: Program, inputs: list[tuple[str, tuple[int, ...]]], stem: str
     ) -> None:
         self.program = program
-        self.graph = program.graph
         self.outputs = program.outputs
         self.original_eqns = program.original_eqns
         self.producer = {e.out: e for e in program.original_eqns}
