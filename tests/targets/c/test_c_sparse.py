@@ -332,6 +332,7 @@ def test_demand_analysis_groups_and_budgets() -> None:
     elements computed once, constants 0 and 1 as literals; past its budget it
     declines (the result is then computed as usual)."""
     from difgen.frontend.tracing import trace
+    from difgen.targets.c import demand as c_demand
     from difgen.targets.c import loops as c_loops
 
     picked = np.array([0, 4, 4, 5, 9, 1])
@@ -354,12 +355,12 @@ def test_demand_analysis_groups_and_budgets() -> None:
     # weights 0 and 1 are literals of their own groups; 2.0 is the one other
     literals = {item[1] for g in demand.groups for item in g.skeleton if item[0] == "c"}
     assert {np.float64(v).tobytes() for v in (0.0, 1.0)} <= literals
-    budget = c_loops.PUSH_NODES
+    budget = c_demand.PUSH_NODES  # the analysis reads its budget there
     try:
-        c_loops.PUSH_NODES = 3
+        c_demand.PUSH_NODES = 3
         assert c_loops.demand_of(graph, out, {}) is None
     finally:
-        c_loops.PUSH_NODES = budget
+        c_demand.PUSH_NODES = budget
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_scenarios import operators_for
 
 import difgen
 import scenarios
@@ -35,6 +34,7 @@ from conftest import SUPPORT, TESTS, import_file
 from difgen.api import Status
 from difgen.errors import ConfigError
 from difgen.targets.c.compiling import EXTENSION_SUFFIX
+from scenario_cases import operators_for
 from test_integrations import forget_sampledf, sample_project  # noqa: F401
 
 EXAMPLES = TESTS.parent / "examples"

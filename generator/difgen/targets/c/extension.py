@@ -45,6 +45,7 @@ from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.targets.c import glue as c_glue
 from difgen.targets.c import points as c_points
 from difgen.targets.c import runtime as c_runtime
+from difgen.targets.c.arguments import convert_lines, parse_lines
 from difgen.targets.numpy.printer import CsrFormat, csr_format, index_itemsize
 from difgen.targets.parts import Function
 from difgen.targets.python.printer import (
@@ -269,24 +270,13 @@ def _arguments(op: Operator, spec: ModuleSpec, ys: tuple[int, ...]) -> list[Argu
     return args
 
 
-def _unpack(arg: Argument, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
+def _unpack(
+    arg: Argument, argv: str, symbols: np.ndarray, used: set[sp.Symbol]
+) -> list[str]:
     """Convert one argument and read the elements the code uses into doubles."""
     if arg.shape == ():
-        return [
-            f"double {arg.name};",
-            (
-                f'if ({PREFIX}scalar({{argv}}, "{arg.name}", &{arg.name}) < 0) '
-                f"goto {PREFIX}fail;"
-            ),
-        ]
-    lines = [
-        f"static const npy_intp {PREFIX}dims_{arg.name}[] = {_dims(arg.shape)};",
-        (
-            f"PyArrayObject *{PREFIX}a_{arg.name} = {PREFIX}array({{argv}}, "
-            f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name});'
-        ),
-        f"if ({PREFIX}a_{arg.name} == NULL) goto {PREFIX}fail;",
-    ]
+        return convert_lines(argv, arg.name, (), arg.name)
+    lines = convert_lines(argv, arg.name, arg.shape, f"{PREFIX}a_{arg.name}")
     reads = [
         (i, str(s)) for i, s in enumerate(symbols.ravel()) if s in used
     ]  # flat C order, as ``ravel().tolist()`` reads them
@@ -467,22 +457,14 @@ def c_function(
     csr_out = sparse_out(op, spec)
     names = [a.name for a in args] + ([naming.OUT] if takes_out or csr_out else [])
     nres = len(op.results)
-    quoted = ", ".join(f'"{n}"' for n in names)
-    body = [
-        f"PyObject *{PREFIX}argv[{len(names)}] = {{{_nulls(len(names))}}};",
+    declare = [
         f"PyObject *{PREFIX}res[{nres}] = {{{_nulls(nres)}}};",
         f"double *{PREFIX}d = NULL;",
         f"(void){PREFIX}d;",
-        f"static const char *const {PREFIX}names[] = {{{quoted}}};",
-        (
-            f'if ({PREFIX}parse("{op.name}", {PREFIX}args, {PREFIX}nargs, '
-            f"{PREFIX}kwnames, {PREFIX}names, {len(names)}, {len(args)}, "
-            f"{PREFIX}argv) < 0) return NULL;"
-        ),
     ]
+    body = parse_lines(op.name, names, len(args), declare)
     for i, arg in enumerate(args):
-        lines = _unpack(arg, code.arrays[arg.name], used)
-        body += [line.replace("{argv}", f"{PREFIX}argv[{i}]") for line in lines]
+        body += _unpack(arg, f"{PREFIX}argv[{i}]", code.arrays[arg.name], used)
     body += [f"const double {t} = {c_expr(e)};" for t, e in temps]
     it = iter(reduced)
     out = f"{PREFIX}argv[{len(args)}]" if takes_out or csr_out else None

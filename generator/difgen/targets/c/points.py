@@ -36,6 +36,7 @@ import sympy as sp
 from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.operators import Operator, result_shape, seed_shape
+from difgen.targets.c.arguments import convert_lines, parse_lines
 from difgen.targets.c.glue import PREFIX, dims, nulls, return_lines
 
 GIL_FREE_POINTS = 64
@@ -99,22 +100,12 @@ def _check_lines(args: list[PointsArgument]) -> list[str]:
             if j == 0:
                 lines.append(f"{PREFIX}k = PyArray_DIM((PyArrayObject *){slot}, 0);")
         elif arg.shape == ():
-            lines += [
-                f"double {PREFIX}s_{arg.name} = 0.0;",
-                (
-                    f'if ({PREFIX}scalar({argv}, "{arg.name}", &{PREFIX}s_{arg.name}) '
-                    f"< 0) goto {PREFIX}fail;"
-                ),
-            ]
+            into = f"{PREFIX}s_{arg.name}"
+            lines += convert_lines(argv, arg.name, (), into, initial="0.0")
         else:
-            lines += [
-                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
-                (
-                    f"{slot} = (PyObject *){PREFIX}array({argv}, "
-                    f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name});'
-                ),
-                f"if ({slot} == NULL) goto {PREFIX}fail;",
-            ]
+            lines += convert_lines(
+                argv, arg.name, arg.shape, slot, declared=False, cast="(PyObject *)"
+            )
     return lines
 
 
@@ -237,21 +228,14 @@ def points_function(
     shapes = [tuple(result_shape(k, xs, ys, batch)) for k in op.results]
     code = make_body(args, shapes)
     nargs, nres = len(args), len(op.results)
-    quoted = ", ".join(f'"{a.name}"' for a in args)
-    lines = [
-        f"PyObject *{PREFIX}argv[{nargs}] = {{{nulls(nargs)}}};",
+    declare = [
         f"PyObject *{PREFIX}in[{nargs}] = {{{nulls(nargs)}}};",
         f"PyObject *{PREFIX}res[{nres}] = {{{nulls(nres)}}};",
         f"double *{PREFIX}out[{nres}] = {{{nulls(nres)}}};",
         *code.declare,
-        f"static const char *const {PREFIX}names[] = {{{quoted}}};",
-        (
-            f'if ({PREFIX}parse("{name}", {PREFIX}args, {PREFIX}nargs, '
-            f"{PREFIX}kwnames, {PREFIX}names, {nargs}, {nargs}, {PREFIX}argv) < 0) "
-            "return NULL;"
-        ),
-        *_check_lines(args),
     ]
+    lines = parse_lines(name, [a.name for a in args], nargs, declare)
+    lines += _check_lines(args)
     for r, shape in enumerate(shapes):
         lines += [
             f"npy_intp {PREFIX}rdims_{r}[] = {dims([f'{PREFIX}k', *shape])};",

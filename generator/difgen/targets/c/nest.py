@@ -1,0 +1,258 @@
+"""The printer's pieces: C literals, ``static const`` tables, loop nests whose
+accesses are index maps (affine ones as index arithmetic, the others as tables)
+and one element of an elementwise equation as C (docs/design.md, section 10).
+Used by :mod:`difgen.targets.c.printer` only."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from difgen.core.ir import Lit
+from difgen.targets.c.extension import (
+    C_HELPERS,
+    C_LIBRARY,
+    PREFIX,
+    Unsupported,
+    c_expr,
+)
+from difgen.targets.c.moves import affine
+from difgen.targets.c.program import CONST_LIMIT, NoLoopForm, Store
+
+_KNOWN_CALLS = C_HELPERS | C_LIBRARY
+"""Functions the generated C file defines or includes (an elementwise rule that
+prints another call has no loop form: refusing beats a compile error)."""
+
+
+def c_number(value: float) -> str:
+    """A double as a C literal (``INFINITY``, ``NAN`` for the specials)."""
+    value = float(value)
+    if np.isnan(value):
+        return "NAN"
+    if value in (float("inf"), float("-inf")):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    text = repr(value)
+    return f"({text})" if text.startswith("-") else text
+
+
+@dataclass
+class Access:
+    """One read or write in a loop: a base and its flat positions per iteration."""
+
+    base: Store
+    positions: np.ndarray  # int64, the loop's shape
+
+
+class Tables:
+    """The ``static const`` tables of one C function (equal tables shared)."""
+
+    def __init__(self, stem: str) -> None:
+        self.stem = stem
+        self.lines: list[str] = []
+        self._names: dict[tuple[str, bytes], str] = {}
+
+    def ints(self, values: np.ndarray) -> str:
+        flat = np.ascontiguousarray(values, dtype=np.int64).ravel()
+        return self._add("int", flat, [str(int(v)) for v in flat])
+
+    def doubles(self, values: np.ndarray) -> str:
+        flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
+        if flat.size > CONST_LIMIT:
+            raise NoLoopForm(f"a constant of {flat.size} elements")
+        return self._add("double", flat, [c_number(v) for v in flat])
+
+    def _add(self, ctype: str, flat: np.ndarray, items: list[str]) -> str:
+        key = (ctype, flat.tobytes())
+        if key not in self._names:
+            name = f"{PREFIX}{self.stem}_t{len(self._names)}"
+            self._names[key] = name
+            rows = [", ".join(items[i : i + 8]) for i in range(0, len(items), 8)]
+            body = ",\n    ".join(rows) if rows else "0"
+            self.lines.append(
+                f"static const {ctype} {name}[{max(len(items), 1)}] = {{\n    {body}\n}};"
+            )
+        return self._names[key]
+
+
+def _coalesce(
+    shape: tuple[int, ...], strides: list[tuple[int, ...]]
+) -> tuple[list[int], list[list[int]]]:
+    """Merge adjacent loop dimensions every affine access walks as one (and drop
+    dimensions of length 1): most loops become one flat loop."""
+    dims = [d for d, n in enumerate(shape) if n != 1]
+    sizes = [shape[d] for d in dims]
+    st = [[s[d] for d in dims] for s in strides]
+    d = len(sizes) - 2
+    while d >= 0:
+        if all(s[d] == s[d + 1] * sizes[d + 1] for s in st):
+            sizes[d] *= sizes[d + 1]
+            for s in st:
+                s[d] = s[d + 1]
+                del s[d + 1]
+            del sizes[d + 1]
+        d -= 1
+    return sizes, st
+
+
+MARK = "\x00"
+
+
+class LoopNest:
+    """A loop nest over ``shape`` whose body refers to accesses by marker."""
+
+    def __init__(self, shape: tuple[int, ...], tables: Tables) -> None:
+        self.shape = shape
+        self.tables = tables
+        self.accesses: list[Access] = []
+
+    def at(self, base: Store, positions: np.ndarray) -> str:
+        """A marker standing for ``base[positions at the loop index]``."""
+        if base.shape == ():
+            return base.name
+        self.accesses.append(Access(base, np.asarray(positions, dtype=np.int64)))
+        return f"{MARK}{len(self.accesses) - 1}{MARK}"
+
+    def render(
+        self,
+        comment: str,
+        before: list[str],
+        body: list[str],
+        after: list[str],
+        inner: int | None = None,
+        inner_pre: Sequence[str] = (),
+        inner_post: Sequence[str] = (),
+    ) -> list[str]:
+        """The nest as C. With ``inner``, the last loop dimension (length
+        ``inner``) is a reduction loop: ``inner_pre`` and ``inner_post`` run around it
+        (accesses there have positions over the outer dimensions only)."""
+        outer = self.shape[:-1] if inner is not None else self.shape
+        forms: list[tuple[int, tuple[int, ...], int | None] | None] = []
+        strides = []
+        for a in self.accesses:
+            pos = a.positions
+            full = pos.shape == self.shape
+            if inner is not None and full:
+                found = affine(pos)
+                split = (
+                    None if found is None else (found[0], found[1][:-1], found[1][-1])
+                )
+            else:
+                found = affine(pos)
+                split = None if found is None else (found[0], found[1], None)  # type: ignore[assignment]
+            forms.append(split)
+            if split is not None:
+                strides.append(split[1])
+        sizes, merged = _coalesce(outer, strides)
+        loop = [f"{PREFIX}i{d}" for d in range(len(sizes))]
+        uses_table = any(f is None for f in forms)
+        flat = loop[0] if len(sizes) == 1 else f"{PREFIX}n"
+        texts = []
+        k_iter = 0
+        for a, form in zip(self.accesses, forms):
+            if form is None:
+                table = self.tables.ints(a.positions)
+                index = flat if len(sizes) else "0"
+                if inner is not None and a.positions.shape == self.shape:
+                    index = f"({index}) * {inner} + {PREFIX}k" if inner else index
+                texts.append(f"{a.base.name}[{table}[{index}]]")
+                continue
+            offset, _, kstride = form
+            parts = [str(offset)] if offset else []
+            for var, s in zip(loop, merged[k_iter]):
+                if s:
+                    parts.append(var if s == 1 else f"{s} * {var}")
+            k_iter += 1
+            if kstride:
+                parts.append(f"{PREFIX}k" if kstride == 1 else f"{kstride} * {PREFIX}k")
+            texts.append(f"{a.base.name}[{' + '.join(parts) or '0'}]")
+
+        def fill(line: str) -> str:
+            return re.sub(f"{MARK}(\\d+){MARK}", lambda m: texts[int(m.group(1))], line)
+
+        core = [fill(line) for line in body]
+        if inner is not None:
+            core = [
+                *(fill(line) for line in inner_pre),
+                f"for (npy_intp {PREFIX}k = 0; {PREFIX}k < {inner}; {PREFIX}k++) {{",
+                *(f"    {line}" for line in core),
+                "}",
+                *(fill(line) for line in inner_post),
+            ]
+        if uses_table and len(sizes) > 1:
+            core.append(f"{PREFIX}n++;")
+        lines = [f"/* {comment} */", "{"]
+        lines += [f"    {fill(line)}" for line in before]
+        if uses_table and len(sizes) > 1:
+            lines.append(f"    npy_intp {PREFIX}n = 0;")
+        depth = 1
+        for var, n in zip(loop, sizes):
+            pad = "    " * depth
+            lines.append(f"{pad}for (npy_intp {var} = 0; {var} < {n}; {var}++) {{")
+            depth += 1
+        lines += ["    " * depth + line for line in core]
+        for _ in sizes:
+            depth -= 1
+            lines.append("    " * depth + "}")
+        lines += [f"    {fill(line)}" for line in after]
+        lines.append("}")
+        return lines
+
+
+_ELEMENT_CACHE: dict[Any, str] = {}
+
+
+def element_text(eqn: Any, operands: list[str]) -> str:
+    """One element of an elementwise equation as C, from its primitive's SymPy
+    rule applied to scalar symbols (booleans are doubles 0.0/1.0 in the loops)."""
+    prim = eqn.primitive
+    dtypes = tuple(a.dtype for a in eqn.inputs)
+    key = (prim.name, eqn.params, dtypes, eqn.out.dtype)
+    if key not in _ELEMENT_CACHE:
+        syms = [sp.Symbol(f"{PREFIX}s{i}") for i in range(len(eqn.inputs))]
+        logical = eqn.out.dtype == "bool" or prim.name == "where"
+        args = []
+        for s, dtype in zip(syms, dtypes):
+            value: Any = sp.Ne(s, 0) if dtype == "bool" and logical else s
+            args.append(np.array(value, dtype=object))
+        try:
+            result = prim.lower_sympy(*args, **eqn.params.as_dict())
+            text = c_expr(np.asarray(result, dtype=object)[()])
+        except (Unsupported, Exception) as exc:  # noqa: BLE001 (any rule failing)
+            raise NoLoopForm(f"{prim.name} ({type(exc).__name__})") from None
+        calls = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", text))
+        unknown = sorted(calls - _KNOWN_CALLS)
+        if unknown:
+            raise NoLoopForm(f"{prim.name} (no C function {', '.join(unknown)})")
+        _ELEMENT_CACHE[key] = text
+    text = _ELEMENT_CACHE[key]
+    if prim.name == "pow" and _is_half(eqn.inputs[1]):
+        # NumPy's x ** 0.5 is its sqrt loop: NaN at -inf and -0.0 at -0.0, where
+        # pow(x, 0.5) gives inf and 0.0
+        text = f"sqrt({PREFIX}s0)"
+    return re.sub(
+        f"\\b{PREFIX}s(\\d+)\\b", lambda m: f"({operands[int(m.group(1))]})", text
+    )
+
+
+def _is_half(atom: Any) -> bool:
+    """A literal exponent of 0.5 (NumPy's power takes its sqrt fast path)."""
+    return isinstance(atom, Lit) and atom.value.size == 1 and float(atom.value) == 0.5
+
+
+def eqn_text(eqn: Any) -> str:
+    """The IR equation, short, safe in a C comment."""
+    params = ", ".join(f"{k}={_short(v)}" for k, v in eqn.params.as_dict().items())
+    head = eqn.primitive.name + (f"[{params}]" if params else "")
+    shape = ",".join(str(n) for n in eqn.out.shape)
+    text = f"f64[{shape}] = {head}"
+    return text.replace("*/", "* /")[:100]
+
+
+def _short(value: Any) -> str:
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 24 else text[:21] + "..."

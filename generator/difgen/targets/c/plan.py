@@ -1,0 +1,381 @@
+"""Planning: one operator graph as a :class:`~difgen.targets.c.program.Program`
+(docs/design.md, section 10), without C text.
+
+The passes, in the order :meth:`Planner.program` runs them: constant folding
+(equations of constants evaluated at build time by the primitive's ``impl``),
+results computed on demand (:meth:`Planner.on_demand`, over
+:mod:`difgen.targets.c.demand`), views (structural equations that read each
+element from one element of one input: an index map, no code), fusion of
+elementwise chains of one shape into loop groups (reductions of their values
+accumulating inside; large transcendentals and products to NumPy), results
+computed in place of their reshape, which values need memory, the workspace's
+layout (:func:`workspace`), and how each result computed on demand is written,
+with its constants when finite (:func:`difgen.targets.c.finite.demand_plan`).
+The C names are the printer's, given out as it writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from difgen.core.ir import Graph, Lit, Var, dce
+from difgen.targets.c.demand import Demand, demand_of
+from difgen.targets.c.finite import demand_plan
+from difgen.targets.c.moves import STRUCTURAL, affine, moves_of
+from difgen.targets.c.program import (
+    CONST_LIMIT,
+    Group,
+    Moves,
+    NoLoopForm,
+    Program,
+    Step,
+    Store,
+)
+
+UFUNCS = frozenset(
+    {
+        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh",
+        "cosh", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arcsinh",
+        "arccosh", "arctanh", "cbrt",
+    }
+)  # fmt: skip
+"""Transcendentals whose NumPy loops (SIMD) beat the C library's per element."""
+
+UFUNC_SIZE = 512
+"""From this many elements, a transcendental calls NumPy's loop (~1 us a call)."""
+
+BLAS_WORK = 4096
+"""Products of at least this many multiply-adds go to NumPy's dot (BLAS)."""
+
+REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min"})
+"""Reductions with a loop form (the printer's ``REDUCTIONS`` holds their C)."""
+
+LOOPS = frozenset({*REDUCTIONS, "matmul"})
+"""Non-elementwise, non-structural primitives with a loop form."""
+
+
+def _kind(eqn: Any) -> str:
+    """Which loop form an equation (on argument-dependent values) takes."""
+    name = eqn.primitive.name
+    if any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)):
+        # the loops compute in doubles: int64 arithmetic (overflow, floor
+        # division) is NumPy's only in the vector emission
+        raise NoLoopForm(f"{name} on int64 values")
+    if eqn.primitive.elementwise:
+        return "elementwise"
+    if name in STRUCTURAL:
+        return "structural"
+    if name in LOOPS:
+        return name if name == "matmul" else "reduction"
+    raise NoLoopForm(name)
+
+
+class Planner:
+    """The passes over one operator graph (see the module docstring)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph  # what remains to compile as usual (see on_demand)
+        self.outputs = graph.outputs
+        self.original_eqns = graph.eqns
+        self.producer = {e.out: e for e in graph.eqns}
+        self.moves: dict[Var, Moves] = {}
+        self.view_of: dict[Var, tuple[Any, np.ndarray]] = {}
+        self.view_root: dict[Var, Var] = {}
+        self.result_of: dict[Var, Store] = {}
+        self.group_of: dict[Var, int] = {}
+        self.in_place: set[Var] = set()  # results computed as their reshape
+        self.consts: dict[Var, np.ndarray] = {}
+        for var in graph.inputs:
+            if var.dtype != "float64":
+                raise NoLoopForm(f"a {var.dtype} argument")
+
+    def program(self, results: list[Store | None]) -> Program:
+        """The graph planned to compute into ``results`` (a Store per output
+        that is written directly; None: copied at the end)."""
+        demands = self.on_demand(results)
+        pushed = {d.out for d, _ in demands}
+        for out, store in zip(self.outputs, results):
+            if (
+                store is not None
+                and isinstance(out, Var)
+                and out not in self.result_of
+                and out not in pushed
+            ):
+                self.result_of[out] = store
+        items = self.plan()
+        self._reshaped_results(results)
+        needs = self._needs_store(items)
+        offsets, work = workspace(items, needs, self.result_of)
+        planned = [
+            demand_plan(demand, store, self.original_eqns, self.view_of)
+            for demand, store in demands
+        ]
+        return Program(
+            self.graph,
+            self.outputs,
+            self.original_eqns,
+            items,
+            self.consts,
+            self.moves,
+            self.view_of,
+            self.result_of,
+            self.in_place,
+            needs,
+            planned,
+            offsets,
+            work,
+        )
+
+    def plan(self) -> list[Group | Step]:
+        """Equations into loop groups and steps; views and constants need none.
+
+        An elementwise equation joins the current group when it has the group's
+        shape and reads no reduction still accumulating in it, nor a view of one of
+        its values (the loop has not written all of them yet)."""
+        plan: list[Group | Step] = []
+        group: Group | None = None
+        for eqn in self.graph.eqns:
+            if self._constant(eqn):
+                continue
+            kind = _kind(eqn)
+            if kind == "structural" and self._view(eqn):
+                continue
+            if kind == "elementwise" and self._ufunc(eqn):
+                group = None
+                plan.append(Step(eqn))
+                continue
+            if kind == "elementwise":
+                shape = tuple(eqn.out.shape)
+                if group is None or not self._joins(eqn, group, shape):
+                    group = Group(len(plan), shape)
+                    plan.append(group)
+            elif (
+                kind == "reduction" and group is not None and self._fusable(eqn, group)
+            ):
+                group.pending.add(eqn.out)
+            else:
+                group = None
+                plan.append(Step(eqn, kind == "matmul" and self._blas(eqn)))
+                continue
+            group.eqns.append(eqn)
+            self.group_of[eqn.out] = group.index
+        return plan
+
+    def _ufunc(self, eqn: Any) -> bool:
+        """A transcendental over many elements is NumPy's own ufunc loop, called
+        on the operand's memory: NumPy's SIMD ``exp``/``tanh``/``log`` are several
+        times faster than the C library's, and give NumPy's exact results."""
+        impl = eqn.primitive.impl
+        if not (isinstance(impl, np.ufunc) and impl.__name__ in UFUNCS):
+            return False
+        (a,) = eqn.inputs
+        if eqn.out.size < UFUNC_SIZE or not isinstance(a, Var) or a in self.consts:
+            return False
+        if a.dtype != "float64" or a.shape != eqn.out.shape:
+            return False
+        return self._in_memory(a)
+
+    def _blas(self, eqn: Any) -> bool:
+        """A large 1-D/2-D ``a @ b`` is NumPy's own ``dot`` (BLAS), on arrays
+        that wrap the operands' memory: the loops would be slower than BLAS."""
+        a, b = eqn.inputs
+        k = a.shape[-1]
+        if a.ndim > 2 or b.ndim > 2 or eqn.out.size * k < BLAS_WORK or k == 0:
+            return False
+        return eqn.out.shape != () and self._in_memory(a) and self._in_memory(b)
+
+    def _in_memory(self, atom: Any) -> bool:
+        """Whether NumPy can be handed ``atom``'s elements where they lie: a
+        constant (a table), a value in memory, or a view of one at affine
+        positions with non-negative strides."""
+        if isinstance(atom, Lit) or atom in self.consts or atom not in self.view_of:
+            return True
+        found = affine(self.view_of[atom][1])
+        return found is not None and all(s >= 0 for s in found[1])
+
+    def _joins(self, eqn: Any, group: Group, shape: tuple[int, ...]) -> bool:
+        if group.shape != shape:
+            return False
+        for a in eqn.inputs:
+            if not isinstance(a, Var):
+                continue
+            if a in group.pending:
+                return False
+            root = self.view_root.get(a)
+            if root is not None and self.group_of.get(root) == group.index:
+                return False
+        return True
+
+    def _fusable(self, eqn: Any, group: Group) -> bool:
+        (a,) = eqn.inputs
+        return (
+            isinstance(a, Var)
+            and self.group_of.get(a) == group.index
+            and a not in group.pending
+            and tuple(a.shape) == group.shape
+        )
+
+    def _constant(self, eqn: Any) -> bool:
+        """Evaluate an equation of constants at build time (NumPy, as the vector
+        emission hoists it to import time)."""
+        if eqn.out in self.consts:
+            return True
+        if any(isinstance(a, Var) and a not in self.consts for a in eqn.inputs):
+            return False
+        if eqn.primitive.name in ("cond", "while_loop", "sweep"):
+            return False
+        if eqn.out.size > CONST_LIMIT:
+            raise NoLoopForm(
+                f"{eqn.primitive.name} (a constant of {eqn.out.size} elements)"
+            )
+        args = [a.value if isinstance(a, Lit) else self.consts[a] for a in eqn.inputs]
+        value = np.asarray(eqn.primitive.impl(*args, **eqn.params.as_dict()))
+        if value.dtype.kind not in "fb" and not (
+            value.dtype.kind in "iu" and np.all(np.abs(value) < 2**53)
+        ):
+            return False
+        self.consts[eqn.out] = value.astype(np.float64)
+        return True
+
+    def _view(self, eqn: Any) -> bool:
+        """A structural equation reading each element from one element of one
+        stored (or viewed) input: a view, no code."""
+        const = {
+            i: (a.value if isinstance(a, Lit) else self.consts[a])
+            for i, a in enumerate(eqn.inputs)
+            if isinstance(a, Lit) or a in self.consts
+        }
+        moves = moves_of(eqn, const)
+        self.moves[eqn.out] = moves
+        if np.any(moves.constants) or any(len(t) != 1 for t in moves.terms):
+            return False
+        slots = {t[0][0] for t in moves.terms}
+        if len(slots) != 1:
+            return False
+        (slot,) = slots
+        src = eqn.inputs[slot]
+        if isinstance(src, Lit) or src in self.consts:
+            return False  # a view of a constant is folded already
+        table = np.array([t[0][1] for t in moves.terms], dtype=np.int64)
+        if src in self.view_of:  # a view of a view reads the first one's source
+            src, first = self.view_of[src]
+            table = first.reshape(-1)[table]
+        self.view_of[eqn.out] = (src, table.reshape(eqn.out.shape))
+        self.view_root[eqn.out] = src
+        return True
+
+    def on_demand(self, results: list[Store | None]) -> list[tuple[Demand, Store]]:
+        """Results to compute at their own elements only (:class:`Demand`): a
+        structural result (a gather of a sparse jacobian's nonzeros out of the
+        colors' compressed columns, say) whose dependencies are elementwise
+        equations and moves, when that is fewer operations than computing those
+        equations over their whole shapes. The graph left to compile as usual
+        becomes the equations the other results and the demands' leaves need."""
+        for eqn in self.graph.eqns:  # constants first: the analysis folds them
+            self._constant(eqn)
+        read = {a for e in self.graph.eqns for a in e.inputs if isinstance(a, Var)}
+        outputs = [o for o in self.outputs if isinstance(o, Var)]
+        chosen: list[tuple[Demand, Store]] = []
+        for out, store in zip(self.outputs, results):
+            if not isinstance(out, Var):
+                continue
+            made_by = self.producer.get(out)
+            if (
+                store is None
+                or made_by is None
+                or made_by.primitive.name not in STRUCTURAL
+                or out in read
+                or out in self.consts
+                or outputs.count(out) != 1
+            ):
+                continue
+            demand = demand_of(self.graph, out, self.consts)
+            if demand is None or not any(
+                item[0] == "e" for g in demand.groups for item in g.skeleton
+            ):
+                continue
+            before = self._rest_graph([d for d, _ in chosen]).eqns
+            after = {
+                e.out for e in self._rest_graph([*(d for d, _ in chosen), demand]).eqns
+            }
+            saved = sum(
+                e.out.size
+                for e in before
+                if e.out not in after and e.out not in self.consts
+            )
+            if demand.operations < saved:  # elements computed, either way
+                chosen.append((demand, store))
+        if chosen:
+            self.graph = self._rest_graph([d for d, _ in chosen])
+        return chosen
+
+    def _rest_graph(self, demands: list[Demand]) -> Graph:
+        """The graph without the demands' results, plus their leaves as outputs."""
+        pushed = {d.out for d in demands}
+        outputs = [o for o in self.outputs if not (isinstance(o, Var) and o in pushed)]
+        inputs = set(self.graph.inputs)
+        for d in demands:
+            outputs += [v for v in d.leaves if v not in inputs and v not in outputs]
+        return dce(Graph(self.graph.inputs, tuple(outputs), self.graph.eqns))
+
+    def _reshaped_results(self, results: list[Store | None]) -> None:
+        """A result that is a reshape of a computed value (a dense hessian from
+        its flat scatter): that value is computed into the result buffer."""
+        for out, store in zip(self.outputs, results):
+            if store is None or not isinstance(out, Var) or out not in self.view_of:
+                continue
+            src, table = self.view_of[out]
+            computed = src not in self.graph.inputs and src not in self.consts
+            if (
+                computed
+                and src not in self.result_of
+                and src.size == out.size
+                and np.array_equal(table.reshape(-1), np.arange(out.size))
+            ):
+                self.result_of[src] = Store(store.name, tuple(src.shape))
+                self.in_place.add(out)
+
+    def _needs_store(self, plan: list[Group | Step]) -> set[Var]:
+        """Values of a loop group read outside it (or results) need an array."""
+        needs: set[Var] = {v for v in self.graph.outputs if isinstance(v, Var)}
+        where: dict[Var, int] = {}
+        for k, item in enumerate(plan):
+            eqns = item.eqns if isinstance(item, Group) else [item.eqn]
+            for eqn in eqns:
+                where[eqn.out] = k
+        for k, item in enumerate(plan):
+            eqns = item.eqns if isinstance(item, Group) else [item.eqn]
+            for eqn in eqns:
+                for a in eqn.inputs:
+                    if isinstance(a, Var) and where.get(a, k) != k:
+                        needs.add(a)
+        for src, _ in self.view_of.values():
+            needs.add(src)
+        for item in plan:
+            if isinstance(item, Group):
+                needs.update(item.pending)
+        return needs
+
+
+def workspace(
+    items: list[Group | Step], needs: set[Var], result_of: dict[Var, Store]
+) -> tuple[dict[Var, int], int]:
+    """The workspace's layout: each array the program computes that is no result
+    buffer (a value of a loop that needs memory, a reduction, a step's result)
+    takes the next doubles, in the order the program computes them; scalars are
+    local doubles. Returns the offsets and the doubles in all."""
+    offsets: dict[Var, int] = {}
+    work = 0
+    for item in items:
+        grouped = isinstance(item, Group)
+        for eqn in item.eqns if isinstance(item, Group) else [item.eqn]:
+            out = eqn.out
+            if grouped and eqn.primitive.elementwise and out not in needs:
+                continue  # a scalar temporary of its loop
+            if out in result_of or out.shape == ():
+                continue
+            offsets[out] = work
+            work += out.size
+    return offsets, work

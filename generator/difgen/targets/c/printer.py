@@ -1,0 +1,484 @@
+"""The printer: a planned :class:`~difgen.targets.c.program.Program` as the C
+statements of one operator (docs/design.md, section 10).
+
+:class:`Printer` visits the program's loop groups and steps in order and writes
+each as C: fused elementwise loops with scalar temporaries (stored where the
+program says a value needs memory), structural equations that are not views,
+reductions, matmul, NumPy's own ufunc loops and BLAS (:mod:`difgen.targets.c.calls`),
+the results computed on demand with their finite-constant path, and the copies of
+results not computed in place. Names (temporaries, arrays, tables) are given
+out in the order the C reads them; an array lives in a result buffer or at the
+workspace offset (``dg_w``) the planner laid out, a scalar in a local double.
+What is computed, where and how is the program's; the printer only picks how
+to write it (index arithmetic or a table for an index map, ``memcpy``,
+``memset`` or nothing before a structural equation's loops).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from difgen.core.ir import Lit, Var
+from difgen.targets.c import calls
+from difgen.targets.c.demand import Demand, DemandGroup
+from difgen.targets.c.extension import PREFIX
+from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
+from difgen.targets.c.moves import STRUCTURAL, broadcast_positions
+from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text, eqn_text
+from difgen.targets.c.program import (
+    Fused,
+    Group,
+    Program,
+    Step,
+    Store,
+    Value,
+    View,
+    store_size,
+)
+
+REDUCTIONS = {
+    "reduce_sum": ("0.0", "{acc} + {v}"),
+    "reduce_prod": ("1.0", "{acc} * {v}"),
+    "reduce_max": ("-INFINITY", "_maximum({acc}, {v})"),
+    "reduce_min": ("INFINITY", "_minimum({acc}, {v})"),
+}
+"""Reductions: the accumulator's start and its update (NaN-propagating extrema)."""
+
+EXPONENT = "0x7ff0000000000000ULL"
+"""The exponent bits of a double: all set for inf and NaN only."""
+
+
+class Printer:
+    """One planned operator graph as the body of a C function."""
+
+    def __init__(
+        self, program: Program, inputs: list[tuple[str, tuple[int, ...]]], stem: str
+    ) -> None:
+        self.program = program
+        self.outputs = program.outputs
+        self.original_eqns = program.original_eqns
+        self.producer = {e.out: e for e in program.original_eqns}
+        self.tables = Tables(stem)
+        self.moves = program.moves
+        self.view_of = program.view_of
+        self.result_of = program.result_of
+        self.in_place = program.in_place
+        self.consts = program.consts
+        self.values: dict[Var, Value] = {}
+        self.work = program.work  # doubles of workspace
+        self.calls_numpy = False  # NumPy's ufunc loops or dot: the GIL is needed
+        self.lines: list[str] = []
+        self.counter = 0
+        for var, (name, shape) in zip(program.graph.inputs, inputs):
+            self.values[var] = Store(name, shape)
+
+    # ---------------------------------------------------------------- storage
+    def _fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{PREFIX}{stem}{self.counter}"
+
+    def _array(self, var: Var) -> Store:
+        """Storage for ``var``: a result buffer, a local double or its planned
+        place in the workspace (:func:`~difgen.targets.c.plan.workspace`)."""
+        if var in self.result_of:
+            return self.result_of[var]
+        if var.shape == ():
+            name = self._fresh("v")
+            self.lines.append(f"double {name};")
+            return Store(name, ())
+        name = self._fresh("a")
+        offset = self.program.offsets[var]  # the workspace's layout is planned
+        self.lines.append(f"double *const {name} = {PREFIX}w + {offset};")
+        return Store(name, tuple(var.shape))
+
+    # ----------------------------------------------------------------- reads
+    def read(self, nest: LoopNest, atom: Any, positions: np.ndarray) -> str:
+        """C text of ``atom``'s elements at ``positions`` (flat, atom's layout)."""
+        if isinstance(atom, Lit):
+            if atom.value.size == 1:
+                return c_number(atom.value.ravel()[0])
+            base = Store(self.tables.doubles(atom.value), tuple(atom.shape))
+            return nest.at(base, positions)
+        if atom in self.consts:
+            value = self.consts[atom]
+            if value.size == 1:
+                return c_number(value.ravel()[0])
+            return nest.at(Store(self.tables.doubles(value), value.shape), positions)
+        v = self.values[atom]
+        if isinstance(v, Fused):
+            return v.name
+        if isinstance(v, View):
+            return nest.at(v.base, v.table.reshape(-1)[positions])
+        return nest.at(v, positions)
+
+    # ----------------------------------------------------------------- emit
+    def compile(self) -> list[str]:
+        """The statements computing the program into its result buffers."""
+        views_done: set[Var] = set()
+        for item in self.program.items:
+            self._views_before(views_done)
+            if isinstance(item, Group):
+                self._group(item, self.program.needs)
+            else:
+                self._step(item)
+        self._views_before(views_done)
+        for planned in self.program.demands:
+            self._demand_loops(planned)
+        return self.lines
+
+    def _demand_loops(self, planned: DemandPlan) -> None:
+        """The result's groups of elements, each element evaluated as the
+        equations would have computed it (the same operations on the same
+        doubles, in the same order); per-element constants are tables of the
+        group's length, constants the same for all its elements literals.
+
+        Elements that are one constant whenever the values they read are finite
+        (:func:`~difgen.targets.c.finite.finite_constant`: a sparse jacobian's
+        ``10.0 + a * 0.0``) are written as that constant after one vectorized
+        test that those values are finite; otherwise the loops compute them, NaN
+        and inf as NumPy does."""
+        demand, store = planned.demand, planned.store
+        count = len({len(g.targets) for g in demand.groups})
+        self.lines.append(
+            f"/* {eqn_text(self.producer[demand.out])}: computed at its "
+            f"{demand.out.size} elements only, in {count} loop"
+            f"{'s' if count != 1 else ''} */"
+        )
+        if planned.finite is None or planned.when_finite is None:
+            self.lines += self._groups_code(demand, planned.everywhere, store)
+        else:  # names and tables are given out in the order the C reads
+            flag, test = self._finite_test(planned.finite)
+            first = []
+            if not planned.finite.filled:  # one table of the constants first
+                table = self.tables.doubles(planned.finite.template)
+                size = store_size(store)
+                first.append(f"memcpy({store.name}, {table}, sizeof(double) * {size});")
+            when_finite = self._groups_code(demand, planned.when_finite, store)
+            everywhere = self._groups_code(demand, planned.everywhere, store)
+            self.lines += [
+                *test,
+                f"if ({flag} == 0) {{ /* every value read is finite */",
+                *(f"    {line}" for line in first),
+                *(f"    {line}" for line in when_finite),
+                "} else {",
+                *(f"    {line}" for line in everywhere),
+                "}",
+            ]
+        self.values[demand.out] = store
+
+    def _finite_test(self, finite: FinitePlan) -> tuple[str, list[str]]:
+        """A flag and the C that sets it when a value read is not finite (an
+        integer OR over the bits of all of each array they are read from)."""
+        bases: dict[str, tuple[int, bool]] = {}  # name: (doubles, a scalar)
+        for var in finite.tested:
+            base = self.values[var]
+            assert isinstance(base, Store)  # every value read has memory
+            bases[base.name] = (store_size(base), base.shape == ())
+        flag = self._fresh("nonfinite")
+        test = [f"npy_uint64 {flag} = 0;"]
+        for name, (n, scalar) in sorted(bases.items()):
+            words = f"((const npy_uint64 *){'&' if scalar else ''}{name})"
+            test.append(
+                f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {n}; {PREFIX}j++) "
+                f"{flag} |= ((({words}[{PREFIX}j] & {EXPONENT}) ^ "
+                f"{EXPONENT}) - 1) >> 63;"
+            )
+        return flag, test
+
+    def _groups_code(self, demand: Demand, layout: Layout, store: Store) -> list[str]:
+        """The C writing groups into ``store`` as ``layout`` plans: a constant
+        of more than half the elements first (``memset`` for zeros), then one
+        loop per group length."""
+        lines: list[str] = []
+        if layout.fill is not None:  # most elements are one constant: first
+            lines.append(_fill_line(store, layout.fill))
+        for together in layout.loops:
+            n = len(together[0].targets)
+            nest = LoopNest((n,), self.tables)
+            body: list[str] = []
+            for group in together:
+                body += self._group_body(nest, demand, group, store)
+            stored = sum(g.targets.size for g in together)
+            comment = f"{n} iterations, {stored} elements"
+            if len(together) > 1:
+                comment += f" of {len(together)} expression shapes"
+            lines += nest.render(comment, [], body, [])
+        return lines
+
+    def _group_body(
+        self, nest: LoopNest, demand: Demand, group: DemandGroup, store: Store
+    ) -> list[str]:
+        """One group's statements at the loop index: its skeleton's nodes in
+        order (reads and constants inlined, each operation a temporary), then
+        the stores of the value into each of its targets."""
+        n = len(group.targets)
+        texts: list[str] = []
+        body: list[str] = []
+        for k, item in enumerate(group.skeleton):
+            if item[0] == "v":
+                leaf = demand.leaves[item[1]]
+                texts.append(self.read(nest, leaf, group.reads[k]))
+            elif item[0] == "c" and item[1] is not None:
+                texts.append(c_number(np.frombuffer(item[1], np.float64)[0]))
+            elif item[0] == "c":
+                values = group.reads[k]
+                if len({v.tobytes() for v in values}) == 1:
+                    texts.append(c_number(values[0]))
+                else:
+                    table = Store(self.tables.doubles(values), (n,))
+                    texts.append(nest.at(table, np.arange(n, dtype=np.int64)))
+            else:
+                if item[0] == "e":
+                    eqn = self.original_eqns[item[1]]
+                    text = element_text(eqn, [texts[c] for c in item[2]])
+                    note = eqn_text(eqn)
+                else:
+                    text = " + ".join(f"({texts[c]})" for c in item[1])
+                    note = "moved terms added"
+                temp = self._fresh("e")
+                body.append(f"const double {temp} = {text}; /* {note} */")
+                texts.append(temp)
+        return body + [
+            f"{nest.at(store, group.targets[:, j])} = {texts[-1]};"
+            for j in range(group.targets.shape[1])
+        ]
+
+    def _views_before(self, done: set[Var]) -> None:
+        """Resolve views whose sources are known (views of views compose)."""
+        for out, (src, table) in self.view_of.items():
+            if out in done or src not in self.values:
+                continue
+            v = self.values[src]
+            if isinstance(v, Store):
+                self.values[out] = View(v, table)
+            else:
+                continue
+            done.add(out)
+        # a view that is a result is copied into the result by the caller
+
+    def _group(self, group: Group, needs: set[Var]) -> None:
+        shape = group.shape
+        nest = LoopNest(shape, self.tables)
+        here = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+        before: list[str] = []
+        body: list[str] = []
+        after: list[str] = []
+        stored: dict[Var, Store] = {}
+        for eqn in group.eqns:
+            if eqn.primitive.elementwise:
+                operands = [
+                    self.read(nest, a, broadcast_positions(a, shape))
+                    for a in eqn.inputs
+                ]
+                text = element_text(eqn, operands)
+                temp = self._fresh("e")
+                body.append(f"const double {temp} = {text}; /* {eqn_text(eqn)} */")
+                self.values[eqn.out] = Fused(temp, group.index)
+                if eqn.out in needs:
+                    store = self._array(eqn.out)
+                    body.append(f"{nest.at(store, here.reshape(shape))} = {temp};")
+                    stored[eqn.out] = store
+                continue
+            # a reduction of a value of this loop
+            (a,) = eqn.inputs
+            start, update = REDUCTIONS[eqn.primitive.name]
+            store = self._array(eqn.out)
+            out_pos = _reduced_positions(shape, eqn.params.as_dict()["axes"])
+            target = nest.at(store, out_pos)
+            value = self.read(nest, a, here.reshape(shape))
+            if store.shape == ():
+                before.append(f"{store.name} = {start};")
+            else:
+                before.append(
+                    f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {store_size(store)}; "
+                    f"{PREFIX}j++) {store.name}[{PREFIX}j] = {start};"
+                )
+            body.append(
+                f"{target} = {update.format(acc=target, v=value)}; "
+                f"/* {eqn_text(eqn)} */"
+            )
+            stored[eqn.out] = store
+        count = len(group.eqns)
+        comment = f"{count} equation{'s' if count > 1 else ''} fused over {shape}"
+        self.lines += nest.render(comment, before, body, after)
+        self.values.update(stored)  # read from memory after the loop
+
+    def _step(self, step: Step) -> None:
+        eqn = step.eqn
+        name = eqn.primitive.name
+        if eqn.primitive.elementwise:
+            calls.ufunc_call(self, eqn)
+        elif name in STRUCTURAL:
+            self._structural(eqn)
+        elif name in REDUCTIONS:
+            self._reduction(eqn)
+        else:
+            self._matmul(eqn, step.blas)
+
+    def _structural(self, eqn: Any) -> None:
+        """Zeros (or the constant elements), then one loop per term rank and input,
+        assigning first writes and adding later ones, in NumPy's order."""
+        moves = self.moves[eqn.out]
+        store = self._array(eqn.out)
+        size = eqn.out.size
+        comment = eqn_text(eqn)
+        if store.shape == ():
+            first = moves.terms[0]
+            parts = (
+                [c_number(moves.constants[0])]
+                if moves.constants[0] or not first
+                else []
+            )
+            nest = LoopNest((), self.tables)
+            for slot, index in first:
+                parts.append(self.read(nest, eqn.inputs[slot], np.array(index)))
+            self.lines += [f"{store.name} = {' + '.join(parts)}; /* {comment} */"]
+            return
+        if np.any(moves.constants):
+            table = self.tables.doubles(moves.constants)
+            init = [f"memcpy({store.name}, {table}, sizeof(double) * {size});"]
+        elif all(moves.terms):  # every element is assigned below
+            init = []
+        else:
+            init = [f"memset({store.name}, 0, sizeof(double) * {size});"]
+        self.lines += [f"/* {comment} */", *init]
+        rank = 0
+        while True:
+            pairs: dict[int, tuple[list[int], list[int]]] = {}
+            for o, terms in enumerate(moves.terms):
+                if len(terms) > rank:
+                    slot, index = terms[rank]
+                    pairs.setdefault(slot, ([], []))
+                    pairs[slot][0].append(o)
+                    pairs[slot][1].append(index)
+            if not pairs:
+                break
+            for slot in sorted(pairs):
+                outs, ins = (np.array(p, dtype=np.int64) for p in pairs[slot])
+                src_atom = eqn.inputs[slot]
+                if np.array_equal(ins, np.arange(src_atom.size)):
+                    # every element of the input once, in order: loop over its
+                    # shape, where concatenation and padding are affine
+                    outs = outs.reshape(src_atom.shape)
+                    ins = ins.reshape(src_atom.shape)
+                nest = LoopNest(outs.shape, self.tables)
+                src = self.read(nest, eqn.inputs[slot], ins)
+                dst = nest.at(store, outs)
+                assign = "=" if rank == 0 and not np.any(moves.constants) else "+="
+                self.lines += nest.render(
+                    f"input {slot}, term {rank}", [], [f"{dst} {assign} {src};"], []
+                )
+            rank += 1
+        self.values[eqn.out] = store
+
+    def _reduction(self, eqn: Any) -> None:
+        (a,) = eqn.inputs
+        shape = tuple(a.shape)
+        start, update = REDUCTIONS[eqn.primitive.name]
+        store = self._array(eqn.out)
+        nest = LoopNest(shape, self.tables)
+        here = np.arange(a.size, dtype=np.int64).reshape(shape)
+        value = self.read(nest, a, here)
+        target = nest.at(store, _reduced_positions(shape, eqn.params.as_dict()["axes"]))
+        if store.shape == ():
+            before = [f"{store.name} = {start};"]
+        else:
+            before = [
+                (
+                    f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {store_size(store)}; "
+                    f"{PREFIX}j++) {store.name}[{PREFIX}j] = {start};"
+                )
+            ]
+        body = [f"{target} = {update.format(acc=target, v=value)};"]
+        self.lines += nest.render(eqn_text(eqn), before, body, [])
+        self.values[eqn.out] = store
+
+    def _matmul(self, eqn: Any, blas: bool) -> None:
+        """``a @ b`` with NumPy's 1-D and broadcast rules: a loop over the result
+        and an inner loop over the contracted axis, accumulated in a register (or
+        NumPy's BLAS for large products, :func:`~difgen.targets.c.calls.blas`)."""
+        a, b = eqn.inputs
+        if eqn.out.shape != ():
+            store = self._array(eqn.out)
+            if blas:  # planned (plan.Planner._blas)
+                calls.blas(self, eqn, store)
+                self.values[eqn.out] = store
+                return
+            self.values[eqn.out] = store
+        ia = np.arange(a.size, dtype=np.int64).reshape(a.shape)
+        ib = np.arange(b.size, dtype=np.int64).reshape(b.shape)
+        a2 = ia if ia.ndim > 1 else ia[None, :]
+        b2 = ib if ib.ndim > 1 else ib[:, None]
+        k = a2.shape[-1]
+        ma = a2[..., :, None, :]
+        mb = np.swapaxes(b2, -1, -2)[..., None, :, :]
+        ma, mb = np.broadcast_arrays(ma, mb)
+        out_shape = tuple(eqn.out.shape)
+        ma = ma.reshape(out_shape + (k,))
+        mb = mb.reshape(out_shape + (k,))
+        found = self.values.get(eqn.out)
+        store = found if isinstance(found, Store) else self._array(eqn.out)
+        nest = LoopNest(out_shape + (k,), self.tables)
+        ra = self.read(nest, a, ma)
+        rb = self.read(nest, b, mb)
+        here = np.arange(eqn.out.size, dtype=np.int64).reshape(out_shape)
+        dst = nest.at(store, here)
+        self.lines += nest.render(
+            eqn_text(eqn),
+            [],
+            [f"{PREFIX}acc += {ra} * {rb};"],
+            [],
+            inner=k,
+            inner_pre=[f"double {PREFIX}acc = 0.0;"],
+            inner_post=[f"{dst} = {PREFIX}acc;"],
+        )
+        self.values[eqn.out] = store
+
+    def compile_all(self, results: list[Store | None]) -> list[str]:
+        """Compute the graph, then copy the results not computed in place
+        (repeated outputs, arguments, constants, views, literals)."""
+        lines = self.compile()
+        for k, (out, store) in enumerate(zip(self.outputs, results)):
+            if self._computed_into(out, store):
+                continue
+            shape = tuple(np.shape(out.value)) if isinstance(out, Lit) else out.shape
+            self.copy_into(out, Store(f"{PREFIX}r{k}", tuple(shape)))
+        return lines
+
+    def _computed_into(self, out: Any, store: Store | None) -> bool:
+        """Whether output ``out`` was computed in its result buffer."""
+        if not isinstance(out, Var) or store is None:
+            return False
+        return self.values.get(out) is store or out in self.in_place
+
+    def copy_into(self, atom: Any, store: Store) -> None:
+        """A result that is not computed into its buffer (a view, a constant, an
+        argument, a repeated output): copied."""
+        shape = store.shape
+        nest = LoopNest(shape, self.tables)
+        here = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+        src = self.read(nest, atom, here.reshape(shape))
+        if shape == ():
+            self.lines.append(f"{store.name} = {src};")
+            return
+        dst = nest.at(store, here.reshape(shape))
+        self.lines += nest.render("a result copied", [], [f"{dst} = {src};"], [])
+
+
+def _fill_line(store: Store, value: bytes) -> str:
+    """The C writing the float64 ``value`` to every element of ``store``."""
+    size = store_size(store)
+    if value == np.float64(0.0).tobytes():
+        return f"memset({store.name}, 0, sizeof(double) * {size});"
+    literal = c_number(np.frombuffer(value, np.float64)[0])
+    return f"{PREFIX}fill({store.name}, {size}, {literal});"
+
+
+def _reduced_positions(shape: tuple[int, ...], axes: Any) -> np.ndarray:
+    """The output position each input element of a reduction over ``axes`` adds to."""
+    axes = tuple(int(a) % len(shape) for a in axes) if shape else ()
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    size = int(np.prod(kept, dtype=np.int64))
+    return np.broadcast_to(np.arange(size, dtype=np.int64).reshape(kept), shape)
