@@ -194,6 +194,7 @@ def build(
     specs = select_modules(cfg, modules)
     if type(jobs) is not int or jobs < 1:
         raise UsageError(f"jobs must be a positive integer; got {jobs!r}")
+    _check_timeout(timeout)
     load_pipeline()  # import errors surface here, before any worker starts
     start = time.perf_counter()
     if jobs == 1 or len(specs) == 1:
@@ -309,6 +310,8 @@ def verify(
     specs = select_modules(cfg, modules)
     if type(points) is not int or points < 1:
         raise UsageError(f"points must be a positive integer; got {points!r}")
+    if type(seed) is not int or seed < 0:
+        raise UsageError(f"seed must be a non-negative integer; got {seed!r}")
     if not tolerance_factor > 0:
         raise UsageError(f"tolerance_factor must be positive; got {tolerance_factor!r}")
     pipeline = load_pipeline()
@@ -322,6 +325,17 @@ def verify(
             )
         )
     return VerifyResult(cfg.path, tuple(results), points, seed)
+
+
+def _check_timeout(timeout: object) -> None:
+    """A build's ``timeout``: None, or a positive number of seconds (inf: none)."""
+    if timeout is None:
+        return
+    number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    if not number or not timeout > 0:  # type: ignore[operator]
+        raise UsageError(
+            f"timeout must be a positive number of seconds or None; got {timeout!r}"
+        )
 
 
 def output_path(config: Config, spec: ModuleSpec) -> Path:

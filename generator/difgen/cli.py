@@ -123,7 +123,10 @@ def _parser() -> argparse.ArgumentParser:
         help="random points per module (default 3)",
     )
     verify.add_argument(
-        "--seed", type=int, default=0, help="seed of the random points (default 0)"
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of the random points, a non-negative integer (default 0)",
     )
     verify.add_argument(
         "--tolerance-factor",
@@ -190,6 +193,19 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """``--seed``'s value: a non-negative integer (NumPy's generators take no other)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative integer, got {text!r}"
+        )
     return value
 
 
