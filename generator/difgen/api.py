@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -230,10 +231,11 @@ def build(
         built.append(
             BuiltModule(spec.name, path, action, reason, g.seconds, g.stages, g.notes)
         )
+    removed = list(transaction.removed_leftovers)
+    if any(spec.emit == "c" for spec in specs):  # of a compiler killed earlier
+        removed += compiling.remove_leftovers(Path(cfg.output_dir))
     compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
-    return BuildResult(
-        cfg.path, tuple(built), tuple(transaction.removed_leftovers), compiled
-    )
+    return BuildResult(cfg.path, tuple(built), tuple(removed), compiled)
 
 
 def compile_extensions(
@@ -255,12 +257,19 @@ def compile_extensions(
 
 
 def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
-    """Whether the module's extension is missing or older than its C source."""
+    """Whether the module's extension is missing, older than its C source, or not
+    the one compiled from it (another ``C_HASH``, truncated; whatever the mtimes
+    say). Not a regular file: True, and the compile refuses it naming the path."""
     source = c_source_path(config, spec)
     target = compiling.extension_path(config.output_dir, spec.name)
     if not source.is_file():
         raise compiling.CompileError(f"{source}: no C source; run difgen build first")
-    return not target.exists() or target.stat().st_mtime < source.stat().st_mtime
+    if not target.is_file():
+        return True
+    if target.stat().st_mtime < source.stat().st_mtime:
+        return True
+    c_hash = inspect_file(output_path(config, spec)).c_hash
+    return compiling.extension_problem(target, c_hash) is not None
 
 
 def c_source_path(config: Config, spec: ModuleSpec) -> Path:
@@ -466,13 +475,32 @@ def _generate_in_parallel(
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             _relay(queue, progress)
             for future in done:
-                results[futures[future]] = future.result()
+                try:
+                    results[futures[future]] = future.result()
+                except BrokenProcessPool:
+                    raise _worker_died(specs, futures, results) from None
         _relay(queue, progress)
     except BaseException:
         _stop_workers(pool)
         raise
     pool.shutdown(wait=True)
     return [r for r in results if r is not None]
+
+
+def _worker_died(
+    specs: list[ModuleSpec],
+    futures: dict[Future[_Generated], int],
+    results: list[_Generated | None],
+) -> DifgenError:
+    """The error of a worker process that ended abruptly (killed by a signal,
+    crashed in C code, out of memory): it names the modules not generated."""
+    unfinished = [specs[i].name for i in sorted(futures.values()) if results[i] is None]
+    names = ", ".join(repr(name) for name in unfinished)
+    return DifgenError(
+        f"a worker process ended abruptly (killed, or crashed in native code) while "
+        f"generating {names}; nothing was written. Run without --jobs to see which "
+        "module and why"
+    )
 
 
 def _relay(queue: Any, progress: ProgressCallback | None) -> None:
@@ -548,11 +576,11 @@ def _check_c_files(
     if found.body_hash != c_hash:
         return source, Status.STALE, "the C source is not the one the module names"
     extension = compiling.extension_path(path.parent, spec.name)
-    if (  # C_HASH is a string constant in the extension's bytes
-        c_hash is not None
-        and extension.exists()
-        and c_hash.encode("ascii") not in extension.read_bytes()
-    ):
-        reason = "the extension was compiled from another C source; run: "
-        return extension, Status.STALE, reason + "difgen build --compile"
+    if not os.path.lexists(extension):
+        return None  # not built: the module runs its Python operators
+    problem = compiling.extension_problem(extension, c_hash)
+    if problem is None and extension.stat().st_mtime < source.stat().st_mtime:
+        problem = "the extension is older than its C source"
+    if problem is not None:
+        return extension, Status.STALE, f"{problem}; run: difgen build --compile"
     return None

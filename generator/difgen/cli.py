@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from difgen.api import (
@@ -47,11 +49,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else 1
     try:
-        status: int = args.run(args)
+        with _terminate_as_interrupt():
+            status: int = args.run(args)
         sys.stdout.flush()
     except DifgenError as exc:
         print(f"difgen: error: {exc}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("difgen: terminated; nothing was written", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("difgen: interrupted; nothing was written", file=sys.stderr)
         return 130
@@ -61,6 +67,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     return status
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: unwound like Ctrl-C, so that the worker processes of
+    ``--jobs`` are ended, a compiler's temporary file removed and nothing is left
+    half-written, instead of the process vanishing with its children running."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -8,14 +8,33 @@ and what to do, with nothing half-written.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 import difgen
 from difgen.errors import UsageError
+from difgen.targets.c import compiling
 
-from .adversarial_support import Project, module_block, rows
+from .adversarial_support import (
+    OUTPUT_DIR,
+    Project,
+    config_text,
+    import_file,
+    module_block,
+    rows,
+)
 
 F = """
 import numpy as np
@@ -110,3 +129,435 @@ def test_verify_accepts_any_non_negative_seed(project: Project, seed: int) -> No
     difgen.build(project.root / "difgen.toml")
     result = difgen.verify(project.root / "difgen.toml", seed=seed)
     assert result.ok and result.seed == seed
+
+
+# ------------------------------------------- the C extension: compile, check, load
+
+C_OPTIONS = {"emit": "c", "backend": "trace"}
+
+
+@pytest.fixture(scope="module")
+def compiled_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with one ``emit = "c"`` module, built and compiled once."""
+    root = tmp_path_factory.mktemp("compiled")
+    (root / "fn.py").write_text(textwrap.dedent(F).lstrip("\n"))
+    (root / "difgen.toml").write_text(config_text(module_block(**C_OPTIONS)))
+    result = difgen.build(root / "difgen.toml", compile=True)
+    assert len(result.compiled) == 1
+    return root
+
+
+@pytest.fixture
+def compiled(
+    compiled_template: Path, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    """The compiled project copied (mtimes kept) into this case's directory."""
+    shutil.copytree(compiled_template, project.root, dirs_exist_ok=True)
+    monkeypatch.setenv("DIFGEN_QUIET_FALLBACK", "1")
+    return project
+
+
+def _extension(project: Project) -> Path:
+    return compiling.extension_path(project.root / OUTPUT_DIR, "mod")
+
+
+def _c_source(project: Project) -> Path:
+    return project.root / OUTPUT_DIR / "mod__c.c"
+
+
+def _leftovers(project: Project) -> list[str]:
+    return sorted(
+        p.name for p in (project.root / OUTPUT_DIR).iterdir() if ".tmp" in p.name
+    )
+
+
+def _gradient_ok(project: Project) -> None:
+    """The module's gradient, compiled, equals the derivative of sin(x) * x."""
+    module = import_file(project.output())
+    assert module.COMPILED, module.C_FALLBACK_REASON
+    x = np.array([0.3, -1.2, 2.5])
+    np.testing.assert_allclose(
+        module.gradient(x), np.sin(x) + x * np.cos(x), rtol=1e-14
+    )
+
+
+def test_the_template_is_up_to_date(compiled: Project) -> None:
+    assert compiled.check().status == 0
+    _gradient_ok(compiled)
+
+
+FAKE_COMPILERS = rows(
+    [
+        ("exit_0_no_output", "#!/bin/sh\nexit 0\n", "wrote no extension"),
+        ("exit_0_says_done", "#!/bin/sh\necho done\nexit 0\n", "wrote no extension"),
+        (
+            "exit_0_empty_output",
+            '#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\n: > "$2"\n',
+            "wrote no extension",
+        ),
+        ("exit_1", "#!/bin/sh\necho 'cc: broken' >&2\nexit 1\n", "cc: broken"),
+        ("killed", "#!/bin/sh\nkill -9 $$\n", "the C compiler failed"),
+        (
+            "exit_1_after_output",
+            '#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\necho x > "$2"\nexit 1\n',
+            "the C compiler failed",
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "script", "message"), FAKE_COMPILERS)
+def test_a_compiler_that_fails_or_writes_nothing(
+    compiled: Project,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    script: str,
+    message: str,
+) -> None:
+    """A CompileError naming the C source, no FileNotFoundError; no temporary
+    file left, and the extension already there untouched."""
+    fake = compiled.write("fakecc", script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    before = _extension(compiled).read_bytes()
+    _c_source(compiled).touch()  # so that the extension needs compiling
+    result = compiled.build("--compile")
+    assert result.status == 1, result.err
+    assert result.err.startswith("difgen: error: ") and message in result.err
+    assert "mod__c.c" in result.err and "Traceback" not in result.err
+    assert _leftovers(compiled) == []
+    assert _extension(compiled).read_bytes() == before
+
+
+def test_a_missing_compiler(compiled: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CC", str(compiled.root / "no-such-cc"))
+    _c_source(compiled).touch()
+    result = compiled.build("--compile")
+    assert result.status == 1 and "cannot run the C compiler" in result.err
+    assert _leftovers(compiled) == []
+
+
+def _truncate_to(size: float) -> Callable[[Path], None]:
+    def change(path: Path) -> None:
+        data = path.read_bytes()
+        keep = int(size * len(data)) if isinstance(size, float) else size
+        keep = keep if keep >= 0 else len(data) + keep
+        path.write_bytes(data[:keep])
+
+    return change
+
+
+def _make_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _make_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+    (path / "inside").write_text("x")
+
+
+def _dangling_link(path: Path) -> None:
+    path.unlink()
+    path.symlink_to(path.with_name("nowhere.so"))
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(bytes(range(256)) * 64)
+
+
+def _other_hash(path: Path) -> None:
+    data = path.read_bytes()
+    assert _hash_of(path) in data
+    path.write_bytes(data.replace(_hash_of(path), b"0" * 16))
+
+
+def _hash_of(path: Path) -> bytes:
+    module_text = path.parent.joinpath("mod.py").read_text()
+    match = re.search(r'^C_HASH = "([0-9a-f]{16})"$', module_text, re.MULTILINE)
+    assert match is not None
+    return match.group(1).encode()
+
+
+BAD_EXTENSIONS = rows(
+    [
+        ("empty", _truncate_to(0), "truncated"),
+        ("one_byte", _truncate_to(1), "truncated"),
+        ("magic_only", _truncate_to(4), "truncated"),
+        ("half_header", _truncate_to(32), "truncated"),
+        ("header_less_one", _truncate_to(63), "truncated"),
+        ("header_only", _truncate_to(64), "truncated"),
+        ("program_headers", _truncate_to(200), "truncated"),
+        ("one_kib", _truncate_to(1024), "truncated"),
+        ("tenth", _truncate_to(0.1), "truncated"),
+        ("quarter", _truncate_to(0.25), "truncated"),
+        ("half", _truncate_to(0.5), "truncated"),
+        ("three_quarters", _truncate_to(0.75), "truncated"),
+        ("less_4096", _truncate_to(-4096), "truncated"),
+        ("less_100", _truncate_to(-100), "truncated"),
+        ("less_one", _truncate_to(-1), "truncated"),
+        ("fifo", _make_fifo, "a FIFO"),
+        ("directory", _make_directory, "a directory"),
+        ("dangling_symlink", _dangling_link, "cannot be read"),
+        ("not_elf", _garbage, "another C source"),
+        ("other_c_hash", _other_hash, "another C source"),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "damage", "reason"), BAD_EXTENSIONS)
+def test_check_reports_a_bad_extension(
+    compiled: Project, case: str, damage: Callable[[Path], None], reason: str
+) -> None:
+    """Stale, naming the extension and what is wrong, in a second at most: no
+    hang on a FIFO, no traceback on a directory, nothing loaded."""
+    damage(_extension(compiled))
+    start = time.monotonic()
+    result = compiled.run("check", "difgen.toml", timeout=20)
+    assert time.monotonic() - start < 20
+    assert result.status == 1, result.out
+    assert "Traceback" not in result.err
+    assert _extension(compiled).name in result.out
+    assert reason in result.out and "difgen build --compile" in result.out
+
+
+@pytest.mark.parametrize(
+    ("case", "damage", "reason"),
+    [
+        p
+        for p in BAD_EXTENSIONS
+        if p.id not in ("fifo", "directory", "dangling_symlink")
+    ],
+)
+def test_build_compile_replaces_a_bad_extension(
+    compiled: Project, case: str, damage: Callable[[Path], None], reason: str
+) -> None:
+    """``--compile`` compiles it again (not "nothing to do" by mtimes), and the
+    module then loads its extension and is up to date."""
+    damage(_extension(compiled))
+    result = compiled.build("--compile")
+    assert result.status == 0, result.err
+    assert "compiled" in result.out
+    assert compiled.check().status == 0
+    _gradient_ok(compiled)
+
+
+NOT_FILES = {
+    "fifo": _make_fifo,
+    "directory": _make_directory,
+    "dangling": _dangling_link,
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_FILES))
+def test_build_compile_refuses_what_is_not_a_file(compiled: Project, case: str) -> None:
+    """A FIFO, directory or dangling link where the extension goes is the user's:
+    refused, kept."""
+    NOT_FILES[case](_extension(compiled))
+    _c_source(compiled).touch()
+    result = compiled.run("build", "difgen.toml", "--compile", timeout=30)
+    assert result.status == 1
+    assert "not a regular file where the extension goes" in result.err
+    assert not _extension(compiled).is_file() and os.path.lexists(_extension(compiled))
+
+
+# ------------------------------------------- signals, dead workers and leftovers
+
+SLOW_COMPILER = """#!/bin/sh
+while [ "$1" != -o ]; do shift; done
+echo partial > "$2"
+exec sleep 60
+"""
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def _compile_in_background(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> subprocess.Popen[str]:
+    """``difgen build --compile`` with a compiler that writes half its output
+    then hangs; returned once the temporary file is there."""
+    fake = project.write("slowcc", SLOW_COMPILER)
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    _c_source(project).touch()
+    process = project.popen("build", "difgen.toml", "--compile")
+    _wait_for(lambda: bool(_leftovers(project)) or process.poll() is not None)
+    assert process.poll() is None, process.communicate()
+    return process
+
+
+@pytest.mark.parametrize(
+    ("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)]
+)
+def test_a_signal_during_compile_leaves_no_temporary_file(
+    compiled: Project, monkeypatch: pytest.MonkeyPatch, signum: int, status: int
+) -> None:
+    before = _extension(compiled).read_bytes()
+    process = _compile_in_background(compiled, monkeypatch)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == status, err
+    assert "Traceback" not in err
+    assert _leftovers(compiled) == []
+    assert _extension(compiled).read_bytes() == before
+
+
+@pytest.mark.parametrize("then", ["build", "build_compile"])
+def test_the_next_build_removes_what_a_killed_compile_left(
+    compiled: Project, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    """SIGKILL cannot be caught: its temporary file stays, until the next build
+    (with or without --compile) removes it and says so."""
+    process = _compile_in_background(compiled, monkeypatch)
+    left = _leftovers(compiled)
+    compilers = _children(process.pid)
+    process.kill()
+    process.communicate(timeout=30)
+    for pid in compilers:  # the hung compiler, orphaned
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert _leftovers(compiled) == left and len(left) == 1
+    monkeypatch.delenv("CC")
+    result = compiled.build(*(["--compile"] if then == "build_compile" else []))
+    assert result.status == 0, result.err
+    assert f"removed leftover {OUTPUT_DIR}/{left[0]}" in result.out
+    assert _leftovers(compiled) == []
+
+
+def _ext_name(pid: object) -> str:
+    return f".mod__c{compiling.EXTENSION_SUFFIX}.{pid}.tmp"
+
+
+LEFTOVER_NAMES = rows(
+    [
+        ("dead_pid", _ext_name(2**22 + 12345), True),
+        ("dead_pid_small", _ext_name(99999999), True),
+        ("pid_beyond_any", _ext_name(2**70), False),
+        ("another_module", f".other__c{compiling.EXTENSION_SUFFIX}.99999999.tmp", True),
+        ("not_an_extension", ".mod.py.99999999.tmp", False),
+        ("no_dot", f"mod__c{compiling.EXTENSION_SUFFIX}.99999999.tmp", False),
+        ("pid_not_digits", _ext_name("12ab"), False),
+        ("no_pid", f".mod__c{compiling.EXTENSION_SUFFIX}..tmp", False),
+        ("other_suffix", f".mod__c{compiling.EXTENSION_SUFFIX}.99999999.temp", False),
+        ("this_process", _ext_name(os.getpid()), False),
+        ("parent_process", _ext_name(os.getppid()), False),
+        ("init", _ext_name(1), False),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "name", "removed"), LEFTOVER_NAMES)
+def test_only_a_dead_compilers_leftover_is_removed(
+    compiled: Project, case: str, name: str, removed: bool
+) -> None:
+    """A file of a compiler whose process is gone goes; anything else (a name
+    difgen does not use, a live process's file) stays."""
+    path = compiled.write(f"{OUTPUT_DIR}/{name}", "partial")
+    result = compiled.build()
+    assert result.status == 0, result.err
+    assert path.exists() is not removed
+    assert (f"removed leftover {OUTPUT_DIR}/{name}" in result.out) is removed
+
+
+def test_a_directory_named_like_a_leftover_stays(compiled: Project) -> None:
+    path = compiled.root / OUTPUT_DIR / _ext_name(99999999)
+    path.mkdir()
+    assert compiled.build().status == 0
+    assert path.is_dir()
+
+
+DYING = rows(
+    [
+        ("sigkill", "os.kill(os.getpid(), signal.SIGKILL)"),
+        ("sigterm", "os.kill(os.getpid(), signal.SIGTERM)"),
+        ("abort", "os.abort()"),
+        ("segfault", "ctypes.string_at(0)"),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "death"), DYING)
+def test_a_worker_that_dies_under_jobs(project: Project, case: str, death: str) -> None:
+    """No BrokenProcessPool traceback: one error naming the modules not built."""
+    project.source(f"""
+        import ctypes
+        import os
+        import signal
+
+        import numpy as np
+
+
+        def good(x):
+            return np.sum(x * x)
+
+
+        def bad(x):
+            {death}
+            return np.sum(x)
+        """)
+    project.config(
+        module_block("good", function="fn.py:good"),
+        module_block("bad", function="fn.py:bad"),
+    )
+    result = project.run("build", "difgen.toml", "--jobs", "2", timeout=120)
+    assert result.status == 1, result.err
+    assert result.err.startswith("difgen: error: a worker process ended abruptly")
+    assert "'bad'" in result.err and "Traceback" not in result.err
+    assert not (project.root / OUTPUT_DIR).exists()
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat_fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat_fields[1]) == pid:
+                    found.add(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return False
+
+
+def test_sigterm_ends_the_workers_of_jobs(project: Project) -> None:
+    """SIGTERM to ``build --jobs 2`` ends its workers and the resource tracker
+    too, and writes nothing."""
+    project.source("""
+        import os
+        import time
+
+        import numpy as np
+
+
+        def slow(x):
+            open(f"started-{os.getpid()}", "w").close()
+            time.sleep(120)
+            return np.sum(x)
+        """)
+    project.config(
+        module_block("one", function="fn.py:slow"),
+        module_block("two", function="fn.py:slow"),
+    )
+    process = project.popen("build", "difgen.toml", "--jobs", "2")
+    _wait_for(lambda: len(list(project.root.glob("started-*"))) == 2, timeout=120)
+    children = _children(process.pid)
+    assert len(children) >= 2
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 143, err
+    assert "Traceback" not in err
+    _wait_for(lambda: not any(_running(pid) for pid in children), timeout=10)
+    assert not (project.root / OUTPUT_DIR).exists()
