@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from .adversarial_support import (
     import_file,
     module_block,
     rows,
+    subprocess_env,
 )
 
 F = """
@@ -561,3 +563,103 @@ def test_sigterm_ends_the_workers_of_jobs(project: Project) -> None:
     assert "Traceback" not in err
     _wait_for(lambda: not any(_running(pid) for pid in children), timeout=10)
     assert not (project.root / OUTPUT_DIR).exists()
+
+
+# --------------------------------------------- $CFLAGS reaching setuptools' compile
+
+EXACT = """
+import numpy as np
+
+
+def f(x):
+    return np.sum(0.5 * x * x + np.maximum(x, 0.0) * 3.0 - x / 7.0)
+"""
+
+SETUP = """
+from setuptools import setup
+
+from difgen.integrations.setuptools import extensions
+
+setup(name="fastmath", version="0", packages=[], ext_modules=extensions())
+"""
+
+COMPARE = """
+import importlib.util, sys
+import numpy as np
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+fallback = load("fallback/mod.py", "fallback_mod")
+assert not fallback.COMPILED
+assert 1e-310 * 1.0 != 0.0
+compiled = load("out/mod.py", "compiled_mod")
+assert compiled.COMPILED, compiled.C_FALLBACK_REASON
+assert 1e-310 * 1.0 != 0.0, "loading the extension set flush-to-zero"
+tiny = np.finfo(float).smallest_subnormal
+values = [0.0, -0.0, tiny, -tiny, 1e-310, -1e-310, 1.0, -2.5, np.inf, -np.inf, np.nan]
+for a in values:
+    for b in (0.0, -0.0, 1e-310, np.nan, 3.0):
+        x = np.array([a, b, -a])
+        for op in ("f", "gradient"):
+            want, got = getattr(fallback, op)(x), getattr(compiled, op)(x)
+            signs = np.where(np.isnan(want), False, np.signbit(want))
+            same = np.array_equal(
+                signs, np.where(np.isnan(got), False, np.signbit(got))
+            ) and np.array_equal(want, got, equal_nan=True)
+            assert same, (op, x, want, got)
+print("same")
+"""
+
+
+@pytest.mark.parametrize(
+    "cflags",
+    [
+        "",
+        "-ffast-math",
+        "-Ofast",
+        "-funsafe-math-optimizations",
+        "-ffinite-math-only",
+        "-fno-signed-zeros",
+        "-fassociative-math -fno-signed-zeros -fno-trapping-math",
+        "-freciprocal-math",
+        "-ffp-contract=fast -O3",
+    ],
+)
+def test_cflags_from_the_environment_do_not_change_the_extension(
+    project: Project, cflags: str
+) -> None:
+    """setuptools puts ``$CFLAGS`` before an extension's own flags: difgen's must
+    undo whatever fast-math the environment asks for, or the compiled operators
+    differ from the Python ones (and a -ffast-math link sets flush-to-zero for
+    the whole process)."""
+    project.source(EXACT)
+    project.config(module_block(shape=(3,), operators=("f", "gradient"), **C_OPTIONS))
+    assert project.build().status == 0
+    (project.root / "fallback").mkdir()
+    shutil.copy(project.output(), project.root / "fallback" / "mod.py")
+    project.write(f"{OUTPUT_DIR}/__init__.py", "")
+    project.write("setup.py", SETUP)
+    env = {**subprocess_env(), "CFLAGS": cflags, "DIFGEN_QUIET_FALLBACK": "1"}
+    built = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=project.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    assert _extension(project).is_file()
+    done = subprocess.run(
+        [sys.executable, "-c", COMPARE],
+        cwd=project.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout == "same\n", done.stderr

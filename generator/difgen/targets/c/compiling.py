@@ -39,6 +39,9 @@ from difgen.write import State, inspect_file
 
 CFLAGS = (
     "-fno-fast-math",
+    "-fno-unsafe-math-optimizations",
+    "-fno-finite-math-only",
+    "-fsigned-zeros",
     "-O2",
     "-ffp-contract=off",
     "-fno-math-errno",
@@ -46,10 +49,11 @@ CFLAGS = (
     "-Werror=implicit-function-declaration",
 )
 """Optimize, but never contract ``a * b + c`` into an FMA or reorder floating-point
-operations: C then rounds exactly as the Python code does. ``-fno-fast-math`` first
-undoes a ``-ffast-math`` from ``$CFLAGS`` (which setuptools puts before these),
-the startup code that flushes subnormals to zero included; the flags after it
-then set what fast-math would have. A function the C file calls without defining
+operations: C then rounds exactly as the Python code does. The first four are
+the compiler's defaults, named so that they undo a ``-ffast-math``, ``-Ofast`` or
+``-funsafe-math-optimizations`` in ``$CFLAGS`` (which setuptools puts before
+these), the startup code that would flush subnormals to zero in the whole process
+included. A function the C file calls without defining
 is an error here, not an extension that fails to load."""
 
 TEMP_RE = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.tmp")
