@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import difgen
+from difgen import api
 from difgen.errors import UsageError
 from difgen.targets.c import compiling
 
@@ -663,3 +664,68 @@ def test_cflags_from_the_environment_do_not_change_the_extension(
         check=False,
     )
     assert done.returncode == 0 and done.stdout == "same\n", done.stderr
+
+
+# ------------------------------------- an edited C source never becomes "up to date"
+
+C_EDITS = rows(
+    [
+        ("sin_to_cos", lambda t: t.replace("_sin(x_0)", "_cos(x_0)", 1)),
+        ("a_constant", lambda t: t.replace("dg_d[0] = ", "dg_d[0] = 2.0 * ", 1)),
+        (
+            "a_comment",
+            lambda t: t.replace(
+                "#define BODY_HASH", "/* mine */\n#define BODY_HASH", 1
+            ),
+        ),
+        ("a_blank_line", lambda t: t.replace("\n\n", "\n\n\n", 1)),
+        ("header_text", lambda t: t.replace("DO NOT EDIT", "edited", 1)),
+        ("trailing_code", lambda t: t + "static int mine = 1;\n"),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "edit"), C_EDITS)
+def test_an_edited_c_source_is_not_compiled(
+    compiled: Project, case: str, edit: Callable[[str], str]
+) -> None:
+    """The hash line kept, the body changed: compiling it would make an extension
+    that claims the module's C_HASH and computes something else. Refused, naming
+    the file and the way out; the extension there is untouched."""
+    source = _c_source(compiled)
+    text = source.read_bytes().decode()
+    edited = edit(text)
+    assert edited != text
+    source.write_bytes(edited.encode())
+    before = _extension(compiled).read_bytes()
+    with pytest.raises(compiling.CompileError, match="run difgen build"):
+        api.compile_extensions(compiled.root / "difgen.toml")
+    with pytest.raises(compiling.CompileError, match=re.escape(str(source))):
+        compiling.compile_module(compiled.root / OUTPUT_DIR, "mod")
+    assert _extension(compiled).read_bytes() == before
+    assert compiled.check().status == 1
+
+
+@pytest.mark.parametrize(("case", "edit"), C_EDITS[:2])
+def test_an_extension_compiled_from_an_edited_source_is_stale(
+    compiled: Project, case: str, edit: Callable[[str], str]
+) -> None:
+    """Compiled by hand from the edited source, which ``difgen build`` then
+    restores: the extension still names the module's C_HASH, but it is older
+    than the C source, so check says stale and --compile replaces it."""
+    source = _c_source(compiled)
+    original = source.read_text()
+    source.write_text(edit(original))
+    temp = _extension(compiled).with_name("hand.so")
+    command = [*compiling.compiler(), *compiling.CFLAGS, "-fPIC", "-shared"]
+    command += [f"-I{d}" for d in compiling.include_dirs()]
+    subprocess.run([*command, str(source), "-o", str(temp), "-lm"], check=True)
+    os.replace(temp, _extension(compiled))
+    os.utime(source, (time.time() - 100, time.time() - 100))
+    assert compiled.build().status == 0  # restores the C source
+    assert source.read_text() == original
+    result = compiled.check()
+    assert result.status == 1 and "older than its C source" in result.out
+    assert compiled.build("--compile").status == 0
+    assert compiled.check().status == 0
+    _gradient_ok(compiled)
