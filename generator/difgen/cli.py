@@ -125,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
         help='compile the C source of every emit = "c" module into its extension '
         "(needs a C compiler and the Python and NumPy headers)",
     )
+    build.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit 1 when a file was written (for a pre-commit hook: the commit "
+        "stops until the written files are added)",
+    )
     _verbosity(build)
     build.set_defaults(run=_build)
 
@@ -264,15 +270,22 @@ def _build(args: argparse.Namespace) -> int:
             progress=reporter,
             compile=args.compile,
         )
-    if args.quiet:
-        return 0
-    for leftover in result.removed_leftovers:
-        print(f"removed leftover {_display(leftover)}")
-    for module in result.modules:
-        verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
-        print(f"{verb} {_display(module.path)}")
-    for compiled in result.compiled:
-        print(f"compiled {_display(compiled.path)} ({compiled.seconds:.2f} s)")
+    if not args.quiet:
+        for leftover in result.removed_leftovers:
+            print(f"removed leftover {_display(leftover)}")
+        for module in result.modules:
+            verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
+            print(f"{verb} {_display(module.path)}")
+        for compiled in result.compiled:
+            print(f"compiled {_display(compiled.path)} ({compiled.seconds:.2f} s)")
+    if args.exit_code and result.written:
+        count = len(result.written)
+        print(
+            f"difgen: {count} module{'s' if count != 1 else ''} written; "
+            "add them (git add), then commit again",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

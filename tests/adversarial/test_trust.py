@@ -729,3 +729,57 @@ def test_an_extension_compiled_from_an_edited_source_is_stale(
     assert compiled.build("--compile").status == 0
     assert compiled.check().status == 0
     _gradient_ok(compiled)
+
+
+# ------------------------------------------------- the difgen-build pre-commit hook
+
+HOOK_SITUATIONS = rows(
+    [
+        ("missing_module", lambda p: None, True),
+        ("edited_module", lambda p: _edit_output(p), True),
+        ("stale_module", lambda p: _change_function(p), True),
+        ("up_to_date", lambda p: _built(p), False),
+        ("up_to_date_twice", lambda p: (_built(p), _built(p)), False),
+    ]
+)
+
+
+def _built(project: Project) -> None:
+    assert project.build().status == 0
+
+
+def _edit_output(project: Project) -> None:
+    _built(project)
+    text = project.output().read_text()
+    project.output().write_text(text.replace("def gradient", "def gradient_", 1))
+
+
+def _change_function(project: Project) -> None:
+    _built(project)
+    project.source(F.replace("np.sin(x) * x", "np.sin(x) * x * 2.0"))
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["loud", "quiet"])
+@pytest.mark.parametrize(("case", "prepare", "writes"), HOOK_SITUATIONS)
+def test_the_build_hook_fails_when_it_wrote(
+    project: Project,
+    case: str,
+    prepare: Callable[[Project], object],
+    writes: bool,
+    quiet: bool,
+) -> None:
+    """pre-commit stops a commit only on a non-zero exit (a new file is no change
+    of a tracked one): ``build --exit-code`` exits 1 exactly when it wrote."""
+    _simple(project)
+    prepare(project)
+    argv = ["--exit-code", *(["-q"] if quiet else [])]
+    result = project.build(*argv)
+    assert result.status == (1 if writes else 0), result.err
+    assert ("written; add them" in result.err) is writes
+    assert project.check().status == 0
+    assert project.build(*argv).status == 0  # the hook's second run passes
+
+
+def test_the_hook_entry_is_the_one_that_fails() -> None:
+    hooks = (Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text()
+    assert "entry: difgen build --exit-code\n" in hooks
