@@ -34,6 +34,7 @@ from .adversarial_support import (
     Project,
     config_text,
     import_file,
+    line_of,
     module_block,
     rows,
     subprocess_env,
@@ -783,3 +784,223 @@ def test_the_build_hook_fails_when_it_wrote(
 def test_the_hook_entry_is_the_one_that_fails() -> None:
     hooks = (Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text()
     assert "entry: difgen build --exit-code\n" in hooks
+
+
+# ----------------------------------- loading the user's code: sys.modules, names
+
+HELPER_LAYOUTS = rows(
+    [
+        (
+            "from_import",
+            "fn.py:f",
+            {"helper.py": "K = {k}\n"},
+            "from helper import K\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "fn.py",
+        ),
+        (
+            "module_import",
+            "fn.py:f",
+            {"helper.py": "K = {k}\n"},
+            "import helper\n\n\ndef f(x):\n    return np.sum(helper.K * x * x)\n",
+            "fn.py",
+        ),
+        (
+            "helper_of_helper",
+            "fn.py:f",
+            {"helper.py": "from deep import K\n", "deep.py": "K = {k}\n"},
+            "from helper import K\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "fn.py",
+        ),
+        (
+            "helper_function",
+            "fn.py:f",
+            {"helper.py": "def scale(x):\n    return {k} * x\n"},
+            "from helper import scale\n\n\ndef f(x):\n    return np.sum(scale(x) * x)\n",
+            "fn.py",
+        ),
+        (
+            "package_relative",
+            "pkg.model:f",
+            {"pkg/__init__.py": "", "pkg/consts.py": "K = {k}\n"},
+            "from .consts import K\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "pkg/model.py",
+        ),
+        (
+            "package_file_form",
+            "pkg/model.py:f",
+            {"pkg/__init__.py": "", "pkg/consts.py": "K = {k}\n"},
+            "from .consts import K\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "pkg/model.py",
+        ),
+        (
+            "src_layout",
+            "lib.model:f",
+            {"src/lib/__init__.py": "", "src/lib/consts.py": "K = {k}\n"},
+            "from lib.consts import K\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "src/lib/model.py",
+        ),
+        (
+            "the_module_itself",
+            "pkg.model:f",
+            {"pkg/__init__.py": ""},
+            "K = {k}\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "pkg/model.py",
+        ),
+        (
+            "package_init",
+            "pkg.model:f",
+            {"pkg/__init__.py": "K = {k}\n"},
+            "from pkg import K\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "pkg/model.py",
+        ),
+        (
+            "subdirectory_file",
+            "code/fn.py:f",
+            {"code/helper.py": "K = {k}\n"},
+            "from helper import K\n\n\ndef f(x):\n    return np.sum(K * x * x)\n",
+            "code/fn.py",
+        ),
+    ]
+)
+
+
+def _write_layout(
+    project: Project, files: dict[str, str], main: str, where: str, k: float
+) -> None:
+    for relative, text in files.items():
+        project.write(relative, text.format(k=k))
+    project.write(where, "import numpy as np\n" + main.format(k=k))
+
+
+@pytest.mark.parametrize("entry", ["build", "check", "verify"])
+@pytest.mark.parametrize(("case", "function", "files", "main", "where"), HELPER_LAYOUTS)
+def test_a_second_call_in_one_process_sees_an_edited_helper(
+    project: Project,
+    case: str,
+    function: str,
+    files: dict[str, str],
+    main: str,
+    where: str,
+    entry: str,
+) -> None:
+    """``difgen.build`` twice in one process (a notebook, a watcher, a test
+    suite): the second must see the helper as edited in between, as a new
+    process would, not the copy ``sys.modules`` kept."""
+    _write_layout(project, files, main, where, 3.0)
+    project.config(module_block(function=function))
+    config = project.root / "difgen.toml"
+    difgen.build(config)
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(import_file(project.output()).gradient(x), 6.0 * x)
+    _write_layout(project, files, main, where, 5.0)
+    if entry == "check":
+        (status,) = [m.status.value for m in difgen.check(config).modules]
+        assert status == "stale"
+    elif entry == "verify":
+        assert not difgen.verify(config).ok  # the module is the old function's
+    result = difgen.build(config)
+    assert [m.action.value for m in result.modules] == ["written"]
+    np.testing.assert_allclose(import_file(project.output()).gradient(x), 10.0 * x)
+    assert difgen.check(config).ok
+
+
+def test_an_unchanged_helper_is_not_imported_again(project: Project) -> None:
+    """Nothing changed: the helper module is the same object, not re-executed."""
+    project.write(
+        "helper.py",
+        "import builtins\nbuiltins.difgen_runs = getattr(builtins, 'difgen_runs', 0) + 1\nK = 3.0\n",
+    )
+    project.source(
+        "import numpy as np\nfrom helper import K\n\n\ndef f(x):\n    return np.sum(K * x)\n"
+    )
+    project.config(module_block())
+    import builtins
+
+    before = getattr(builtins, "difgen_runs", 0)
+    difgen.build(project.root / "difgen.toml")
+    difgen.build(project.root / "difgen.toml")
+    assert difgen.check(project.root / "difgen.toml").ok
+    assert builtins.difgen_runs == before + 1  # type: ignore[attr-defined]
+
+
+STDLIB_NAMES = [
+    "json",
+    "math",
+    "random",
+    "types",
+    "copy",
+    "string",
+    "typing",
+    "inspect",
+    "numbers",
+    "operator",
+    "functools",
+    "abc",
+    "enum",
+    "ast",
+    "token",
+    "textwrap",
+    "re",
+    "io",
+    "os",
+    "time",
+    "array",
+    "cmath",
+    "decimal",
+    "fractions",
+    "statistics",
+    "collections",
+    "dataclasses",
+    "pickle",
+    "queue",
+    "signal",
+    "code",
+    "this",
+    "site",
+    "platform",
+]
+
+
+@pytest.mark.parametrize("name", STDLIB_NAMES)
+def test_a_function_file_named_like_the_standard_library(
+    project: Project, name: str
+) -> None:
+    """While a lone function file runs, its directory is first on sys.path: a
+    ``json.py`` there would be what any ``import json`` loads. Refused at the
+    ``function`` line, naming the file and the fix; nothing written."""
+    project.source(F, name=f"{name}.py")
+    text = project.config(module_block(function=f"{name}.py:f"))
+    before = project.snapshot()
+    result = project.build()
+    assert result.status == 1
+    assert result.err.startswith(
+        f"difgen: error: difgen.toml:{line_of(text, 'function')}:"
+    )
+    assert f"{name}.py has the name of the standard library's module" in result.err
+    assert "rename the file" in result.err
+    assert project.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "name", ["jsonx", "my_json", "json_model", "Math", "randoms", "fn_types"]
+)
+def test_a_name_near_the_standard_library_builds(project: Project, name: str) -> None:
+    project.source(F, name=f"{name}.py")
+    project.config(module_block(function=f"{name}.py:f"))
+    assert project.build().status == 0
+    x = np.array([0.5, -1.0, 2.0])
+    gradient = import_file(project.output()).gradient(x)
+    np.testing.assert_allclose(gradient, np.sin(x) + x * np.cos(x), rtol=1e-14)
+
+
+def test_a_package_module_named_like_the_standard_library_builds(
+    project: Project,
+) -> None:
+    """``pkg/json.py`` is imported as ``pkg.json``: it shadows nothing."""
+    project.write("pkg/__init__.py", "")
+    project.source(F, name="pkg/json.py")
+    project.config(module_block(function="pkg/json.py:f"))
+    assert project.build().status == 0
+    x = np.array([0.5, -1.0, 2.0])
+    gradient = import_file(project.output()).gradient(x)
+    np.testing.assert_allclose(gradient, np.sin(x) + x * np.cos(x), rtol=1e-14)
