@@ -1071,3 +1071,86 @@ def test_arctan2_compiles_and_matches_python(
                     assert np.array_equal(
                         np.signbit(want[finite]), np.signbit(got[finite])
                     )
+
+
+# ---------------------------------------- importlib.reload after a rebuild
+
+RELOAD = """
+import importlib, os, sys, warnings
+import numpy as np
+import difgen
+
+sys.path.insert(0, "out")
+os.environ["DIFGEN_QUIET_FALLBACK"] = "1"
+import mod
+assert mod.COMPILED, mod.C_FALLBACK_REASON
+x = np.array([0.5, -1.0, 2.0])
+before = mod.gradient(x)
+with open("fn.py", "w") as file:
+    file.write(sys.argv[1])
+difgen.build("difgen.toml", compile=True)
+importlib.reload(mod)
+print(mod.COMPILED)
+print(mod.C_FALLBACK_REASON)
+print(repr(mod.gradient(x).tolist()))
+"""
+
+RELOAD_CHANGES = rows(
+    [
+        (
+            "factor",
+            "np.sum(np.sin(x) * x * 2.0)",
+            lambda x: 2 * (np.sin(x) + x * np.cos(x)),
+        ),
+        ("other_function", "np.sum(x * x * x)", lambda x: 3 * x * x),
+        (
+            "constant_shift",
+            "np.sum(np.sin(x) * x + x)",
+            lambda x: np.sin(x) + x * np.cos(x) + 1,
+        ),
+        ("cosine", "np.sum(np.cos(x) * x)", lambda x: np.cos(x) - x * np.sin(x)),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "body", "gradient"), RELOAD_CHANGES)
+def test_reload_after_a_rebuild_says_why_it_falls_back(
+    compiled: Project,
+    case: str,
+    body: str,
+    gradient: Callable[[np.ndarray], np.ndarray],
+) -> None:
+    """A process loads an extension once: after a rebuild, ``importlib.reload``
+    gets the new Python code, whose values are right, and must say that the
+    process holds the old extension, not that the file is from another source."""
+    source = f"import numpy as np\n\n\ndef f(x):\n    return {body}\n"
+    done = subprocess.run(
+        [sys.executable, "-c", RELOAD, source],
+        cwd=compiled.root,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    flag, reason, values = done.stdout.splitlines()
+    assert flag == "False"
+    assert (
+        "rebuilt after this process loaded it" in reason and "restart Python" in reason
+    )
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(eval(values), gradient(x), rtol=1e-14)
+    assert compiled.check().status == 0
+    fresh = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, 'out'); import mod; print(mod.COMPILED)",
+        ],
+        cwd=compiled.root,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert fresh.stdout == "True\n", fresh.stderr
