@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Union
 
-from difgen import verification
+from difgen import budget, verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
@@ -174,7 +174,8 @@ def build(
     """Generate the modules (all, or those named), then write them all or none.
 
     ``timeout`` bounds each module's generation in seconds (a module's own
-    ``timeout`` key wins). ``jobs > 1`` generates modules in that many worker
+    ``timeout`` key wins; None: :data:`difgen.budget.DEFAULT_TIMEOUT`, half an
+    hour; ``math.inf``: no limit). ``jobs > 1`` generates modules in that many worker
     processes; the files are still written once, by this process, all or none, and
     their bytes are the same as with ``jobs=1``. The workers are spawned, so a
     script that calls ``build(jobs=N)`` needs the usual ``if __name__ ==
@@ -196,6 +197,8 @@ def build(
     if type(jobs) is not int or jobs < 1:
         raise UsageError(f"jobs must be a positive integer; got {jobs!r}")
     _check_timeout(timeout)
+    if timeout is None:
+        timeout = budget.DEFAULT_TIMEOUT
     load_pipeline()  # import errors surface here, before any worker starts
     start = time.perf_counter()
     if jobs == 1 or len(specs) == 1:
@@ -327,7 +330,7 @@ def verify(
     results = []
     for spec in specs:
         path = output_path(cfg, spec)
-        graph = pipeline.trace_spec(spec, load_function(spec))
+        graph = _trace(spec, pipeline)
         results.append(
             verification.verify_module(
                 spec, path, graph, points=points, seed=seed, factor=tolerance_factor
@@ -345,6 +348,16 @@ def _check_timeout(timeout: object) -> None:
         raise UsageError(
             f"timeout must be a positive number of seconds or None; got {timeout!r}"
         )
+
+
+def _trace(spec: ModuleSpec, pipeline: ModuleType | None = None) -> Any:
+    """Load and trace the module's function, under the module's time limit (its
+    ``timeout`` key, else :data:`difgen.budget.DEFAULT_TIMEOUT`): the user's code
+    runs, and ``while True`` in it must not hang check or verify."""
+    pipeline = pipeline or load_pipeline()
+    limit = spec.timeout if spec.timeout is not None else budget.DEFAULT_TIMEOUT
+    with time_limit(limit, spec.name):
+        return pipeline.trace_spec(spec, load_function(spec))
 
 
 def output_path(config: Config, spec: ModuleSpec) -> Path:
@@ -549,7 +562,7 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
         if problem is not None:
             return ModuleCheck(spec.name, problem[0], problem[1], problem[2])
     try:
-        graph = load_pipeline().trace_spec(spec, load_function(spec))
+        graph = _trace(spec)
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")
     if found.source_hash == source_hash(spec, graph):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -105,9 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_positive_number,
+        type=_timeout,
         default=None,
-        help="stop a module whose build takes longer (a module's timeout key wins)",
+        help="stop a module whose build takes longer (a module's timeout key "
+        "wins; default 1800, 'inf' for none)",
     )
     _module_option(build, "build only this module (repeatable); default: all")
     build.add_argument(
@@ -218,6 +220,13 @@ def _positive_number(text: str) -> float:
     if not 0 < seconds < 1e9:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return seconds
+
+
+def _timeout(text: str) -> float:
+    """``--timeout``'s value: a positive number of seconds, or ``inf`` (no limit)."""
+    if text.strip().lower() in ("inf", "none"):
+        return math.inf
+    return _positive_number(text)
 
 
 def _positive_int(text: str) -> int:

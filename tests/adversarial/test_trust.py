@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import difgen
-from difgen import api
+from difgen import api, budget
 from difgen.errors import UsageError
 from difgen.targets.c import compiling
 
@@ -1154,3 +1154,96 @@ def test_reload_after_a_rebuild_says_why_it_falls_back(
         check=False,
     )
     assert fresh.stdout == "True\n", fresh.stderr
+
+
+# ------------------------------------------ a default time limit on the user's code
+
+ENDLESS = rows(
+    [
+        ("while_true_in_f", "", "    while True:\n        pass\n"),
+        ("while_true_at_import", "while True:\n    pass\n", ""),
+        ("sleep_in_f", "", "    time.sleep(10**6)\n"),
+        ("count_in_f", "", "    for _ in itertools.count():\n        pass\n"),
+        ("while_shape", "", "    while x.shape:\n        pass\n"),
+        ("busy_numpy", "", "    while True:\n        np.ones(10).sum()\n"),
+    ]
+)
+
+
+def _endless(project: Project, at_import: str, in_f: str) -> str:
+    project.source(
+        "import itertools\nimport time\n\nimport numpy as np\n\n"
+        + at_import
+        + "\n\ndef f(x):\n"
+        + in_f
+        + "    return np.sum(x)\n"
+    )
+    return project.config(module_block())
+
+
+@pytest.mark.parametrize("entry", ["build", "check", "verify"])
+@pytest.mark.parametrize(("case", "at_import", "in_f"), ENDLESS)
+def test_user_code_that_never_ends_stops_by_default(
+    project: Project,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    at_import: str,
+    in_f: str,
+    entry: str,
+) -> None:
+    """No --timeout, no timeout key: the default limit (1800 s; here shortened)
+    stops the module with a message naming it and the stage, exit 1, nothing
+    written; check and verify run the user's code under it too."""
+    monkeypatch.setattr(budget, "DEFAULT_TIMEOUT", 0.3)
+    if entry != "build":  # a module built from an earlier, finite function
+        project.source(F)
+        project.config(module_block())
+        assert project.build().status == 0
+    _endless(project, at_import, in_f)
+    before = project.snapshot()
+    start = time.monotonic()
+    result = project.cli(entry, "difgen.toml")
+    assert time.monotonic() - start < 15
+    assert project.snapshot() == before
+    if entry == "check":  # a function that no longer builds: stale, saying why
+        assert result.status == 1 and "stopped after 0.3 s" in result.out
+    else:
+        assert result.status == 1, result.out
+        assert "module 'mod': stopped after 0.3 s in stage" in result.err
+        assert "--timeout" in result.err and "Traceback" not in result.err
+
+
+def test_the_default_limit_is_generous_and_documented() -> None:
+    assert budget.DEFAULT_TIMEOUT >= 600
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert f"the limit is {budget.DEFAULT_TIMEOUT:g} s" in readme
+
+
+@pytest.mark.parametrize("value", ["inf", "INF", "none"])
+def test_timeout_inf_removes_the_default(
+    project: Project, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """A function slower than the (shortened) default builds with --timeout inf."""
+    monkeypatch.setattr(budget, "DEFAULT_TIMEOUT", 0.2)
+    project.source(
+        "import time\n\nimport numpy as np\n\n\ndef f(x):\n    time.sleep(0.5)\n    return np.sum(x)\n"
+    )
+    project.config(module_block())
+    assert project.build().status == 1
+    result = project.build("--timeout", value)
+    assert result.status == 0, result.err
+
+
+@pytest.mark.parametrize("where", ["option", "key"])
+def test_an_explicit_limit_wins_over_the_default(
+    project: Project, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    monkeypatch.setattr(budget, "DEFAULT_TIMEOUT", 0.2)
+    project.source(
+        "import time\n\nimport numpy as np\n\n\ndef f(x):\n    time.sleep(0.5)\n    return np.sum(x)\n"
+    )
+    project.config(module_block(**({"timeout": 30} if where == "key" else {})))
+    result = project.build(*(["--timeout", "30"] if where == "option" else []))
+    assert result.status == 0, result.err
+    if where == "key":  # check traces under the key too (it has no --timeout)
+        assert project.check().status == 0
