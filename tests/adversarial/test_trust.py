@@ -1247,3 +1247,51 @@ def test_an_explicit_limit_wins_over_the_default(
     assert result.status == 0, result.err
     if where == "key":  # check traces under the key too (it has no --timeout)
         assert project.check().status == 0
+
+
+# ----------------------------------- importing a module whose extension is damaged
+
+IMPORT = """
+import os, sys, warnings
+import numpy as np
+sys.path.insert(0, "out")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import mod
+print(mod.COMPILED)
+print(mod.C_FALLBACK_REASON)
+print(len(caught))
+x = np.array([0.3, -1.2, 2.5])
+print(repr(mod.gradient(x).tolist()))
+"""
+
+
+@pytest.mark.parametrize(
+    ("case", "damage", "reason"),
+    [p for p in BAD_EXTENSIONS if p.id not in ("directory", "dangling_symlink")],
+)
+def test_import_never_loads_a_damaged_extension(
+    compiled: Project, case: str, damage: Callable[[Path], None], reason: str
+) -> None:
+    """A truncated shared object, mapped, crashes the interpreter with SIGBUS at
+    import; one from another source computes something else. The module reads
+    the file first, falls back to its Python operators (right values) and warns
+    once, saying why; a FIFO there is skipped, never opened."""
+    damage(_extension(compiled))
+    env = {k: v for k, v in subprocess_env().items() if k != "DIFGEN_QUIET_FALLBACK"}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT],
+        cwd=compiled.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    flag, why, warned, values = done.stdout.splitlines()
+    assert flag == "False" and warned == "1"
+    expected = "not built" if case == "fifo" else "truncated or compiled from another"
+    assert expected in why
+    x = np.array([0.3, -1.2, 2.5])
+    np.testing.assert_allclose(eval(values), np.sin(x) + x * np.cos(x), rtol=1e-14)
