@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -26,7 +27,7 @@ import pytest
 
 import difgen
 from difgen import api, budget
-from difgen.errors import UsageError
+from difgen.errors import DifgenError, UsageError
 from difgen.targets.c import compiling
 
 from .adversarial_support import (
@@ -1295,3 +1296,159 @@ def test_import_never_loads_a_damaged_extension(
     assert expected in why
     x = np.array([0.3, -1.2, 2.5])
     np.testing.assert_allclose(eval(values), np.sin(x) + x * np.cos(x), rtol=1e-14)
+
+
+# --------------------------------------- synthetic shared objects for the ELF test
+
+
+def _elf(
+    wide: bool = True,
+    little: bool = True,
+    size: int = 4096,
+    shoff: int = 3000,
+    shnum: int = 10,
+    segments: tuple[tuple[int, int, int], ...] = ((1, 0, 1000),),
+) -> bytes:
+    """An ELF file of ``size`` bytes: its header, program headers right after it
+    (``(type, offset, filesz)``) and a section table of ``shnum`` entries at
+    ``shoff``; the C_HASH of nothing in particular at the end."""
+    order = "<" if little else ">"
+    word = "Q" if wide else "I"
+    header_size, ph_size, sh_size = (64, 56, 64) if wide else (52, 32, 40)
+    ident = b"\x7fELF" + bytes([2 if wide else 1, 1 if little else 2, 1]) + bytes(9)
+    header = ident + struct.pack(
+        f"{order}HHI{word}{word}{word}IHHHHHH",
+        3, 62, 1, 0, header_size, shoff, 0, header_size, ph_size,
+        len(segments), sh_size, shnum, 0,
+    )  # fmt: skip
+    programs = b""
+    for kind, offset, filesz in segments:
+        if wide:
+            programs += struct.pack(
+                f"{order}IIQQQQQQ", kind, 5, offset, 0, 0, filesz, filesz, 4096
+            )
+        else:
+            programs += struct.pack(
+                f"{order}IIIIIIII", kind, offset, 0, 0, filesz, filesz, 5, 4096
+            )
+    data = header + programs
+    return (data + bytes(max(0, size - len(data))))[:size]
+
+
+SYNTHETIC = rows(
+    [
+        ("whole_64_le", _elf(), None),
+        ("whole_64_be", _elf(little=False), None),
+        ("whole_32_le", _elf(wide=False), None),
+        ("whole_32_be", _elf(wide=False, little=False), None),
+        ("sections_past_end", _elf(shoff=4000), "section headers"),
+        ("sections_past_end_32", _elf(wide=False, shoff=4000), "section headers"),
+        ("segment_past_end", _elf(segments=((1, 0, 5000),)), "a loaded segment"),
+        (
+            "segment_offset_past_end",
+            _elf(segments=((1, 4000, 200),)),
+            "a loaded segment",
+        ),
+        ("note_past_end_is_fine", _elf(segments=((4, 4000, 9999), (1, 0, 100))), None),
+        (
+            "second_segment_short",
+            _elf(segments=((1, 0, 100), (1, 3000, 1200))),
+            "a loaded segment",
+        ),
+        (
+            "too_many_program_headers",
+            _elf(segments=((1, 0, 10),) * 80),
+            "program headers",
+        ),
+        ("bad_class", _elf()[:4] + b"\x03" + _elf()[5:], "no whole ELF header"),
+        ("bad_byte_order", _elf()[:5] + b"\x07" + _elf()[6:], "no whole ELF header"),
+        ("no_sections", _elf(shoff=0, shnum=0), None),
+        ("mach_o", b"\xcf\xfa\xed\xfe" + bytes(4000), None),
+        ("magic_and_hash_only", b"\x7fELF", "no whole ELF header"),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "data", "problem"), SYNTHETIC)
+def test_the_extension_wholeness_test_on_synthetic_files(
+    tmp_path: Path, case: str, data: bytes, problem: str | None
+) -> None:
+    """Each range an ELF header names must lie inside the file; other formats
+    are left to the hash test. Both word sizes and byte orders."""
+    path = tmp_path / "x.so"
+    path.write_bytes(data + b"0123456789abcdef")
+    found = compiling.extension_problem(path, "0123456789abcdef")
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and "truncated" in found and problem in found
+
+
+# ------------------------------------------------ SIGTERM in every stage of a build
+
+SLOW_STAGES = rows(
+    [
+        ("at_import", "open('started', 'w').close()\ntime.sleep(60)\n", ""),
+        ("in_trace", "", "    open('started', 'w').close()\n    time.sleep(60)\n"),
+        (
+            "busy_in_trace",
+            "",
+            "    open('started', 'w').close()\n    while True:\n        pass\n",
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize(("case", "at_import", "in_f"), SLOW_STAGES)
+def test_sigterm_in_any_stage_writes_nothing(
+    project: Project, case: str, at_import: str, in_f: str, jobs: str
+) -> None:
+    """Exit 143 with one line on stderr, nothing written, no process left."""
+    body = "import time\n\nimport numpy as np\n\n" + at_import
+    body += "\n\ndef f(x):\n" + in_f + "    return np.sum(x)\n"
+    project.source(body)
+    project.source(F, name="other.py")
+    project.config(module_block(), module_block("two", function="other.py:f"))
+    process = project.popen("build", "difgen.toml", "--jobs", jobs)
+    _wait_for(lambda: (project.root / "started").exists(), timeout=120)
+    children = _children(process.pid)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 143, err
+    assert "difgen: terminated; nothing was written" in err
+    assert "Traceback" not in err
+    assert not (project.root / OUTPUT_DIR).exists()
+    _wait_for(lambda: not any(_running(pid) for pid in children), timeout=10)
+
+
+@pytest.mark.parametrize("text", ["-1", "0", "nan", "abc", "1e10", "-inf", ""])
+def test_cli_refuses_a_bad_timeout(project: Project, text: str) -> None:
+    _simple(project)
+    result = project.cli("build", "difgen.toml", f"--timeout={text}")
+    assert result.status == 2 and "--timeout" in result.err
+    assert not (project.root / OUTPUT_DIR).exists()
+
+
+@pytest.mark.parametrize("entry", ["build", "check"])
+def test_a_deleted_helper_is_an_error_not_the_cached_copy(
+    project: Project, entry: str
+) -> None:
+    """The helper imported by the first build is gone: the second call must not
+    build from the copy in sys.modules."""
+    project.write("helper.py", "K = 3.0\n")
+    project.source(
+        "import numpy as np\nfrom helper import K\n\n\ndef f(x):\n    return np.sum(K * x)\n"
+    )
+    project.config(module_block())
+    config = project.root / "difgen.toml"
+    difgen.build(config)
+    (project.root / "helper.py").unlink()
+    if entry == "build":
+        with pytest.raises(DifgenError, match="No module named 'helper'"):
+            difgen.build(config)
+    else:
+        (found,) = difgen.check(config).modules
+        assert (
+            found.status.value == "stale" and "No module named 'helper'" in found.reason
+        )
