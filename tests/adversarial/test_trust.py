@@ -1,4 +1,4 @@
-"""Class 11 of the adversarial suite (issue 20, item 6): trust at the edges.
+"""Class 9 of the adversarial suite (issue 20, item 6): trust at the edges.
 
 Every case is one way a build, ``check``, the compiler or the loading of a module
 could claim success it did not have, raise a traceback, hang or leave files behind:
@@ -1452,3 +1452,36 @@ def test_a_deleted_helper_is_an_error_not_the_cached_copy(
         assert (
             found.status.value == "stale" and "No module named 'helper'" in found.reason
         )
+
+
+# ---------------------------------------------- what --compile decides from mtimes
+
+MTIMES = rows(
+    [
+        ("so_older_same_hash", -100, False, True),
+        ("so_same_mtime", 0, False, False),
+        ("so_newer", 100, False, False),
+        ("so_newer_other_hash", 100, True, True),
+        ("so_much_newer_other_hash", 10**6, True, True),
+        ("so_older_other_hash", -100, True, True),
+    ]
+)
+
+
+@pytest.mark.parametrize(("case", "shift", "other_hash", "compiles"), MTIMES)
+def test_compile_decides_from_contents_not_only_mtimes(
+    compiled: Project, case: str, shift: int, other_hash: bool, compiles: bool
+) -> None:
+    """``--compile`` compiles exactly when check would call the extension stale,
+    whatever the mtimes, so that "run difgen build --compile" always helps."""
+    extension, source = _extension(compiled), _c_source(compiled)
+    if other_hash:
+        _other_hash(extension)
+    base = source.stat().st_mtime
+    os.utime(extension, (base + shift, base + shift))
+    assert (compiled.check().status == 1) is compiles
+    result = compiled.build("--compile")
+    assert result.status == 0, result.err
+    assert ("compiled " in result.out) is compiles
+    assert compiled.check().status == 0
+    _gradient_ok(compiled)
