@@ -34,6 +34,7 @@ from .adversarial_support import (
     OUTPUT_DIR,
     Project,
     config_text,
+    finite_differences,
     import_file,
     line_of,
     module_block,
@@ -1485,3 +1486,42 @@ def test_compile_decides_from_contents_not_only_mtimes(
     assert ("compiled " in result.out) is compiles
     assert compiled.check().status == 0
     _gradient_ok(compiled)
+
+
+# --------------------------------------- reverse mode through a while loop on x
+
+LOOP_BODIES = rows(
+    [
+        ("sin_plus_x", "s = np.sin(s) * 0.5 + x"),
+        ("half_plus_x", "s = s * 0.5 + x"),
+        ("plus_x", "s = s + x"),
+        ("x_minus", "s = x - s * 0.25"),
+        ("x_times", "s = s * 0.5 + x * x"),
+        ("scalar_const", "s = s * 0.9 + x[0]"),
+        ("x_first", "s = x + np.tanh(s)"),
+        ("two_uses", "s = x + s * 0.5 + x * 0.25"),
+    ]
+)
+
+
+@pytest.mark.parametrize("trips", [1, 2, 7])
+@pytest.mark.parametrize(("case", "body"), LOOP_BODIES)
+def test_reverse_mode_through_a_while_loop(
+    project: Project, case: str, body: str, trips: int
+) -> None:
+    """The backward sweep updates the state's cotangent and sums the constants'
+    cotangents from the same iteration's values. Written one after the other, a
+    constant whose cotangent is the carried one itself (``s = ... + x``) was
+    summed from the next iteration's: every gradient off by exactly one term."""
+    project.source(
+        "import numpy as np\n\n\ndef f(x):\n    s = x\n    i = x[0] * 0.0\n"
+        f"    while i < {trips}.0:\n        {body}\n        i = i + 1.0\n"
+        "    return np.sum(s * s)\n"
+    )
+    project.config(module_block(operators=("gradient",), backend="trace"))
+    result = project.build()
+    assert result.status == 0, result.err
+    module = import_file(project.output())
+    x = np.array([0.3, -0.7, 1.1])
+    want = finite_differences(import_file(project.root / "fn.py").f, x)
+    np.testing.assert_allclose(module.gradient(x), want, rtol=1e-6, atol=1e-8)
