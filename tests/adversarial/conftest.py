@@ -38,7 +38,8 @@ One file per class of the issue; each case is one row of a table:
    ``check``, compiling and loading (an extension truncated, a FIFO or directory,
    from another or an edited C source, older or newer by mtime; ``$CFLAGS``
    fast-math; the pre-commit build hook; an edited helper in ``sys.modules``; a
-   ``json.py`` function file), no traceback (bad timeouts and seeds, a dead
+   ``json.py`` function file; reverse mode through ``s = f(s) + x`` in a
+   ``while``), no traceback (bad timeouts and seeds, a dead
    ``--jobs`` worker, a compiler without output, ``arctan2`` in C), no hang or
    leftover (SIGTERM, a killed compiler, ``while True`` under the default limit).
 
