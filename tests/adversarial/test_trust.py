@@ -1196,11 +1196,11 @@ def test_user_code_that_never_ends_stops_by_default(
     """No --timeout, no timeout key: the default limit (1800 s; here shortened)
     stops the module with a message naming it and the stage, exit 1, nothing
     written; check and verify run the user's code under it too."""
-    monkeypatch.setattr(budget, "DEFAULT_TIMEOUT", 0.3)
     if entry != "build":  # a module built from an earlier, finite function
         project.source(F)
         project.config(module_block())
         assert project.build().status == 0
+    monkeypatch.setattr(budget, "DEFAULT_TIMEOUT", 0.3)
     _endless(project, at_import, in_f)
     before = project.snapshot()
     start = time.monotonic()
