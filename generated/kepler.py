@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "c0cc486197bb205f"
-BODY_HASH = "4128e9074025eb61"
+BODY_HASH = "7443818c5b1bbeb6"
 INPUT_SHAPE: tuple[int, ...] = (4,)
 OUTPUT_SHAPE: tuple[int, ...] = (4,)
 
@@ -146,8 +146,8 @@ def pullback(
         t17 = (
             t10 + -t12 * (e * -((t7 - e * t12 - x) / t14 * t16)) + t15 + t13 * (e * t16)
         )
-        t10 = t17
         t11 = t11 + t16
+        t10 = t17
     t18 = np.array(t10)
     t19 = np.array(t11)
     t20 = -t18 / t3

@@ -203,7 +203,10 @@ def test_pre_commit_hooks(tmp_path: Path) -> None:
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     by_id = {hook["id"]: hook for hook in hooks}
     assert sorted(by_id) == ["difgen-build", "difgen-check"]
-    for hook_id, command in [("difgen-check", "check"), ("difgen-build", "build")]:
+    for hook_id, command in [
+        ("difgen-check", "check"),
+        ("difgen-build", "build --exit-code"),
+    ]:
         hook = by_id[hook_id]
         assert hook["entry"] == f"difgen {command}"
         assert hook["language"] == "python"  # pre-commit installs this repository
@@ -238,9 +241,13 @@ def test_pre_commit_hooks(tmp_path: Path) -> None:
     assert check.returncode == 1
     assert f"{GENERATED}: energy_derivatives: missing" in check.stdout
     assert check.stderr == "difgen: using pyproject.toml [tool.difgen]\n"
+    build = entry("difgen-build")  # wrote a new file: the commit must stop
+    assert build.returncode == 1, build.stderr
+    assert build.stdout == f"wrote {GENERATED}\n"
+    assert "1 module written; add them" in build.stderr
     build = entry("difgen-build")
     assert build.returncode == 0, build.stderr
-    assert build.stdout == f"wrote {GENERATED}\n"
+    assert build.stdout == f"unchanged {GENERATED}\n"
     check = entry("difgen-check")
     assert (check.returncode, check.stdout.splitlines()[-1]) == (
         0,

@@ -26,12 +26,13 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Union
 
-from difgen import verification
+from difgen import budget, verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
@@ -173,7 +174,8 @@ def build(
     """Generate the modules (all, or those named), then write them all or none.
 
     ``timeout`` bounds each module's generation in seconds (a module's own
-    ``timeout`` key wins). ``jobs > 1`` generates modules in that many worker
+    ``timeout`` key wins; None: :data:`difgen.budget.DEFAULT_TIMEOUT`, half an
+    hour; ``math.inf``: no limit). ``jobs > 1`` generates modules in that many worker
     processes; the files are still written once, by this process, all or none, and
     their bytes are the same as with ``jobs=1``. The workers are spawned, so a
     script that calls ``build(jobs=N)`` needs the usual ``if __name__ ==
@@ -194,6 +196,9 @@ def build(
     specs = select_modules(cfg, modules)
     if type(jobs) is not int or jobs < 1:
         raise UsageError(f"jobs must be a positive integer; got {jobs!r}")
+    _check_timeout(timeout)
+    if timeout is None:
+        timeout = budget.DEFAULT_TIMEOUT
     load_pipeline()  # import errors surface here, before any worker starts
     start = time.perf_counter()
     if jobs == 1 or len(specs) == 1:
@@ -229,10 +234,11 @@ def build(
         built.append(
             BuiltModule(spec.name, path, action, reason, g.seconds, g.stages, g.notes)
         )
+    removed = list(transaction.removed_leftovers)
+    if any(spec.emit == "c" for spec in specs):  # of a compiler killed earlier
+        removed += compiling.remove_leftovers(Path(cfg.output_dir))
     compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
-    return BuildResult(
-        cfg.path, tuple(built), tuple(transaction.removed_leftovers), compiled
-    )
+    return BuildResult(cfg.path, tuple(built), tuple(removed), compiled)
 
 
 def compile_extensions(
@@ -254,12 +260,19 @@ def compile_extensions(
 
 
 def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
-    """Whether the module's extension is missing or older than its C source."""
+    """Whether the module's extension is missing, older than its C source, or not
+    the one compiled from it (another ``C_HASH``, truncated; whatever the mtimes
+    say). Not a regular file: True, and the compile refuses it naming the path."""
     source = c_source_path(config, spec)
     target = compiling.extension_path(config.output_dir, spec.name)
     if not source.is_file():
         raise compiling.CompileError(f"{source}: no C source; run difgen build first")
-    return not target.exists() or target.stat().st_mtime < source.stat().st_mtime
+    if not target.is_file():
+        return True
+    if target.stat().st_mtime < source.stat().st_mtime:
+        return True
+    c_hash = inspect_file(output_path(config, spec)).c_hash
+    return compiling.extension_problem(target, c_hash) is not None
 
 
 def c_source_path(config: Config, spec: ModuleSpec) -> Path:
@@ -309,19 +322,42 @@ def verify(
     specs = select_modules(cfg, modules)
     if type(points) is not int or points < 1:
         raise UsageError(f"points must be a positive integer; got {points!r}")
+    if type(seed) is not int or seed < 0:
+        raise UsageError(f"seed must be a non-negative integer; got {seed!r}")
     if not tolerance_factor > 0:
         raise UsageError(f"tolerance_factor must be positive; got {tolerance_factor!r}")
     pipeline = load_pipeline()
     results = []
     for spec in specs:
         path = output_path(cfg, spec)
-        graph = pipeline.trace_spec(spec, load_function(spec))
+        graph = _trace(spec, pipeline)
         results.append(
             verification.verify_module(
                 spec, path, graph, points=points, seed=seed, factor=tolerance_factor
             )
         )
     return VerifyResult(cfg.path, tuple(results), points, seed)
+
+
+def _check_timeout(timeout: object) -> None:
+    """A build's ``timeout``: None, or a positive number of seconds (inf: none)."""
+    if timeout is None:
+        return
+    number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    if not number or not timeout > 0:  # type: ignore[operator]
+        raise UsageError(
+            f"timeout must be a positive number of seconds or None; got {timeout!r}"
+        )
+
+
+def _trace(spec: ModuleSpec, pipeline: ModuleType | None = None) -> Any:
+    """Load and trace the module's function, under the module's time limit (its
+    ``timeout`` key, else :data:`difgen.budget.DEFAULT_TIMEOUT`): the user's code
+    runs, and ``while True`` in it must not hang check or verify."""
+    pipeline = pipeline or load_pipeline()
+    limit = spec.timeout if spec.timeout is not None else budget.DEFAULT_TIMEOUT
+    with time_limit(limit, spec.name):
+        return pipeline.trace_spec(spec, load_function(spec))
 
 
 def output_path(config: Config, spec: ModuleSpec) -> Path:
@@ -452,13 +488,32 @@ def _generate_in_parallel(
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             _relay(queue, progress)
             for future in done:
-                results[futures[future]] = future.result()
+                try:
+                    results[futures[future]] = future.result()
+                except BrokenProcessPool:
+                    raise _worker_died(specs, futures, results) from None
         _relay(queue, progress)
     except BaseException:
         _stop_workers(pool)
         raise
     pool.shutdown(wait=True)
     return [r for r in results if r is not None]
+
+
+def _worker_died(
+    specs: list[ModuleSpec],
+    futures: dict[Future[_Generated], int],
+    results: list[_Generated | None],
+) -> DifgenError:
+    """The error of a worker process that ended abruptly (killed by a signal,
+    crashed in C code, out of memory): it names the modules not generated."""
+    unfinished = [specs[i].name for i in sorted(futures.values()) if results[i] is None]
+    names = ", ".join(repr(name) for name in unfinished)
+    return DifgenError(
+        f"a worker process ended abruptly (killed, or crashed in native code) while "
+        f"generating {names}; nothing was written. Run without --jobs to see which "
+        "module and why"
+    )
 
 
 def _relay(queue: Any, progress: ProgressCallback | None) -> None:
@@ -507,7 +562,7 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
         if problem is not None:
             return ModuleCheck(spec.name, problem[0], problem[1], problem[2])
     try:
-        graph = load_pipeline().trace_spec(spec, load_function(spec))
+        graph = _trace(spec)
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")
     if found.source_hash == source_hash(spec, graph):
@@ -534,11 +589,11 @@ def _check_c_files(
     if found.body_hash != c_hash:
         return source, Status.STALE, "the C source is not the one the module names"
     extension = compiling.extension_path(path.parent, spec.name)
-    if (  # C_HASH is a string constant in the extension's bytes
-        c_hash is not None
-        and extension.exists()
-        and c_hash.encode("ascii") not in extension.read_bytes()
-    ):
-        reason = "the extension was compiled from another C source; run: "
-        return extension, Status.STALE, reason + "difgen build --compile"
+    if not os.path.lexists(extension):
+        return None  # not built: the module runs its Python operators
+    problem = compiling.extension_problem(extension, c_hash)
+    if problem is None and extension.stat().st_mtime < source.stat().st_mtime:
+        problem = "the extension is older than its C source"
+    if problem is not None:
+        return extension, Status.STALE, f"{problem}; run: difgen build --compile"
     return None

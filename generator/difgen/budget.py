@@ -168,6 +168,14 @@ def reporting(module: str, callback: ProgressCallback | None) -> Iterator[_Track
     tracker.report(DONE, tracker.stage_times(), tuple(tracker.notes))
 
 
+DEFAULT_TIMEOUT = 1800.0
+"""Seconds a module's build may take when neither ``--timeout`` nor the module's
+``timeout`` key says otherwise: half an hour, far above any real build (the
+largest examples take seconds), so that a ``while True`` in the user's code
+stops with a message instead of never. ``--timeout inf`` (``timeout=math.inf``)
+removes the limit. :func:`difgen.check` and :func:`difgen.verify` load and trace
+the function under the same limit."""
+
 REFIRE = 0.05
 """Seconds between repeats of an expired time limit's exception (see time_limit)."""
 

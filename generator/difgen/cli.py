@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from difgen.api import (
@@ -47,11 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else 1
     try:
-        status: int = args.run(args)
+        with _terminate_as_interrupt():
+            status: int = args.run(args)
         sys.stdout.flush()
     except DifgenError as exc:
         print(f"difgen: error: {exc}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("difgen: terminated; nothing was written", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("difgen: interrupted; nothing was written", file=sys.stderr)
         return 130
@@ -61,6 +68,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     return status
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: unwound like Ctrl-C, so that the worker processes of
+    ``--jobs`` are ended, a compiler's temporary file removed and nothing is left
+    half-written, instead of the process vanishing with its children running."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,9 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_positive_number,
+        type=_timeout,
         default=None,
-        help="stop a module whose build takes longer (a module's timeout key wins)",
+        help="stop a module whose build takes longer (a module's timeout key "
+        "wins; default 1800, 'inf' for none)",
     )
     _module_option(build, "build only this module (repeatable); default: all")
     build.add_argument(
@@ -95,6 +126,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help='compile the C source of every emit = "c" module into its extension '
         "(needs a C compiler and the Python and NumPy headers)",
+    )
+    build.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit 1 when a file was written (for a pre-commit hook: the commit "
+        "stops until the written files are added)",
     )
     _verbosity(build)
     build.set_defaults(run=_build)
@@ -123,7 +160,10 @@ def _parser() -> argparse.ArgumentParser:
         help="random points per module (default 3)",
     )
     verify.add_argument(
-        "--seed", type=int, default=0, help="seed of the random points (default 0)"
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of the random points, a non-negative integer (default 0)",
     )
     verify.add_argument(
         "--tolerance-factor",
@@ -182,6 +222,13 @@ def _positive_number(text: str) -> float:
     return seconds
 
 
+def _timeout(text: str) -> float:
+    """``--timeout``'s value: a positive number of seconds, or ``inf`` (no limit)."""
+    if text.strip().lower() in ("inf", "none"):
+        return math.inf
+    return _positive_number(text)
+
+
 def _positive_int(text: str) -> int:
     """``--jobs``' and ``--points``' value: a positive integer."""
     try:
@@ -190,6 +237,19 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """``--seed``'s value: a non-negative integer (NumPy's generators take no other)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative integer, got {text!r}"
+        )
     return value
 
 
@@ -219,15 +279,22 @@ def _build(args: argparse.Namespace) -> int:
             progress=reporter,
             compile=args.compile,
         )
-    if args.quiet:
-        return 0
-    for leftover in result.removed_leftovers:
-        print(f"removed leftover {_display(leftover)}")
-    for module in result.modules:
-        verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
-        print(f"{verb} {_display(module.path)}")
-    for compiled in result.compiled:
-        print(f"compiled {_display(compiled.path)} ({compiled.seconds:.2f} s)")
+    if not args.quiet:
+        for leftover in result.removed_leftovers:
+            print(f"removed leftover {_display(leftover)}")
+        for module in result.modules:
+            verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
+            print(f"{verb} {_display(module.path)}")
+        for compiled in result.compiled:
+            print(f"compiled {_display(compiled.path)} ({compiled.seconds:.2f} s)")
+    if args.exit_code and result.written:
+        count = len(result.written)
+        print(
+            f"difgen: {count} module{'s' if count != 1 else ''} written; "
+            "add them (git add), then commit again",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -65,10 +65,18 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
         raise fail('expected "package.module:attr" or "path/to/file.py:attr"')
     module_ref, attr = parts
     base = Path(spec.config_path).resolve().parent
-    if module_ref.endswith(".py"):
-        module = _load_file(base / module_ref, fail)
-    else:
-        module = _import(module_ref, package_roots(base), fail)
+    _forget_changed_imports()
+    before = set(sys.modules)
+    try:
+        if module_ref.endswith(".py"):
+            module = _load_file(base / module_ref, fail)
+        else:
+            module = _import(module_ref, package_roots(base), fail)
+    finally:
+        roots = package_roots(base)
+        if module_ref.endswith(".py"):
+            roots.append((base / module_ref).resolve().parent)
+        _remember_imports(set(sys.modules) - before, roots)
     value: Any = module
     for name in attr.split("."):
         if not hasattr(value, name):
@@ -82,6 +90,52 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
             f"'{attr}' is {problem}; name a Python function that difgen can trace"
         )
     return cast("Callable[..., Any]", value)
+
+
+_USER_IMPORTS: dict[str, tuple[ModuleType, Path, bytes]] = {}
+"""Modules of the user's project that loading a function imported (a helper
+module, the function's package): name -> (module, file, its bytes then)."""
+
+
+def _remember_imports(names: set[str], roots: list[Path]) -> None:
+    """Record the modules just imported whose file is in the user's project (under
+    one of ``roots``, not an installed package), with their files' bytes."""
+    for name in names:
+        module = sys.modules.get(name)
+        filename = getattr(module, "__file__", None)
+        if module is None or not filename:
+            continue
+        path = Path(filename).resolve()
+        if {"site-packages", "dist-packages"} & set(path.parts):
+            continue
+        if not any(path.is_relative_to(root.resolve()) for root in roots):
+            continue
+        with suppress(OSError):
+            _USER_IMPORTS[name] = (module, path, path.read_bytes())
+
+
+def _forget_changed_imports() -> None:
+    """Drop the user's modules from ``sys.modules`` if any of their files changed
+    since a load imported them, so that this load imports them afresh.
+
+    All of them, not only the changed files: a module keeps the names it took from
+    another (``from helper import K``), so a changed helper means its importers are
+    stale too. A second :func:`difgen.build` in one process then sees an edited
+    helper, as a new process would; unchanged, nothing is imported again.
+    """
+    changed = False
+    for _, path, data in _USER_IMPORTS.values():
+        try:
+            changed = changed or path.read_bytes() != data
+        except OSError:
+            changed = True
+    if not changed:
+        return
+    for name, (module, _, _) in list(_USER_IMPORTS.items()):
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+    _USER_IMPORTS.clear()
+    importlib.invalidate_caches()
 
 
 def _untraceable(value: Any) -> str | None:
@@ -176,6 +230,13 @@ def _module_name(path: Path) -> str:
 def _exec_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
     if not path.is_file():
         raise fail(f"file {path} not found")
+    if path.stem in sys.stdlib_module_names:
+        raise fail(
+            f"{path.name} has the name of the standard library's module "
+            f"'{path.stem}': while it runs, its directory comes first on sys.path, "
+            f"so an 'import {path.stem}' there (yours, NumPy's or difgen's) would "
+            "load this file instead; rename the file"
+        )
     name = _module_name(path)
     loader_spec = importlib.util.spec_from_file_location(name, path)
     if loader_spec is None or loader_spec.loader is None:

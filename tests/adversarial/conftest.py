@@ -34,6 +34,14 @@ One file per class of the issue; each case is one row of a table:
 8. ``test_bounded_builds.py``: ``--timeout`` and per-module ``timeout`` stop slow
    builds naming module and stage; Ctrl-C exits 130 with nothing written; dense
    results over the memory budget are refused with the size and a hint.
+9. ``test_trust.py`` (issue 20): no wrong "up to date" or success around builds,
+   ``check``, compiling and loading (an extension truncated, a FIFO or directory,
+   from another or an edited C source, older or newer by mtime; ``$CFLAGS``
+   fast-math; the pre-commit build hook; an edited helper in ``sys.modules``; a
+   ``json.py`` function file; reverse mode through ``s = f(s) + x`` in a
+   ``while``), no traceback (bad timeouts and seeds, a dead
+   ``--jobs`` worker, a compiler without output, ``arctan2`` in C), no hang or
+   leftover (SIGTERM, a killed compiler, ``while True`` under the default limit).
 
 Every case passes: none is marked xfail and none is skipped. A case that fails is a
 broken promise, to be fixed in difgen, not marked.

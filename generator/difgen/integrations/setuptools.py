@@ -116,6 +116,7 @@ def extensions(
                 sources=[source.relative_to(base).as_posix()],
                 include_dirs=include_dirs()[1:],  # NumPy's (Python's are implied)
                 extra_compile_args=list(CFLAGS),
+                extra_link_args=list(CFLAGS),  # $CFLAGS reaches the link too
                 libraries=["m"],
             )
         )

@@ -161,6 +161,7 @@ C_LIBRARY = frozenset(
 _C_FUNCTIONS = {name: floats.helper(name) for name in floats.FAST_UNARY}
 _C_FUNCTIONS.update({name: floats.helper(name) for name in floats.NUMPY_UNARY})
 _C_FUNCTIONS.update({"atan": "atan", "tanh": "tanh", "asinh": "asinh"})
+_C_FUNCTIONS["atan2"] = "atan2"  # math.atan2 is C99's atan2, special values included
 
 _PYTHON_ONLY = re.compile(r"\b(if|else|and|or|not|True|False|None|math|lambda)\b|\*\*")
 """Python syntax that must never reach the C file (it would mean the printer
@@ -178,6 +179,11 @@ class CPrinter(FloatPrinter):
     def _module_format(self, fqn: str, register: bool = True) -> str:
         self._note(fqn)
         return fqn.split(".")[-1]  # math.atan2 -> atan2
+
+    def _print_known_func(self, expr: Any) -> str:
+        if type(expr).__name__ not in self.known_functions:  # Python's, not C's
+            raise Unsupported(f"no C form of {type(expr).__name__}")
+        return str(super()._print_known_func(expr))
 
     def _print_Heaviside(self, expr: Any) -> str:
         z = self._print(expr.args[0])

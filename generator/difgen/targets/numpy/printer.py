@@ -588,8 +588,10 @@ def _emit_sweep(eqn: Any, out: _Statements) -> None:
         out.lines.append(f"for {target} in reversed({stack}):")
         inputs = [*state, *consts, *(atom(c) for c in carry)]
         lines, new = _block(back, inputs, out)
-        updates = [_assign_all(carry, new[:m])] if m else []
-        updates += [f"{a} = {a} + {v}" for a, v in zip(accs, new[m:])]
+        # The sums first: a constant's cotangent may be the carried one itself
+        # (``s = ... + x``), which must be this iteration's, not the next's.
+        updates = [f"{a} = {a} + {v}" for a, v in zip(accs, new[m:])]
+        updates += [_assign_all(carry, new[:m])] if m else []
         out.lines += _indented([*lines, *updates])
         found = [*carry, *accs]
         out.loops[key] = found
