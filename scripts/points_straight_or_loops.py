@@ -42,7 +42,7 @@ def _built(directory: Path, size: int, limit: int, tag: str) -> Any:
     from difgen.targets import cost as cost_model
     from difgen.targets.c import loops as c_loops
 
-    saved, emit = c_loops.STRAIGHT_LINE_WORK, choose._emit_c
+    saved, emit = c_loops.STRAIGHT_LINE_WORK, choose._print_compiled
     works: dict[str, int] = {}
 
     def spy(op: Any, spec: Any, ys: Any, graph: Any, *rest: Any) -> Any:
@@ -50,7 +50,7 @@ def _built(directory: Path, size: int, limit: int, tag: str) -> Any:
         return emit(op, spec, ys, graph, *rest)
 
     c_loops.STRAIGHT_LINE_WORK = limit
-    choose._emit_c = spy  # type: ignore[assignment]
+    choose._print_compiled = spy  # type: ignore[assignment]
     try:
         where = directory / tag
         where.mkdir()
@@ -58,7 +58,7 @@ def _built(directory: Path, size: int, limit: int, tag: str) -> Any:
         (where / "difgen.toml").write_text(_config(size))
         result = build(where / "difgen.toml", compile=True)
     finally:
-        c_loops.STRAIGHT_LINE_WORK, choose._emit_c = saved, emit
+        c_loops.STRAIGHT_LINE_WORK, choose._print_compiled = saved, emit
     module = load_module(where / "out" / "rosen.py", f"rosen_{tag}")
     assert module.COMPILED, module.C_FALLBACK_REASON
     source = (where / "out" / "rosen__c.c").read_text()

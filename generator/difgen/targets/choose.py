@@ -32,7 +32,7 @@ from difgen.targets.c import glue as c_glue
 from difgen.targets.c import loops as c_loops
 from difgen.targets.numpy import printer as vector_code
 from difgen.targets.parts import Constants, Function, ModuleParts
-from difgen.targets.python.printer import ScalarCode, emit_operator, scalar_code
+from difgen.targets.python.printer import ScalarCode, print_operator, scalar_code
 from difgen.targets.signatures import sparse_out
 
 Shape = tuple[int, ...]
@@ -48,7 +48,7 @@ def _csr_wrappers(
     }
 
 
-def _emit(
+def _print_traced(
     op: Operator,
     spec: ModuleSpec,
     ys: Shape,
@@ -62,10 +62,10 @@ def _emit(
     code is worth trying (:func:`cost_model.scalar_reason`), and an expression that
     grows past its budget while being lowered stops the attempt: the operator is
     then vector code, and the build says why (:func:`difgen.budget.note`).
-    ``emit = "c"``: see :func:`_emit_c`.
+    ``emit = "c"``: see :func:`_print_compiled`.
     """
     if spec.emit == "c":
-        return _emit_c(op, spec, ys, graph, pool, layouts)
+        return _print_compiled(op, spec, ys, graph, pool, layouts)
     forced = spec.emit == "scalar"
     reason = cost_model.scalar_reason(graph) if spec.emit == "auto" else None
     if spec.emit == "auto" and reason is not None and _plausible(graph):
@@ -90,10 +90,10 @@ def _emit(
             if forced or cost <= cost_model.vector_cost(graph):
                 return function, "scalar"
     wrap = _csr_wrappers(op, layouts, pool)
-    return vector_code.emit_operator(op, spec, ys, graph, pool, wrap), "vector"
+    return vector_code.print_operator(op, spec, ys, graph, pool, wrap), "vector"
 
 
-def _emit_c(
+def _print_compiled(
     op: Operator,
     spec: ModuleSpec,
     ys: Shape,
@@ -126,7 +126,7 @@ def _emit_c(
         except (NotImplementedError, ExpressionTooLarge, RecursionError, ConfigError):
             pass  # loops print any graph the scalar emission cannot
     wrap = _csr_wrappers(op, layouts, pool)
-    function = vector_code.emit_operator(op, spec, ys, graph, pool, wrap)
+    function = vector_code.print_operator(op, spec, ys, graph, pool, wrap)
     last = layouts.get(len(op.results) - 1)
     pattern = (*last[0].csr_indices(), last[1]) if last is not None else None
     try:
@@ -177,8 +177,8 @@ def _print_expressions(
     """Straight-line code of one operator's expressions: C (with its Python twin)
     for ``emit = "c"``, else Python floats."""
     if spec.emit == "c":
-        return c_code.emit_operator(op, spec, ys, code)
-    return emit_operator(op, spec, ys, code)
+        return c_code.print_operator(op, spec, ys, code)
+    return print_operator(op, spec, ys, code)
 
 
 def print_graphs(
@@ -190,7 +190,7 @@ def print_graphs(
     functions: list[Function] = []
     kinds: dict[str, str] = {}
     for item in derivation.operators:
-        function, kinds[item.op.name] = _emit(
+        function, kinds[item.op.name] = _print_traced(
             item.op, spec, ys, item.graph, pool, item.layouts
         )
         functions.append(function)

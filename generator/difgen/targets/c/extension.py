@@ -56,7 +56,7 @@ from difgen.targets.python.printer import (
     used_symbols,
 )
 from difgen.targets.python.printer import (
-    emit_operator as emit_python,
+    print_operator as print_python,
 )
 from difgen.targets.signatures import sparse_out
 
@@ -504,13 +504,13 @@ def c_function(
     return CFunction(op.name, source, f"{op.name}({params})\\n--\\n\\n")
 
 
-def emit_operator(
+def print_operator(
     op: Operator, spec: ModuleSpec, ys: tuple[int, ...], code: ScalarCode
 ) -> Function:
     """The scalar emission's :class:`Function`, carrying its C twin in ``native``."""
     check_names(spec)
     reduction = reduce(code)
-    function = emit_python(op, spec, ys, code, reduction)
+    function = print_python(op, spec, ys, code, reduction)
     try:
         native = c_function(op, spec, ys, code, reduction)
     except Unsupported as exc:

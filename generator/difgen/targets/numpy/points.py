@@ -48,7 +48,7 @@ from difgen.errors import ConfigError
 from difgen.operators import Shape
 from difgen.targets.c import points as c_points
 from difgen.targets.numpy.epilogue import LastResult, returns
-from difgen.targets.numpy.printer import emit_graph, is_view, number
+from difgen.targets.numpy.printer import is_view, number, print_graph
 from difgen.targets.parts import Constants, Function
 from difgen.targets.signatures import (
     PointsArguments,
@@ -80,7 +80,7 @@ def _code(
     """(statements, result expressions) of a batched graph; every result a fresh
     array with the points in front."""
     k = graph.inputs[0].shape[0]
-    code = emit_graph(graph, names, pool, lead=k)
+    code = print_graph(graph, names, pool, lead=k)
     results = []
     for out, expr, batched in zip(graph.outputs, code.outputs, out_flags):
         if isinstance(out, Lit) and out.shape == ():

@@ -400,19 +400,19 @@ class _Statements:
         self.pending[var] = emitted
 
 
-def emit_graph(
+def print_graph(
     graph: Graph, arg_names: Sequence[str], pool: Constants, lead: int | None = None
 ) -> GraphCode:
     """Statements for ``graph`` with its inputs bound to ``arg_names``: the policy
     decides where each value goes, the statements are built accordingly (``lead``:
     see :meth:`Inlining.of`)."""
     out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
-    policy = _emit_eqns(graph, out, lead)
+    policy = _print_eqns(graph, out, lead)
     outputs = [out.source(o).text for o in graph.outputs]
     return GraphCode(out.lines, outputs, set(policy.hoisted))
 
 
-def _emit_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inlining:
+def _print_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inlining:
     """Each equation of ``graph`` into ``out`` as the inlining policy decides."""
     policy = Inlining.of(graph, lead)
     for eqn in graph.eqns:
@@ -431,7 +431,7 @@ def _emit_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inlin
     return policy
 
 
-def _emit_cond(eqn: Any, out: _Statements) -> None:
+def _print_cond(eqn: Any, out: _Statements) -> None:
     """A branch on a traced value as the user wrote it: a Python ``if``/``else``
     whose blocks compute the branch taken into one temporary.
 
@@ -448,7 +448,7 @@ def _emit_cond(eqn: Any, out: _Statements) -> None:
         graph = branch.graph
         inner = _Statements(out.pool, dict(zip(graph.inputs, operands)))
         inner.counter = out.counter
-        policy = _emit_eqns(graph, inner)
+        policy = _print_eqns(graph, inner)
         out.counter = inner.counter
         result = graph.outputs[0]
         text = inner.source(result).text
@@ -487,7 +487,7 @@ def _block(
     of its outputs; temporaries continue ``out``'s numbering."""
     inner = _Statements(out.pool, dict(zip(graph.inputs, inputs)))
     inner.counter = out.counter
-    _emit_eqns(graph, inner)
+    _print_eqns(graph, inner)
     out.counter = inner.counter
     return inner.lines, [inner.source(o).text for o in graph.outputs]
 
@@ -538,7 +538,7 @@ def _loop_key(eqn: Any, drop: str) -> tuple[Any, ...]:
     return (eqn.primitive.name, eqn.inputs, params)
 
 
-def _emit_while(eqn: Any, out: _Statements) -> None:
+def _print_while(eqn: Any, out: _Statements) -> None:
     """``while`` as the user wrote it: the state in temporaries, the condition
     evaluated at the head, the body computing the next state."""
     params = eqn.params.as_dict()
@@ -555,7 +555,7 @@ def _emit_while(eqn: Any, out: _Statements) -> None:
     _result(out, eqn.out, names[params["index"]])
 
 
-def _emit_sweep(eqn: Any, out: _Statements) -> None:
+def _print_sweep(eqn: Any, out: _Statements) -> None:
     """A loop's adjoint: the forward loop pushes each state on a list (memory grows
     with the trip count), then a ``for`` over the reversed list applies the body's
     VJP, carrying the state's cotangent and summing the constants' cotangents."""
@@ -609,7 +609,7 @@ def _named(out: _Statements, a: Any) -> Expr:
     return out.source(a)
 
 
-def emit_operator(
+def print_operator(
     op: Operator,
     spec: ModuleSpec,
     ys: tuple[int, ...],
@@ -625,7 +625,7 @@ def emit_operator(
     """
     wrap = wrap or {}
     arg_names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
-    code = emit_graph(graph, arg_names, pool)
+    code = print_graph(graph, arg_names, pool)
     body = list(code.lines)
     results = []
     for out, expr in zip(graph.outputs, code.outputs):
@@ -688,4 +688,4 @@ def is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) ->
     return True
 
 
-STATEMENTS.update(cond=_emit_cond, while_loop=_emit_while, sweep=_emit_sweep)
+STATEMENTS.update(cond=_print_cond, while_loop=_print_while, sweep=_print_sweep)

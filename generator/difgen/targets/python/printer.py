@@ -390,7 +390,7 @@ def used_symbols(reduction: Reduced) -> set[sp.Symbol]:
     return used
 
 
-def emit_operator(
+def print_operator(
     op: Operator,
     spec: ModuleSpec,
     ys: tuple[int, ...],
