@@ -18,6 +18,8 @@ Nothing here prints: every line of code comes from a printer.
 
 from __future__ import annotations
 
+import dataclasses
+
 from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
@@ -136,21 +138,14 @@ def _print_compiled(
         return function, "vector"
     native, doc = c_loops.c_loops_function(body, len(graph.eqns), pattern)
     points = c_loops.points_native(op, spec, ys, body) if spec.points else None
-    return (
-        Function(
-            function.name,
-            function.signature,
-            function.returns,
-            function.doc,
-            function.body,
-            function.checked,
-            native=native,
-            native_doc=doc + function.doc,
-            wrappers=c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec)),
-            native_points=points,
-        ),
-        "vector",
+    compiled = dataclasses.replace(
+        function,
+        native=native,
+        native_doc=doc + function.doc,
+        wrappers=c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec)),
+        native_points=points,
     )
+    return compiled, "vector"
 
 
 def _plausible(graph: Graph) -> bool:

@@ -28,6 +28,7 @@ float64 C-contiguous array of the result's shape, else through ``_check_out`` an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -528,19 +529,12 @@ def print_operator(
         if isinstance(r, SparseResult)
     }
     wrappers = c_glue.csr_helpers(op.results, formats, sparse_out(op, spec))
-    return Function(
-        function.name,
-        function.signature,
-        function.returns,
-        function.doc,
-        function.body,
-        function.checked,
+    return dataclasses.replace(
+        function,
         native=native.source,
         native_doc=native.doc + function.doc,
         wrappers=wrappers,
         native_points=native_points,
-        helpers=function.helpers,
-        modules=function.modules,
     )
 
 
