@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from difgen.core.location import user_location
+from difgen.core.location import in_difgen_or_numpy, user_location
 from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
 from difgen.frontend import numpy_api
@@ -124,6 +125,68 @@ _REPLACEMENTS = {id(getattr(np, name)): fn for name, fn in OVERRIDES.items()}
 _REPLACEMENTS.update(MATH_REPLACEMENTS)
 
 
+# NumPy's creation functions as libraries written in NumPy call them on a traced
+# value (SciPy's ``_asarray`` calls ``np.asanyarray(x, dtype=...)``, its array-API
+# shim ``np.zeros(n, dtype=...)`` for an array it then stores traced values into):
+# while tracing, ``numpy`` itself has these replaced for callers outside difgen and
+# NumPy. A library's call is changed only where it must be: a conversion of traced
+# values, or a float64 array created while no module is being imported (a module's
+# own constants stay NumPy arrays); everything else is NumPy's own call.
+CONVERSIONS = ("array", "asarray", "asanyarray")
+CREATIONS = ("zeros", "ones", "empty", "full")
+_OWN_FILES: dict[str, bool] = {}
+
+
+def _for_libraries(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    def dispatch(*args: Any, **kwargs: Any) -> Any:
+        frame = sys._getframe(1)
+        filename = frame.f_code.co_filename
+        own = _OWN_FILES.get(filename)
+        if own is None:
+            own = _OWN_FILES[filename] = in_difgen_or_numpy(filename)
+        if not own and _needs_difgen(name, args, kwargs, frame):
+            return OVERRIDES[name](*args, **kwargs)
+        return original(*args, **kwargs)
+
+    dispatch.__name__ = getattr(original, "__name__", name)
+    dispatch.__qualname__ = getattr(original, "__qualname__", name)
+    dispatch.__doc__ = getattr(original, "__doc__", None)
+    dispatch.__wrapped__ = original  # type: ignore[attr-defined]
+    return dispatch
+
+
+def _needs_difgen(name: str, args: Any, kwargs: dict[str, Any], frame: Any) -> bool:
+    """Whether a library's ``np.<name>(*args, **kwargs)`` must build a traced value."""
+    if name in CONVERSIONS:
+        return bool(args) and contains_tracer(args[0])
+    position = 2 if name == "full" else 1  # where dtype is, given positionally
+    if name == "full" and len(args) > 1 and isinstance(args[1], Tracer):
+        return True
+    dtype = kwargs.get("dtype", args[position] if len(args) > position else None)
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        return False
+    while frame is not None:  # module-level code being imported
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return False
+        frame = frame.f_back
+    return True
+
+
+@contextlib.contextmanager
+def numpy_for_libraries() -> Iterator[None]:
+    """Within the block, library code calling ``np.asarray``, ``np.zeros``... on
+    traced values (or to build arrays it stores traced values into) gets difgen's
+    versions, as the user's own code does."""
+    originals = {name: getattr(np, name) for name in CONVERSIONS + CREATIONS}
+    for name, original in originals.items():
+        setattr(np, name, _for_libraries(name, original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(np, name, original)
+
+
 def add_override(name: str, fn: Callable[..., Any]) -> None:
     """Replace ``np.<name>`` while tracing, for a NumPy function that does not
     dispatch on the argument that may be traced (``np.take``'s indices)."""
@@ -189,7 +252,8 @@ def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
                 added.append((g, name))
                 g[name] = traced
     try:
-        yield
+        with numpy_for_libraries():
+            yield
     finally:
         for g, name in reversed(added):
             g.pop(name, None)

@@ -833,6 +833,18 @@ def take(
     return _take_along(lift(a), int(axis), index)
 
 
+def _dtype_stand_in(value: Any) -> Any:
+    """A traced array as NumPy's type promotion sees it: an array of its dtype
+    (its values do not matter; NumPy 2 promotes arrays by dtype alone)."""
+    return np.empty((0,), lift(value).dtype) if contains_tracer(value) else value
+
+
+def result_type(*arrays_and_dtypes: Any) -> Any:
+    """``np.result_type``: the dtype NumPy's promotion gives the tracers' dtypes
+    (libraries' array-API shims ask it before converting their arguments)."""
+    return np.result_type(*(_dtype_stand_in(a) for a in arrays_and_dtypes))
+
+
 def reduce_list(reducer: Callable[..., Any]) -> Callable[..., Any]:
     """NumPy's ``reducer``, first making one traced array of a (nested) list that
     holds traced arrays, as ``np.asarray`` of their values would."""
@@ -915,6 +927,9 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.around: around,
     np.real: real,
     np.imag: imag,
+    np.result_type: result_type,
+    np.iscomplexobj: lambda x: False,  # difgen traces real float64 values
+    np.isrealobj: lambda x: True,
     np.shape: lambda a: tuple(a.shape),
     np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: (
