@@ -5,6 +5,8 @@ array-API shims (``array_namespace``, ``xp_promote``, ``np.result_type``,
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,9 @@ def close(actual: Any, expected: Any) -> None:
     np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), 1e-12, 1e-10)
 
 
-@pytest.mark.parametrize("name", ["rosen", "rosen_der", "rosen_hess_prod"])
+@pytest.mark.parametrize(
+    "name", ["rosen", "rosen_der", "rosen_hess_prod", "rosen_hess"]
+)
 def test_the_traced_value_is_scipys_bit_for_bit(name: str) -> None:
     fn = getattr(lib, name)
     g = trace(fn, [((5,), "float64")])
@@ -82,3 +86,39 @@ def test_rosen_der_and_hess_prod_jacobians_are_scipys_hessian(
             axis=1,
         )
         np.testing.assert_allclose(prod.jacobian(x), fd, 1e-6, 1e-5)
+
+
+def test_a_library_computing_constants_keeps_numpys_arrays() -> None:
+    """``roots_legendre`` builds its nodes with NumPy and LAPACK inside the traced
+    function: it gets NumPy's own arrays, and the trace equals the function."""
+    g = trace(lib.gauss_legendre, [((2,), "float64")])
+    x = np.array([0.7, -0.2])
+    np.testing.assert_array_equal(g.evaluate(x)[0], lib.gauss_legendre(x))
+
+
+def test_a_module_imported_while_tracing_keeps_numpy_constants(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Module-level code run by an import inside the traced function makes NumPy
+    arrays (they outlive the trace); a local ``import numpy`` in the function
+    itself makes traced arrays, as the module-level ``np`` does."""
+    (tmp_path / "lazy_table_module.py").write_text(
+        "import numpy as np\nTABLE = np.zeros(3) + 1.0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "lazy_table_module", raising=False)
+
+    def f(x: Any) -> Any:
+        import lazy_table_module
+        import numpy
+
+        z = numpy.zeros(3)
+        z[0] = x[0] * x[1]
+        return (x * lazy_table_module.TABLE + z).sum()
+
+    g = trace(f, [((3,), "float64")])
+    import lazy_table_module
+
+    assert type(lazy_table_module.TABLE) is np.ndarray
+    x = np.array([0.5, 2.0, -1.0])
+    np.testing.assert_array_equal(g.evaluate(x)[0], f(x))

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from difgen.core.location import user_location
 from difgen.core.tracer import Tracer, bind_name, use_array_methods, xp
 from difgen.errors import TraceError
@@ -276,5 +278,9 @@ METHODS: dict[str, Any] = {
 }
 METHODS.update({name: _scalar_method(name) for name in _SCALAR_METHODS.split()})
 METHODS["absolute"] = Tracer.__abs__
+# NumPy 2 arrays name their array-API namespace: NumPy itself, which dispatches
+# on tracers. Array-API code (SciPy's array_api_extra) asks it, and takes an
+# array without it for a read-only one.
+METHODS["__array_namespace__"] = lambda self, api_version=None: np
 
 use_array_methods(METHODS)

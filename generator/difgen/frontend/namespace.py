@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import linecache
 import math
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from difgen.core.location import in_difgen_or_numpy, user_location
+from difgen.core.location import in_difgen_or_numpy, in_library, user_location
 from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
 from difgen.frontend import numpy_api
@@ -144,7 +146,11 @@ def _for_libraries(name: str, original: Callable[..., Any]) -> Callable[..., Any
         own = _OWN_FILES.get(filename)
         if own is None:
             own = _OWN_FILES[filename] = in_difgen_or_numpy(filename)
-        if not own and _needs_difgen(name, args, kwargs, frame):
+        if (
+            not own
+            and _called_by_name(frame, name)
+            and _needs_difgen(name, args, kwargs, frame)
+        ):
             return OVERRIDES[name](*args, **kwargs)
         return original(*args, **kwargs)
 
@@ -153,6 +159,39 @@ def _for_libraries(name: str, original: Callable[..., Any]) -> Callable[..., Any
     dispatch.__doc__ = getattr(original, "__doc__", None)
     dispatch.__wrapped__ = original  # type: ignore[attr-defined]
     return dispatch
+
+
+_DIRECT: dict[tuple[Any, int, str], bool] = {}
+
+
+def _called_by_name(frame: Any, name: str) -> bool:
+    """Whether ``frame``'s current instruction is a call that names ``name``
+    (``np.zeros(n)``, ``xp.asarray(x)``), not a call of compiled code that calls
+    NumPy from C (``np.random.rand(3)`` creates its array with ``np.empty``: it
+    must get NumPy's, whose memory it writes)."""
+    key = (frame.f_code, frame.f_lasti, name)
+    known = _DIRECT.get(key)
+    if known is None:
+        known = _DIRECT[key] = re.search(rf"\b{name}\b", _call_text(frame)) is not None
+    return known
+
+
+def _call_text(frame: Any) -> str:
+    """The source text of the expression ``frame`` is evaluating ("" if unknown)."""
+    code = frame.f_code
+    positions = list(code.co_positions())
+    index = frame.f_lasti // 2
+    if not 0 <= index < len(positions):
+        return ""
+    first, last, start, end = positions[index]
+    if first is None or last is None:
+        return ""
+    lines = [linecache.getline(code.co_filename, n) for n in range(first, last + 1)]
+    text = "".join(lines).encode()
+    if start is not None and end is not None:
+        cut = len("".join(lines[:-1]).encode()) + end
+        text = text[start:cut]
+    return text.decode(errors="replace")
 
 
 def _needs_difgen(name: str, args: Any, kwargs: dict[str, Any], frame: Any) -> bool:
@@ -165,11 +204,37 @@ def _needs_difgen(name: str, args: Any, kwargs: dict[str, Any], frame: Any) -> b
     dtype = kwargs.get("dtype", args[position] if len(args) > position else None)
     if dtype is not None and np.dtype(dtype) != np.float64:
         return False
-    while frame is not None:  # module-level code being imported
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
+    return _works_on_traced_values(frame)
+
+
+def _works_on_traced_values(frame: Any) -> bool:
+    """Whether the code calling from ``frame`` works on traced values: the user's
+    own code, or a library function (or one it called) holding a traced value in a
+    local variable. A library computing constants (quadrature nodes) keeps NumPy's
+    arrays, which its compiled code needs, and so does module-level code being
+    imported (a module's constants must stay NumPy arrays after the trace)."""
+    tracing = sys.modules.get("difgen.frontend.tracing")
+    start = tracing._call.__code__ if tracing is not None else None
+    caller_is_user = not in_library(frame.f_code.co_filename)
+    library_holds = False
+    below_the_user = True  # the frames from the caller out to the user's
+    while frame is not None and frame.f_code is not start:
+        filename = frame.f_code.co_filename
+        if filename.startswith("<frozen importlib"):
             return False
+        if not in_difgen_or_numpy(filename):
+            if not in_library(filename):
+                below_the_user = False
+            elif below_the_user and not library_holds:
+                library_holds = any(_holds_tracer(v) for v in frame.f_locals.values())
         frame = frame.f_back
-    return True
+    return caller_is_user or library_holds
+
+
+def _holds_tracer(value: Any) -> bool:
+    return isinstance(value, Tracer) or (
+        isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) for v in value)
+    )
 
 
 @contextlib.contextmanager
