@@ -8,6 +8,7 @@ not in them is an error that names the function and the user's line.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -1065,8 +1066,27 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
         return handler(inputs[0], axis=axis)
     suffix = "" if method == "__call__" else f".{method}"
     raise TraceError(
-        f"{_where()}: np.{ufunc.__name__}{suffix} is not supported by difgen's tracer"
+        f"{_where()}: {ufunc_name(ufunc)}{suffix} is not supported by difgen's tracer"
     )
+
+
+def ufunc_name(ufunc: Any) -> str:
+    """A ufunc by the name the user calls it: ``np.sin``, ``scipy.special.gammaln``.
+
+    A ufunc does not know its module: it is looked up in NumPy, then in the loaded
+    modules that export it (the shortest public name wins)."""
+    name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return f"np.{name}"
+    owners = [
+        module_name
+        for module_name, module in list(sys.modules.items())
+        if not any(part.startswith("_") for part in module_name.split("."))
+        and getattr(module, "__dict__", {}).get(name) is ufunc  # no lazy imports
+    ]
+    if not owners:
+        return f"the ufunc {name}"
+    return f"{min(owners, key=lambda m: (m.count('.'), len(m)))}.{name}"
 
 
 use_numpy_dispatch(handle_ufunc, handle_function)

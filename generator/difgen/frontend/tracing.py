@@ -122,16 +122,31 @@ def _call(fn: Callable[..., Any], args: list[Tracer]) -> Any:
             f"{exc.where}: the function calls {exc.name} at build time; difgen "
             "cannot trace a function that ends the process"
         ) from None
+    except ValueError as exc:
+        if not str(exc).startswith("setting an array element with a sequence"):
+            raise _raised(fn, exc) from None
+        raise TraceError(
+            f"{guard.user_frame(exc) or definition(fn)}: a traced value is stored "
+            "into an element of an array difgen does not trace (NumPy: setting an "
+            "array element with a sequence). Make that array in the traced function "
+            "with np.zeros, np.copy(ARRAY) or np.array(ARRAY): ARRAY.copy() of an "
+            "array made outside it is a plain NumPy array"
+        ) from None
     except SystemExit as exc:
         raise TraceError(
             f"{_exit_location(exc, fn)}: the function calls sys.exit({exc.code!r}) "
             "at build time; difgen cannot trace a function that ends the process"
         ) from None
     except BaseException as exc:  # noqa: BLE001  (user code may raise anything)
-        raise TraceError(
-            f"{definition(fn)}: calling the function at build time raised "
-            f"{guard.describe(exc)}"
-        ) from None
+        raise _raised(fn, exc) from None
+
+
+def _raised(fn: Callable[..., Any], exc: BaseException) -> TraceError:
+    """The refusal of a function that raised ``exc`` while it was traced."""
+    return TraceError(
+        f"{definition(fn)}: calling the function at build time raised "
+        f"{guard.describe(exc)}"
+    )
 
 
 def _exit_location(exc: SystemExit, fn: Callable[..., Any]) -> str:
