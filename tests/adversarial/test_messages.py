@@ -117,3 +117,9 @@ def test_a_wrong_input_shape_names_the_config_key_and_line(project: Project) -> 
         result.err
     )
 
+
+def test_a_method_numpy_arrays_lack_is_refused(project: Project) -> None:
+    """``x.cos()`` fails under NumPy (ndarray has no ``cos``): difgen refuses it
+    too, naming the user's line and what to write."""
+    err, where = _refused(project, "def f(x):\n    return x.cos().sum()  # <-")
+    assert f"{where}: NumPy arrays have no method cos: use np.cos(x)" in err

@@ -94,10 +94,55 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> Any:
     return constant(value) if value.dtype.kind in "fb" else value
 
 
+def copy(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.copy``: a new array object, traced (a copy of a float64 constant, such
+    as a module's boundary array, becomes traced once a traced value is stored into
+    it, as :func:`array` makes it)."""
+    if isinstance(a, Tracer):
+        return a.copy()
+    return array(a)
+
+
+class TracingUfunc:
+    """A NumPy ufunc whose arguments that are lists or tuples holding traced values
+    become one traced array first (``np.sin([x[0], x[1]])``): NumPy would build an
+    object array of tracers, which difgen cannot trace. Everything else (``.reduce``,
+    ``.nin``, ``__name__``...) is the ufunc's own."""
+
+    def __init__(self, ufunc: np.ufunc) -> None:
+        self.ufunc = ufunc
+        self.__name__ = ufunc.__name__
+        self.__doc__ = ufunc.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.ufunc(*_lifted(args), **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.ufunc, name)
+        if name in ("reduce", "accumulate", "outer", "reduceat", "at"):
+            return lambda *args, **kwargs: attribute(*_lifted(args), **kwargs)
+        return attribute
+
+    def __repr__(self) -> str:
+        return repr(self.ufunc)
+
+
+def _lifted(args: tuple[Any, ...]) -> list[Any]:
+    return [lift(a) if isinstance(a, (list, tuple)) else a for a in args]
+
+
+# every NumPy ufunc, by name, as the user's code sees it while tracing
+UFUNCS: dict[str, TracingUfunc] = {
+    name: TracingUfunc(value)
+    for name, value in vars(np).items()
+    if isinstance(value, np.ufunc) and not name.startswith("_")
+}
+
 OVERRIDES: dict[str, Callable[..., Any]] = {
     "array": array,
     "asarray": asarray,
     "asanyarray": asarray,
+    "copy": copy,
     "zeros": _filler(0.0),
     "ones": _filler(1.0),
     "empty": _filler(0.0),  # zeros: deterministic, and the user overwrites it anyway
@@ -116,6 +161,7 @@ class TracingNumpy(types.ModuleType):
 
     def __init__(self) -> None:
         super().__init__("numpy")
+        self.__dict__.update(UFUNCS)
         self.__dict__.update(OVERRIDES)
 
     def __getattr__(self, name: str) -> Any:
@@ -124,6 +170,7 @@ class TracingNumpy(types.ModuleType):
 
 TRACING_NUMPY = TracingNumpy()
 _REPLACEMENTS = {id(getattr(np, name)): fn for name, fn in OVERRIDES.items()}
+_REPLACEMENTS.update({id(fn.ufunc): fn for fn in UFUNCS.values()})
 _REPLACEMENTS.update(MATH_REPLACEMENTS)
 
 

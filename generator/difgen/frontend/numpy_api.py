@@ -76,6 +76,9 @@ def _counts(a: Any) -> Any:
     return a
 
 
+_COUNTING = frozenset({"reduce_sum", "reduce_prod"})  # the reductions that count
+
+
 def _reducer(prim: str) -> Callable[..., Any]:
     def reduce(
         a: Any,
@@ -86,7 +89,7 @@ def _reducer(prim: str) -> Callable[..., Any]:
         **kwargs: Any,
     ) -> Any:
         _no_out({"out": out, "dtype": dtype, **kwargs})
-        if prim in ("reduce_sum", "reduce_prod"):
+        if prim in _COUNTING:
             a = _counts(a)
         shape = np.shape(a)
         axes = _axes(axis, len(shape))
