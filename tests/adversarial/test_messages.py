@@ -42,6 +42,32 @@ def test_a_library_call_is_named_at_the_users_line(
     assert "_impl.py" not in result.err
 
 
+def test_an_exception_inside_a_library_names_the_users_call(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library raising (not a refusal of difgen's): the message also names the
+    library function and the user's line that called it."""
+    package = project.root / "fancylib"
+    monkeypatch.setattr(location, "_LIBRARY_DIRS", (str(package) + "/",))
+    monkeypatch.setattr(location, "_LIBRARY", {})
+    project.write("fancylib/__init__.py", "from fancylib._impl import smooth\n")
+    project.write(
+        "fancylib/_impl.py",
+        "def smooth(x):\n    return _check(x)\n\n\ndef _check(x):\n"
+        '    raise ValueError("bad window")\n',
+    )
+    source = (
+        "import numpy as np\nimport fancylib\n\n\ndef f(x):\n"
+        "    return fancylib.smooth(x * 2.0).sum()  # <-\n"
+    )
+    project.write(SOURCE, source)
+    project.config(module_block(backend="trace"))
+    result = project.build()
+    where = f"{project.root / SOURCE}:{line_of(source, '# <-')}"
+    assert_refused(result, "ValueError: bad window")
+    assert f", inside fancylib.smooth called at {where}" in result.err
+
+
 def _refused(project: Project, body: str, **options: object) -> tuple[str, str]:
     """Build ``body`` (its failing line marked ``# <-``): the message and the
     ``file:line`` it must name."""

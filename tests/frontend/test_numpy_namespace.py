@@ -78,3 +78,15 @@ def test_other_missing_attributes_stay_attribute_errors() -> None:
         return x * 2.0
 
     trace(f, [((3,), "float64")])
+
+
+def test_an_ndarray_attribute_the_tracer_lacks_says_so() -> None:
+    """``x.searchsorted`` is an ndarray method (np.searchsorted is a function too):
+    never "NumPy arrays have no method", and still an AttributeError for hasattr."""
+
+    def f(x: Any) -> Any:
+        assert not hasattr(x, "device") or x.device == "cpu"
+        return x.searchsorted(0.5)
+
+    with pytest.raises(TraceError, match=r"ndarray\.searchsorted is not supported"):
+        trace(f, [((3,), "float64")])

@@ -227,7 +227,12 @@ def _c_order(order: str, method: str) -> None:
 def _no_such_method(self: Tracer, name: str) -> Any:
     """An attribute NumPy arrays do not have: ``x.cos()`` fails under NumPy
     (``AttributeError``), so it is refused while tracing too, saying what to write
-    where NumPy has a function of that name."""
+    where NumPy has a function of that name. An ndarray attribute the tracer lacks
+    (``x.nbytes``) is an AttributeError saying so, not NumPy's "no attribute"."""
+    if hasattr(np.ndarray, name):  # an AttributeError: hasattr() probes it
+        raise AttributeError(
+            f"ndarray.{name} is not supported by difgen's tracer (at {user_location()})"
+        )
     if not name.startswith("_") and callable(getattr(np, name, None)):
         raise TraceError(
             f"{user_location()}: NumPy arrays have no method {name}: use "
