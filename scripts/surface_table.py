@@ -162,22 +162,39 @@ def _closure_strings(fn: Any) -> list[str]:
     return [v for v in values if isinstance(v, str)]
 
 
+def _closure_functions(fn: Any) -> list[Any]:
+    """Functions a handler holds in its closure (the reduction a wrapper adds a
+    conversion to, ``reduce_list``'s reducer): what it computes is theirs too."""
+    cells = getattr(fn, "__closure__", None) or ()
+    found = []
+    for cell in cells:
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if inspect.isfunction(value):
+            found.append(value)
+    return found
+
+
 def primitives_of(fn: Any, depth: int = 2) -> tuple[tuple[str, ...], bool]:
     """The primitives a handler binds, and whether it is a thin wrapper of one.
 
     Read from the handler: primitive names held in its closure (``_unary("sin")``,
     ``_reducer("reduce_max")``) or written as string literals in its source; the
-    NumPy functions and module helpers it calls are followed ``depth`` levels.
+    NumPy functions and module helpers it calls, and the functions its closure
+    holds, are followed ``depth`` levels.
     """
     found = [s for s in _closure_strings(fn) if s in PRIMITIVES]
     source = _source(fn)
     if isinstance(fn, type(lambda: 0)) and fn.__name__ == "<lambda>":
         source = _lambda_text(source)
     literal = [s for s in _STRING.findall(source) if s in PRIMITIVES]
-    direct = len(set(found + literal)) == 1 and not _followed(source)
+    followed = _followed(source) + _closure_functions(fn)
+    direct = len(set(found + literal)) == 1 and not followed
     names = list(dict.fromkeys(found + literal))
     if depth > 0:
-        for target in _followed(source):
+        for target in followed:
             inner, _ = primitives_of(target, depth - 1)
             names += [n for n in inner if n not in names]
     if names and len(names) == 1 and direct:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,9 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
         graph = trace(fn, avals)
         again = trace(fn, avals)
     except TraceError as exc:
-        raise TraceError(f"module {spec.name!r} ({spec.function}): {exc}") from None
+        raise TraceError(
+            f"module {spec.name!r} ({spec.function}): {exc}{_shape_note(spec, exc)}"
+        ) from None
     if fingerprint(graph) != fingerprint(again):
         raise TraceError(
             f"module {spec.name!r} ({spec.function}): {definition(fn)}: two calls "
@@ -84,6 +87,27 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
         )
     check_output_fit(spec, tuple(out.shape))
     return graph
+
+
+_SHAPE_TROUBLE = re.compile(r"shape|broadcast|out of bounds", re.IGNORECASE)
+
+
+def _shape_note(spec: ModuleSpec, exc: TraceError) -> str:
+    """For an error about shapes, the configured shapes the function was traced
+    with, each with its config key and line: a wrong ``input.shape`` shows up as a
+    broadcasting or indexing error in the user's code, far from its cause."""
+    if not _SHAPE_TROUBLE.search(str(exc)):
+        return ""
+    keys = [("input.shape", spec.input.shape)]
+    keys += [(f"contexts.{i}.shape", c.shape) for i, c in enumerate(spec.contexts)]
+    shown = ", ".join(
+        f"{key} = {list(shape)} at {spec.config_path}:{spec.line_of(key)}"
+        for key, shape in keys
+    )
+    return (
+        f". The function was traced with {shown}: if it expects other shapes, "
+        "change them there"
+    )
 
 
 def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:

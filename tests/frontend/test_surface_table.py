@@ -84,3 +84,20 @@ def test_direct_rows_read_the_declaration(script: ModuleType) -> None:
     assert less[2] == "zero (selector)"
     add = rows["a + b"].cells()
     assert add[3] == "yes (transpose rule)"
+
+
+def test_array_rows_are_attributes_numpy_arrays_have(script: ModuleType) -> None:
+    """``ndarray.X`` rows are NumPy's own array API: no ``ndarray.cos``."""
+    names = [row.name for row in script.rows() if row.name.startswith("ndarray.")]
+    assert names
+    for name in names:
+        assert hasattr(np.ndarray, name.split(".", 1)[1]), name
+
+
+@pytest.mark.parametrize("name", ["np.sum", "np.mean", "ndarray.sum", "ndarray.mean"])
+def test_reductions_are_differentiable(script: ModuleType, name: str) -> None:
+    """A wrapper (the integer-data conversion of ``frontend/runtime.py``) is read
+    through to the reduction it calls: its derivative is the reduction's."""
+    rows = {row.name: row for row in script.rows()}
+    assert "reduce_sum" in rows[name].primitives
+    assert rows[name].cells()[2:5] == ["yes", "yes", "yes"]

@@ -518,13 +518,33 @@ def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
             return convert(self.atom.value, *args)
         raise TraceError(
             f"{user_location()}: {kind} of a traced value: the value depends on the "
-            "input, which difgen does not know at build time. A branch on it "
-            "(`if`, `while`, `and`/`or`) cannot be traced: use "
-            "np.where(cond, a, b). Use NumPy functions (np.sin, not math.sin), and "
-            "create arrays you assign into with np.zeros/np.empty."
+            "input, which difgen does not know at build time, so it cannot become "
+            "a Python number. Keep it a NumPy value: use NumPy functions (np.sin, "
+            "not math.sin) and compare with NumPy operators (branches on them are "
+            "traced)."
         )
 
     return method
+
+
+def _as_ndarray(self: Tracer, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    """NumPy making an ndarray of a tracer: its value for a constant, else refused.
+
+    NumPy asks for it where a traced value would be lost: stored into an array
+    that is not traced (``U = BOUND.copy(); U[1:-1] = u`` with ``BOUND`` an array
+    made outside the traced function, which ``ndarray.copy`` copies as a plain
+    NumPy array), or passed to a NumPy call that does not dispatch to difgen.
+    """
+    if isinstance(self.atom, Lit):
+        value = self.atom.value
+        return value.astype(dtype) if dtype is not None else value.copy()
+    raise TraceError(
+        f"{user_location()}: a traced value is converted to a plain NumPy array "
+        "here, which would lose it: it is stored into an array difgen does not "
+        "trace (one copied with .copy() from an array made outside the traced "
+        "function: write np.copy(ARRAY) or np.array(ARRAY) instead, which give a "
+        "traced array), or passed to a NumPy call that difgen does not see"
+    )
 
 
 class Tracer:
@@ -709,7 +729,11 @@ class Tracer:
         return bind_name("abs", self)
 
     __bool__ = _bool
-    __float__ = _branch_error("float() (or storing into a non-traced array)", float)
+    __array__ = _as_ndarray
+    __float__ = _branch_error(
+        "float() (or storing into an element of an array difgen does not trace)",
+        float,
+    )
     __int__ = _branch_error("int() (or storing into an integer array)", int)
     __index__ = _branch_error(
         "use as an index (of an array difgen does not trace? np.take(table, index, "

@@ -14,11 +14,12 @@ operators, conversions, indexing, ``copy`` (a new array object) and ``astype``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from difgen.core.location import user_location
-from difgen.core.tracer import Tracer, bind_name, use_array_methods, xp
+from difgen.core.tracer import Tracer, use_array_methods, xp
 from difgen.errors import TraceError
 
 
@@ -223,15 +224,22 @@ def _c_order(order: str, method: str) -> None:
         )
 
 
-def _scalar_method(name: str) -> Callable[[Tracer], Any]:
-    return lambda self: bind_name(name, self)
+def _no_such_method(self: Tracer, name: str) -> Any:
+    """An attribute NumPy arrays do not have: ``x.cos()`` fails under NumPy
+    (``AttributeError``), so it is refused while tracing too, saying what to write
+    where NumPy has a function of that name. An ndarray attribute the tracer lacks
+    (``x.nbytes``) is an AttributeError saying so, not NumPy's "no attribute"."""
+    if hasattr(np.ndarray, name):  # an AttributeError: hasattr() probes it
+        raise AttributeError(
+            f"ndarray.{name} is not supported by difgen's tracer (at {user_location()})"
+        )
+    if not name.startswith("_") and callable(getattr(np, name, None)):
+        raise TraceError(
+            f"{user_location()}: NumPy arrays have no method {name}: use "
+            f"np.{name}(x)"
+        )
+    raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
 
-
-# Ufuncs over object arrays of tracers call ``element.sin()`` and the like.
-_SCALAR_METHODS = (
-    "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh "
-    "exp expm1 log log1p sqrt cbrt sign"
-)
 
 METHODS: dict[str, Any] = {
     "T": property(_T),
@@ -274,7 +282,10 @@ METHODS: dict[str, Any] = {
     "__ceil__": _ceil,
     "__trunc__": _trunc,
 }
-METHODS.update({name: _scalar_method(name) for name in _SCALAR_METHODS.split()})
-METHODS["absolute"] = Tracer.__abs__
+METHODS["__getattr__"] = _no_such_method
+# NumPy 2 arrays name their array-API namespace: NumPy itself, which dispatches
+# on tracers. Array-API code (SciPy's array_api_extra) asks it, and takes an
+# array without it for a read-only one.
+METHODS["__array_namespace__"] = lambda self, api_version=None: np
 
 use_array_methods(METHODS)

@@ -8,6 +8,7 @@ not in them is an error that names the function and the user's line.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -75,6 +76,9 @@ def _counts(a: Any) -> Any:
     return a
 
 
+_COUNTING = frozenset({"reduce_sum", "reduce_prod"})  # the reductions that count
+
+
 def _reducer(prim: str) -> Callable[..., Any]:
     def reduce(
         a: Any,
@@ -85,7 +89,7 @@ def _reducer(prim: str) -> Callable[..., Any]:
         **kwargs: Any,
     ) -> Any:
         _no_out({"out": out, "dtype": dtype, **kwargs})
-        if prim in ("reduce_sum", "reduce_prod"):
+        if prim in _COUNTING:
             a = _counts(a)
         shape = np.shape(a)
         axes = _axes(axis, len(shape))
@@ -832,6 +836,18 @@ def take(
     return _take_along(lift(a), int(axis), index)
 
 
+def _dtype_stand_in(value: Any) -> Any:
+    """A traced array as NumPy's type promotion sees it: an array of its dtype
+    (its values do not matter; NumPy 2 promotes arrays by dtype alone)."""
+    return np.empty((0,), lift(value).dtype) if contains_tracer(value) else value
+
+
+def result_type(*arrays_and_dtypes: Any) -> Any:
+    """``np.result_type``: the dtype NumPy's promotion gives the tracers' dtypes
+    (libraries' array-API shims ask it before converting their arguments)."""
+    return np.result_type(*(_dtype_stand_in(a) for a in arrays_and_dtypes))
+
+
 def reduce_list(reducer: Callable[..., Any]) -> Callable[..., Any]:
     """NumPy's ``reducer``, first making one traced array of a (nested) list that
     holds traced arrays, as ``np.asarray`` of their values would."""
@@ -914,6 +930,9 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.around: around,
     np.real: real,
     np.imag: imag,
+    np.result_type: result_type,
+    np.iscomplexobj: lambda x: False,  # difgen traces real float64 values
+    np.isrealobj: lambda x: True,
     np.shape: lambda a: tuple(a.shape),
     np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: (
@@ -1049,8 +1068,27 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
         return handler(inputs[0], axis=axis)
     suffix = "" if method == "__call__" else f".{method}"
     raise TraceError(
-        f"{_where()}: np.{ufunc.__name__}{suffix} is not supported by difgen's tracer"
+        f"{_where()}: {ufunc_name(ufunc)}{suffix} is not supported by difgen's tracer"
     )
+
+
+def ufunc_name(ufunc: Any) -> str:
+    """A ufunc by the name the user calls it: ``np.sin``, ``scipy.special.gammaln``.
+
+    A ufunc does not know its module: it is looked up in NumPy, then in the loaded
+    modules that export it (the shortest public name wins)."""
+    name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return f"np.{name}"
+    owners = [
+        module_name
+        for module_name, module in list(sys.modules.items())
+        if not any(part.startswith("_") for part in module_name.split("."))
+        and getattr(module, "__dict__", {}).get(name) is ufunc  # no lazy imports
+    ]
+    if not owners:
+        return f"the ufunc {name}"
+    return f"{min(owners, key=lambda m: (m.count('.'), len(m)))}.{name}"
 
 
 use_numpy_dispatch(handle_ufunc, handle_function)

@@ -19,6 +19,7 @@ import numpy as np
 
 from difgen import guard
 from difgen.core.ir import Graph
+from difgen.core.location import in_difgen_or_numpy, in_library, library_function
 from difgen.core.tracer import TracedBranch, Tracer, contains_tracer, finish, tracing
 from difgen.errors import DifgenError, TraceError
 from difgen.frontend import control
@@ -122,16 +123,51 @@ def _call(fn: Callable[..., Any], args: list[Tracer]) -> Any:
             f"{exc.where}: the function calls {exc.name} at build time; difgen "
             "cannot trace a function that ends the process"
         ) from None
+    except ValueError as exc:
+        if not str(exc).startswith("setting an array element with a sequence"):
+            raise _raised(fn, exc) from None
+        raise TraceError(
+            f"{guard.user_frame(exc) or definition(fn)}: a traced value is stored "
+            "into an element of an array difgen does not trace (NumPy: setting an "
+            "array element with a sequence). Make that array in the traced function "
+            "with np.zeros, np.copy(ARRAY) or np.array(ARRAY): ARRAY.copy() of an "
+            "array made outside it is a plain NumPy array"
+        ) from None
     except SystemExit as exc:
         raise TraceError(
             f"{_exit_location(exc, fn)}: the function calls sys.exit({exc.code!r}) "
             "at build time; difgen cannot trace a function that ends the process"
         ) from None
     except BaseException as exc:  # noqa: BLE001  (user code may raise anything)
-        raise TraceError(
-            f"{definition(fn)}: calling the function at build time raised "
-            f"{guard.describe(exc)}"
-        ) from None
+        raise _raised(fn, exc) from None
+
+
+def _raised(fn: Callable[..., Any], exc: BaseException) -> TraceError:
+    """The refusal of a function that raised ``exc`` while it was traced."""
+    return TraceError(
+        f"{definition(fn)}: calling the function at build time raised "
+        f"{guard.describe(exc)}{_library_call(exc)}"
+    )
+
+
+def _library_call(exc: BaseException) -> str:
+    """Where the user's code called the library that raised ``exc``, and which
+    library function it called ("" when the user's own code raised it)."""
+    steps = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not in_difgen_or_numpy(tb.tb_frame.f_code.co_filename):
+            steps.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    if not steps or not in_library(steps[-1][0].f_code.co_filename):
+        return ""
+    for (frame, line), (inner, _) in zip(steps[::-1][1:], steps[::-1]):
+        if not in_library(frame.f_code.co_filename):
+            return (
+                f", inside {library_function(inner)} called at "
+                f"{frame.f_code.co_filename}:{line}"
+            )
+    return ""
 
 
 def _exit_location(exc: SystemExit, fn: Callable[..., Any]) -> str:
