@@ -326,7 +326,8 @@ def neg_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
 
 
 def where_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
-    """Equal branches, or a constant condition."""
+    """Equal branches, a constant condition, or a selection by the same constant
+    condition in a branch (``where(c, where(c, x, y), z)`` is ``where(c, x, z)``)."""
     cond, a, b = atoms
     if a is b or (isinstance(a, Lit) and a == b):
         return _keep(a, atoms) if isinstance(a, Var) else None
@@ -334,6 +335,17 @@ def where_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> 
         return _keep(a, atoms)
     if isinstance(cond, Lit) and not cond.value.any():
         return _keep(b, atoms)
+    if isinstance(cond, Lit):  # a selection by the same constant mask inside one
+        inner_a, inner_b = cx.made_by(a, "where"), cx.made_by(b, "where")
+        shape = _out_shape(atoms)
+        if inner_a is not None and inner_a.inputs[0] == cond:
+            picked = [cond, inner_a.inputs[1], b]
+            if _out_shape(picked) == shape:
+                return cx.bind("where", *picked)
+        if inner_b is not None and inner_b.inputs[0] == cond:
+            picked = [cond, a, inner_b.inputs[2]]
+            if _out_shape(picked) == shape:
+                return cx.bind("where", *picked)
     return None
 
 
