@@ -54,7 +54,7 @@ def jvp_eval(
         if eqn.out.dtype != "float64":
             continue
         if guard is not None:  # dead elements' tangents never meet a coefficient
-            dargs = [_select(d, use) for d, use in zip(dargs, guard.uses)]
+            dargs = [select(d, use) for d, use in zip(dargs, guard.uses)]
         with relaxed():  # a derivative computation: finite-only identities allowed
             tangent = prim.jvp(out, args, dargs, **eqn.params.as_dict())
         if tangent is not None and not is_zero(tangent):
@@ -66,7 +66,7 @@ def jvp_eval(
     return outs, touts
 
 
-def _select(tangent: Any, live: np.ndarray | None) -> Any:
+def select(tangent: Any, live: np.ndarray | None) -> Any:
     """``tangent`` where ``live``, an exact 0 elsewhere (a selection, so that the
     transposed graph selects the cotangent too, whatever the dead element's
     coefficient: ``inf * 0`` is NaN, ``where(False, inf, 0)`` is 0)."""

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
-from difgen.ad.jvp import jvp
+from difgen.ad.jvp import jvp, select
+from difgen.ad.liveness import guards
 from difgen.core.ir import Eqn, Graph, Var
 from difgen.core.primitive import Absent, Linear
 from difgen.core.tracer import Tracer, current_builder, relaxed, xp
@@ -48,6 +49,9 @@ def vjp_eval(
             env[eqn.out] = apply(eqn, [read(env, a) for a in eqn.inputs])
     outs = [read(env, o) for o in lin.outputs[:m]]
 
+    # the linear graph's own liveness: where its selections are outside a
+    # coefficient (a constant cotangent folds them away), select the cotangents
+    guarded = {id(e): g for e, g in zip(lin.eqns, guards(lin)) if g is not None}
     cts: dict[Var, list[Any]] = {}
     for atom, ct in zip(lin.outputs[m:], cotangents):
         if isinstance(atom, Var) and atom in linear and ct is not None:
@@ -65,6 +69,9 @@ def vjp_eval(
         ]
         with relaxed():  # a derivative computation: finite-only identities allowed
             cotangents = prim.transpose(ct, *args, **eqn.params.as_dict())
+        guard = guarded.get(id(eqn))
+        if guard is not None:
+            cotangents = [select(c, use) for c, use in zip(cotangents, guard.uses)]
         for atom, c in zip(eqn.inputs, cotangents):
             if c is not None and isinstance(atom, Var) and atom in linear:
                 if tuple(np.shape(c)) != atom.shape:
