@@ -138,7 +138,12 @@ def _uses(eqn: Eqn, out_live: Mask) -> list[Mask]:
     if prim.name in SELECTIONS and len(inputs) == 1 and isinstance(inputs[0], Var):
         (a,) = inputs
         ids = np.arange(a.size, dtype=np.float64).reshape(a.shape)
-        picked = np.asarray(prim.impl(ids, **eqn.params.as_dict()))
+        try:
+            picked = np.asarray(prim.impl(ids, **eqn.params.as_dict()))
+        except (TypeError, ValueError, IndexError):  # conservative: all read
+            return [np.ones(a.shape, dtype=bool)]
+        if picked.shape != out_live.shape:
+            return [np.ones(a.shape, dtype=bool)]
         use = np.zeros(a.size, dtype=bool)
         use[picked[out_live].astype(np.int64)] = True
         return [use.reshape(a.shape)]
