@@ -82,6 +82,18 @@ def where_runtime(x: Any) -> Any:
     return np.sum(np.where(x > 0, np.sqrt(x), 0.0))
 
 
+def sin_log_masked(x: Any) -> Any:
+    """A bounded rule between the singular one and the mask: cos(log(0)) is NaN."""
+    z = (x[:, None] - x[None, :]) ** 2
+    return np.sum(np.tril(np.sin(np.log(z)), -1))
+
+
+def dist_times_mask(x: Any) -> Any:
+    """The mask written as a product, as np.tril was: 0 * (0 * inf) in forward mode."""
+    r = _distances(x)
+    return np.sum((r - D) ** 2 * LOWER.astype(float))
+
+
 # ------------------------------------------------------------------ oracles
 def _mp_distance(x: list[Any], i: int, j: int) -> Any:
     return mp.sqrt((x[2 * i] - x[2 * j]) ** 2 + (x[2 * i + 1] - x[2 * j + 1]) ** 2)
@@ -126,7 +138,13 @@ def _mp_where_runtime(x: list[Any]) -> list[Any]:
     return [sum((mp.sqrt(v) if v > 0 else mp.mpf(0)) for v in x)]
 
 
+def _mp_sin_log(x: list[Any]) -> list[Any]:
+    return [sum(mp.sin(mp.log((x[i] - x[j]) ** 2)) for i, j in _lower_pairs())]
+
+
 MP: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "sin_log_masked": _mp_sin_log,
+    "dist_times_mask": _mp_energy,
     "dist_tril": _mp_energy,
     "dist_triu": _mp_energy,  # D is symmetric: the upper triangle is the lower one
     "dist_where": _mp_energy,

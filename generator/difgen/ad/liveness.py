@@ -10,11 +10,13 @@ carries that NaN into the kept elements.
 
 :func:`guards` walks a graph backwards from its outputs and records, per equation,
 which elements of each operand this equation reads into a live element of its
-output. The JVP (:mod:`difgen.ad.jvp`) then *selects* each guarded operand's
-tangent, ``where(live, t, 0)``, before a rule with coefficients sees it, so a dead
-element's tangent never enters arithmetic with a kept one; the transposed selection
-does the same for cotangents in reverse mode. Values are untouched: a NaN the
-function computes in a kept element stays.
+output. The JVP (:mod:`difgen.ad.jvp`) then *selects* each operand's tangent,
+``where(live, t, 0)``, before a rule that can be unbounded (:data:`UNBOUNDED`) sees
+it, so a dead element's tangent never enters arithmetic with a kept one; the
+transposed selection does the same for cotangents in reverse mode (and
+:func:`difgen.ad.transpose.vjp_eval` selects again on the linear graph's own
+liveness). Values are untouched: a NaN the function computes in a kept element
+stays.
 
 The analysis is exact for elementwise primitives (with broadcasting, a product with
 a constant holding zeros, ``where`` on a constant condition), ``getitem``,
@@ -40,9 +42,22 @@ SELECTIONS = frozenset({"getitem", "reshape", "transpose", "broadcast_to"})
 """Primitives of one array operand that only move or pick its elements: each output
 element is one input element, found by evaluating the primitive on element ids."""
 
-NO_COEFFICIENT = frozenset({"add", "sub", "neg", "where"})
-"""Elementwise primitives whose tangents and cotangents are selected or added, never
-multiplied by a value of the function: a dead element's NaN stays dead through them."""
+UNBOUNDED = frozenset(
+    {
+        # a pole, an infinite slope or an overflow at some finite input
+        *("div", "pow", "sqrt", "cbrt", "log", "log2", "log10", "log1p"),
+        *("exp", "exp2", "expm1", "sinh", "cosh", "tan"),
+        *("arcsin", "arccos", "arctanh", "arccosh", "arctan2", "hypot"),
+        *("fmod", "remainder"),
+        # a product: with a constant mask, the multiplication that discards; else
+        # a coefficient that is the other operand's (maybe infinite) value
+        "mul",
+    }
+)
+"""The elementwise primitives whose tangent or cotangent can be non-finite at a
+finite input: only they get a selection. A bounded rule (sin, tanh, abs, maximum)
+may carry a dead element's NaN on, but only into dead elements, until a selection,
+a guarded product or a guarded rule stops it."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +119,7 @@ def _may_kill(eqn: Eqn) -> bool:
 
 def _guard(eqn: Eqn, uses: Sequence[Mask]) -> Guard | None:
     prim = eqn.primitive
-    if not prim.elementwise or prim.name in NO_COEFFICIENT:
+    if prim.name not in UNBOUNDED:
         return None
     if eqn.out.dtype != "float64":
         return None
