@@ -4,7 +4,8 @@ Every registered primitive (its row of ``primitive_cases.ROWS``) is composed wit
 the shapes that break symbolic differentiation and printing: a quotient under
 ``abs`` (``abs(x0 / x1)``'s second derivative is an unevaluated SymPy
 ``Derivative`` of ``sign``), ``np.maximum``, ``np.where`` on a run-time condition
-and on a constant mask over a ``sqrt``, and a scalar input divided by itself. Each
+and on a constant mask over a ``sqrt``, a quotient by a ``where`` (whose reverse
+mode once raised in a transpose rule), and a scalar input divided by itself. Each
 composition is built with every operator of the table that its shapes allow, on
 both backends. A build either succeeds (its Python source compiles) or is one of
 difgen's own refusals, a ``ConfigError`` or ``TraceError`` whose message names a
@@ -82,6 +83,14 @@ def _masked(p: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _over_where(p: Callable[..., Any]) -> Callable[..., Any]:
+    def f(x: Any) -> Any:
+        y = p(x)
+        return np.sum(np.ravel(x)[0] / np.where(y > 0.5, y, 0.0))
+
+    return f
+
+
 def _scalar(p: Callable[..., Any], shape: tuple[int, ...]) -> Callable[..., Any]:
     ramp = np.linspace(0.3, 0.7, int(np.prod(shape))).reshape(shape)
 
@@ -96,6 +105,7 @@ COMPOSITIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "maximum": _maximum,
     "where": _where,
     "masked": _masked,
+    "over_where": _over_where,
 }
 
 FILE_LINE = re.compile(r"[\w./-]+\.(toml|py):\d+")

@@ -108,3 +108,13 @@ def test_division_by_a_selection_is_not_moved_into_it() -> None:
         over, under = g.evaluate(np.array([8.0, 3.0]))
     np.testing.assert_array_equal(over, [0.25, np.inf])
     np.testing.assert_array_equal(under, [2.0, 0.0])
+
+
+def test_quotient_by_a_where_differentiates_in_both_modes() -> None:
+    """The misplaced rewrite put the tangent in the divisor: vjp raised."""
+    g = trace(lambda x: np.sum(x[0] / np.where(x > 0.5, x, 0.0)), [((3,), "float64")])
+    x = np.array([0.7, 0.9, 2.0])
+    exact = [1.0 / x[1] + 1.0 / x[2], -x[0] / x[1] ** 2, -x[0] / x[2] ** 2]
+    np.testing.assert_allclose(vjp(g).evaluate(x, np.array(1.0))[1], exact)
+    tangents = [jvp(g).evaluate(x, e)[1] for e in np.eye(3)]
+    np.testing.assert_allclose(tangents, exact)
