@@ -37,6 +37,7 @@ POINTS: dict[str, np.ndarray] = {
     "dist_scaled": np.array(1.3),
     "log_masked": np.array([0.3, -0.7, 1.9]),
     "sin_log_masked": np.array([0.3, -0.7, 1.9]),
+    "broadcast_quotient": np.array([0.5, 0.0, 2.0]),
     "dist_times_mask": np.array([0.1, 0.2, 1.0, 0.3, 0.4, 1.2]),
     "arcsin_masked": np.array([0.5, 1.5, 2.5]),
     "pow_masked": np.array([0.7, 0.0, 1.3, 2.0]),

@@ -94,6 +94,12 @@ def dist_times_mask(x: Any) -> Any:
     return np.sum((r - D) ** 2 * LOWER.astype(float))
 
 
+def broadcast_quotient(x: Any) -> Any:
+    """log(0) discarded, divided by a traced scalar read by every element: the
+    scalar's cotangent sums over kept and discarded elements alike."""
+    return np.sum(np.where(KEEP[:3], np.log(x) / x[2], 0.0))
+
+
 # ------------------------------------------------------------------ oracles
 def _mp_distance(x: list[Any], i: int, j: int) -> Any:
     return mp.sqrt((x[2 * i] - x[2 * j]) ** 2 + (x[2 * i + 1] - x[2 * j + 1]) ** 2)
@@ -142,7 +148,12 @@ def _mp_sin_log(x: list[Any]) -> list[Any]:
     return [sum(mp.sin(mp.log((x[i] - x[j]) ** 2)) for i, j in _lower_pairs())]
 
 
+def _mp_broadcast_quotient(x: list[Any]) -> list[Any]:
+    return [(mp.log(x[0]) + mp.log(x[2])) / x[2]]
+
+
 MP: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "broadcast_quotient": _mp_broadcast_quotient,
     "sin_log_masked": _mp_sin_log,
     "dist_times_mask": _mp_energy,
     "dist_tril": _mp_energy,

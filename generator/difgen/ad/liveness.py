@@ -30,6 +30,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def _guards(graph: Graph) -> tuple[Guard | None, ...]:
             if isinstance(atom, Var):
                 seen = live.get(atom)
                 live[atom] = use if seen is None else seen | use
-        result.append(_guard(eqn, uses))
+        result.append(_guard(eqn, uses, out_live))
     return tuple(reversed(result))
 
 
@@ -117,16 +118,26 @@ def _may_kill(eqn: Eqn) -> bool:
     return False
 
 
-def _guard(eqn: Eqn, uses: Sequence[Mask]) -> Guard | None:
+def _guard(eqn: Eqn, uses: Sequence[Mask], out_live: Mask) -> Guard | None:
+    """The selections of one equation. An operand NumPy broadcasts is read by live
+    and dead output elements alike: its tangent is broadcast to the output's shape
+    and selected there (a mask of the output's shape), so that the transposed
+    rule's sum over the broadcast axes never adds a dead element's ``inf * 0``."""
     prim = eqn.primitive
     if prim.name not in UNBOUNDED:
         return None
     if eqn.out.dtype != "float64":
         return None
-    masks = tuple(
-        None if not isinstance(a, Var) or a.dtype != "float64" or u.all() else u
-        for a, u in zip(eqn.inputs, uses)
-    )
+    partial = not out_live.all()
+
+    def mask(a: Any, u: Mask) -> Mask | None:
+        if not isinstance(a, Var) or a.dtype != "float64":
+            return None
+        if partial and a.shape != eqn.out.shape:
+            return out_live
+        return None if u.all() else u
+
+    masks = tuple(mask(a, u) for a, u in zip(eqn.inputs, uses))
     if all(m is None for m in masks):
         return None
     return Guard(masks)

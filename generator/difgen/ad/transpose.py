@@ -19,7 +19,7 @@ from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp, select
 from difgen.ad.liveness import guards
 from difgen.core.ir import Eqn, Graph, Var
-from difgen.core.primitive import Absent, Linear
+from difgen.core.primitive import Absent, Linear, unbroadcast
 from difgen.core.tracer import Tracer, current_builder, relaxed, xp
 from difgen.errors import DifgenError
 
@@ -63,15 +63,23 @@ def vjp_eval(
         prim = eqn.primitive
         if isinstance(prim.transpose, Absent):
             raise DifgenError(f"primitive {prim.name!r} has no transpose rule")
+        guard = guarded.get(id(eqn))
+        uses = guard.uses if guard is not None else (None,) * len(eqn.inputs)
+        # an operand broadcast into live and dead elements is transposed at the
+        # output's shape, selected there, and only then summed to its own shape
+        shapes = [a.shape if u is None else u.shape for a, u in zip(eqn.inputs, uses)]
+        wide = [a in linear and s != a.shape for a, s in zip(eqn.inputs, shapes)]
         args = [
-            Linear(a.shape, a.dtype) if a in linear else read(env, a)
-            for a in eqn.inputs
+            Linear(s, a.dtype) if a in linear else read(env, a)
+            for a, s in zip(eqn.inputs, shapes)
         ]
         with relaxed():  # a derivative computation: finite-only identities allowed
             cotangents = prim.transpose(ct, *args, **eqn.params.as_dict())
-        guard = guarded.get(id(eqn))
-        if guard is not None:
-            cotangents = [select(c, use) for c, use in zip(cotangents, guard.uses)]
+            if guard is not None:
+                cotangents = [
+                    unbroadcast(select(c, u), a.shape) if w else select(c, u)
+                    for c, u, w, a in zip(cotangents, uses, wide, eqn.inputs)
+                ]
         for atom, c in zip(eqn.inputs, cotangents):
             if c is not None and isinstance(atom, Var) and atom in linear:
                 if tuple(np.shape(c)) != atom.shape:
