@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
+from difgen.ad.liveness import guards
 from difgen.core.ir import Graph, Var
 from difgen.core.primitive import Absent
 from difgen.core.tracer import relaxed
@@ -41,7 +42,7 @@ def jvp_eval(
     """
     env: Env = dict(zip(graph.inputs, primals))
     tenv: Env = {v: t for v, t in zip(graph.inputs, tangents) if t is not None}
-    for eqn in graph.eqns:
+    for eqn, guard in zip(graph.eqns, guards(graph)):
         args = [read(env, a) for a in eqn.inputs]
         out = apply(eqn, args)
         env[eqn.out] = out
@@ -52,6 +53,8 @@ def jvp_eval(
             continue
         if eqn.out.dtype != "float64":
             continue
+        if guard is not None:  # dead elements' tangents never meet a coefficient
+            dargs = [select(d, use) for d, use in zip(dargs, guard.uses)]
         with relaxed():  # a derivative computation: finite-only identities allowed
             tangent = prim.jvp(out, args, dargs, **eqn.params.as_dict())
         if tangent is not None and not is_zero(tangent):
@@ -61,6 +64,15 @@ def jvp_eval(
     outs = [read(env, o) for o in graph.outputs]
     touts = [tenv.get(o) if isinstance(o, Var) else None for o in graph.outputs]
     return outs, touts
+
+
+def select(tangent: Any, live: np.ndarray | None) -> Any:
+    """``tangent`` where ``live``, an exact 0 elsewhere (a selection, so that the
+    transposed graph selects the cotangent too, whatever the dead element's
+    coefficient: ``inf * 0`` is NaN, ``where(False, inf, 0)`` is 0)."""
+    if tangent is None or live is None:
+        return tangent
+    return np.where(live, np.broadcast_to(tangent, live.shape), 0.0)
 
 
 def jvp(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
-from difgen.ad.jvp import jvp
+from difgen.ad.jvp import jvp, select
+from difgen.ad.liveness import guards
 from difgen.core.ir import Eqn, Graph, Var
-from difgen.core.primitive import Absent, Linear
+from difgen.core.primitive import Absent, Linear, unbroadcast
 from difgen.core.tracer import Tracer, current_builder, relaxed, xp
 from difgen.errors import DifgenError
 
@@ -48,6 +49,9 @@ def vjp_eval(
             env[eqn.out] = apply(eqn, [read(env, a) for a in eqn.inputs])
     outs = [read(env, o) for o in lin.outputs[:m]]
 
+    # the linear graph's own liveness: where its selections are outside a
+    # coefficient (a constant cotangent folds them away), select the cotangents
+    guarded = {id(e): g for e, g in zip(lin.eqns, guards(lin)) if g is not None}
     cts: dict[Var, list[Any]] = {}
     for atom, ct in zip(lin.outputs[m:], cotangents):
         if isinstance(atom, Var) and atom in linear and ct is not None:
@@ -59,12 +63,23 @@ def vjp_eval(
         prim = eqn.primitive
         if isinstance(prim.transpose, Absent):
             raise DifgenError(f"primitive {prim.name!r} has no transpose rule")
+        guard = guarded.get(id(eqn))
+        uses = guard.uses if guard is not None else (None,) * len(eqn.inputs)
+        # an operand broadcast into live and dead elements is transposed at the
+        # output's shape, selected there, and only then summed to its own shape
+        shapes = [a.shape if u is None else u.shape for a, u in zip(eqn.inputs, uses)]
+        wide = [a in linear and s != a.shape for a, s in zip(eqn.inputs, shapes)]
         args = [
-            Linear(a.shape, a.dtype) if a in linear else read(env, a)
-            for a in eqn.inputs
+            Linear(s, a.dtype) if a in linear else read(env, a)
+            for a, s in zip(eqn.inputs, shapes)
         ]
         with relaxed():  # a derivative computation: finite-only identities allowed
             cotangents = prim.transpose(ct, *args, **eqn.params.as_dict())
+            if guard is not None:
+                cotangents = [
+                    unbroadcast(select(c, u), a.shape) if w else select(c, u)
+                    for c, u, w, a in zip(cotangents, uses, wide, eqn.inputs)
+                ]
         for atom, c in zip(eqn.inputs, cotangents):
             if c is not None and isinstance(atom, Var) and atom in linear:
                 if tuple(np.shape(c)) != atom.shape:

@@ -214,7 +214,7 @@ def _into_where(a: Atom, b: Atom, name: str, cx: Context) -> Result:
     would turn the zero cotangent into NaN, where the function is smooth.
     Finite-only, like every rewrite that drops ``0 * k``.
     """
-    pairs = [(b, a)] if name == "div" else [(a, b), (b, a)]
+    pairs = [(a, b)] if name == "div" else [(a, b), (b, a)]  # div: where / k
     out = _out_shape([a, b])
     for selected, factor in pairs:
         eqn = cx.made_by(selected, "where")
@@ -310,7 +310,7 @@ def pow_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
 
 
 def neg_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
-    """``-(-x)``, ``-(c * x)``, ``-(a - b)``."""
+    """``-(-x)``, ``-(c * x)``, ``-(a - b)``, ``-where(c, y, 0)``."""
     (x,) = atoms
     if (eqn := cx.made_by(x, "neg")) is not None:
         return eqn.inputs[0]
@@ -322,11 +322,20 @@ def neg_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
     if cx.relaxed and (eqn := cx.made_by(x, "sub")) is not None:
         # -(a - b) is b - a up to the sign of zero (-(0.0 - 0.0) is -0.0)
         return cx.bind("sub", eqn.inputs[1], eqn.inputs[0])
+    if cx.relaxed and (eqn := cx.made_by(x, "where")) is not None:
+        # -where(c, y, 0) is where(c, -y, 0) up to the sign of zero: the selection
+        # stays outermost, so a factor applied next is selected too (_into_where)
+        cond, yes, no = eqn.inputs
+        if _is_const(no, 0.0) and not _is_const(yes, 0.0) and yes.shape == x.shape:
+            return cx.bind("where", cond, cx.bind("neg", yes), no)
+        if _is_const(yes, 0.0) and not _is_const(no, 0.0) and no.shape == x.shape:
+            return cx.bind("where", cond, yes, cx.bind("neg", no))
     return None
 
 
 def where_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
-    """Equal branches, or a constant condition."""
+    """Equal branches, a constant condition, or a selection by the same constant
+    condition in a branch (``where(c, where(c, x, y), z)`` is ``where(c, x, z)``)."""
     cond, a, b = atoms
     if a is b or (isinstance(a, Lit) and a == b):
         return _keep(a, atoms) if isinstance(a, Var) else None
@@ -334,6 +343,17 @@ def where_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> 
         return _keep(a, atoms)
     if isinstance(cond, Lit) and not cond.value.any():
         return _keep(b, atoms)
+    if isinstance(cond, Lit):  # a selection by the same constant mask inside one
+        inner_a, inner_b = cx.made_by(a, "where"), cx.made_by(b, "where")
+        shape = _out_shape(atoms)
+        if inner_a is not None and inner_a.inputs[0] == cond:
+            picked = [cond, inner_a.inputs[1], b]
+            if _out_shape(picked) == shape:
+                return cx.bind("where", *picked)
+        if inner_b is not None and inner_b.inputs[0] == cond:
+            picked = [cond, a, inner_b.inputs[2]]
+            if _out_shape(picked) == shape:
+                return cx.bind("where", *picked)
     return None
 
 

@@ -152,7 +152,7 @@ def _derivatives(
     for e in exprs:
         row = []
         for x in xs:
-            d = sp.diff(e, x)
+            d = _evaluated(sp.diff(e, x))
             total += sizes(d)
             if total > limit:
                 raise ExpressionTooLarge(
@@ -161,6 +161,31 @@ def _derivatives(
             row.append(d)
         rows.append(row)
     return np.array(rows, dtype=object).reshape(len(rows), len(xs))
+
+
+def _evaluated(d: Any) -> Any:
+    """``d`` without unevaluated ``Derivative`` objects, which no printer writes.
+
+    SymPy keeps ``Derivative(sign(u), x)`` when it cannot prove ``u`` real (``u =
+    x0 / x1`` is ``zoo`` at ``x1 = 0``): sign is piecewise constant, its derivative
+    0, as the trace backend's rule and the printers' ``DiracDelta`` say. Anything
+    else SymPy leaves unevaluated, or writes through ``re``, ``im`` or ``arg`` (the
+    derivative of ``Abs`` of an expression it cannot prove real, such as
+    ``arccos(x)``), raises :class:`ExpressionTooLarge`: the module is built from
+    the graph instead, like any expression over budget.
+    """
+    if not d.has(sp.Derivative, sp.re, sp.im, sp.arg):
+        return d
+    d = d.replace(
+        lambda n: isinstance(n, sp.Derivative) and isinstance(n.expr, sp.sign),
+        lambda n: sp.S.Zero,
+    )
+    left = next(iter(d.atoms(sp.Derivative, sp.re, sp.im, sp.arg)), None)
+    if left is not None:
+        raise ExpressionTooLarge(
+            f"SymPy cannot differentiate it in real terms ({left.func})"
+        )
+    return d
 
 
 def _refuse_control_flow(spec: ModuleSpec, graph: Graph) -> None:

@@ -356,7 +356,9 @@ def diag(v: Any, k: int = 0) -> Any:
 
 def _triangle(keep: Callable[..., np.ndarray]) -> Callable[..., Any]:
     def apply(m: Any, k: int = 0) -> Any:
-        return m * keep(np.ones(np.shape(m)[-2:]), k)
+        # NumPy selects (np.where): a product with the 0/1 mask would turn a
+        # discarded inf or NaN into NaN and a discarded negative into -0.0
+        return where(keep(np.ones(np.shape(m)[-2:]), k) != 0, m, 0.0)
 
     return apply
 
