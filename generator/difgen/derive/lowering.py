@@ -72,8 +72,12 @@ def expression_size(graph: Graph, cap: int = 10**12) -> int:
 
     An element of an equation's output is one node over the trees of the input
     elements it reads (``fan_in`` of each input); shared subexpressions count once
-    per use, as they do in the trees SymPy walks. ``cap`` keeps the numbers small:
-    the estimate is only compared with limits far below it.
+    per use, as they do in the trees SymPy walks. A structural move (a
+    non-elementwise primitive that reads one element per output element: getitem,
+    pack, reshape, concatenate...) adds no node: its element *is* one input element,
+    at most the largest of them (``state = np.array([a, b]); state[0]`` is ``a``,
+    not a tree over both). ``cap`` keeps the numbers small: the estimate is only
+    compared with limits far below it.
     """
     size: dict[Var, int] = {}
 
@@ -82,7 +86,10 @@ def expression_size(graph: Graph, cap: int = 10**12) -> int:
 
     for eqn in graph.eqns:
         fan = fan_in(eqn)
-        total = 1 + fan * sum(of(a) for a in eqn.inputs)
+        if fan == 1 and not eqn.primitive.elementwise:  # a move: no new node
+            total = max((of(a) for a in eqn.inputs), default=1)
+        else:
+            total = 1 + fan * sum(of(a) for a in eqn.inputs)
         size[eqn.out] = min(total, cap)
     return max((of(v) for v in graph.outputs), default=1)
 
