@@ -62,11 +62,13 @@ def _shape_rule(*avals: Aval, branches: tuple[SubGraph, SubGraph]) -> Aval:
     return outs[0].shape, outs[0].dtype
 
 
-def _emit(
+def _statements_only(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> Any:
     """Never called: the vector emission builds a ``cond`` as an ``if`` statement."""
-    raise DifgenError("cond is emitted as statements by backends.vector_code")
+    raise DifgenError(
+        "cond is emitted as statements by the NumPy printer (targets.numpy.printer)"
+    )
 
 
 def _clean(graph: Graph) -> Graph:
@@ -219,7 +221,7 @@ COND = register(
         "cond",
         impl=_impl,
         shape_rule=_shape_rule,
-        emit=_emit,
+        numpy=_statements_only,
         jvp=_cond_jvp,
         transpose=_cond_transpose,
         batch=_cond_batch,

@@ -67,9 +67,11 @@ def _loop_shape(
     return out.shape, out.dtype
 
 
-def _no_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Any:
+def _no_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Any:
     """Never called: the vector emission builds loops as statements."""
-    raise DifgenError("loops are emitted as statements by backends.vector_code")
+    raise DifgenError(
+        "loops are emitted as statements by the NumPy printer (targets.numpy.printer)"
+    )
 
 
 def _joint(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
@@ -382,7 +384,7 @@ WHILE_LOOP = register(
         "while_loop",
         impl=_loop_impl,
         shape_rule=_loop_shape,
-        emit=_no_emit,
+        numpy=_no_form,
         jvp=_loop_jvp,
         transpose=_loop_transpose,
         batch=_loop_batch,
@@ -554,7 +556,7 @@ SWEEP = control(
     "sweep",
     impl=_sweep_impl,
     shape_rule=_sweep_shape,
-    emit=_no_emit,
+    numpy=_no_form,
     jvp=_sweep_jvp,
     transpose=_sweep_transpose,
     batch=_sweep_batch,

@@ -9,7 +9,7 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
 - ``impl``: NumPy evaluation (the reference interpreter, and constant folding);
 - ``shape_rule``: output (shape, dtype) from input (shape, dtype), called as
   ``shape_rule(*avals, **params)`` (elementwise rows: NumPy broadcasting);
-- ``emit``: its vectorized NumPy source form, ``emit(args, params, avals)``: the
+- ``numpy``: its vectorized NumPy source form, ``numpy(args, params, avals)``: the
   operands as :class:`~difgen.core.expr.Expr` (which carry their precedence) and
   the input avals (for forms that depend on the shapes), returning an ``Expr``, or
   a list of statements assigning ``OUT``;
@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from difgen.core.expr import Aval, Emit
+from difgen.core.expr import Aval, NumpyForm
 from difgen.core.location import user_location
 from difgen.errors import TraceError
 
@@ -107,7 +107,7 @@ class Primitive:
     name: str
     impl: Callable[..., Any]
     shape_rule: Callable[..., Aval]
-    emit: Emit
+    numpy: NumpyForm
     jvp: Callable[..., Any] | Absent
     transpose: Callable[..., Any] | Absent
     batch: Callable[..., Any] | Absent

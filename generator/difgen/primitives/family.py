@@ -82,7 +82,7 @@ def cubic_work(eqn: Eqn) -> int:
 def elementwise(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     arity: int,
     jvp: Rule | Absent = MISSING,
@@ -98,7 +98,7 @@ def elementwise(
         name=name,
         impl=impl,
         shape_rule=broadcasting(name, "float64"),
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=elementwise_batch(name),
@@ -129,7 +129,7 @@ def unary_jvp(deriv: Callable[[Any, Any], Any] | Absent) -> Rule:
 def unary(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     deriv: Callable[[Any, Any], Any] | Absent = MISSING,
     sympy: Rule = MISSING,
@@ -139,14 +139,14 @@ def unary(
     (``PIECEWISE_CONSTANT``: zero)."""
     jvp = MISSING if deriv is MISSING else unary_jvp(deriv)
     return elementwise(
-        name, impl, emit, arity=1, jvp=jvp, sympy=sympy, sparsity=sparsity
+        name, impl, numpy, arity=1, jvp=jvp, sympy=sympy, sparsity=sparsity
     )
 
 
 def binary(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
@@ -158,7 +158,7 @@ def binary(
     return elementwise(
         name,
         impl,
-        emit,
+        numpy,
         arity=2,
         jvp=jvp,
         transpose=transpose,
@@ -171,7 +171,7 @@ def binary(
 def selector(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     sympy: Rule = MISSING,
     arity: int = 2,
@@ -183,7 +183,7 @@ def selector(
         name=name,
         impl=impl,
         shape_rule=broadcasting(name, "bool"),
-        emit=emit,
+        numpy=numpy,
         jvp=NOT_DIFFERENTIABLE,
         transpose=NOT_LINEAR,
         batch=elementwise_batch(name),
@@ -207,7 +207,7 @@ def reduced_shape(x: Aval, axes: Any) -> Aval:
 def reduction(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
@@ -222,7 +222,7 @@ def reduction(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=axes_batch(name),
@@ -241,7 +241,7 @@ def reduction(
 def structural(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule = MISSING,
@@ -258,7 +258,7 @@ def structural(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=batch,
@@ -288,7 +288,7 @@ def stack_batch(name: str) -> Rule:
 def contraction(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule = MISSING,
@@ -305,7 +305,7 @@ def contraction(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=batch,
@@ -323,7 +323,7 @@ def contraction(
 def matrix_function(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule | Absent = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
@@ -338,7 +338,7 @@ def matrix_function(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=stack_batch(name) if isinstance(batch, RowDefault) else batch,
@@ -358,7 +358,7 @@ def control(
     impl: Rule,
     *,
     shape_rule: Rule,
-    emit: Rule,
+    numpy: Rule,
     jvp: Rule,
     transpose: Rule,
     batch: Rule,
@@ -373,7 +373,7 @@ def control(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=batch,

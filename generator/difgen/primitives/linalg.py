@@ -213,7 +213,7 @@ def _einsum_batch(
     return np.einsum(",".join(ins) + "->" + letter + out, *args, optimize=optimize)
 
 
-def _einsum_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+def _einsum_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
     """``optimize`` (recorded only when the user passed it) is passed on: NumPy's
     contraction order is then the user's, and so is the rounding."""
     extra = f", optimize={params['optimize']!r}" if "optimize" in params else ""
@@ -235,7 +235,7 @@ register(
     contraction(
         "einsum",
         lambda *ops, spec, optimize=False: np.einsum(spec, *ops, optimize=optimize),
-        _einsum_emit,
+        _einsum_form,
         jvp=_einsum_jvp,
         transpose=_einsum_transpose,
         sympy=lambda *ops, spec, optimize=False: np.asarray(

@@ -13,7 +13,7 @@ import numpy as np
 import sympy as sp
 
 from difgen.core import simplify as identities
-from difgen.core.expr import Emit, Expr, argument, atom, call
+from difgen.core.expr import Expr, NumpyForm, argument, atom, call
 from difgen.core.primitive import register
 from difgen.primitives import patterns
 from difgen.primitives.family import reduction
@@ -47,11 +47,11 @@ def _sum_impl(x: Any, axes: Any) -> Any:
     return np.asarray(np.sum(x, axis=axes))
 
 
-def _reduce_emit(ufunc: str) -> Emit:
+def _reduce_form(ufunc: str) -> NumpyForm:
     """``np.add.reduce(x, axis=...)``: the ufunc method, without the Python wrapper of
     ``np.sum`` (about 1 us per call on small arrays)."""
 
-    def emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         """Over every axis: ``axis=None`` (nothing for 1-D, where it is the default)."""
         axes, ndim = params["axes"], len(avals[0][0])
         if len(axes) == ndim:
@@ -60,10 +60,10 @@ def _reduce_emit(ufunc: str) -> Emit:
             axis = f", axis={_axes_src(axes)}"
         return atom(f"np.{ufunc}.reduce({argument(args[0])}{axis})")
 
-    return emit
+    return form
 
 
-_sum_emit = _reduce_emit("add")
+_sum_form = _reduce_form("add")
 
 
 def pairwise(terms: list[Any]) -> Any:
@@ -122,7 +122,7 @@ reduce_sum_p = register(
     reduction(
         "reduce_sum",
         _sum_impl,
-        _sum_emit,
+        _sum_form,
         jvp=_sum_jvp,
         transpose=_sum_transpose,
         sympy=sum_in_numpy_order,
@@ -219,21 +219,21 @@ for _prim in (
     reduction(
         "reduce_max",
         _reduction_impl(np.max),
-        _reduce_emit("maximum"),
+        _reduce_form("maximum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMax),
     ),
     reduction(
         "reduce_min",
         _reduction_impl(np.min),
-        _reduce_emit("minimum"),
+        _reduce_form("minimum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMin),
     ),
     reduction(
         "reduce_prod",
         _reduction_impl(np.prod),
-        _reduce_emit("multiply"),
+        _reduce_form("multiply"),
         jvp=_prod_jvp,
         sympy=_object_reduce(lambda a, b: a * b),
     ),

@@ -1,6 +1,6 @@
 """Vectorized NumPy statements from a Graph: one statement per equation.
 
-Each equation is printed with its primitive's ``emit`` form, whose operands are
+Each equation is printed with its primitive's ``numpy`` form, whose operands are
 :class:`~difgen.core.expr.Expr` values carrying their precedence. A value used once
 is inlined into its consumer when it is short (parenthesized where its slot needs
 it), so the code reads like hand-written NumPy. Constants are printed compactly
@@ -368,14 +368,14 @@ class _Statements:
             return self.pending.pop(a)
         return self.names[a]
 
-    def emit(self, eqn: Any) -> Expr | list[str]:
+    def form(self, eqn: Any) -> Expr | list[str]:
         """The equation's source form (index arrays in params become constants
         first, then the operands, so module constants are numbered in that order)."""
         params = {
             k: _index_param(v, self.pool) for k, v in eqn.params.as_dict().items()
         }
         avals = [(a.shape, a.dtype) for a in eqn.inputs]
-        return eqn.primitive.emit([self.source(a) for a in eqn.inputs], params, avals)
+        return eqn.primitive.numpy([self.source(a) for a in eqn.inputs], params, avals)
 
     def _temp(self, var: Var) -> str:
         name = naming.temp(self.counter)
@@ -419,7 +419,7 @@ def _print_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inli
         if eqn.primitive.name in STATEMENTS:
             STATEMENTS[eqn.primitive.name](eqn, out)
             continue
-        emitted = out.emit(eqn)
+        emitted = out.form(eqn)
         if eqn.out in policy.hoisted:  # depends on no argument: computed at import
             out.hoist(eqn.out, emitted)
         elif isinstance(emitted, list):
