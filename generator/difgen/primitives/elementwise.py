@@ -19,7 +19,7 @@ from sympy.logic.boolalg import BooleanFunction
 
 from difgen.core import simplify as identities
 from difgen.core.expr import call, infix, negation
-from difgen.core.primitive import Linear, register, unbroadcast
+from difgen.core.primitive import UFUNC_LOOP, Linear, register, unbroadcast
 from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
@@ -51,13 +51,28 @@ def _sym_sign_abs_root(x: Any) -> Any:
 
 UNARY = [
     unary(
-        "sin", np.sin, call("np.sin({0})"), deriv=lambda x, y: np.cos(x), sympy=sp.sin
+        "sin",
+        np.sin,
+        call("np.sin({0})"),
+        deriv=lambda x, y: np.cos(x),
+        sympy=sp.sin,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
-        "cos", np.cos, call("np.cos({0})"), deriv=lambda x, y: -np.sin(x), sympy=sp.cos
+        "cos",
+        np.cos,
+        call("np.cos({0})"),
+        deriv=lambda x, y: -np.sin(x),
+        sympy=sp.cos,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
-        "tan", np.tan, call("np.tan({0})"), deriv=lambda x, y: 1.0 + y * y, sympy=sp.tan
+        "tan",
+        np.tan,
+        call("np.tan({0})"),
+        deriv=lambda x, y: 1.0 + y * y,
+        sympy=sp.tan,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "arcsin",
@@ -65,6 +80,7 @@ UNARY = [
         call("np.arcsin({0})"),
         deriv=lambda x, y: 1.0 / np.sqrt(1.0 - x * x),
         sympy=sp.asin,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "arccos",
@@ -72,6 +88,7 @@ UNARY = [
         call("np.arccos({0})"),
         deriv=lambda x, y: -1.0 / np.sqrt(1.0 - x * x),
         sympy=sp.acos,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "arctan",
@@ -79,6 +96,7 @@ UNARY = [
         call("np.arctan({0})"),
         deriv=lambda x, y: 1.0 / (1.0 + x * x),
         sympy=sp.atan,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "sinh",
@@ -86,6 +104,7 @@ UNARY = [
         call("np.sinh({0})"),
         deriv=lambda x, y: np.cosh(x),
         sympy=sp.sinh,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "cosh",
@@ -93,6 +112,7 @@ UNARY = [
         call("np.cosh({0})"),
         deriv=lambda x, y: np.sinh(x),
         sympy=sp.cosh,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "tanh",
@@ -100,6 +120,7 @@ UNARY = [
         call("np.tanh({0})"),
         deriv=lambda x, y: 1.0 - y * y,
         sympy=sp.tanh,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "arcsinh",
@@ -107,6 +128,7 @@ UNARY = [
         call("np.arcsinh({0})"),
         deriv=lambda x, y: 1.0 / np.sqrt(x * x + 1.0),
         sympy=sp.asinh,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "arccosh",
@@ -114,6 +136,7 @@ UNARY = [
         call("np.arccosh({0})"),
         deriv=lambda x, y: 1.0 / np.sqrt(x * x - 1.0),
         sympy=sp.acosh,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "arctanh",
@@ -121,16 +144,32 @@ UNARY = [
         call("np.arctanh({0})"),
         deriv=lambda x, y: 1.0 / (1.0 - x * x),
         sympy=sp.atanh,
+        c_loop=UFUNC_LOOP,
     ),
-    unary("exp", np.exp, call("np.exp({0})"), deriv=lambda x, y: y, sympy=sp.exp),
+    unary(
+        "exp",
+        np.exp,
+        call("np.exp({0})"),
+        deriv=lambda x, y: y,
+        sympy=sp.exp,
+        c_loop=UFUNC_LOOP,
+    ),
     unary(
         "expm1",
         np.expm1,
         call("np.expm1({0})"),
         deriv=lambda x, y: y + 1.0,
         sympy=cfunctions.expm1,
+        c_loop=UFUNC_LOOP,
     ),
-    unary("log", np.log, call("np.log({0})"), deriv=lambda x, y: 1.0 / x, sympy=sp.log),
+    unary(
+        "log",
+        np.log,
+        call("np.log({0})"),
+        deriv=lambda x, y: 1.0 / x,
+        sympy=sp.log,
+        c_loop=UFUNC_LOOP,
+    ),
     # log2, log10, exp2 are NumPy's own: log(x) * (1 / log 2) or 2.0 ** x differ in
     # the last bit.
     unary(
@@ -139,6 +178,7 @@ UNARY = [
         call("np.log2({0})"),
         deriv=lambda x, y: (1.0 / math.log(2.0)) / x,
         sympy=cfunctions.log2,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "log10",
@@ -146,6 +186,7 @@ UNARY = [
         call("np.log10({0})"),
         deriv=lambda x, y: (1.0 / math.log(10.0)) / x,
         sympy=cfunctions.log10,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "exp2",
@@ -153,6 +194,7 @@ UNARY = [
         call("np.exp2({0})"),
         deriv=lambda x, y: y * math.log(2.0),
         sympy=cfunctions.exp2,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "log1p",
@@ -160,6 +202,7 @@ UNARY = [
         call("np.log1p({0})"),
         deriv=lambda x, y: 1.0 / (1.0 + x),
         sympy=cfunctions.log1p,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "sqrt", np.sqrt, call("np.sqrt({0})"), deriv=lambda x, y: 0.5 / y, sympy=sp.sqrt
@@ -170,6 +213,7 @@ UNARY = [
         call("np.cbrt({0})"),
         deriv=lambda x, y: 1.0 / (3.0 * y * y),
         sympy=_sym_sign_abs_root,
+        c_loop=UFUNC_LOOP,
     ),
     unary(
         "abs",

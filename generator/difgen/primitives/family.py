@@ -22,13 +22,18 @@ from difgen.core.batching import axes_batch, elementwise_batch
 from difgen.core.expr import Aval
 from difgen.core.ir import Eqn
 from difgen.core.primitive import (
+    ELEMENTWISE_LOOP,
     MISSING,
+    MOVES,
     NO_IDENTITIES,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Absent,
+    LoopForm,
     Primitive,
+    Statements,
     broadcasting,
+    no_loop_form,
 )
 from difgen.core.tracer import bind_name
 from difgen.primitives import patterns
@@ -91,6 +96,7 @@ def elementwise(
     simplify: Rule | Absent = NO_IDENTITIES,
     commutative: bool = False,
     sparsity: Rule = patterns.union,
+    c_loop: LoopForm | Absent = ELEMENTWISE_LOOP,
 ) -> Primitive:
     """A float-valued elementwise primitive: NumPy broadcasting for its shape and its
     batch rule; ``sympy`` is the scalar SymPy function, applied element by element."""
@@ -110,6 +116,8 @@ def elementwise(
         scalarizable=True,
         view=False,
         elementwise=True,
+        c_loop=c_loop,
+        cost="elementwise",
     )
 
 
@@ -134,12 +142,20 @@ def unary(
     deriv: Callable[[Any, Any], Any] | Absent = MISSING,
     sympy: Rule = MISSING,
     sparsity: Rule = patterns.union,
+    c_loop: LoopForm | Absent = ELEMENTWISE_LOOP,
 ) -> Primitive:
     """A unary function with its derivative dy/dx written as ``deriv(x, y)`` in NumPy
     (``PIECEWISE_CONSTANT``: zero)."""
     jvp = MISSING if deriv is MISSING else unary_jvp(deriv)
     return elementwise(
-        name, impl, numpy, arity=1, jvp=jvp, sympy=sympy, sparsity=sparsity
+        name,
+        impl,
+        numpy,
+        arity=1,
+        jvp=jvp,
+        sympy=sympy,
+        sparsity=sparsity,
+        c_loop=c_loop,
     )
 
 
@@ -195,6 +211,8 @@ def selector(
         scalarizable=True,
         view=False,
         elementwise=True,
+        c_loop=ELEMENTWISE_LOOP,
+        cost="elementwise",
     )
 
 
@@ -215,9 +233,12 @@ def reduction(
     shape_rule: Rule = reduced_shape,
     simplify: Rule | Absent = NO_IDENTITIES,
     sparsity: Rule = patterns.reduced,
+    c_loop: LoopForm | Absent = MISSING,
+    cost: str = "reducing",
 ) -> Primitive:
     """A reduction (or cumulative operation) over static ``axes``/``axis``, whose
-    batch rule shifts the axes past the batch axis."""
+    batch rule shifts the axes past the batch axis; ``c_loop`` is the row's own (its
+    C accumulator, or why it has none)."""
     return Primitive(
         name=name,
         impl=impl,
@@ -234,6 +255,8 @@ def reduction(
         scalarizable=True,
         view=False,
         elementwise=False,
+        c_loop=c_loop,
+        cost=cost,
     )
 
 
@@ -251,6 +274,7 @@ def structural(
     sparsity: Rule = MISSING,
     simplify: Rule | Absent = NO_IDENTITIES,
     view: bool = False,
+    cost: str = "moving",
 ) -> Primitive:
     """A linear operation that moves, copies or joins elements without arithmetic
     (moving elements works on object arrays: ``sympy`` is ``impl`` by default)."""
@@ -270,6 +294,8 @@ def structural(
         scalarizable=True,
         view=view,
         elementwise=False,
+        c_loop=MOVES,
+        cost=cost,
     )
 
 
@@ -298,6 +324,7 @@ def contraction(
     work: Callable[[Eqn], int] = MISSING,
     simplify: Rule | Absent = NO_IDENTITIES,
     sparsity: Rule = patterns.all_inputs,
+    c_loop: LoopForm | Absent = MISSING,
 ) -> Primitive:
     """A multilinear product (``matmul``, ``einsum``): linear in each operand; its
     ``work`` counts the multiply-adds of the contraction."""
@@ -317,6 +344,8 @@ def contraction(
         scalarizable=True,
         view=False,
         elementwise=False,
+        c_loop=c_loop,
+        cost="by_work",
     )
 
 
@@ -350,6 +379,8 @@ def matrix_function(
         scalarizable=False,
         view=False,
         elementwise=False,
+        c_loop=no_loop_form("a LAPACK factorization (NumPy's own call)"),
+        cost="by_work",
     )
 
 
@@ -358,7 +389,7 @@ def control(
     impl: Rule,
     *,
     shape_rule: Rule,
-    numpy: Rule,
+    numpy: Statements,
     jvp: Rule,
     transpose: Rule,
     batch: Rule,
@@ -385,4 +416,6 @@ def control(
         scalarizable=False,
         view=False,
         elementwise=False,
+        c_loop=no_loop_form("control flow (its sub-graphs run in Python)"),
+        cost="by_work",
     )

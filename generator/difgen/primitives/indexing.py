@@ -362,6 +362,7 @@ scatter_sum_p = register(
         shape_rule=lambda *values, indices, shape: (tuple(shape), "float64"),
         batch=_scatter_sum_batch,
         sparsity=patterns.scatter_sum,
+        cost="reducing",
     )
 )
 

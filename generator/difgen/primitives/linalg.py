@@ -29,8 +29,10 @@ from difgen.core.batching import lift_batched
 from difgen.core.expr import Expr, argument, atom, call, infix
 from difgen.core.ir import Eqn, FrozenArray
 from difgen.core.primitive import (
+    MATMUL_LOOP,
     NOT_DIFFERENTIABLE,
     Linear,
+    no_loop_form,
     register,
     unbroadcast,
 )
@@ -132,6 +134,7 @@ register(
         work=_matmul_work,
         simplify=identities.matmul_identities,
         sparsity=patterns.matmul,
+        c_loop=MATMUL_LOOP,
     )
 )
 
@@ -244,6 +247,7 @@ register(
         shape_rule=_einsum_shape,
         batch=_einsum_batch,
         work=_einsum_work,
+        c_loop=no_loop_form("a general contraction (NumPy's einsum)"),
     )
 )
 

@@ -14,7 +14,7 @@ import sympy as sp
 
 from difgen.core import simplify as identities
 from difgen.core.expr import Expr, NumpyForm, argument, atom, call
-from difgen.core.primitive import register
+from difgen.core.primitive import no_loop_form, reduction_loop, register
 from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
@@ -127,6 +127,7 @@ reduce_sum_p = register(
         transpose=_sum_transpose,
         sympy=sum_in_numpy_order,
         simplify=identities.reduce_sum_identities,
+        c_loop=reduction_loop("0.0", "{acc} + {v}"),
     )
 )
 
@@ -222,6 +223,7 @@ for _prim in (
         _reduce_form("maximum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMax),
+        c_loop=reduction_loop("-INFINITY", "_maximum({acc}, {v})"),
     ),
     reduction(
         "reduce_min",
@@ -229,6 +231,7 @@ for _prim in (
         _reduce_form("minimum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMin),
+        c_loop=reduction_loop("INFINITY", "_minimum({acc}, {v})"),
     ),
     reduction(
         "reduce_prod",
@@ -236,12 +239,16 @@ for _prim in (
         _reduce_form("multiply"),
         jvp=_prod_jvp,
         sympy=_object_reduce(lambda a, b: a * b),
+        c_loop=reduction_loop("1.0", "{acc} * {v}"),
     ),
 ):
     register(_prim)
 
 
 # ------------------------------------------------------------------ cumulative
+_ACCUMULATION = no_loop_form("a cumulative operation (a scan, not one accumulator)")
+
+
 def _cumsum_jvp(out: Any, primals: list[Any], tangents: list[Any], axis: int) -> Any:
     """Linear."""
     return None if tangents[0] is None else np.cumsum(tangents[0], axis=axis)
@@ -280,6 +287,8 @@ register(
         sympy=_object_accumulate(lambda a, b: a + b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
+        c_loop=_ACCUMULATION,
+        cost="accumulating",
     )
 )
 register(
@@ -291,5 +300,7 @@ register(
         sympy=_object_accumulate(lambda a, b: a * b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
+        c_loop=_ACCUMULATION,
+        cost="accumulating",
     )
 )

@@ -41,6 +41,7 @@ from difgen.core.primitive import (
     Linear,
     Primitive,
     dummy,
+    no_loop_form,
     register,
     unbroadcast,
 )
@@ -100,6 +101,8 @@ def runtime_row(
             scalarizable=False,
             view=False,
             elementwise=False,
+            c_loop=no_loop_form("run-time indices or integer data (NumPy's own)"),
+            cost="opaque",
         )
     )
 

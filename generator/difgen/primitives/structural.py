@@ -23,6 +23,7 @@ from difgen.core.primitive import (
     NOT_LINEAR,
     Linear,
     Primitive,
+    no_loop_form,
     register,
     unbroadcast,
 )
@@ -337,6 +338,8 @@ basis_p = Primitive(
     scalarizable=True,
     view=False,
     elementwise=False,
+    c_loop=no_loop_form("a constant without inputs, folded before the loops"),
+    cost="moving",
 )
 """The standard basis of an array of ``shape``, stacked: ``(size, *shape)``.
 
