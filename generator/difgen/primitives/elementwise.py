@@ -972,3 +972,62 @@ sinc_p = register(
         sympy=NpSinc,
     )
 )
+
+
+# ------------------------------------------------------------------- heaviside
+class NpHeaviside(sp.Function):
+    """``np.heaviside(x, h)``: 0 where x < 0, ``h`` where x == 0 (either zero), 1
+    where x > 0, NaN where x is NaN; d/dx = 0 (piecewise constant), d/dh = 1 where
+    x == 0, else 0.
+
+    It prints itself, through SymPy's print hook, as NumPy's own definition in the
+    printer's dialect (conditionals on float comparisons, Python or C), so both
+    scalar emissions return NumPy's value with no helper of their own."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x: Any, h: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        if argindex == 1:
+            return sp.S.Zero
+        at_zero = NpEqual(self.args[0], sp.S.Zero)
+        return sp.Piecewise((sp.S.One, at_zero), (sp.S.Zero, True), evaluate=False)
+
+    def numpy_formula(self) -> Any:
+        """h at x == 0, 1 above, 0 below, and x itself (NaN) otherwise."""
+        x, h = self.args
+        return sp.Piecewise(
+            (h, NpEqual(x, sp.S.Zero)),
+            (sp.Float(1.0), NpGreater(x, sp.S.Zero)),
+            (sp.Float(0.0), NpLess(x, sp.S.Zero)),
+            (x, True),
+            evaluate=False,
+        )
+
+    def _pythoncode(self, printer: Any) -> str:
+        """SymPy's print hook (the float printer and its C subclass)."""
+        from difgen.derive.lowering import inert  # the lowering imports us
+
+        return str(printer._print(inert(self.numpy_formula())))
+
+
+def _heaviside_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """dy = [x == 0] dh: the step is flat in x wherever it has a derivative."""
+    (x, _), (_, dh) = primals, tangents
+    if dh is None:
+        return None
+    return _broadcast_to(np.where(x == 0.0, dh, 0.0), np.shape(out))
+
+
+heaviside_p = register(
+    binary(
+        "heaviside",
+        np.heaviside,
+        call("np.heaviside({0}, {1})"),
+        jvp=_heaviside_jvp,
+        sympy=NpHeaviside,
+    )
+)
