@@ -18,6 +18,9 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
   (elementwise from its SymPy rule, optionally NumPy's own ufunc loop over many
   elements; a structural move; a reduction with its C accumulator; matmul), or an
   ``Absent("NO_LOOP_FORM: why")``, which keeps the operator in vector code;
+- ``scalar``: the scalar printers' helper of a unary (:class:`ScalarHelper`: the
+  ``math`` fast path, or NumPy's own function, a floats helper returns), or
+  ``NO_HELPER`` where its SymPy rule prints without one;
 - ``cost``: its cost class (:data:`COST_CLASSES`): how many input elements one
   output element combines, for the expression-size estimate of the cost model;
 - ``jvp``: ``jvp(out, primals, tangents, **params) -> tangent`` written in plain NumPy
@@ -159,6 +162,38 @@ control flow); ``opaque``: run-time data NumPy computes, never written out as an
 expression (counted as one node)."""
 
 
+NO_HELPER = Absent("NO_HELPER")
+"""``scalar`` of a primitive the scalar printers print from its SymPy rule alone."""
+
+
+@dataclass(frozen=True)
+class ScalarHelper:
+    """How the scalar printers (Python floats, C) call a unary's SymPy function
+    (data only: ``targets/python`` and ``targets/c`` read it).
+
+    ``function`` is the SymPy function's name, as the printers meet it (``asin``);
+    ``family`` is ``"fast"`` (``math``'s function where it returns, NumPy's value
+    where it raises: the helper ``_<function>`` of :mod:`difgen.floats`),
+    ``"safe"`` (``math``'s function never raises: called as it is) or ``"numpy"``
+    (``math``'s differs from NumPy's in the last bit: the helper calls NumPy, one
+    float at a time); ``numpy`` is the NumPy function whose values the helper
+    returns (``np.arcsin``).
+    """
+
+    function: str
+    family: str
+    numpy: str
+
+    def __post_init__(self) -> None:
+        if self.family not in ("fast", "safe", "numpy"):
+            raise ValueError(f"unknown scalar helper family {self.family!r}")
+
+    @property
+    def fast(self) -> str:
+        """The ``math`` function of the fast path (``fast`` and ``safe``)."""
+        return f"math.{self.function}"
+
+
 @dataclass(frozen=True)
 class Statements:
     """The NumPy form of a control-flow primitive: the statement the NumPy printer
@@ -202,6 +237,7 @@ class Primitive:
     view: bool
     elementwise: bool
     c_loop: LoopForm | Absent
+    scalar: ScalarHelper | Absent
     cost: str
 
     def __post_init__(self) -> None:
@@ -278,6 +314,16 @@ def register(prim: Primitive) -> Primitive:
         raise ValueError(f"primitive {prim.name!r} declared twice")
     PRIMITIVES[prim.name] = prim
     return prim
+
+
+def scalar_helpers() -> dict[str, ScalarHelper]:
+    """The scalar helper of each registered primitive that has one, by its SymPy
+    function's name (what the scalar printers map)."""
+    return {
+        prim.scalar.function: prim.scalar
+        for prim in PRIMITIVES.values()
+        if isinstance(prim.scalar, ScalarHelper)
+    }
 
 
 def unbroadcast(value: Any, shape: Shape) -> Any:

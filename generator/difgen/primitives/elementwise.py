@@ -19,7 +19,13 @@ from sympy.logic.boolalg import BooleanFunction
 
 from difgen.core import simplify as identities
 from difgen.core.expr import call, infix, negation
-from difgen.core.primitive import UFUNC_LOOP, Linear, register, unbroadcast
+from difgen.core.primitive import (
+    NO_HELPER,
+    UFUNC_LOOP,
+    Linear,
+    register,
+    unbroadcast,
+)
 from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
@@ -57,6 +63,7 @@ UNARY = [
         deriv=lambda x, y: np.cos(x),
         sympy=sp.sin,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "cos",
@@ -65,6 +72,7 @@ UNARY = [
         deriv=lambda x, y: -np.sin(x),
         sympy=sp.cos,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "tan",
@@ -73,6 +81,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 + y * y,
         sympy=sp.tan,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arcsin",
@@ -81,6 +90,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 / np.sqrt(1.0 - x * x),
         sympy=sp.asin,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arccos",
@@ -89,6 +99,7 @@ UNARY = [
         deriv=lambda x, y: -1.0 / np.sqrt(1.0 - x * x),
         sympy=sp.acos,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arctan",
@@ -97,6 +108,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 / (1.0 + x * x),
         sympy=sp.atan,
         c_loop=UFUNC_LOOP,
+        scalar="safe",
     ),
     unary(
         "sinh",
@@ -105,6 +117,7 @@ UNARY = [
         deriv=lambda x, y: np.cosh(x),
         sympy=sp.sinh,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "cosh",
@@ -113,6 +126,7 @@ UNARY = [
         deriv=lambda x, y: np.sinh(x),
         sympy=sp.cosh,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "tanh",
@@ -121,6 +135,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 - y * y,
         sympy=sp.tanh,
         c_loop=UFUNC_LOOP,
+        scalar="safe",
     ),
     unary(
         "arcsinh",
@@ -129,6 +144,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 / np.sqrt(x * x + 1.0),
         sympy=sp.asinh,
         c_loop=UFUNC_LOOP,
+        scalar="safe",
     ),
     unary(
         "arccosh",
@@ -137,6 +153,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 / np.sqrt(x * x - 1.0),
         sympy=sp.acosh,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arctanh",
@@ -145,6 +162,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 / (1.0 - x * x),
         sympy=sp.atanh,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "exp",
@@ -153,6 +171,7 @@ UNARY = [
         deriv=lambda x, y: y,
         sympy=sp.exp,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "expm1",
@@ -161,6 +180,7 @@ UNARY = [
         deriv=lambda x, y: y + 1.0,
         sympy=cfunctions.expm1,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "log",
@@ -169,6 +189,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 / x,
         sympy=sp.log,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     # log2, log10, exp2 are NumPy's own: log(x) * (1 / log 2) or 2.0 ** x differ in
     # the last bit.
@@ -179,6 +200,7 @@ UNARY = [
         deriv=lambda x, y: (1.0 / math.log(2.0)) / x,
         sympy=cfunctions.log2,
         c_loop=UFUNC_LOOP,
+        scalar="numpy",
     ),
     unary(
         "log10",
@@ -187,6 +209,7 @@ UNARY = [
         deriv=lambda x, y: (1.0 / math.log(10.0)) / x,
         sympy=cfunctions.log10,
         c_loop=UFUNC_LOOP,
+        scalar="numpy",
     ),
     unary(
         "exp2",
@@ -195,6 +218,7 @@ UNARY = [
         deriv=lambda x, y: y * math.log(2.0),
         sympy=cfunctions.exp2,
         c_loop=UFUNC_LOOP,
+        scalar="numpy",
     ),
     unary(
         "log1p",
@@ -203,9 +227,15 @@ UNARY = [
         deriv=lambda x, y: 1.0 / (1.0 + x),
         sympy=cfunctions.log1p,
         c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
-        "sqrt", np.sqrt, call("np.sqrt({0})"), deriv=lambda x, y: 0.5 / y, sympy=sp.sqrt
+        "sqrt",
+        np.sqrt,
+        call("np.sqrt({0})"),
+        deriv=lambda x, y: 0.5 / y,
+        sympy=sp.sqrt,
+        scalar="fast",
     ),
     unary(
         "cbrt",
@@ -214,6 +244,7 @@ UNARY = [
         deriv=lambda x, y: 1.0 / (3.0 * y * y),
         sympy=_sym_sign_abs_root,
         c_loop=UFUNC_LOOP,
+        scalar=NO_HELPER,
     ),
     unary(
         "abs",
@@ -221,6 +252,7 @@ UNARY = [
         call("np.absolute({0})"),
         deriv=lambda x, y: np.sign(x),
         sympy=sp.Abs,
+        scalar=NO_HELPER,
     ),
     unary(
         "sign",
@@ -229,6 +261,7 @@ UNARY = [
         deriv=PIECEWISE_CONSTANT,
         sympy=sp.sign,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
 ]
 
@@ -796,6 +829,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpFloor,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     unary(
         "ceil",
@@ -804,6 +838,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpCeil,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     unary(
         "trunc",
@@ -812,6 +847,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpTrunc,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     unary(
         "rint",
@@ -820,6 +856,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpRint,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     binary(
         "remainder",
@@ -970,6 +1007,7 @@ sinc_p = register(
         call("np.sinc({0})"),
         deriv=_sinc_deriv,
         sympy=NpSinc,
+        scalar=NO_HELPER,
     )
 )
 

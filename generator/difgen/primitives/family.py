@@ -25,12 +25,14 @@ from difgen.core.primitive import (
     ELEMENTWISE_LOOP,
     MISSING,
     MOVES,
+    NO_HELPER,
     NO_IDENTITIES,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Absent,
     LoopForm,
     Primitive,
+    ScalarHelper,
     Statements,
     broadcasting,
     no_loop_form,
@@ -97,6 +99,7 @@ def elementwise(
     commutative: bool = False,
     sparsity: Rule = patterns.union,
     c_loop: LoopForm | Absent = ELEMENTWISE_LOOP,
+    scalar: ScalarHelper | Absent = NO_HELPER,
 ) -> Primitive:
     """A float-valued elementwise primitive: NumPy broadcasting for its shape and its
     batch rule; ``sympy`` is the scalar SymPy function, applied element by element."""
@@ -117,6 +120,7 @@ def elementwise(
         view=False,
         elementwise=True,
         c_loop=c_loop,
+        scalar=scalar,
         cost="elementwise",
     )
 
@@ -143,10 +147,18 @@ def unary(
     sympy: Rule = MISSING,
     sparsity: Rule = patterns.union,
     c_loop: LoopForm | Absent = ELEMENTWISE_LOOP,
+    scalar: str | Absent = MISSING,
 ) -> Primitive:
     """A unary function with its derivative dy/dx written as ``deriv(x, y)`` in NumPy
-    (``PIECEWISE_CONSTANT``: zero)."""
+    (``PIECEWISE_CONSTANT``: zero); ``scalar`` is its helper family in scalar code
+    (``"fast"``, ``"safe"``, ``"numpy"``: see :class:`ScalarHelper`, named after its
+    SymPy function and its NumPy ``impl``), or ``NO_HELPER``."""
     jvp = MISSING if deriv is MISSING else unary_jvp(deriv)
+    helper: ScalarHelper | Absent = (
+        ScalarHelper(sympy.__name__, scalar, f"np.{impl.__name__}")
+        if isinstance(scalar, str)
+        else scalar
+    )
     return elementwise(
         name,
         impl,
@@ -156,6 +168,7 @@ def unary(
         sympy=sympy,
         sparsity=sparsity,
         c_loop=c_loop,
+        scalar=helper,
     )
 
 
@@ -212,6 +225,7 @@ def selector(
         view=False,
         elementwise=True,
         c_loop=ELEMENTWISE_LOOP,
+        scalar=NO_HELPER,
         cost="elementwise",
     )
 
@@ -256,6 +270,7 @@ def reduction(
         view=False,
         elementwise=False,
         c_loop=c_loop,
+        scalar=NO_HELPER,
         cost=cost,
     )
 
@@ -295,6 +310,7 @@ def structural(
         view=view,
         elementwise=False,
         c_loop=MOVES,
+        scalar=NO_HELPER,
         cost=cost,
     )
 
@@ -345,6 +361,7 @@ def contraction(
         view=False,
         elementwise=False,
         c_loop=c_loop,
+        scalar=NO_HELPER,
         cost="by_work",
     )
 
@@ -380,6 +397,7 @@ def matrix_function(
         view=False,
         elementwise=False,
         c_loop=no_loop_form("a LAPACK factorization (NumPy's own call)"),
+        scalar=NO_HELPER,
         cost="by_work",
     )
 
@@ -417,5 +435,6 @@ def control(
         view=False,
         elementwise=False,
         c_loop=no_loop_form("control flow (its sub-graphs run in Python)"),
+        scalar=NO_HELPER,
         cost="by_work",
     )

@@ -34,6 +34,7 @@ from difgen.core.expr import Aval, Expr, argument, atom, base, infix
 from difgen.core.indexing import to_index
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import (
+    NO_HELPER,
     NO_IDENTITIES,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
@@ -102,6 +103,7 @@ def runtime_row(
             view=False,
             elementwise=False,
             c_loop=no_loop_form("run-time indices or integer data (NumPy's own)"),
+            scalar=NO_HELPER,
             cost="opaque",
         )
     )

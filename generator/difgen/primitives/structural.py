@@ -17,6 +17,7 @@ from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.primitive import (
+    NO_HELPER,
     NO_IDENTITIES,
     NO_INPUTS,
     NOT_DIFFERENTIABLE,
@@ -339,6 +340,7 @@ basis_p = Primitive(
     view=False,
     elementwise=False,
     c_loop=no_loop_form("a constant without inputs, folded before the loops"),
+    scalar=NO_HELPER,
     cost="moving",
 )
 """The standard basis of an array of ``shape``, stacked: ``(size, *shape)``.

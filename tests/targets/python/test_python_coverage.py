@@ -13,15 +13,38 @@ from typing import Any
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import primitive_cases as cases
 from difgen import floats
 from difgen.core.ir import Graph
+from difgen.core.primitive import NO_HELPER, ScalarHelper
 from difgen.derive.lowering import inert, lower, symbols
 from difgen.frontend import trace
 from difgen.primitives import PRIMITIVES
 from difgen.targets import cost as cost_model
 from difgen.targets.python.printer import FloatPrinter
+
+
+@pytest.mark.parametrize("name", sorted(PRIMITIVES))
+def test_a_declared_scalar_helper_is_one_the_printers_have(name: str) -> None:
+    """``scalar``: a helper of difgen.floats (``fast``, ``numpy``) or ``math``'s own
+    function (``safe``), for the primitive's SymPy function and NumPy ``impl``."""
+    prim = PRIMITIVES[name]
+    helper = prim.scalar
+    if not isinstance(helper, ScalarHelper):
+        assert helper is NO_HELPER
+        return
+    assert getattr(np, helper.numpy.removeprefix("np.")) is prim.impl
+    assert prim.sympy(np.array([sp.Symbol("t")], dtype=object))[0].func.__name__ in (
+        helper.function,
+        "Pow",  # sqrt is a power to SymPy, printed with the helper's name
+    )
+    if helper.family == "safe":
+        assert callable(getattr(math, helper.function))
+    else:
+        assert floats.helper(helper.function) in floats.HELPERS
+
 
 SCALAR_ROWS = sorted(n for n in cases.ROWS if PRIMITIVES[n].scalarizable)
 VECTOR_ROWS = sorted(n for n in cases.ROWS if not PRIMITIVES[n].scalarizable)

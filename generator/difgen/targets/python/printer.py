@@ -18,6 +18,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from difgen import floats, naming
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
+from difgen.core.primitive import scalar_helpers
 from difgen.derive.graphs import Layouts
 from difgen.derive.lowering import (
     SparseResult,
@@ -78,9 +79,10 @@ class FloatPrinter(PythonCodePrinter):
     these without reading its text back."""
 
     def __init__(self) -> None:
-        functions = {name: floats.helper(name) for name in floats.FAST_UNARY}
-        functions.update({name: floats.helper(name) for name in floats.NUMPY_UNARY})
-        functions.update(floats.SAFE)
+        functions = {  # each unary's helper, as its declaration says (scalar)
+            name: h.fast if h.family == "safe" else floats.helper(name)
+            for name, h in scalar_helpers().items()
+        }
         super().__init__(
             {
                 "fully_qualified_modules": True,
