@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import sympy as sp
@@ -333,6 +333,21 @@ def _pow_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
+class FloatHelperCall:
+    """Mixin of a SymPy head that scalar code prints as a call of its
+    :mod:`difgen.floats` helper ``float_helper`` (one name in the Python and the C
+    runtime), through SymPy's print hook: the target fact sits beside the
+    declaration, and the printer (the float printer or its C subclass) provides
+    ``_call``, which records the helper it named."""
+
+    float_helper: ClassVar[str] = ""
+    args: tuple[Any, ...]
+
+    def _pythoncode(self, printer: Any) -> str:
+        operands = [printer._print(arg) for arg in self.args]
+        return str(printer._call(self.float_helper, *operands))
+
+
 class SymbolicPower(sp.Function):
     """``a ** b`` with a symbolic exponent, whose derivative in ``b`` is
     ``a ** b * log(a)`` except at a = 0, where it is 0 (as :func:`_pow_jvp`):
@@ -371,7 +386,7 @@ def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(num / (a * a + b * b), np.shape(out))
 
 
-class NpMaximum(sp.Function):
+class NpMaximum(FloatHelperCall, sp.Function):
     """``np.maximum(a, b)`` in the argument order of the user's code.
 
     SymPy's ``Max`` keeps its arguments as a set and sorts them, and NumPy's
@@ -382,6 +397,7 @@ class NpMaximum(sp.Function):
     """
 
     nargs = 2
+    float_helper = "_maximum"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -392,10 +408,11 @@ class NpMaximum(sp.Function):
         return sp.Heaviside(a - b)
 
 
-class NpMinimum(sp.Function):
+class NpMinimum(FloatHelperCall, sp.Function):
     """``np.minimum(a, b)`` in the user's argument order (see :class:`NpMaximum`)."""
 
     nargs = 2
+    float_helper = "_minimum"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -416,12 +433,13 @@ def _hypot_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
-class NpHypot(sp.Function):
+class NpHypot(FloatHelperCall, sp.Function):
     """``np.hypot(a, b)``, NumPy's own (``sqrt(a*a + b*b)`` overflows at 1e200):
     printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0
     (as :func:`_hypot_jvp`)."""
 
     nargs = 2
+    float_helper = "_hypot"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -565,8 +583,8 @@ class NpComparison(BooleanFunction):
     SymPy's relations assume real (never NaN) symbols: ``Ne(x, x)`` folds to
     False, ``Not(x > 0)`` becomes ``x <= 0`` and ``x/5 == m`` becomes ``x == 5 m``,
     each of which differs from NumPy where x is NaN (or, for the last, in the
-    rounding). This head is never rewritten; the printer writes it as the
-    comparison itself (``_print_NpComparison``). Logic on its results (And, Or,
+    rounding). This head is never rewritten; the printers write it as the
+    comparison itself (its print hook). Logic on its results (And, Or,
     Not) stays exact: the results are true booleans.
     """
 
@@ -580,6 +598,11 @@ class NpComparison(BooleanFunction):
     def _eval_as_set(self) -> Any:
         """No set of reals: SymPy must not solve a NaN-aware comparison."""
         raise NotImplementedError("a NumPy comparison is not a set of reals")
+
+    def _pythoncode(self, printer: Any) -> str:
+        """SymPy's print hook: the comparison as written (the same in Python and C)."""
+        a, b = (printer._print(arg) for arg in self.args)
+        return f"({a} {self.symbol} {b})"
 
 
 class NpLess(NpComparison):
@@ -685,7 +708,7 @@ where_p = register(
 
 
 # ------------------------------------------- logaddexp, rounding and modulo
-class _Rounding(sp.Function):
+class _Rounding(FloatHelperCall, sp.Function):
     """A NumPy rounding function (``np.floor``...) as an opaque SymPy head.
 
     SymPy's own ``floor`` evaluates on its exact numbers and prints as
@@ -707,24 +730,33 @@ class _Rounding(sp.Function):
 class NpFloor(_Rounding):
     """``np.floor``."""
 
+    float_helper = "_floor"
+
 
 class NpCeil(_Rounding):
     """``np.ceil``."""
+
+    float_helper = "_ceil"
 
 
 class NpTrunc(_Rounding):
     """``np.trunc``."""
 
+    float_helper = "_trunc"
+
 
 class NpRint(_Rounding):
     """``np.rint``: round half to even, as Python's ``round``."""
 
+    float_helper = "_rint"
 
-class NpRemainder(sp.Function):
+
+class NpRemainder(FloatHelperCall, sp.Function):
     """``np.remainder(a, b)`` (Python's ``%``): ``a - floor(a / b) b`` in value, with
     NumPy's sign convention (the sign of ``b``); d/da = 1, d/db = -floor(a / b)."""
 
     nargs = 2
+    float_helper = "_remainder"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -735,10 +767,11 @@ class NpRemainder(sp.Function):
         return sp.S.One if argindex == 1 else -NpFloor(a / b)
 
 
-class NpFmod(sp.Function):
+class NpFmod(FloatHelperCall, sp.Function):
     """``np.fmod(a, b)`` (C's fmod): the sign of ``a``; d/da = 1, d/db = -trunc(a/b)."""
 
     nargs = 2
+    float_helper = "_fmod"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -760,11 +793,12 @@ def _modulo_jvp(quotient: Callable[[Any], Any]) -> Callable[..., Any]:
     return jvp
 
 
-class NpLogaddexp(sp.Function):
+class NpLogaddexp(FloatHelperCall, sp.Function):
     """``np.logaddexp(a, b)`` = log(e^a + e^b), as NumPy computes it (a helper of
     :mod:`difgen.floats` in scalar code); d/da = exp(a - y)."""
 
     nargs = 2
+    float_helper = "_logaddexp"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -774,10 +808,11 @@ class NpLogaddexp(sp.Function):
         return sp.exp(self.args[argindex - 1] - self)
 
 
-class NpLogaddexp2(sp.Function):
+class NpLogaddexp2(FloatHelperCall, sp.Function):
     """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^(a - y)."""
 
     nargs = 2
+    float_helper = "_logaddexp2"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:

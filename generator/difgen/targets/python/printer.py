@@ -221,34 +221,6 @@ class FloatPrinter(PythonCodePrinter):
     def _print_sign(self, expr: Any) -> str:
         return self._call("_sign", self._print(expr.args[0]))
 
-    def _print_NpFloor(self, expr: Any) -> str:
-        return self._call("_floor", self._print(expr.args[0]))
-
-    def _print_NpCeil(self, expr: Any) -> str:
-        return self._call("_ceil", self._print(expr.args[0]))
-
-    def _print_NpTrunc(self, expr: Any) -> str:
-        return self._call("_trunc", self._print(expr.args[0]))
-
-    def _print_NpRint(self, expr: Any) -> str:
-        return self._call("_rint", self._print(expr.args[0]))
-
-    def _print_NpRemainder(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_remainder", a, b)
-
-    def _print_NpLogaddexp(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_logaddexp", a, b)
-
-    def _print_NpLogaddexp2(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_logaddexp2", a, b)
-
-    def _print_NpFmod(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_fmod", a, b)
-
     def _print_Heaviside(self, expr: Any) -> str:
         """Step of a max/min/abs derivative; ties split evenly, as SymPy's H(0) = 1/2."""
         z = self._print(expr.args[0])
@@ -256,23 +228,6 @@ class FloatPrinter(PythonCodePrinter):
 
     def _print_DiracDelta(self, expr: Any) -> str:
         return "0.0"  # derivative of a step: zero almost everywhere
-
-    def _print_NpComparison(self, expr: Any) -> str:
-        """A comparison kept as written (see ``primitives.elementwise``)."""
-        a, b = (self._print(arg) for arg in expr.args)
-        return f"({a} {expr.symbol} {b})"
-
-    def _print_NpHypot(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_hypot", a, b)
-
-    def _print_NpMaximum(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_maximum", a, b)
-
-    def _print_NpMinimum(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_minimum", a, b)
 
     def _print_Max(self, expr: Any) -> str:
         return self._fold("_maximum", expr.args)
