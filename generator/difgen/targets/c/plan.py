@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var, dce
-from difgen.core.primitive import Absent
+from difgen.core.primitive import Absent, Statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
 from difgen.targets.c.moves import affine, moves_of, structural
@@ -209,7 +209,7 @@ class Planner:
             return True
         if any(isinstance(a, Var) and a not in self.consts for a in eqn.inputs):
             return False
-        if eqn.primitive.name in ("cond", "while_loop", "sweep"):
+        if isinstance(eqn.primitive.numpy, Statements):  # control flow: not folded
             return False
         if eqn.out.size > CONST_LIMIT:
             raise NoLoopForm(
