@@ -8,8 +8,14 @@ instead: each takes the fast ``math`` path and, only where it raises, returns wh
 NumPy computes for the same float (so NaN, inf and the sign of an infinity are
 NumPy's own). The helpers are real functions in
 :mod:`difgen.targets.python.runtime`; a generated module carries the source of
-those its code uses, and only those. This module names them and their families
-(what the printers call, what configs may not name), without importing NumPy.
+those its code uses, and only those. This module names them (what the printers
+call, what configs may not name), without importing NumPy; which unary takes which
+family of helper is its declaration's ``scalar`` field
+(:class:`~difgen.core.primitive.ScalarHelper`): ``fast`` where ``math`` raises on
+some floats (domain, overflow), ``safe`` where it never does (printed as it is),
+``numpy`` where ``math`` (or ``2.0 ** x``) differs from NumPy in the last bit on
+some floats (``math.log10`` on about one in seven), so the helper calls NumPy
+itself, one float at a time.
 
 >>> [text.split("(")[0] for text in definitions({"_log", "_div"})]
 ['def _log', 'def _div']
@@ -21,34 +27,6 @@ import ast
 import math
 from collections.abc import Iterable
 from pathlib import Path
-
-FAST_UNARY = {
-    # SymPy name: (fast path, NumPy function)
-    "sin": ("math.sin", "np.sin"),
-    "cos": ("math.cos", "np.cos"),
-    "tan": ("math.tan", "np.tan"),
-    "asin": ("math.asin", "np.arcsin"),
-    "acos": ("math.acos", "np.arccos"),
-    "sinh": ("math.sinh", "np.sinh"),
-    "cosh": ("math.cosh", "np.cosh"),
-    "acosh": ("math.acosh", "np.arccosh"),
-    "atanh": ("math.atanh", "np.arctanh"),
-    "exp": ("math.exp", "np.exp"),
-    "expm1": ("math.expm1", "np.expm1"),
-    "log": ("math.log", "np.log"),
-    "log1p": ("math.log1p", "np.log1p"),
-    "sqrt": ("math.sqrt", "np.sqrt"),
-}
-"""Functions whose ``math`` version raises on some floats (domain, overflow)."""
-
-SAFE = {"atan": "math.atan", "tanh": "math.tanh", "asinh": "math.asinh"}
-"""Functions whose ``math`` version never raises: printed as they are."""
-
-
-NUMPY_UNARY = {"log2": "np.log2", "log10": "np.log10", "exp2": "np.exp2"}
-"""Functions whose ``math`` version (or ``2.0 ** x``) differs from NumPy's in the
-last bit on some floats (``math.log10`` on about one in seven): scalar code calls
-NumPy itself, one float at a time."""
 
 
 def helper(name: str) -> str:

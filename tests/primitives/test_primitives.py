@@ -77,8 +77,10 @@ def test_the_basis_seed_declares_every_field() -> None:
 
 def test_a_row_that_forgets_a_rule_is_caught() -> None:
     """A family helper leaves what has no family default MISSING, not None."""
-    forgot_deriv = unary("f", np.sin, call("np.sin({0})"), sympy=sp.sin)
+    forgot_deriv = unary("f", np.sin, call("np.sin({0})"), sympy=sp.sin, scalar="fast")
     assert missing_fields(forgot_deriv) == ["jvp"]
+    forgot_helper = unary("f", np.sin, call("np.sin({0})"), deriv=len, sympy=sp.sin)
+    assert missing_fields(forgot_helper) == ["scalar"]
     forgot_batch = structural(
         "g",
         np.ravel,

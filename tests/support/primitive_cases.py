@@ -361,6 +361,12 @@ def r_logaddexp2(x):
     return np.logaddexp2(x * x, x[::-1]) + np.logaddexp2(2.0 * x, x + x)
 
 
+def r_heaviside(x):
+    """A step in x (flat) and its value at 0 in h: floor(x) is 0 here."""
+    step = np.heaviside(x - 0.5, 2.0 * x) * x + np.heaviside(x[::-1] - 0.4, 0.5)
+    return step + np.heaviside(np.floor(x), x * x)
+
+
 def r_floor(x):
     return np.floor(4.0 * x) * x + np.ceil(3.0 * x) * x
 
@@ -483,6 +489,7 @@ ROWS = {
     "sign": (r_sign, (4,)),
     "logaddexp": (r_logaddexp, (4,)),
     "logaddexp2": (r_logaddexp2, (4,)),
+    "heaviside": (r_heaviside, (4,)),
     "floor": (r_floor, (4,)),
     "ceil": (r_ceil, (4,)),
     "trunc": (r_trunc, (4,)),

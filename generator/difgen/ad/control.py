@@ -22,7 +22,7 @@ transforms, rather than among the primitive tables:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,9 +31,9 @@ from difgen.ad.batching import vmap
 from difgen.ad.interpret import build_graph, eval_graph, is_zero
 from difgen.ad.jvp import jvp
 from difgen.ad.transpose import vjp_eval
-from difgen.core.expr import Aval, Expr
+from difgen.core.expr import Aval
 from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate, structure
-from difgen.core.primitive import Linear, register
+from difgen.core.primitive import Linear, Statements, register
 from difgen.core.tracer import bind
 from difgen.errors import DifgenError
 from difgen.primitives.family import control
@@ -60,13 +60,6 @@ def _shape_rule(*avals: Aval, branches: tuple[SubGraph, SubGraph]) -> Aval:
         if types != [(tuple(s), d) for s, d in rest]:
             raise ValueError("the operands of cond do not match its branches")
     return outs[0].shape, outs[0].dtype
-
-
-def _emit(
-    args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
-) -> Any:
-    """Never called: the vector emission builds a ``cond`` as an ``if`` statement."""
-    raise DifgenError("cond is emitted as statements by backends.vector_code")
 
 
 def _clean(graph: Graph) -> Graph:
@@ -219,7 +212,7 @@ COND = register(
         "cond",
         impl=_impl,
         shape_rule=_shape_rule,
-        emit=_emit,
+        numpy=Statements("if"),
         jvp=_cond_jvp,
         transpose=_cond_transpose,
         batch=_cond_batch,

@@ -20,7 +20,7 @@ equal loops once). The trip count depends on the values, so:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,9 +30,9 @@ from difgen.ad.interpret import build_graph, eval_graph, is_zero
 from difgen.ad.jvp import jvp
 from difgen.ad.transpose import vjp_eval
 from difgen.core.batching import batched_to
-from difgen.core.expr import Aval, Expr
+from difgen.core.expr import Aval
 from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate
-from difgen.core.primitive import Linear, register
+from difgen.core.primitive import Linear, Statements, register
 from difgen.core.tracer import bind
 from difgen.errors import DifgenError
 from difgen.primitives.family import control
@@ -65,11 +65,6 @@ def _loop_shape(
 ) -> Aval:
     out = body.graph.outputs[index]
     return out.shape, out.dtype
-
-
-def _no_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Any:
-    """Never called: the vector emission builds loops as statements."""
-    raise DifgenError("loops are emitted as statements by backends.vector_code")
 
 
 def _joint(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
@@ -382,7 +377,7 @@ WHILE_LOOP = register(
         "while_loop",
         impl=_loop_impl,
         shape_rule=_loop_shape,
-        emit=_no_emit,
+        numpy=Statements("while"),
         jvp=_loop_jvp,
         transpose=_loop_transpose,
         batch=_loop_batch,
@@ -554,7 +549,7 @@ SWEEP = control(
     "sweep",
     impl=_sweep_impl,
     shape_rule=_sweep_shape,
-    emit=_no_emit,
+    numpy=Statements("for"),
     jvp=_sweep_jvp,
     transpose=_sweep_transpose,
     batch=_sweep_batch,

@@ -1,6 +1,6 @@
 """Emitted source expressions that carry their precedence, and the forms building them.
 
-A primitive's ``emit`` puts its operands' source into a form; whether an operand
+A primitive's ``numpy`` form puts its operands' source into a form; whether an operand
 needs parentheses depends on how its *slot* binds and on the operand's loosest
 top-level operator. So every :class:`Expr` carries that precedence along with its
 text (as SymPy's printers do), and every form says how each slot binds:
@@ -93,18 +93,18 @@ def right(e: Expr, prec: int) -> str:
 
 # ----------------------------------------------------------------------- forms
 Aval = tuple[tuple[int, ...], str]
-Emit = Callable[[Sequence[Expr], Mapping[str, Any], Sequence[Aval]], Any]
+NumpyForm = Callable[[Sequence[Expr], Mapping[str, Any], Sequence[Aval]], Any]
 
 
-def infix(op: str) -> Emit:
+def infix(op: str) -> NumpyForm:
     """``a op b`` for one of Python's binary operators."""
     prec = INFIX[op]
 
-    def emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         a, b = args
         return Expr(f"{left(a, prec)} {op} {right(b, prec)}", prec)
 
-    return emit
+    return form
 
 
 def negation(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
@@ -118,15 +118,15 @@ def prefix(e: Expr) -> str:
     return _wrap(e, e.prec != ATOM)
 
 
-def call(fmt: str) -> Emit:
+def call(fmt: str) -> NumpyForm:
     """A call form from a format string whose ``{0}``, ``{1}``... are whole call
     arguments (checked here), so they are never wrapped; params fill ``{name}``."""
     _check_arguments(fmt)
 
-    def emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         return atom(fmt.format(*map(argument, args), **params))
 
-    return emit
+    return form
 
 
 def _check_arguments(fmt: str) -> None:

@@ -9,10 +9,20 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
 - ``impl``: NumPy evaluation (the reference interpreter, and constant folding);
 - ``shape_rule``: output (shape, dtype) from input (shape, dtype), called as
   ``shape_rule(*avals, **params)`` (elementwise rows: NumPy broadcasting);
-- ``emit``: its vectorized NumPy source form, ``emit(args, params, avals)``: the
+- ``numpy``: its vectorized NumPy source form, ``numpy(args, params, avals)``: the
   operands as :class:`~difgen.core.expr.Expr` (which carry their precedence) and
   the input avals (for forms that depend on the shapes), returning an ``Expr``, or
-  a list of statements assigning ``OUT``;
+  a list of statements assigning ``OUT``; for control flow a :class:`Statements`
+  value naming the statement the NumPy printer writes (``if``, ``while``, ``for``);
+- ``c_loop``: how the C loops (``targets/c``) compute it, a :class:`LoopForm`
+  (elementwise from its SymPy rule, optionally NumPy's own ufunc loop over many
+  elements; a structural move; a reduction with its C accumulator; matmul), or an
+  ``Absent("NO_LOOP_FORM: why")``, which keeps the operator in vector code;
+- ``scalar``: the scalar printers' helper of a unary (:class:`ScalarHelper`: the
+  ``math`` fast path, or NumPy's own function, a floats helper returns), or
+  ``NO_HELPER`` where its SymPy rule prints without one;
+- ``cost``: its cost class (:data:`COST_CLASSES`): how many input elements one
+  output element combines, for the expression-size estimate of the cost model;
 - ``jvp``: ``jvp(out, primals, tangents, **params) -> tangent`` written in plain NumPy
   on tracer values (a tangent of ``None`` is a symbolic zero), or
   ``NOT_DIFFERENTIABLE`` for selectors, whose outputs carry no tangent;
@@ -47,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from difgen.core.expr import Aval, Emit
+from difgen.core.expr import Aval, NumpyForm
 from difgen.core.location import user_location
 from difgen.errors import TraceError
 
@@ -90,6 +100,113 @@ NO_IDENTITIES = Absent("NO_IDENTITIES")
 """``simplify`` of a primitive that no algebraic identity rewrites."""
 
 
+def no_loop_form(why: str) -> Absent:
+    """``c_loop`` of a primitive the C loops do not compute, saying why."""
+    return Absent(f"NO_LOOP_FORM: {why}")
+
+
+@dataclass(frozen=True)
+class LoopForm:
+    """How the C loops compute a primitive (data only: ``targets/c`` reads it).
+
+    ``kind`` is ``"elementwise"`` (the element's C from the SymPy rule, fused into
+    loops over one shape), ``"structural"`` (a move of elements, derived from
+    ``impl`` run on element references), ``"reduction"`` (``start`` is the C
+    accumulator's start, ``update`` its update with ``{acc}`` and ``{v}``) or
+    ``"matmul"``. ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
+    beats the C library's per element, called on many elements.
+    """
+
+    kind: str
+    start: str = ""
+    update: str = ""
+    ufunc: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("elementwise", "structural", "reduction", "matmul"):
+            raise ValueError(f"unknown loop form {self.kind!r}")
+        if (self.kind == "reduction") != bool(self.start and self.update):
+            raise ValueError("a reduction's loop form (only) has start and update")
+        if self.ufunc and self.kind != "elementwise":
+            raise ValueError("only an elementwise loop form calls a NumPy ufunc")
+
+
+ELEMENTWISE_LOOP = LoopForm("elementwise")
+"""``c_loop`` of an elementwise row: its element's C, fused with its neighbours."""
+UFUNC_LOOP = LoopForm("elementwise", ufunc=True)
+"""``c_loop`` of a large transcendental: NumPy's own ufunc loop on many elements."""
+MOVES = LoopForm("structural")
+"""``c_loop`` of a structural row: the element moves read off its ``impl``."""
+MATMUL_LOOP = LoopForm("matmul")
+"""``c_loop`` of ``matmul``: a loop of multiply-adds, or NumPy's dot when large."""
+
+
+def reduction_loop(start: str, update: str) -> LoopForm:
+    """``c_loop`` of a reduction: its C accumulator's ``start`` and ``update``."""
+    return LoopForm("reduction", start=start, update=update)
+
+
+COST_CLASSES = (
+    "elementwise",
+    "moving",
+    "reducing",
+    "accumulating",
+    "by_work",
+    "opaque",
+)
+"""What one output element combines, by class: ``elementwise`` and ``moving`` (moves,
+copies or makes elements): one element of each input; ``reducing``: the input size
+over the output size of them; ``accumulating``: a whole axis (its last element);
+``by_work``: its ``work`` over the output size (contractions, factorizations,
+control flow); ``opaque``: run-time data NumPy computes, never written out as an
+expression (counted as one node)."""
+
+
+NO_HELPER = Absent("NO_HELPER")
+"""``scalar`` of a primitive the scalar printers print from its SymPy rule alone."""
+
+
+@dataclass(frozen=True)
+class ScalarHelper:
+    """How the scalar printers (Python floats, C) call a unary's SymPy function
+    (data only: ``targets/python`` and ``targets/c`` read it).
+
+    ``function`` is the SymPy function's name, as the printers meet it (``asin``);
+    ``family`` is ``"fast"`` (``math``'s function where it returns, NumPy's value
+    where it raises: the helper ``_<function>`` of :mod:`difgen.floats`),
+    ``"safe"`` (``math``'s function never raises: called as it is) or ``"numpy"``
+    (``math``'s differs from NumPy's in the last bit: the helper calls NumPy, one
+    float at a time); ``numpy`` is the NumPy function whose values the helper
+    returns (``np.arcsin``).
+    """
+
+    function: str
+    family: str
+    numpy: str
+
+    def __post_init__(self) -> None:
+        if self.family not in ("fast", "safe", "numpy"):
+            raise ValueError(f"unknown scalar helper family {self.family!r}")
+
+    @property
+    def fast(self) -> str:
+        """The ``math`` function of the fast path (``fast`` and ``safe``)."""
+        return f"math.{self.function}"
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The NumPy form of a control-flow primitive: the statement the NumPy printer
+    writes for it (``"if"``, ``"while"``, or ``"for"``), its blocks printed from the
+    sub-graphs in the params. Data only: the printer holds the builders."""
+
+    statement: str
+
+    def __post_init__(self) -> None:
+        if self.statement not in ("if", "while", "for"):
+            raise ValueError(f"unknown statement form {self.statement!r}")
+
+
 class Missing:
     """The value of a field no declaration gave (refused by the coverage test)."""
 
@@ -107,7 +224,7 @@ class Primitive:
     name: str
     impl: Callable[..., Any]
     shape_rule: Callable[..., Aval]
-    emit: Emit
+    numpy: NumpyForm | Statements
     jvp: Callable[..., Any] | Absent
     transpose: Callable[..., Any] | Absent
     batch: Callable[..., Any] | Absent
@@ -119,6 +236,13 @@ class Primitive:
     scalarizable: bool
     view: bool
     elementwise: bool
+    c_loop: LoopForm | Absent
+    scalar: ScalarHelper | Absent
+    cost: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cost, Missing) and self.cost not in COST_CLASSES:
+            raise ValueError(f"{self.name}: unknown cost class {self.cost!r}")
 
     def __repr__(self) -> str:
         return f"{self.name}_p"
@@ -190,6 +314,16 @@ def register(prim: Primitive) -> Primitive:
         raise ValueError(f"primitive {prim.name!r} declared twice")
     PRIMITIVES[prim.name] = prim
     return prim
+
+
+def scalar_helpers() -> dict[str, ScalarHelper]:
+    """The scalar helper of each registered primitive that has one, by its SymPy
+    function's name (what the scalar printers map)."""
+    return {
+        prim.scalar.function: prim.scalar
+        for prim in PRIMITIVES.values()
+        if isinstance(prim.scalar, ScalarHelper)
+    }
 
 
 def unbroadcast(value: Any, shape: Shape) -> Any:

@@ -29,7 +29,6 @@ import sympy as sp
 from difgen import floats, naming
 from difgen.core.ir import Eqn, Graph, Lit, Var
 from difgen.derive.sparsity import csr_layout
-from difgen.primitives.family import size_work
 
 EXPRESSION_LIMIT = 4000
 """Nodes of the largest result element, written out as a tree, that scalar code is
@@ -37,31 +36,19 @@ tried for (both backends). SymPy walks expressions as trees, so its steps (lower
 ``count_ops``, ``expand``, ``diff``) cost at least this much per element."""
 
 
-REDUCING = frozenset(
-    {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "scatter_sum"}
-)
-"""Primitives whose output element combines many input elements (the input size
-over the output size of them), besides contractions, which say so by their work."""
-
-
-ACCUMULATING = frozenset({"cumsum", "cumprod"})
-"""Primitives whose last output element combines a whole axis of the input."""
-
-
 def fan_in(eqn: Eqn) -> int:
     """How many elements of its inputs one output element of ``eqn`` combines, at
-    most (1 for elementwise and structural primitives, which move elements)."""
+    most, by its primitive's declared cost class (``Primitive.cost``): 1 for
+    elementwise, moving and opaque primitives."""
     prim, out = eqn.primitive, max(eqn.out.size, 1)
     largest = max((a.size for a in eqn.inputs), default=1)
-    if prim.elementwise:
-        return 1
-    if prim.name in REDUCING:
+    if prim.cost == "reducing":
         return max(1, -(-largest // out))
-    if prim.name in ACCUMULATING:
+    if prim.cost == "accumulating":
         axis = eqn.params.as_dict().get("axis")
         shape = eqn.inputs[0].shape
         return int(shape[axis]) if isinstance(axis, int) and shape else largest
-    if prim.work is not size_work:  # contractions: work is the sum of products
+    if prim.cost == "by_work":  # contractions: work is the sum of products
         return max(1, -(-prim.work(eqn) // out))
     return 1
 

@@ -1043,6 +1043,7 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "fmod": _binary("fmod"),
     "logaddexp": _binary("logaddexp"),
     "logaddexp2": _binary("logaddexp2"),
+    "heaviside": _binary("heaviside"),
     "rad2deg": lambda x: x * (180.0 / math.pi),
 }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import sympy as sp
@@ -19,7 +19,13 @@ from sympy.logic.boolalg import BooleanFunction
 
 from difgen.core import simplify as identities
 from difgen.core.expr import call, infix, negation
-from difgen.core.primitive import Linear, register, unbroadcast
+from difgen.core.primitive import (
+    NO_HELPER,
+    UFUNC_LOOP,
+    Linear,
+    register,
+    unbroadcast,
+)
 from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
@@ -51,13 +57,31 @@ def _sym_sign_abs_root(x: Any) -> Any:
 
 UNARY = [
     unary(
-        "sin", np.sin, call("np.sin({0})"), deriv=lambda x, y: np.cos(x), sympy=sp.sin
+        "sin",
+        np.sin,
+        call("np.sin({0})"),
+        deriv=lambda x, y: np.cos(x),
+        sympy=sp.sin,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
-        "cos", np.cos, call("np.cos({0})"), deriv=lambda x, y: -np.sin(x), sympy=sp.cos
+        "cos",
+        np.cos,
+        call("np.cos({0})"),
+        deriv=lambda x, y: -np.sin(x),
+        sympy=sp.cos,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
-        "tan", np.tan, call("np.tan({0})"), deriv=lambda x, y: 1.0 + y * y, sympy=sp.tan
+        "tan",
+        np.tan,
+        call("np.tan({0})"),
+        deriv=lambda x, y: 1.0 + y * y,
+        sympy=sp.tan,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arcsin",
@@ -65,6 +89,8 @@ UNARY = [
         call("np.arcsin({0})"),
         deriv=lambda x, y: 1.0 / np.sqrt(1.0 - x * x),
         sympy=sp.asin,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arccos",
@@ -72,6 +98,8 @@ UNARY = [
         call("np.arccos({0})"),
         deriv=lambda x, y: -1.0 / np.sqrt(1.0 - x * x),
         sympy=sp.acos,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arctan",
@@ -79,6 +107,8 @@ UNARY = [
         call("np.arctan({0})"),
         deriv=lambda x, y: 1.0 / (1.0 + x * x),
         sympy=sp.atan,
+        c_loop=UFUNC_LOOP,
+        scalar="safe",
     ),
     unary(
         "sinh",
@@ -86,6 +116,8 @@ UNARY = [
         call("np.sinh({0})"),
         deriv=lambda x, y: np.cosh(x),
         sympy=sp.sinh,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "cosh",
@@ -93,6 +125,8 @@ UNARY = [
         call("np.cosh({0})"),
         deriv=lambda x, y: np.sinh(x),
         sympy=sp.cosh,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "tanh",
@@ -100,6 +134,8 @@ UNARY = [
         call("np.tanh({0})"),
         deriv=lambda x, y: 1.0 - y * y,
         sympy=sp.tanh,
+        c_loop=UFUNC_LOOP,
+        scalar="safe",
     ),
     unary(
         "arcsinh",
@@ -107,6 +143,8 @@ UNARY = [
         call("np.arcsinh({0})"),
         deriv=lambda x, y: 1.0 / np.sqrt(x * x + 1.0),
         sympy=sp.asinh,
+        c_loop=UFUNC_LOOP,
+        scalar="safe",
     ),
     unary(
         "arccosh",
@@ -114,6 +152,8 @@ UNARY = [
         call("np.arccosh({0})"),
         deriv=lambda x, y: 1.0 / np.sqrt(x * x - 1.0),
         sympy=sp.acosh,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
         "arctanh",
@@ -121,16 +161,36 @@ UNARY = [
         call("np.arctanh({0})"),
         deriv=lambda x, y: 1.0 / (1.0 - x * x),
         sympy=sp.atanh,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
-    unary("exp", np.exp, call("np.exp({0})"), deriv=lambda x, y: y, sympy=sp.exp),
+    unary(
+        "exp",
+        np.exp,
+        call("np.exp({0})"),
+        deriv=lambda x, y: y,
+        sympy=sp.exp,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
+    ),
     unary(
         "expm1",
         np.expm1,
         call("np.expm1({0})"),
         deriv=lambda x, y: y + 1.0,
         sympy=cfunctions.expm1,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
-    unary("log", np.log, call("np.log({0})"), deriv=lambda x, y: 1.0 / x, sympy=sp.log),
+    unary(
+        "log",
+        np.log,
+        call("np.log({0})"),
+        deriv=lambda x, y: 1.0 / x,
+        sympy=sp.log,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
+    ),
     # log2, log10, exp2 are NumPy's own: log(x) * (1 / log 2) or 2.0 ** x differ in
     # the last bit.
     unary(
@@ -139,6 +199,8 @@ UNARY = [
         call("np.log2({0})"),
         deriv=lambda x, y: (1.0 / math.log(2.0)) / x,
         sympy=cfunctions.log2,
+        c_loop=UFUNC_LOOP,
+        scalar="numpy",
     ),
     unary(
         "log10",
@@ -146,6 +208,8 @@ UNARY = [
         call("np.log10({0})"),
         deriv=lambda x, y: (1.0 / math.log(10.0)) / x,
         sympy=cfunctions.log10,
+        c_loop=UFUNC_LOOP,
+        scalar="numpy",
     ),
     unary(
         "exp2",
@@ -153,6 +217,8 @@ UNARY = [
         call("np.exp2({0})"),
         deriv=lambda x, y: y * math.log(2.0),
         sympy=cfunctions.exp2,
+        c_loop=UFUNC_LOOP,
+        scalar="numpy",
     ),
     unary(
         "log1p",
@@ -160,9 +226,16 @@ UNARY = [
         call("np.log1p({0})"),
         deriv=lambda x, y: 1.0 / (1.0 + x),
         sympy=cfunctions.log1p,
+        c_loop=UFUNC_LOOP,
+        scalar="fast",
     ),
     unary(
-        "sqrt", np.sqrt, call("np.sqrt({0})"), deriv=lambda x, y: 0.5 / y, sympy=sp.sqrt
+        "sqrt",
+        np.sqrt,
+        call("np.sqrt({0})"),
+        deriv=lambda x, y: 0.5 / y,
+        sympy=sp.sqrt,
+        scalar="fast",
     ),
     unary(
         "cbrt",
@@ -170,6 +243,8 @@ UNARY = [
         call("np.cbrt({0})"),
         deriv=lambda x, y: 1.0 / (3.0 * y * y),
         sympy=_sym_sign_abs_root,
+        c_loop=UFUNC_LOOP,
+        scalar=NO_HELPER,
     ),
     unary(
         "abs",
@@ -177,6 +252,7 @@ UNARY = [
         call("np.absolute({0})"),
         deriv=lambda x, y: np.sign(x),
         sympy=sp.Abs,
+        scalar=NO_HELPER,
     ),
     unary(
         "sign",
@@ -185,6 +261,7 @@ UNARY = [
         deriv=PIECEWISE_CONSTANT,
         sympy=sp.sign,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
 ]
 
@@ -256,6 +333,21 @@ def _pow_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
+class FloatHelperCall:
+    """Mixin of a SymPy head that scalar code prints as a call of its
+    :mod:`difgen.floats` helper ``float_helper`` (one name in the Python and the C
+    runtime), through SymPy's print hook: the target fact sits beside the
+    declaration, and the printer (the float printer or its C subclass) provides
+    ``_call``, which records the helper it named."""
+
+    float_helper: ClassVar[str] = ""
+    args: tuple[Any, ...]
+
+    def _pythoncode(self, printer: Any) -> str:
+        operands = [printer._print(arg) for arg in self.args]
+        return str(printer._call(self.float_helper, *operands))
+
+
 class SymbolicPower(sp.Function):
     """``a ** b`` with a symbolic exponent, whose derivative in ``b`` is
     ``a ** b * log(a)`` except at a = 0, where it is 0 (as :func:`_pow_jvp`):
@@ -294,7 +386,7 @@ def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(num / (a * a + b * b), np.shape(out))
 
 
-class NpMaximum(sp.Function):
+class NpMaximum(FloatHelperCall, sp.Function):
     """``np.maximum(a, b)`` in the argument order of the user's code.
 
     SymPy's ``Max`` keeps its arguments as a set and sorts them, and NumPy's
@@ -305,6 +397,7 @@ class NpMaximum(sp.Function):
     """
 
     nargs = 2
+    float_helper = "_maximum"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -315,10 +408,11 @@ class NpMaximum(sp.Function):
         return sp.Heaviside(a - b)
 
 
-class NpMinimum(sp.Function):
+class NpMinimum(FloatHelperCall, sp.Function):
     """``np.minimum(a, b)`` in the user's argument order (see :class:`NpMaximum`)."""
 
     nargs = 2
+    float_helper = "_minimum"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -339,12 +433,13 @@ def _hypot_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
-class NpHypot(sp.Function):
+class NpHypot(FloatHelperCall, sp.Function):
     """``np.hypot(a, b)``, NumPy's own (``sqrt(a*a + b*b)`` overflows at 1e200):
     printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0
     (as :func:`_hypot_jvp`)."""
 
     nargs = 2
+    float_helper = "_hypot"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -488,8 +583,8 @@ class NpComparison(BooleanFunction):
     SymPy's relations assume real (never NaN) symbols: ``Ne(x, x)`` folds to
     False, ``Not(x > 0)`` becomes ``x <= 0`` and ``x/5 == m`` becomes ``x == 5 m``,
     each of which differs from NumPy where x is NaN (or, for the last, in the
-    rounding). This head is never rewritten; the printer writes it as the
-    comparison itself (``_print_NpComparison``). Logic on its results (And, Or,
+    rounding). This head is never rewritten; the printers write it as the
+    comparison itself (its print hook). Logic on its results (And, Or,
     Not) stays exact: the results are true booleans.
     """
 
@@ -503,6 +598,11 @@ class NpComparison(BooleanFunction):
     def _eval_as_set(self) -> Any:
         """No set of reals: SymPy must not solve a NaN-aware comparison."""
         raise NotImplementedError("a NumPy comparison is not a set of reals")
+
+    def _pythoncode(self, printer: Any) -> str:
+        """SymPy's print hook: the comparison as written (the same in Python and C)."""
+        a, b = (printer._print(arg) for arg in self.args)
+        return f"({a} {self.symbol} {b})"
 
 
 class NpLess(NpComparison):
@@ -608,7 +708,7 @@ where_p = register(
 
 
 # ------------------------------------------- logaddexp, rounding and modulo
-class _Rounding(sp.Function):
+class _Rounding(FloatHelperCall, sp.Function):
     """A NumPy rounding function (``np.floor``...) as an opaque SymPy head.
 
     SymPy's own ``floor`` evaluates on its exact numbers and prints as
@@ -630,24 +730,33 @@ class _Rounding(sp.Function):
 class NpFloor(_Rounding):
     """``np.floor``."""
 
+    float_helper = "_floor"
+
 
 class NpCeil(_Rounding):
     """``np.ceil``."""
+
+    float_helper = "_ceil"
 
 
 class NpTrunc(_Rounding):
     """``np.trunc``."""
 
+    float_helper = "_trunc"
+
 
 class NpRint(_Rounding):
     """``np.rint``: round half to even, as Python's ``round``."""
 
+    float_helper = "_rint"
 
-class NpRemainder(sp.Function):
+
+class NpRemainder(FloatHelperCall, sp.Function):
     """``np.remainder(a, b)`` (Python's ``%``): ``a - floor(a / b) b`` in value, with
     NumPy's sign convention (the sign of ``b``); d/da = 1, d/db = -floor(a / b)."""
 
     nargs = 2
+    float_helper = "_remainder"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -658,10 +767,11 @@ class NpRemainder(sp.Function):
         return sp.S.One if argindex == 1 else -NpFloor(a / b)
 
 
-class NpFmod(sp.Function):
+class NpFmod(FloatHelperCall, sp.Function):
     """``np.fmod(a, b)`` (C's fmod): the sign of ``a``; d/da = 1, d/db = -trunc(a/b)."""
 
     nargs = 2
+    float_helper = "_fmod"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -683,11 +793,12 @@ def _modulo_jvp(quotient: Callable[[Any], Any]) -> Callable[..., Any]:
     return jvp
 
 
-class NpLogaddexp(sp.Function):
+class NpLogaddexp(FloatHelperCall, sp.Function):
     """``np.logaddexp(a, b)`` = log(e^a + e^b), as NumPy computes it (a helper of
     :mod:`difgen.floats` in scalar code); d/da = exp(a - y)."""
 
     nargs = 2
+    float_helper = "_logaddexp"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -697,10 +808,11 @@ class NpLogaddexp(sp.Function):
         return sp.exp(self.args[argindex - 1] - self)
 
 
-class NpLogaddexp2(sp.Function):
+class NpLogaddexp2(FloatHelperCall, sp.Function):
     """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^(a - y)."""
 
     nargs = 2
+    float_helper = "_logaddexp2"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -752,6 +864,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpFloor,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     unary(
         "ceil",
@@ -760,6 +873,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpCeil,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     unary(
         "trunc",
@@ -768,6 +882,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpTrunc,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     unary(
         "rint",
@@ -776,6 +891,7 @@ ROUNDING = [
         deriv=PIECEWISE_CONSTANT,
         sympy=NpRint,
         sparsity=patterns.no_dependence,
+        scalar=NO_HELPER,
     ),
     binary(
         "remainder",
@@ -926,5 +1042,65 @@ sinc_p = register(
         call("np.sinc({0})"),
         deriv=_sinc_deriv,
         sympy=NpSinc,
+        scalar=NO_HELPER,
+    )
+)
+
+
+# ------------------------------------------------------------------- heaviside
+class NpHeaviside(sp.Function):
+    """``np.heaviside(x, h)``: 0 where x < 0, ``h`` where x == 0 (either zero), 1
+    where x > 0, NaN where x is NaN; d/dx = 0 (piecewise constant), d/dh = 1 where
+    x == 0, else 0.
+
+    It prints itself, through SymPy's print hook, as NumPy's own definition in the
+    printer's dialect (conditionals on float comparisons, Python or C), so both
+    scalar emissions return NumPy's value with no helper of their own."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x: Any, h: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        if argindex == 1:
+            return sp.S.Zero
+        at_zero = NpEqual(self.args[0], sp.S.Zero)
+        return sp.Piecewise((sp.S.One, at_zero), (sp.S.Zero, True), evaluate=False)
+
+    def numpy_formula(self) -> Any:
+        """h at x == 0, 1 above, 0 below, and x itself (NaN) otherwise."""
+        x, h = self.args
+        return sp.Piecewise(
+            (h, NpEqual(x, sp.S.Zero)),
+            (sp.Float(1.0), NpGreater(x, sp.S.Zero)),
+            (sp.Float(0.0), NpLess(x, sp.S.Zero)),
+            (x, True),
+            evaluate=False,
+        )
+
+    def _pythoncode(self, printer: Any) -> str:
+        """SymPy's print hook (the float printer and its C subclass)."""
+        from difgen.derive.lowering import inert  # the lowering imports us
+
+        return str(printer._print(inert(self.numpy_formula())))
+
+
+def _heaviside_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """dy = [x == 0] dh: the step is flat in x wherever it has a derivative."""
+    (x, _), (_, dh) = primals, tangents
+    if dh is None:
+        return None
+    return _broadcast_to(np.where(x == 0.0, dh, 0.0), np.shape(out))
+
+
+heaviside_p = register(
+    binary(
+        "heaviside",
+        np.heaviside,
+        call("np.heaviside({0}, {1})"),
+        jvp=_heaviside_jvp,
+        sympy=NpHeaviside,
     )
 )

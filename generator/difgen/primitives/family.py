@@ -22,13 +22,20 @@ from difgen.core.batching import axes_batch, elementwise_batch
 from difgen.core.expr import Aval
 from difgen.core.ir import Eqn
 from difgen.core.primitive import (
+    ELEMENTWISE_LOOP,
     MISSING,
+    MOVES,
+    NO_HELPER,
     NO_IDENTITIES,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Absent,
+    LoopForm,
     Primitive,
+    ScalarHelper,
+    Statements,
     broadcasting,
+    no_loop_form,
 )
 from difgen.core.tracer import bind_name
 from difgen.primitives import patterns
@@ -82,7 +89,7 @@ def cubic_work(eqn: Eqn) -> int:
 def elementwise(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     arity: int,
     jvp: Rule | Absent = MISSING,
@@ -91,6 +98,8 @@ def elementwise(
     simplify: Rule | Absent = NO_IDENTITIES,
     commutative: bool = False,
     sparsity: Rule = patterns.union,
+    c_loop: LoopForm | Absent = ELEMENTWISE_LOOP,
+    scalar: ScalarHelper | Absent = NO_HELPER,
 ) -> Primitive:
     """A float-valued elementwise primitive: NumPy broadcasting for its shape and its
     batch rule; ``sympy`` is the scalar SymPy function, applied element by element."""
@@ -98,7 +107,7 @@ def elementwise(
         name=name,
         impl=impl,
         shape_rule=broadcasting(name, "float64"),
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=elementwise_batch(name),
@@ -110,6 +119,9 @@ def elementwise(
         scalarizable=True,
         view=False,
         elementwise=True,
+        c_loop=c_loop,
+        scalar=scalar,
+        cost="elementwise",
     )
 
 
@@ -129,24 +141,41 @@ def unary_jvp(deriv: Callable[[Any, Any], Any] | Absent) -> Rule:
 def unary(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     deriv: Callable[[Any, Any], Any] | Absent = MISSING,
     sympy: Rule = MISSING,
     sparsity: Rule = patterns.union,
+    c_loop: LoopForm | Absent = ELEMENTWISE_LOOP,
+    scalar: str | Absent = MISSING,
 ) -> Primitive:
     """A unary function with its derivative dy/dx written as ``deriv(x, y)`` in NumPy
-    (``PIECEWISE_CONSTANT``: zero)."""
+    (``PIECEWISE_CONSTANT``: zero); ``scalar`` is its helper family in scalar code
+    (``"fast"``, ``"safe"``, ``"numpy"``: see :class:`ScalarHelper`, named after its
+    SymPy function and its NumPy ``impl``), or ``NO_HELPER``."""
     jvp = MISSING if deriv is MISSING else unary_jvp(deriv)
+    helper: ScalarHelper | Absent = (
+        ScalarHelper(sympy.__name__, scalar, f"np.{impl.__name__}")
+        if isinstance(scalar, str)
+        else scalar
+    )
     return elementwise(
-        name, impl, emit, arity=1, jvp=jvp, sympy=sympy, sparsity=sparsity
+        name,
+        impl,
+        numpy,
+        arity=1,
+        jvp=jvp,
+        sympy=sympy,
+        sparsity=sparsity,
+        c_loop=c_loop,
+        scalar=helper,
     )
 
 
 def binary(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
@@ -158,7 +187,7 @@ def binary(
     return elementwise(
         name,
         impl,
-        emit,
+        numpy,
         arity=2,
         jvp=jvp,
         transpose=transpose,
@@ -171,7 +200,7 @@ def binary(
 def selector(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     sympy: Rule = MISSING,
     arity: int = 2,
@@ -183,7 +212,7 @@ def selector(
         name=name,
         impl=impl,
         shape_rule=broadcasting(name, "bool"),
-        emit=emit,
+        numpy=numpy,
         jvp=NOT_DIFFERENTIABLE,
         transpose=NOT_LINEAR,
         batch=elementwise_batch(name),
@@ -195,6 +224,9 @@ def selector(
         scalarizable=True,
         view=False,
         elementwise=True,
+        c_loop=ELEMENTWISE_LOOP,
+        scalar=NO_HELPER,
+        cost="elementwise",
     )
 
 
@@ -207,7 +239,7 @@ def reduced_shape(x: Aval, axes: Any) -> Aval:
 def reduction(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
@@ -215,14 +247,17 @@ def reduction(
     shape_rule: Rule = reduced_shape,
     simplify: Rule | Absent = NO_IDENTITIES,
     sparsity: Rule = patterns.reduced,
+    c_loop: LoopForm | Absent = MISSING,
+    cost: str = "reducing",
 ) -> Primitive:
     """A reduction (or cumulative operation) over static ``axes``/``axis``, whose
-    batch rule shifts the axes past the batch axis."""
+    batch rule shifts the axes past the batch axis; ``c_loop`` is the row's own (its
+    C accumulator, or why it has none)."""
     return Primitive(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=axes_batch(name),
@@ -234,6 +269,9 @@ def reduction(
         scalarizable=True,
         view=False,
         elementwise=False,
+        c_loop=c_loop,
+        scalar=NO_HELPER,
+        cost=cost,
     )
 
 
@@ -241,7 +279,7 @@ def reduction(
 def structural(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule = MISSING,
@@ -251,6 +289,7 @@ def structural(
     sparsity: Rule = MISSING,
     simplify: Rule | Absent = NO_IDENTITIES,
     view: bool = False,
+    cost: str = "moving",
 ) -> Primitive:
     """A linear operation that moves, copies or joins elements without arithmetic
     (moving elements works on object arrays: ``sympy`` is ``impl`` by default)."""
@@ -258,7 +297,7 @@ def structural(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=batch,
@@ -270,6 +309,9 @@ def structural(
         scalarizable=True,
         view=view,
         elementwise=False,
+        c_loop=MOVES,
+        scalar=NO_HELPER,
+        cost=cost,
     )
 
 
@@ -288,7 +330,7 @@ def stack_batch(name: str) -> Rule:
 def contraction(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule = MISSING,
     transpose: Rule = MISSING,
@@ -298,6 +340,7 @@ def contraction(
     work: Callable[[Eqn], int] = MISSING,
     simplify: Rule | Absent = NO_IDENTITIES,
     sparsity: Rule = patterns.all_inputs,
+    c_loop: LoopForm | Absent = MISSING,
 ) -> Primitive:
     """A multilinear product (``matmul``, ``einsum``): linear in each operand; its
     ``work`` counts the multiply-adds of the contraction."""
@@ -305,7 +348,7 @@ def contraction(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=batch,
@@ -317,13 +360,16 @@ def contraction(
         scalarizable=True,
         view=False,
         elementwise=False,
+        c_loop=c_loop,
+        scalar=NO_HELPER,
+        cost="by_work",
     )
 
 
 def matrix_function(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     jvp: Rule | Absent = MISSING,
     transpose: Rule | Absent = NOT_LINEAR,
@@ -338,7 +384,7 @@ def matrix_function(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=stack_batch(name) if isinstance(batch, RowDefault) else batch,
@@ -350,6 +396,9 @@ def matrix_function(
         scalarizable=False,
         view=False,
         elementwise=False,
+        c_loop=no_loop_form("a LAPACK factorization (NumPy's own call)"),
+        scalar=NO_HELPER,
+        cost="by_work",
     )
 
 
@@ -358,7 +407,7 @@ def control(
     impl: Rule,
     *,
     shape_rule: Rule,
-    emit: Rule,
+    numpy: Statements,
     jvp: Rule,
     transpose: Rule,
     batch: Rule,
@@ -373,7 +422,7 @@ def control(
         name=name,
         impl=impl,
         shape_rule=shape_rule,
-        emit=emit,
+        numpy=numpy,
         jvp=jvp,
         transpose=transpose,
         batch=batch,
@@ -385,4 +434,7 @@ def control(
         scalarizable=False,
         view=False,
         elementwise=False,
+        c_loop=no_loop_form("control flow (its sub-graphs run in Python)"),
+        scalar=NO_HELPER,
+        cost="by_work",
     )

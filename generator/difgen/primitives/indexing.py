@@ -186,7 +186,7 @@ def _roll(x: Expr, shift: int, axis: int, ndim: int) -> Expr:
     return atom(f"np.roll({argument(x)}, {shift}{where})")
 
 
-def _getitem_emit(
+def _getitem_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> Expr:
     """``x[index]``; over one whole axis, ``x[..., roll(arange(n), s), ...]`` is
@@ -202,7 +202,7 @@ getitem_p = register(
     structural(
         name="getitem",
         impl=lambda x, index: np.asarray(x[to_index(index)]),
-        emit=_getitem_emit,
+        numpy=_getitem_form,
         jvp=_getitem_jvp,
         transpose=_getitem_transpose,
         shape_rule=_getitem_shape,
@@ -230,7 +230,7 @@ def _scatter_impl(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
     return out
 
 
-def _scatter_emit(
+def _scatter_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> Expr | list[str]:
     """Zeros, then one assignment (or ``np.add.at`` where positions repeat); the
@@ -270,7 +270,7 @@ scatter_add_p = register(
     structural(
         name="scatter_add",
         impl=_scatter_impl,
-        emit=_scatter_emit,
+        numpy=_scatter_form,
         jvp=_scatter_jvp,
         transpose=_scatter_transpose,
         shape_rule=lambda value, index, shape: (tuple(shape), value[1]),
@@ -300,7 +300,7 @@ def _scatter_sum_impl(*values: Any, indices: Any, shape: Any) -> Any:
 _COVER_LIMIT = 1 << 22  # track which positions are written up to this many elements
 
 
-def _scatter_sum_emit(
+def _scatter_sum_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Any
 ) -> list[str]:
     """One zero buffer: the first writes of each position assign, later ones add."""
@@ -356,12 +356,13 @@ scatter_sum_p = register(
     structural(
         name="scatter_sum",
         impl=_scatter_sum_impl,
-        emit=_scatter_sum_emit,
+        numpy=_scatter_sum_form,
         jvp=_scatter_sum_jvp,
         transpose=_scatter_sum_transpose,
         shape_rule=lambda *values, indices, shape: (tuple(shape), "float64"),
         batch=_scatter_sum_batch,
         sparsity=patterns.scatter_sum,
+        cost="reducing",
     )
 )
 
@@ -385,7 +386,7 @@ def _set_index_impl(x: Any, value: Any, index: Any) -> Any:
     return out
 
 
-def _set_index_emit(
+def _set_index_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Any
 ) -> list[str]:
     return [
@@ -449,7 +450,7 @@ set_index_p = register(
     structural(
         name="set_index",
         impl=_set_index_impl,
-        emit=_set_index_emit,
+        numpy=_set_index_form,
         jvp=_set_index_jvp,
         transpose=_set_index_transpose,
         shape_rule=lambda x, value, index: x,

@@ -29,8 +29,10 @@ from difgen.core.batching import lift_batched
 from difgen.core.expr import Expr, argument, atom, call, infix
 from difgen.core.ir import Eqn, FrozenArray
 from difgen.core.primitive import (
+    MATMUL_LOOP,
     NOT_DIFFERENTIABLE,
     Linear,
+    no_loop_form,
     register,
     unbroadcast,
 )
@@ -132,6 +134,7 @@ register(
         work=_matmul_work,
         simplify=identities.matmul_identities,
         sparsity=patterns.matmul,
+        c_loop=MATMUL_LOOP,
     )
 )
 
@@ -213,7 +216,7 @@ def _einsum_batch(
     return np.einsum(",".join(ins) + "->" + letter + out, *args, optimize=optimize)
 
 
-def _einsum_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+def _einsum_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
     """``optimize`` (recorded only when the user passed it) is passed on: NumPy's
     contraction order is then the user's, and so is the rounding."""
     extra = f", optimize={params['optimize']!r}" if "optimize" in params else ""
@@ -235,7 +238,7 @@ register(
     contraction(
         "einsum",
         lambda *ops, spec, optimize=False: np.einsum(spec, *ops, optimize=optimize),
-        _einsum_emit,
+        _einsum_form,
         jvp=_einsum_jvp,
         transpose=_einsum_transpose,
         sympy=lambda *ops, spec, optimize=False: np.asarray(
@@ -244,6 +247,7 @@ register(
         shape_rule=_einsum_shape,
         batch=_einsum_batch,
         work=_einsum_work,
+        c_loop=no_loop_form("a general contraction (NumPy's einsum)"),
     )
 )
 

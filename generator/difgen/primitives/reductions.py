@@ -13,8 +13,8 @@ import numpy as np
 import sympy as sp
 
 from difgen.core import simplify as identities
-from difgen.core.expr import Emit, Expr, argument, atom, call
-from difgen.core.primitive import register
+from difgen.core.expr import Expr, NumpyForm, argument, atom, call
+from difgen.core.primitive import no_loop_form, reduction_loop, register
 from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
@@ -47,11 +47,11 @@ def _sum_impl(x: Any, axes: Any) -> Any:
     return np.asarray(np.sum(x, axis=axes))
 
 
-def _reduce_emit(ufunc: str) -> Emit:
+def _reduce_form(ufunc: str) -> NumpyForm:
     """``np.add.reduce(x, axis=...)``: the ufunc method, without the Python wrapper of
     ``np.sum`` (about 1 us per call on small arrays)."""
 
-    def emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         """Over every axis: ``axis=None`` (nothing for 1-D, where it is the default)."""
         axes, ndim = params["axes"], len(avals[0][0])
         if len(axes) == ndim:
@@ -60,10 +60,10 @@ def _reduce_emit(ufunc: str) -> Emit:
             axis = f", axis={_axes_src(axes)}"
         return atom(f"np.{ufunc}.reduce({argument(args[0])}{axis})")
 
-    return emit
+    return form
 
 
-_sum_emit = _reduce_emit("add")
+_sum_form = _reduce_form("add")
 
 
 def pairwise(terms: list[Any]) -> Any:
@@ -122,11 +122,12 @@ reduce_sum_p = register(
     reduction(
         "reduce_sum",
         _sum_impl,
-        _sum_emit,
+        _sum_form,
         jvp=_sum_jvp,
         transpose=_sum_transpose,
         sympy=sum_in_numpy_order,
         simplify=identities.reduce_sum_identities,
+        c_loop=reduction_loop("0.0", "{acc} + {v}"),
     )
 )
 
@@ -219,29 +220,35 @@ for _prim in (
     reduction(
         "reduce_max",
         _reduction_impl(np.max),
-        _reduce_emit("maximum"),
+        _reduce_form("maximum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMax),
+        c_loop=reduction_loop("-INFINITY", "_maximum({acc}, {v})"),
     ),
     reduction(
         "reduce_min",
         _reduction_impl(np.min),
-        _reduce_emit("minimum"),
+        _reduce_form("minimum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMin),
+        c_loop=reduction_loop("INFINITY", "_minimum({acc}, {v})"),
     ),
     reduction(
         "reduce_prod",
         _reduction_impl(np.prod),
-        _reduce_emit("multiply"),
+        _reduce_form("multiply"),
         jvp=_prod_jvp,
         sympy=_object_reduce(lambda a, b: a * b),
+        c_loop=reduction_loop("1.0", "{acc} * {v}"),
     ),
 ):
     register(_prim)
 
 
 # ------------------------------------------------------------------ cumulative
+_ACCUMULATION = no_loop_form("a cumulative operation (a scan, not one accumulator)")
+
+
 def _cumsum_jvp(out: Any, primals: list[Any], tangents: list[Any], axis: int) -> Any:
     """Linear."""
     return None if tangents[0] is None else np.cumsum(tangents[0], axis=axis)
@@ -280,6 +287,8 @@ register(
         sympy=_object_accumulate(lambda a, b: a + b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
+        c_loop=_ACCUMULATION,
+        cost="accumulating",
     )
 )
 register(
@@ -291,5 +300,7 @@ register(
         sympy=_object_accumulate(lambda a, b: a * b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
+        c_loop=_ACCUMULATION,
+        cost="accumulating",
     )
 )

@@ -34,6 +34,7 @@ from difgen.core.expr import Aval, Expr, argument, atom, base, infix
 from difgen.core.indexing import to_index
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import (
+    NO_HELPER,
     NO_IDENTITIES,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
@@ -41,6 +42,7 @@ from difgen.core.primitive import (
     Linear,
     Primitive,
     dummy,
+    no_loop_form,
     register,
     unbroadcast,
 )
@@ -72,7 +74,7 @@ def _no_sympy(*args: Any, **params: Any) -> Any:
 def runtime_row(
     name: str,
     impl: Rule,
-    emit: Rule,
+    numpy: Rule,
     *,
     shape_rule: Rule,
     jvp: Rule | Absent,
@@ -88,7 +90,7 @@ def runtime_row(
             name=name,
             impl=impl,
             shape_rule=shape_rule,
-            emit=emit,
+            numpy=numpy,
             jvp=jvp,
             transpose=transpose,
             batch=batch,
@@ -100,6 +102,9 @@ def runtime_row(
             scalarizable=False,
             view=False,
             elementwise=False,
+            c_loop=no_loop_form("run-time indices or integer data (NumPy's own)"),
+            scalar=NO_HELPER,
+            cost="opaque",
         )
     )
 
@@ -165,7 +170,7 @@ def _gather_shape(x: Aval, *dyn: Aval, index: Any) -> Aval:
     return _region_shape(x[0], index, dyn), x[1]
 
 
-def _gather_emit(
+def _gather_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> Expr:
     return atom(f"{base(args[0])}[{_index_text(params['index'], args[1:])}]")
@@ -199,7 +204,7 @@ def _gather_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
 gather_p = runtime_row(
     "gather",
     _gather_impl,
-    _gather_emit,
+    _gather_form,
     shape_rule=_gather_shape,
     jvp=_gather_jvp,
     transpose=_gather_transpose,
@@ -220,7 +225,7 @@ def _scatter_impl(value: Any, *dyn: Any, index: Any, shape: Any) -> Any:
     return out
 
 
-def _scatter_emit(
+def _scatter_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> list[str]:
     """Zeros, then ``np.add.at``, which adds once per repeated position (a plain
@@ -267,7 +272,7 @@ def _scatter_batch(args: Any, batched: Any, k: int, index: Any, shape: Any) -> A
 scatter_add_dyn_p = runtime_row(
     "scatter_add_dyn",
     _scatter_impl,
-    _scatter_emit,
+    _scatter_form,
     shape_rule=_scatter_shape,
     jvp=_scatter_jvp,
     transpose=_scatter_transpose,
@@ -290,7 +295,7 @@ def _set_impl(x: Any, value: Any, *dyn: Any, index: Any) -> Any:
     return out
 
 
-def _set_emit(
+def _set_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> list[str]:
     return [
@@ -346,7 +351,7 @@ def _set_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
 set_index_dyn_p = runtime_row(
     "set_index_dyn",
     _set_impl,
-    _set_emit,
+    _set_form,
     shape_rule=lambda x, value, *dyn, index: (x[0], "float64"),
     jvp=_set_jvp,
     transpose=_set_transpose,
@@ -376,8 +381,8 @@ def bind_row(name: str, *args: Any, **params: Any) -> Any:
     return bind(_ROWS[name], *args, **params)
 
 
-def _cast_emit(dtype: str) -> Rule:
-    def emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+def _cast_form(dtype: str) -> Rule:
+    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         """``x.astype(np.<dtype>)``, as the user wrote it (NumPy's own cast: NaN
         and out-of-range floats become what NumPy makes of them, with its warning);
         a 0-d value may be a Python number, which has no ``astype``."""
@@ -385,13 +390,13 @@ def _cast_emit(dtype: str) -> Rule:
             return atom(f"np.asarray({argument(args[0])}).astype(np.{dtype})[()]")
         return atom(f"{base(args[0])}.astype(np.{dtype})")
 
-    return emit
+    return form
 
 
 to_int64_p = runtime_row(
     "to_int64",
     lambda x: np.asarray(x).astype(np.int64),
-    _cast_emit("int64"),
+    _cast_form("int64"),
     shape_rule=lambda x: (x[0], "int64"),
     jvp=NOT_DIFFERENTIABLE,
     batch=_unary_batch("to_int64"),
@@ -400,7 +405,7 @@ to_int64_p = runtime_row(
 to_float64_p = runtime_row(
     "to_float64",
     lambda x: np.asarray(x).astype(np.float64),
-    _cast_emit("float64"),
+    _cast_form("float64"),
     shape_rule=lambda x: (x[0], "float64"),
     jvp=NOT_DIFFERENTIABLE,
     batch=_unary_batch("to_float64"),
@@ -443,7 +448,7 @@ def _int_arith_shape(*avals: Aval, op: str, const: Any, swap: bool) -> Aval:
     return tuple(np.broadcast_shapes(*shapes)), "int64"
 
 
-def _int_arith_emit(
+def _int_arith_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> Expr:
     exprs = list(args)
@@ -473,7 +478,7 @@ def _int_arith_batch(args: Any, batched: Any, k: int, **params: Any) -> Any:
 int_arith_p = runtime_row(
     "int_arith",
     _int_arith_impl,
-    _int_arith_emit,
+    _int_arith_form,
     shape_rule=_int_arith_shape,
     jvp=NOT_DIFFERENTIABLE,
     batch=_int_arith_batch,
@@ -495,11 +500,11 @@ def int_arith(op: str, a: Any, b: Any) -> Any:
 
 # ---------------------------------------------------------------- sort family
 def _axis_call(fn: str, extra: str = "") -> Rule:
-    def emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         name = fn.format(**params)
         return atom(f"{name}({argument(args[0])}{extra.format(**params)})")
 
-    return emit
+    return form
 
 
 def _axis_shape(dtype: str | None, keep_axis: bool) -> Rule:
@@ -719,7 +724,7 @@ def _masked_impl(x: Any, mask: Any, op: str) -> Any:
     return np.asarray(getattr(np, op)(np.asarray(x)[np.asarray(mask)]))
 
 
-def _masked_emit(
+def _masked_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> Expr:
     """The user's own expression, so the summation order is NumPy's."""
@@ -771,7 +776,7 @@ def _masked_shape(x: Aval, mask: Aval, op: str) -> Aval:
 masked_reduce_p = runtime_row(
     "masked_reduce",
     _masked_impl,
-    _masked_emit,
+    _masked_form,
     shape_rule=_masked_shape,
     jvp=_masked_jvp,
     transpose=_masked_transpose,

@@ -17,12 +17,14 @@ from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.primitive import (
+    NO_HELPER,
     NO_IDENTITIES,
     NO_INPUTS,
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Linear,
     Primitive,
+    no_loop_form,
     register,
     unbroadcast,
 )
@@ -100,7 +102,7 @@ register(
     structural(
         name="reshape",
         impl=lambda x, shape: np.reshape(x, shape),
-        emit=_reshape_src,
+        numpy=_reshape_src,
         jvp=_reshape_jvp,
         transpose=lambda ct, x, shape: [np.reshape(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
@@ -114,7 +116,7 @@ register(
     structural(
         name="transpose",
         impl=lambda x, axes: np.transpose(x, axes),
-        emit=_transpose_src,
+        numpy=_transpose_src,
         jvp=_transpose_jvp,
         transpose=lambda ct, x, axes: [np.transpose(ct, tuple(np.argsort(axes)))],
         shape_rule=_transpose_shape,
@@ -128,7 +130,7 @@ register(
     structural(
         name="broadcast_to",
         impl=lambda x, shape: np.broadcast_to(x, shape),
-        emit=_broadcast_src,
+        numpy=_broadcast_src,
         jvp=_broadcast_jvp,
         transpose=lambda ct, x, shape: [unbroadcast(ct, x.shape)],
         shape_rule=lambda x, shape: (tuple(shape), x[1]),
@@ -190,7 +192,7 @@ register(
     structural(
         name="concatenate",
         impl=lambda *xs, axis: np.concatenate(xs, axis=axis),
-        emit=_concat_src,
+        numpy=_concat_src,
         jvp=_concat_jvp,
         transpose=_concat_transpose,
         shape_rule=_concat_shape,
@@ -215,7 +217,7 @@ register(
     structural(
         name="pad",
         impl=lambda x, widths: np.pad(x, widths),
-        emit=_pad_src,
+        numpy=_pad_src,
         jvp=lambda out, primals, tangents, widths: (
             None if tangents[0] is None else np.pad(tangents[0], widths)
         ),
@@ -282,7 +284,7 @@ pack_p = register(
     structural(
         name="pack",
         impl=lambda *xs, shape: np.array(xs, dtype=np.float64).reshape(shape),
-        emit=_pack_src,
+        numpy=_pack_src,
         jvp=_pack_jvp,
         transpose=_pack_transpose,
         sympy=_pack_objects,
@@ -304,7 +306,7 @@ def _basis_impl(shape: Any) -> np.ndarray:
     return np.eye(n).reshape((n, *shape))
 
 
-def _basis_emit(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+def _basis_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
     shape = tuple(params["shape"])
     n = int(np.prod(shape, dtype=np.int64))
     if len(shape) == 1:
@@ -325,7 +327,7 @@ basis_p = Primitive(
     name="basis",
     impl=_basis_impl,
     shape_rule=lambda shape: ((int(np.prod(shape, dtype=np.int64)), *shape), "float64"),
-    emit=_basis_emit,
+    numpy=_basis_form,
     jvp=NOT_DIFFERENTIABLE,  # a constant: it has no inputs to carry tangents from
     transpose=NOT_LINEAR,
     batch=NO_INPUTS,
@@ -337,6 +339,9 @@ basis_p = Primitive(
     scalarizable=True,
     view=False,
     elementwise=False,
+    c_loop=no_loop_form("a constant without inputs, folded before the loops"),
+    scalar=NO_HELPER,
+    cost="moving",
 )
 """The standard basis of an array of ``shape``, stacked: ``(size, *shape)``.
 

@@ -30,10 +30,10 @@ from difgen.targets.numpy.epilogue import LastResult, returns
 A, B = atom("a"), atom("b")
 
 
-def emit(name: str, *args: Expr, **params: object) -> str:
+def form(name: str, *args: Expr, **params: object) -> str:
     """The source of one primitive on operands ``args`` (inputs of shape (2, 3))."""
     avals = [((2, 3), "float64")] * len(args)
-    return PRIMITIVES[name].emit(list(args), params, avals).text
+    return PRIMITIVES[name].numpy(list(args), params, avals).text
 
 
 @pytest.mark.parametrize(
@@ -57,12 +57,12 @@ def emit(name: str, *args: Expr, **params: object) -> str:
 def test_infix_operands_are_wrapped_by_precedence(
     name: str, a: Expr, b: Expr, expected: str
 ) -> None:
-    assert emit(name, a, b) == expected
+    assert form(name, a, b) == expected
 
 
 def test_comparisons_of_comparisons_do_not_chain() -> None:
     """``a < b == c`` would be the chain ``a < b and b == c``: both sides wrap."""
-    text = emit("eq", Expr("a < b", CMP), Expr("c >= d", CMP))
+    text = form("eq", Expr("a < b", CMP), Expr("c >= d", CMP))
     tree = ast.parse(text, mode="eval").body
     assert isinstance(tree, ast.Compare) and len(tree.ops) == 1
 
@@ -70,16 +70,16 @@ def test_comparisons_of_comparisons_do_not_chain() -> None:
 def test_unary_minus_and_atom_slots() -> None:
     assert negation([Expr("a * b", MUL)], {}, []).text == "-(a * b)"
     assert negation([A], {}, []).text == "-a"
-    assert emit("transpose", Expr("a + b", ADD), axes=(1, 0)) == "(a + b).T"
+    assert form("transpose", Expr("a + b", ADD), axes=(1, 0)) == "(a + b).T"
     index = (("slice", 1, None, None),)
-    assert emit("getitem", Expr("-a", UNARY), index=index) == "(-a)[1:]"
-    assert emit("sin", Expr("a + b", ADD)) == "np.sin(a + b)"
+    assert form("getitem", Expr("-a", UNARY), index=index) == "(-a)[1:]"
+    assert form("sin", Expr("a + b", ADD)) == "np.sin(a + b)"
 
 
 def test_each_form_declares_the_precedence_of_its_result() -> None:
     assert infix("**")([A, B], {}, []).prec == POW
-    assert emit("neg", A) == "-a" and PRIMITIVES["neg"].emit([A], {}, []).prec == UNARY
-    assert PRIMITIVES["where"].emit([A, A, B], {}, []).prec == ATOM
+    assert form("neg", A) == "-a" and PRIMITIVES["neg"].numpy([A], {}, []).prec == UNARY
+    assert PRIMITIVES["where"].numpy([A, A, B], {}, []).prec == ATOM
 
 
 def test_call_forms_take_their_operands_as_arguments_only() -> None:
@@ -98,10 +98,10 @@ def test_an_expr_is_placed_through_a_slot_not_formatted() -> None:
 
 
 def test_shape_aware_forms_see_the_input_avals() -> None:
-    """Full reductions and rolled reads: what the old peepholes did, in the emit."""
-    full = PRIMITIVES["reduce_sum"].emit([A], {"axes": (0, 1)}, [((2, 3), "float64")])
+    """Full reductions and rolled reads: what the old peepholes did, in the form."""
+    full = PRIMITIVES["reduce_sum"].numpy([A], {"axes": (0, 1)}, [((2, 3), "float64")])
     assert full.text == "np.add.reduce(a, axis=None)"
-    part = PRIMITIVES["reduce_max"].emit([A], {"axes": (1,)}, [((2, 3), "float64")])
+    part = PRIMITIVES["reduce_max"].numpy([A], {"axes": (1,)}, [((2, 3), "float64")])
     assert part.text == "np.maximum.reduce(a, axis=1)"
 
 

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+import difgen.primitives  # noqa: F401 (registers every declaration)
 from difgen import floats
+from difgen.core.primitive import scalar_helpers
 from difgen.targets.python import runtime
 
 SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, -0.5, 1.5]
@@ -51,14 +53,18 @@ def _same(got: float, want: Any, ulps: int = 0) -> bool:
     return math.isfinite(want) and abs(got - want) <= ulps * math.ulp(want)
 
 
+HELPERS = scalar_helpers()
+"""Each unary's scalar helper, by SymPy name, as its declaration gives it."""
 FAST = {
-    name: getattr(np, numpy.removeprefix("np."))
-    for name, (_, numpy) in floats.FAST_UNARY.items()
+    name: getattr(np, h.numpy.removeprefix("np."))
+    for name, h in HELPERS.items()
+    if h.family == "fast"
 }
 EXACT_UNARY: dict[str, Callable[..., Any]] = {
     **{
-        name: getattr(np, numpy.removeprefix("np."))
-        for name, numpy in floats.NUMPY_UNARY.items()
+        name: getattr(np, h.numpy.removeprefix("np."))
+        for name, h in HELPERS.items()
+        if h.family == "numpy"
     },
     "floor": np.floor,
     "ceil": np.ceil,
@@ -87,7 +93,7 @@ def _fn(name: str) -> Callable[..., float]:
 def test_math_fast_path_where_it_works_numpy_where_math_raises(name: str) -> None:
     """``math.<name>`` wherever it returns (libm: NumPy's own loop may differ in
     the last bit), and NumPy's exact value wherever ``math`` raises."""
-    fast = getattr(math, floats.FAST_UNARY[name][0].removeprefix("math."))
+    fast = getattr(math, HELPERS[name].fast.removeprefix("math."))
     for v in _values():
         got = _fn(name)(v)
         assert type(got) is float
@@ -147,7 +153,8 @@ def test_generated_modules_get_the_functions_source() -> None:
         value = getattr(runtime, name)
         if callable(value):
             assert text == inspect.getsource(value), name
-    families = [*floats.FAST_UNARY, *floats.NUMPY_UNARY, "floor", "ceil", "trunc"]
+    families = [n for n, h in HELPERS.items() if h.family != "safe"]
+    families += ["floor", "ceil", "trunc"]
     families += ["rint", "sign", *BINARY, "pow"]
     expected = {floats.helper(n) for n in families} | set(floats.CONSTANTS)
     assert set(floats.NAMES) == expected

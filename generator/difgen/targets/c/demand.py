@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var
-from difgen.targets.c.moves import STRUCTURAL, broadcast_positions, moves_of
+from difgen.targets.c.moves import broadcast_positions, moves_of, structural
 from difgen.targets.c.program import Moves
 
 PUSH_ELEMENTS = 4096
@@ -122,7 +122,7 @@ class DemandAnalysis:
         found = self.pushable.get(index)
         if found is None:
             found = not any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)) and (
-                bool(eqn.primitive.elementwise) or eqn.primitive.name in STRUCTURAL
+                bool(eqn.primitive.elementwise) or structural(eqn.primitive)
             )
             self.pushable[index] = found
         return found

@@ -38,8 +38,13 @@ import numpy as np
 import sympy as sp
 from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
-from difgen import floats, naming
+from difgen import (
+    floats,
+    naming,
+    primitives,  # noqa: F401 (registers every declaration)
+)
 from difgen.config import ModuleSpec
+from difgen.core.primitive import scalar_helpers
 from difgen.derive.lowering import SparseResult
 from difgen.errors import ConfigError
 from difgen.operators import Operator, is_sparse, result_shape, seed_shape
@@ -159,9 +164,10 @@ C_LIBRARY = frozenset(
 )
 """Names C or its math library define: an argument may not be called one of them."""
 
-_C_FUNCTIONS = {name: floats.helper(name) for name in floats.FAST_UNARY}
-_C_FUNCTIONS.update({name: floats.helper(name) for name in floats.NUMPY_UNARY})
-_C_FUNCTIONS.update({"atan": "atan", "tanh": "tanh", "asinh": "asinh"})
+_C_FUNCTIONS = {  # each unary's helper, as its declaration says (scalar)
+    name: name if h.family == "safe" else floats.helper(name)
+    for name, h in scalar_helpers().items()
+}
 _C_FUNCTIONS["atan2"] = "atan2"  # math.atan2 is C99's atan2, special values included
 
 _PYTHON_ONLY = re.compile(r"\b(if|else|and|or|not|True|False|None|math|lambda)\b|\*\*")

@@ -19,7 +19,7 @@ How each equation becomes C (docs/design.md, section 10):
   same shape are **fused** into one loop with scalar temporaries; a value gets an
   array only when a consumer outside the loop (or the result) needs it. A full or
   partial reduction of a value of the loop's shape accumulates inside that loop.
-- **Structural** primitives (``STRUCTURAL``: getitem, reshape, transpose,
+- **Structural** primitives (loop form ``MOVES``: getitem, reshape, transpose,
   broadcast_to, concatenate, pack, pad, scatter_add, scatter_sum, set_index) are
   linear maps that move elements. Their ``impl`` is run once at build time on
   object arrays of :class:`Ref` (an input element) and gives, per output element,
@@ -29,15 +29,17 @@ How each equation becomes C (docs/design.md, section 10):
   and input, in NumPy's order). Index tables that are affine in the loop indices
   are printed as index arithmetic, the others as ``static const int`` tables.
 - **Reductions** (``reduce_sum``, ``reduce_max``, ``reduce_min``, ``reduce_prod``)
-  and **matmul** have a loop form here (``LOOPS``); ``max``/``min`` propagate NaN
-  as NumPy does (the ``_maximum``/``_minimum`` of the C runtime).
-- Any other primitive has **no loop form**: :class:`NoLoopForm` names it, and the
-  trace backend keeps that operator in Python (the extension does not export it).
+  declare their C accumulator (``reduction_loop(start, update)``), and **matmul**
+  its loop (``MATMUL_LOOP``); ``max``/``min`` propagate NaN as NumPy does (the
+  ``_maximum``/``_minimum`` of the C runtime).
+- Any other primitive declares **no loop form** (``no_loop_form(why)``):
+  :class:`NoLoopForm` names it with that reason, and the trace backend keeps that
+  operator in Python (the extension does not export it).
 
-Why a table here and not a field on :class:`~difgen.core.primitive.Primitive`: the
-loop forms are few and generic (a structural primitive's form is derived from its
-``impl``, an elementwise one's from its ``sympy`` rule), so a field would repeat the
-same three values across ~70 declarations; the table names the exceptions.
+Each of these is the primitive's ``c_loop`` field (:class:`~difgen.core.primitive.
+LoopForm`, filled by its family's default: elementwise, structural, LAPACK and
+control rows need no word), so this package keeps no table of primitive names:
+a large transcendental says ``UFUNC_LOOP`` (NumPy's SIMD loop over many elements).
 
 Floating point: the same IEEE operations on the same doubles in the same order as
 the vector emission's NumPy calls, except (1) sums and products over an axis are
@@ -96,10 +98,10 @@ from difgen.targets.c.demand import (
 )
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import FINITE, OTHER, ZERO, finite_constant
-from difgen.targets.c.moves import STRUCTURAL, Ref, affine, moves_of
+from difgen.targets.c.moves import Ref, affine, moves_of, structural
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text
-from difgen.targets.c.plan import BLAS_WORK, LOOPS, UFUNC_SIZE, UFUNCS, Planner
-from difgen.targets.c.printer import EXPONENT, REDUCTIONS, Printer
+from difgen.targets.c.plan import BLAS_WORK, UFUNC_SIZE, Planner
+from difgen.targets.c.printer import EXPONENT, Printer, reduction_form
 from difgen.targets.c.program import (
     CONST_LIMIT,
     Fused,
@@ -118,18 +120,14 @@ __all__ = [
     "COPIES",
     "EXPONENT",
     "FINITE",
-    "LOOPS",
     "OTHER",
     "OVERLAP",
     "PUSH_ELEMENTS",
     "PUSH_GROUPS",
     "PUSH_NODES",
-    "REDUCTIONS",
     "SPECIAL_CONSTANTS",
     "STACK_DOUBLES",
     "STRAIGHT_LINE_WORK",
-    "STRUCTURAL",
-    "UFUNCS",
     "UFUNC_SIZE",
     "ZERO",
     "Demand",
@@ -160,6 +158,8 @@ __all__ = [
     "loop_body",
     "moves_of",
     "points_native",
+    "reduction_form",
+    "structural",
 ]
 
 STRAIGHT_LINE_WORK = 256

@@ -10,24 +10,15 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core.primitive import LoopForm
 from difgen.targets.c.program import Moves, NoLoopForm
 
-STRUCTURAL = frozenset(
-    {
-        "getitem",
-        "reshape",
-        "transpose",
-        "broadcast_to",
-        "concatenate",
-        "pack",
-        "pad",
-        "scatter_add",
-        "scatter_sum",
-        "set_index",
-    }
-)
-"""Primitives that only move (and add) elements: their loop form is derived from
-their ``impl`` run on :class:`Ref` elements."""
+
+def structural(prim: Any) -> bool:
+    """Whether a primitive only moves (and adds) elements (its declared loop form):
+    its loops are derived from its ``impl`` run on :class:`Ref` elements."""
+    form = prim.c_loop
+    return isinstance(form, LoopForm) and form.kind == "structural"
 
 
 class Ref:

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var, dce
+from difgen.core.primitive import Absent, Statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
-from difgen.targets.c.moves import STRUCTURAL, affine, moves_of
+from difgen.targets.c.moves import affine, moves_of, structural
 from difgen.targets.c.program import (
     CONST_LIMIT,
     Group,
@@ -34,42 +35,25 @@ from difgen.targets.c.program import (
     Store,
 )
 
-UFUNCS = frozenset(
-    {
-        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh",
-        "cosh", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arcsinh",
-        "arccosh", "arctanh", "cbrt",
-    }
-)  # fmt: skip
-"""Transcendentals whose NumPy loops (SIMD) beat the C library's per element."""
-
 UFUNC_SIZE = 512
 """From this many elements, a transcendental calls NumPy's loop (~1 us a call)."""
 
 BLAS_WORK = 4096
 """Products of at least this many multiply-adds go to NumPy's dot (BLAS)."""
 
-REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min"})
-"""Reductions with a loop form (the printer's ``REDUCTIONS`` holds their C)."""
 
-LOOPS = frozenset({*REDUCTIONS, "matmul"})
-"""Non-elementwise, non-structural primitives with a loop form."""
-
-
-def _kind(eqn: Any) -> str:
-    """Which loop form an equation (on argument-dependent values) takes."""
+def loop_kind(eqn: Any) -> str:
+    """Which loop form an equation (on argument-dependent values) takes: its
+    primitive's declared ``c_loop`` (``targets/c`` keeps no table of names)."""
     name = eqn.primitive.name
+    form = eqn.primitive.c_loop
+    if isinstance(form, Absent):
+        raise NoLoopForm(f"{name} ({form.reason})")
     if any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)):
         # the loops compute in doubles: int64 arithmetic (overflow, floor
         # division) is NumPy's only in the vector emission
         raise NoLoopForm(f"{name} on int64 values")
-    if eqn.primitive.elementwise:
-        return "elementwise"
-    if name in STRUCTURAL:
-        return "structural"
-    if name in LOOPS:
-        return name if name == "matmul" else "reduction"
-    raise NoLoopForm(name)
+    return str(form.kind)
 
 
 class Planner:
@@ -139,7 +123,7 @@ class Planner:
         for eqn in self.graph.eqns:
             if self._constant(eqn):
                 continue
-            kind = _kind(eqn)
+            kind = loop_kind(eqn)
             if kind == "structural" and self._view(eqn):
                 continue
             if kind == "elementwise" and self._ufunc(eqn):
@@ -167,9 +151,10 @@ class Planner:
         """A transcendental over many elements is NumPy's own ufunc loop, called
         on the operand's memory: NumPy's SIMD ``exp``/``tanh``/``log`` are several
         times faster than the C library's, and give NumPy's exact results."""
-        impl = eqn.primitive.impl
-        if not (isinstance(impl, np.ufunc) and impl.__name__ in UFUNCS):
+        form = eqn.primitive.c_loop
+        if isinstance(form, Absent) or not form.ufunc:
             return False
+        assert isinstance(eqn.primitive.impl, np.ufunc), eqn.primitive
         (a,) = eqn.inputs
         if eqn.out.size < UFUNC_SIZE or not isinstance(a, Var) or a in self.consts:
             return False
@@ -224,7 +209,7 @@ class Planner:
             return True
         if any(isinstance(a, Var) and a not in self.consts for a in eqn.inputs):
             return False
-        if eqn.primitive.name in ("cond", "while_loop", "sweep"):
+        if isinstance(eqn.primitive.numpy, Statements):  # control flow: not folded
             return False
         if eqn.out.size > CONST_LIMIT:
             raise NoLoopForm(
@@ -285,7 +270,7 @@ class Planner:
             if (
                 store is None
                 or made_by is None
-                or made_by.primitive.name not in STRUCTURAL
+                or not structural(made_by.primitive)
                 or out in read
                 or out in self.consts
                 or outputs.count(out) != 1

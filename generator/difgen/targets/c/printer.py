@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Lit, Var
+from difgen.core.primitive import LoopForm
 from difgen.targets.c import calls
 from difgen.targets.c.demand import Demand, DemandGroup
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
-from difgen.targets.c.moves import STRUCTURAL, broadcast_positions
+from difgen.targets.c.moves import broadcast_positions
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text, eqn_text
 from difgen.targets.c.program import (
     Fused,
@@ -38,13 +39,14 @@ from difgen.targets.c.program import (
     store_size,
 )
 
-REDUCTIONS = {
-    "reduce_sum": ("0.0", "{acc} + {v}"),
-    "reduce_prod": ("1.0", "{acc} * {v}"),
-    "reduce_max": ("-INFINITY", "_maximum({acc}, {v})"),
-    "reduce_min": ("INFINITY", "_minimum({acc}, {v})"),
-}
-"""Reductions: the accumulator's start and its update (NaN-propagating extrema)."""
+
+def reduction_form(prim: Any) -> tuple[str, str]:
+    """A reduction's C accumulator, as its declaration gives it: the start and the
+    update of ``{acc}`` by ``{v}`` (NaN-propagating extrema)."""
+    form = prim.c_loop
+    assert isinstance(form, LoopForm) and form.kind == "reduction", prim
+    return form.start, form.update
+
 
 EXPONENT = "0x7ff0000000000000ULL"
 """The exponent bits of a double: all set for inf and NaN only."""
@@ -283,7 +285,7 @@ class Printer:
                 continue
             # a reduction of a value of this loop
             (a,) = eqn.inputs
-            start, update = REDUCTIONS[eqn.primitive.name]
+            start, update = reduction_form(eqn.primitive)
             store = self._array(eqn.out)
             out_pos = _reduced_positions(shape, eqn.params.as_dict()["axes"])
             target = nest.at(store, out_pos)
@@ -307,12 +309,12 @@ class Printer:
 
     def _step(self, step: Step) -> None:
         eqn = step.eqn
-        name = eqn.primitive.name
-        if eqn.primitive.elementwise:
+        kind = eqn.primitive.c_loop.kind  # planned: a declared loop form
+        if kind == "elementwise":
             calls.ufunc_call(self, eqn)
-        elif name in STRUCTURAL:
+        elif kind == "structural":
             self._structural(eqn)
-        elif name in REDUCTIONS:
+        elif kind == "reduction":
             self._reduction(eqn)
         else:
             self._matmul(eqn, step.blas)
@@ -376,7 +378,7 @@ class Printer:
     def _reduction(self, eqn: Any) -> None:
         (a,) = eqn.inputs
         shape = tuple(a.shape)
-        start, update = REDUCTIONS[eqn.primitive.name]
+        start, update = reduction_form(eqn.primitive)
         store = self._array(eqn.out)
         nest = LoopNest(shape, self.tables)
         here = np.arange(a.size, dtype=np.int64).reshape(shape)

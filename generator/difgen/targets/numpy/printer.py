@@ -1,6 +1,6 @@
 """Vectorized NumPy statements from a Graph: one statement per equation.
 
-Each equation is printed with its primitive's ``emit`` form, whose operands are
+Each equation is printed with its primitive's ``numpy`` form, whose operands are
 :class:`~difgen.core.expr.Expr` values carrying their precedence. A value used once
 is inlined into its consumer when it is short (parenthesized where its slot needs
 it), so the code reads like hand-written NumPy. Constants are printed compactly
@@ -24,6 +24,7 @@ from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
+from difgen.core.primitive import Statements
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
 from difgen.targets.numpy.epilogue import LastResult, returns
@@ -339,7 +340,7 @@ class Inlining:
 
 def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
     """An equation whose inputs are constants or hoisted values, of bounded size."""
-    if eqn.primitive.name in STATEMENTS:  # its blocks run per call, as the user's
+    if isinstance(eqn.primitive.numpy, Statements):  # its blocks run per call
         return False
     return eqn.out.size <= HOIST_LIMIT and all(
         isinstance(a, Lit) or a in hoisted for a in eqn.inputs
@@ -368,14 +369,16 @@ class _Statements:
             return self.pending.pop(a)
         return self.names[a]
 
-    def emit(self, eqn: Any) -> Expr | list[str]:
+    def form(self, eqn: Any) -> Expr | list[str]:
         """The equation's source form (index arrays in params become constants
         first, then the operands, so module constants are numbered in that order)."""
         params = {
             k: _index_param(v, self.pool) for k, v in eqn.params.as_dict().items()
         }
         avals = [(a.shape, a.dtype) for a in eqn.inputs]
-        return eqn.primitive.emit([self.source(a) for a in eqn.inputs], params, avals)
+        form = eqn.primitive.numpy
+        assert not isinstance(form, Statements)  # printed by STATEMENTS
+        return form([self.source(a) for a in eqn.inputs], params, avals)
 
     def _temp(self, var: Var) -> str:
         name = naming.temp(self.counter)
@@ -416,10 +419,10 @@ def _print_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inli
     """Each equation of ``graph`` into ``out`` as the inlining policy decides."""
     policy = Inlining.of(graph, lead)
     for eqn in graph.eqns:
-        if eqn.primitive.name in STATEMENTS:
-            STATEMENTS[eqn.primitive.name](eqn, out)
+        if isinstance(eqn.primitive.numpy, Statements):
+            STATEMENTS[eqn.primitive.numpy.statement](eqn, out)
             continue
-        emitted = out.emit(eqn)
+        emitted = out.form(eqn)
         if eqn.out in policy.hoisted:  # depends on no argument: computed at import
             out.hoist(eqn.out, emitted)
         elif isinstance(emitted, list):
@@ -599,6 +602,7 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
 
 
 STATEMENTS: dict[str, Callable[[Any, _Statements], None]] = {}
+"""The builder of each statement form a declaration names (its ``Statements``)."""
 
 
 def _named(out: _Statements, a: Any) -> Expr:
@@ -688,4 +692,4 @@ def is_view(graph: Graph, atom: Any, hoisted: AbstractSet[Var] = frozenset()) ->
     return True
 
 
-STATEMENTS.update(cond=_print_cond, while_loop=_print_while, sweep=_print_sweep)
+STATEMENTS.update({"if": _print_cond, "while": _print_while, "for": _print_sweep})

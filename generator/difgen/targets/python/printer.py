@@ -18,6 +18,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from difgen import floats, naming
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
+from difgen.core.primitive import scalar_helpers
 from difgen.derive.graphs import Layouts
 from difgen.derive.lowering import (
     SparseResult,
@@ -78,9 +79,10 @@ class FloatPrinter(PythonCodePrinter):
     these without reading its text back."""
 
     def __init__(self) -> None:
-        functions = {name: floats.helper(name) for name in floats.FAST_UNARY}
-        functions.update({name: floats.helper(name) for name in floats.NUMPY_UNARY})
-        functions.update(floats.SAFE)
+        functions = {  # each unary's helper, as its declaration says (scalar)
+            name: h.fast if h.family == "safe" else floats.helper(name)
+            for name, h in scalar_helpers().items()
+        }
         super().__init__(
             {
                 "fully_qualified_modules": True,
@@ -219,34 +221,6 @@ class FloatPrinter(PythonCodePrinter):
     def _print_sign(self, expr: Any) -> str:
         return self._call("_sign", self._print(expr.args[0]))
 
-    def _print_NpFloor(self, expr: Any) -> str:
-        return self._call("_floor", self._print(expr.args[0]))
-
-    def _print_NpCeil(self, expr: Any) -> str:
-        return self._call("_ceil", self._print(expr.args[0]))
-
-    def _print_NpTrunc(self, expr: Any) -> str:
-        return self._call("_trunc", self._print(expr.args[0]))
-
-    def _print_NpRint(self, expr: Any) -> str:
-        return self._call("_rint", self._print(expr.args[0]))
-
-    def _print_NpRemainder(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_remainder", a, b)
-
-    def _print_NpLogaddexp(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_logaddexp", a, b)
-
-    def _print_NpLogaddexp2(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_logaddexp2", a, b)
-
-    def _print_NpFmod(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_fmod", a, b)
-
     def _print_Heaviside(self, expr: Any) -> str:
         """Step of a max/min/abs derivative; ties split evenly, as SymPy's H(0) = 1/2."""
         z = self._print(expr.args[0])
@@ -254,23 +228,6 @@ class FloatPrinter(PythonCodePrinter):
 
     def _print_DiracDelta(self, expr: Any) -> str:
         return "0.0"  # derivative of a step: zero almost everywhere
-
-    def _print_NpComparison(self, expr: Any) -> str:
-        """A comparison kept as written (see ``primitives.elementwise``)."""
-        a, b = (self._print(arg) for arg in expr.args)
-        return f"({a} {expr.symbol} {b})"
-
-    def _print_NpHypot(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_hypot", a, b)
-
-    def _print_NpMaximum(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_maximum", a, b)
-
-    def _print_NpMinimum(self, expr: Any) -> str:
-        a, b = (self._print(arg) for arg in expr.args)
-        return self._call("_minimum", a, b)
 
     def _print_Max(self, expr: Any) -> str:
         return self._fold("_maximum", expr.args)
