@@ -59,9 +59,8 @@ def expression_size(graph: Graph, cap: int = 10**12) -> int:
 
     An element of an equation's output is one node over the trees of the input
     elements it reads (``fan_in`` of each input); shared subexpressions count once
-    per use, as they do in the trees SymPy walks. A structural move (a
-    non-elementwise primitive that reads one element per output element: getitem,
-    pack, reshape, concatenate...) adds no node: its element *is* one input element,
+    per use, as they do in the trees SymPy walks. A structural move (a primitive
+    of the ``moving`` cost class: getitem, pack, reshape, concatenate...) adds no node: its element *is* one input element,
     at most the largest of them (``state = np.array([a, b]); state[0]`` is ``a``,
     not a tree over both). ``cap`` keeps the numbers small: the estimate is only
     compared with limits far below it.
@@ -72,11 +71,10 @@ def expression_size(graph: Graph, cap: int = 10**12) -> int:
         return size.get(atom, 1) if isinstance(atom, Var) else 1
 
     for eqn in graph.eqns:
-        fan = fan_in(eqn)
-        if fan == 1 and not eqn.primitive.elementwise:  # a move: no new node
+        if eqn.primitive.cost == "moving":  # a structural move: no new node
             total = max((of(a) for a in eqn.inputs), default=1)
         else:
-            total = 1 + fan * sum(of(a) for a in eqn.inputs)
+            total = 1 + fan_in(eqn) * sum(of(a) for a in eqn.inputs)
         size[eqn.out] = min(total, cap)
     return max((of(v) for v in graph.outputs), default=1)
 
