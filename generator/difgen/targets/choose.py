@@ -108,14 +108,12 @@ def _print_compiled(
     of :func:`cost_model.scalar_reason`), else C loops over the graph
     (:mod:`difgen.targets.c.loops`), whose Python fallback is the vector emission.
 
-    Measured (docs/design.md, section 10): straight-line code wins by tens of
-    nanoseconds where SymPy folds the graph (the seed: 0.11 vs 0.14 us); from a
-    few hundred elements of work loops are faster (Rosenbrock n=100 gradient 0.50
-    vs 0.76 us, hessian 7.0 vs 12.4 us) and compile 4x faster. ``points = true``
-    makes the same choice: the points loop runs the one-point operator's code, and
-    over 10^4 points the Rosenbrock gradient's loops match or beat straight-line
-    code at every size measured (``scripts/points_straight_or_loops.py``: 0.12 vs
-    0.15 ms at n=10, 0.25 vs 0.44 at n=20, 1.00 vs 1.66 at n=100), so straight-line
+    Straight-line code wins where SymPy folds a tiny graph; from a few hundred
+    elements of work loops are faster and compile faster (the suite's C rows,
+    ``python -m benchmarks``). ``points = true`` makes the same choice: the points
+    loop runs the one-point operator's code, and over many points loops match or
+    beat straight-line code at every size (``scripts/points_straight_or_loops.py``
+    measures both), so straight-line
     code is kept only where it serves the one-point call. A graph with a primitive
     that has no loop form keeps the operator in Python (vector code), and the build
     says so."""
