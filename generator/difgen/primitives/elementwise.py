@@ -55,6 +55,66 @@ def _sym_sign_abs_root(x: Any) -> Any:
     return sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3)
 
 
+class FloatHelperCall:
+    """Mixin of a SymPy head that scalar code prints as a call of its
+    :mod:`difgen.floats` helper ``float_helper`` (one name in the Python and the C
+    runtime), through SymPy's print hook: the target fact sits beside the
+    declaration, and the printer (the float printer or its C subclass) provides
+    ``_call``, which records the helper it named."""
+
+    float_helper: ClassVar[str] = ""
+    args: tuple[Any, ...]
+
+    def _pythoncode(self, printer: Any) -> str:
+        operands = [printer._print(arg) for arg in self.args]
+        return str(printer._call(self.float_helper, *operands))
+
+
+def _sech_squared(x: Any, y: Any) -> Any:
+    """tanh'(x) = sech(x)**2, right to a few ulps for every x: ``1 - y*y`` is 0
+    from |x| = 19.1 on, where tanh rounds to 1 (tanh'(20) = 1.7e-17), and
+    ``1 / cosh(x)**2`` overflows to 0 from |x| = 355. Below |x| = 1/2, ``1 - y*y``
+    (y*y < 0.22: no cancellation); above, ``4 e / (1 + e)**2`` with e = exp(-2|x|)
+    in (0, 0.37), where nothing overflows; NaN stays NaN, +-inf gives 0. Each
+    branch's own derivative (second order) is as exact: ``-2 y y'`` near 0, and
+    ``-8 sign(x) e (1 - e) / (1 + e)**3`` without cancellation (1 - e > 0.63)."""
+    e = np.exp(-2.0 * np.abs(x))
+    return np.where(np.abs(x) < 0.5, 1.0 - y * y, 4.0 * e / ((1.0 + e) * (1.0 + e)))
+
+
+class SechSquared(FloatHelperCall, sp.Function):
+    """sech(x)**2, the derivative of :class:`SechSquaredTanh`: an opaque head, so
+    that the SymPy backend's expansion cannot rewrite its form into one that
+    overflows (``4 / (exp(2|x|) + 2 + exp(-2|x|))``); printed as the
+    ``4 e / (1 + e)**2`` of :func:`_sech_squared` (the same value to a few ulps
+    at every x, e = exp(-2|x|) <= 1). Its derivative ``-2 tanh(x) sech(x)**2`` is
+    exact at every x too (tanh is, and no term cancels)."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return -2 * SechSquaredTanh(self.args[0]) * self
+
+    def _pythoncode(self, printer: Any) -> str:
+        e = sp.exp(-2 * sp.Abs(self.args[0]))
+        return str(printer._print(4 * e / ((1 + e) * (1 + e))))
+
+
+class SechSquaredTanh(sp.tanh):
+    """SymPy's ``tanh`` whose derivative is :class:`SechSquared` (SymPy's own,
+    ``1 - tanh(x)**2``, is 0 from |x| = 19.1 on). Named ``tanh`` so that every
+    printer and the scalar helper families treat it as SymPy's."""
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return SechSquared(self.args[0])
+
+
+SechSquaredTanh.__name__ = "tanh"
+
 UNARY = [
     unary(
         "sin",
@@ -132,8 +192,8 @@ UNARY = [
         "tanh",
         np.tanh,
         call("np.tanh({0})"),
-        deriv=lambda x, y: 1.0 - y * y,
-        sympy=sp.tanh,
+        deriv=_sech_squared,
+        sympy=SechSquaredTanh,
         c_loop=UFUNC_LOOP,
         scalar="safe",
     ),
@@ -331,21 +391,6 @@ def _pow_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
         None if db is None else (np.log(np.where(a == 0.0, 1.0, a)) * out) * db,
     ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
-
-
-class FloatHelperCall:
-    """Mixin of a SymPy head that scalar code prints as a call of its
-    :mod:`difgen.floats` helper ``float_helper`` (one name in the Python and the C
-    runtime), through SymPy's print hook: the target fact sits beside the
-    declaration, and the printer (the float printer or its C subclass) provides
-    ``_call``, which records the helper it named."""
-
-    float_helper: ClassVar[str] = ""
-    args: tuple[Any, ...]
-
-    def _pythoncode(self, printer: Any) -> str:
-        operands = [printer._print(arg) for arg in self.args]
-        return str(printer._call(self.float_helper, *operands))
 
 
 class SymbolicPower(sp.Function):

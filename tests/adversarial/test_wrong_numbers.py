@@ -1,0 +1,153 @@
+"""Issue 20, item 6: silent wrong numbers, found by a round of hostile use.
+
+Each case is a derivative that used to come out as a plausible float that is not
+the function's: checked against mpmath (40 digits) to a few ulps, on both backends,
+both modes and every emission (scalar, vector, compiled C).
+
+- ``tanh'``, written ``1 - tanh(x)**2``, was 0 from |x| = 19.1 on (tanh'(20) is
+  1.7e-17), and the SymPy backend's expansion rewrote ``4 e / (1 + e)**2``
+  (e = exp(-2|x|)) into ``4 / (exp(2|x|) + 2 + exp(-2|x|))``, which overflows.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import difgen
+import wrong_numbers_functions as wf
+from conftest import SUPPORT, import_file
+
+CONFIGS = [
+    ("sympy", "auto", "auto"),
+    ("trace", "forward", "vector"),
+    ("trace", "reverse", "vector"),
+    ("trace", "forward", "scalar"),
+    ("trace", "reverse", "scalar"),
+    ("trace", "forward", "c"),
+    ("trace", "reverse", "c"),
+]
+
+ULPS = 4
+"""The README's promise for the elementary functions: within 4 ulps of the exact
+value (relative 4 * 2**-52)."""
+
+nan, inf = np.nan, np.inf
+ELEMENTWISE: dict[str, np.ndarray] = {
+    "tanh_sum": np.array(
+        [20.0, -20.0, 19.5, 0.3, -0.49, 0.5, 0.51, 1e-200, -5e-324, 400.0, 720.0]
+    ),
+}
+NON_FINITE: dict[str, tuple[np.ndarray, np.ndarray]] = {
+    # the first points replaced, and the limits of the first derivative there
+    "tanh_sum": (np.array([inf, -inf]), np.array([0.0, 0.0])),
+}
+OPERATORS = ["gradient", "hessian", "hvp"]
+
+
+def _name(function: str, backend: str, mode: str, emit: str) -> str:
+    return f"{function}_{backend}_{mode}_{emit}"
+
+
+class Modules:
+    """Every (function, configuration) module, built in one build (C compiled)."""
+
+    def __init__(self, directory: Path) -> None:
+        shutil.copy(SUPPORT / "wrong_numbers_functions.py", directory)
+        parts = ['[difgen]\noutput_dir = "out"\n']
+        for function, point in ELEMENTWISE.items():
+            for backend, mode, emit in CONFIGS:
+                parts.append(
+                    "[[module]]\n"
+                    f'name = "{_name(function, backend, mode, emit)}"\n'
+                    f'function = "wrong_numbers_functions.py:{function}"\n'
+                    f"operators = {OPERATORS!r}\n".replace("'", '"')
+                    + f"input = {{ shape = [{point.size}] }}\n"
+                    f'backend = "{backend}"\nmode = "{mode}"\nemit = "{emit}"\n'
+                )
+        (directory / "difgen.toml").write_text("\n".join(parts))
+        difgen.build(directory / "difgen.toml", compile=True)
+        self.directory = directory
+        self._modules: dict[str, ModuleType] = {}
+
+    def get(self, name: str) -> ModuleType:
+        if name not in self._modules:
+            module = import_file(self.directory / "out" / f"{name}.py")
+            if name.endswith("_c"):
+                assert module.COMPILED, module.C_FALLBACK_REASON
+            self._modules[name] = module
+        return self._modules[name]
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory: pytest.TempPathFactory) -> Modules:
+    return Modules(tmp_path_factory.mktemp("wrong_numbers"))
+
+
+@functools.cache
+def exact(function: str, order: int) -> np.ndarray:
+    """The order-th derivative of the elementwise part at each point, by mpmath."""
+    with mp.workdps(40):
+        return np.array(
+            [
+                float(wf.MP_DIFF[function](mp.mpf(float(v)), order))
+                for v in ELEMENTWISE[function]
+            ]
+        )
+
+
+def assert_ulps(actual: object, expected: np.ndarray, what: str) -> None:
+    """Within ULPS ulps of the exact value, NaN where it is NaN, exact zeros."""
+    actual = np.asarray(actual, dtype=float)
+    np.testing.assert_array_equal(np.isnan(actual), np.isnan(expected), err_msg=what)
+    np.testing.assert_allclose(
+        actual, expected, rtol=ULPS * 2.0**-52, atol=0, err_msg=what
+    )
+
+
+CASES = [
+    pytest.param(function, *config, id=_name(function, *config))
+    for function in ELEMENTWISE
+    for config in CONFIGS
+]
+
+
+@pytest.mark.parametrize(("function", "backend", "mode", "emit"), CASES)
+def test_elementwise_derivatives_are_exact(
+    modules: Modules, function: str, backend: str, mode: str, emit: str
+) -> None:
+    """gradient, hessian (diagonal) and hvp of a sum of an elementwise function are
+    its first and second derivatives to a few ulps, at every point, the far tails
+    included; NaN and inf inputs give NumPy's NaN and the exact limit."""
+    mod = modules.get(_name(function, backend, mode, emit))
+    x = ELEMENTWISE[function]
+    first, second = exact(function, 1), exact(function, 2)
+    assert_ulps(mod.gradient(x.copy()), first, "gradient")
+    assert_ulps(mod.hessian(x.copy()), np.diag(second), "hessian")
+    v = np.linspace(-1.0, 1.5, x.size)
+    assert_ulps(mod.hvp(x.copy(), v), second * v, "hvp")
+
+
+@pytest.mark.parametrize(("function", "backend", "mode", "emit"), CASES)
+def test_non_finite_inputs(
+    modules: Modules, function: str, backend: str, mode: str, emit: str
+) -> None:
+    """+-inf gives the derivative's limit, and the finite points keep their exact
+    derivative beside them; a NaN point gives NaN in its own entry (forward mode
+    spreads it to the others too, as the value of the sum is NaN)."""
+    mod = modules.get(_name(function, backend, mode, emit))
+    x = ELEMENTWISE[function].copy()
+    replaced, limits = NON_FINITE[function]
+    x[: replaced.size] = replaced
+    expected = exact(function, 1).copy()
+    expected[: replaced.size] = limits
+    with np.errstate(all="ignore"):
+        assert_ulps(mod.gradient(x), expected, "gradient")
+        x[0] = nan
+        assert np.isnan(mod.gradient(x)[0])

@@ -1,0 +1,29 @@
+"""Functions of tests/adversarial/test_wrong_numbers.py (issue 20, item 6): each
+one where a generated derivative was a silent wrong number (a plausible float that
+is not the function's derivative), with its exact derivatives in mpmath.
+
+Each NumPy function ``name`` has ``MP_DIFF[name](x, k)``: the k-th derivative (k = 1,
+2) of its elementwise part at the mpmath number ``x``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import mpmath as mp
+import numpy as np
+
+
+def tanh_sum(x: Any) -> Any:
+    """tanh'(x) = sech(x)**2 was written ``1 - tanh(x)**2``: 0 from |x| = 19.1 on."""
+    return np.sum(np.tanh(x))
+
+
+def _tanh_diff(x: Any, k: int) -> Any:
+    """sech(x)**2 and -2 tanh(x) sech(x)**2 (closed forms: mpmath's numerical
+    ``diff`` loses the tiny arguments, 1e-200 and 5e-324)."""
+    return mp.sech(x) ** 2 if k == 1 else -2 * mp.tanh(x) * mp.sech(x) ** 2
+
+
+MP_DIFF: dict[str, Callable[[Any, int], Any]] = {"tanh_sum": _tanh_diff}
