@@ -7,6 +7,8 @@ both modes and every emission (scalar, vector, compiled C).
 - ``tanh'``, written ``1 - tanh(x)**2``, was 0 from |x| = 19.1 on (tanh'(20) is
   1.7e-17), and the SymPy backend's expansion rewrote ``4 e / (1 + e)**2``
   (e = exp(-2|x|)) into ``4 / (exp(2|x|) + 2 + exp(-2|x|))``, which overflows.
+- ``hypot``'s derivative ``a / h`` was inf at subnormal inputs (3e-320, 4e-320,
+  where it is 0.6 and 0.8): the scalar and C printers write ``a * (1 / h)``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,22 @@ NON_FINITE: dict[str, tuple[np.ndarray, np.ndarray]] = {
     # the first points replaced, and the limits of the first derivative there
     "tanh_sum": (np.array([inf, -inf]), np.array([0.0, 0.0])),
 }
+PAIRS: dict[str, tuple[list[tuple[float, float]], list[tuple[float, float]]]] = {
+    # gradient points (subnormal included), hessian points
+    "hypot_pair": (
+        [
+            (3e-320, 4e-320),
+            (5e-324, 0.0),
+            (-5e-324, 5e-324),
+            (1e-310, 2e-310),
+            (3e-160, 4e-160),
+            (3.0, 4.0),
+            (1e300, -1e300),
+            (0.3, 1e-200),
+        ],
+        [(3.0, 4.0), (1e150, -2e150), (0.3, -1.7), (1e-100, 2e-100)],
+    ),
+}
 OPERATORS = ["gradient", "hessian", "hvp"]
 
 
@@ -61,14 +79,16 @@ class Modules:
     def __init__(self, directory: Path) -> None:
         shutil.copy(SUPPORT / "wrong_numbers_functions.py", directory)
         parts = ['[difgen]\noutput_dir = "out"\n']
-        for function, point in ELEMENTWISE.items():
+        shapes = {name: point.size for name, point in ELEMENTWISE.items()}
+        shapes.update(dict.fromkeys(PAIRS, 2))
+        for function, size in shapes.items():
             for backend, mode, emit in CONFIGS:
                 parts.append(
                     "[[module]]\n"
                     f'name = "{_name(function, backend, mode, emit)}"\n'
                     f'function = "wrong_numbers_functions.py:{function}"\n'
                     f"operators = {OPERATORS!r}\n".replace("'", '"')
-                    + f"input = {{ shape = [{point.size}] }}\n"
+                    + f"input = {{ shape = [{size}] }}\n"
                     f'backend = "{backend}"\nmode = "{mode}"\nemit = "{emit}"\n'
                 )
         (directory / "difgen.toml").write_text("\n".join(parts))
@@ -151,3 +171,36 @@ def test_non_finite_inputs(
         assert_ulps(mod.gradient(x), expected, "gradient")
         x[0] = nan
         assert np.isnan(mod.gradient(x)[0])
+
+
+def _mp_floats(values: object) -> np.ndarray:
+    return np.array(values, dtype=object).astype(float)
+
+
+PAIR_CASES = [
+    pytest.param(function, *config, id=_name(function, *config))
+    for function in PAIRS
+    for config in CONFIGS
+]
+
+
+@pytest.mark.parametrize(("function", "backend", "mode", "emit"), PAIR_CASES)
+def test_pair_derivatives_are_exact(
+    modules: Modules, function: str, backend: str, mode: str, emit: str
+) -> None:
+    """The gradient at subnormal, tiny, ordinary and huge points to a few ulps of
+    mpmath, and the hessian where it is a normal float to a few ulps of 1 / h."""
+    mod = modules.get(_name(function, backend, mode, emit))
+    gradient_points, hessian_points = PAIRS[function]
+    gradient, hessian = wf.MP_PAIR[function]
+    with mp.workdps(40):
+        for a, b in gradient_points:
+            want = _mp_floats(gradient(mp.mpf(a), mp.mpf(b)))
+            assert_ulps(mod.gradient(np.array([a, b])), want, f"gradient at {a, b}")
+        for a, b in hessian_points:
+            # to a few ulps of 1 / h, the size of its terms: a**2 / h**3 is
+            # computed as 1 / h - b**2 / h**3, which cancels where |b| >> |a|
+            want = _mp_floats(hessian(mp.mpf(a), mp.mpf(b)))
+            scale = ULPS * 2.0**-52 / float(mp.hypot(a, b))
+            got = mod.hessian(np.array([a, b]))
+            np.testing.assert_allclose(got, want, rtol=0, atol=scale)

@@ -27,3 +27,24 @@ def _tanh_diff(x: Any, k: int) -> Any:
 
 
 MP_DIFF: dict[str, Callable[[Any, int], Any]] = {"tanh_sum": _tanh_diff}
+
+
+def hypot_pair(x: Any) -> Any:
+    """d hypot(a, b) / da = a / h was inf at subnormal (a, b): printed a * (1 / h)."""
+    return np.hypot(x[0], x[1])
+
+
+def _hypot_gradient(a: Any, b: Any) -> list[Any]:
+    h = mp.hypot(a, b)
+    return [a / h, b / h]
+
+
+def _hypot_hessian(a: Any, b: Any) -> list[list[Any]]:
+    h3 = mp.hypot(a, b) ** 3
+    return [[b * b / h3, -a * b / h3], [-a * b / h3, a * a / h3]]
+
+
+MP_PAIR: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "hypot_pair": (_hypot_gradient, _hypot_hessian)
+}
+"""The exact gradient and hessian of each function of a pair (a, b)."""

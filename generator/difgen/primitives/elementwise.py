@@ -468,20 +468,41 @@ class NpMinimum(FloatHelperCall, sp.Function):
         return sp.Heaviside(b - a)
 
 
+_HYPOT_SMALL, _HYPOT_SCALE = 2.0**-400, 2.0**500
+"""Below h = 2**-400, hypot's derivative is computed on (a, b) scaled by 2**500."""
+
+
+def _hypot_scale(h: Any) -> Any:
+    """The power of two by which hypot's derivative scales (a, b): 2**500 where h
+    is below 2**-400, else 1. At a subnormal h (3e-320, 4e-320), ``a / h`` is
+    printed ``a * (1 / h)``, and ``1 / h`` overflows (inf where the derivative
+    is 0.6); the scaled h is in [2**-574, 2**100], whose reciprocal and powers up
+    to the second derivative's cube (down to h = 2**-740) stay finite, and so
+    does the square of the scale. Exact (a power of two) and piecewise constant:
+    its own derivative is 0."""
+    return np.where(h < _HYPOT_SMALL, _HYPOT_SCALE, 1.0)
+
+
 def _hypot_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d hypot(a, b) = (a da + b db) / h. At a = b = 0 (h = 0), where hypot has no
-    derivative, the tangent is 0 (h reads 1 there): the smallest subgradient, and
-    no NaN where the function itself is finite."""
+    """d hypot(a, b) = (a da + b db) / h, on (a, b) scaled by
+    :func:`_hypot_scale` (exact: the quotient does not change). At a = b = 0
+    (h = 0), where hypot has no derivative, the tangent is 0 (h reads 1 there):
+    the smallest subgradient, and no NaN where the function itself is finite."""
     (a, b), (da, db) = primals, tangents
-    h = np.where(out == 0.0, 1.0, out)
-    terms = [None if da is None else (a / h) * da, None if db is None else (b / h) * db]
+    k = _hypot_scale(out)
+    sa, sb = a * k, b * k
+    h = np.where(out == 0.0, 1.0, np.hypot(sa, sb))
+    terms = [
+        None if da is None else (sa / h) * da,
+        None if db is None else (sb / h) * db,
+    ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
 class NpHypot(FloatHelperCall, sp.Function):
     """``np.hypot(a, b)``, NumPy's own (``sqrt(a*a + b*b)`` overflows at 1e200):
-    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0
-    (as :func:`_hypot_jvp`)."""
+    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0,
+    on (a, b) scaled where h is tiny (as :func:`_hypot_jvp`)."""
 
     nargs = 2
     float_helper = "_hypot"
@@ -491,8 +512,15 @@ class NpHypot(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        arg = self.args[argindex - 1]
-        return sp.Piecewise((sp.S.Zero, NpEqual(self, 0)), (arg / self, True))
+        k = sp.Piecewise(
+            (sp.Float(_HYPOT_SCALE), NpLess(self, sp.Float(_HYPOT_SMALL))),
+            (sp.S.One, True),
+        )
+        a, b = (arg * k for arg in self.args)
+        scaled = a if argindex == 1 else b
+        return sp.Piecewise(
+            (sp.S.Zero, NpEqual(self, 0)), (scaled / NpHypot(a, b), True)
+        )
 
 
 def _select_jvp(pick_first: Callable[[Any, Any], Any]) -> Callable[..., Any]:
