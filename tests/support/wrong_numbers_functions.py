@@ -26,7 +26,26 @@ def _tanh_diff(x: Any, k: int) -> Any:
     return mp.sech(x) ** 2 if k == 1 else -2 * mp.tanh(x) * mp.sech(x) ** 2
 
 
-MP_DIFF: dict[str, Callable[[Any, int], Any]] = {"tanh_sum": _tanh_diff}
+def cbrt_sum(x: Any) -> Any:
+    """np.cbrt was printed as sign(x) * |x| ** (1/3) in scalar code."""
+    return np.sum(np.cbrt(x))
+
+
+def cbrt_values(x: Any) -> Any:
+    """np.cbrt itself: its value is NumPy's to a few ulps in every emission."""
+    return np.cbrt(x)
+
+
+def _cbrt_diff(x: Any, k: int) -> Any:
+    """x**(-2/3) / 3 and -2/9 x**(-5/3), odd in x."""
+    r = mp.cbrt(abs(x))
+    return 1 / (3 * r * r) if k == 1 else -mp.sign(x) * 2 / (9 * r**5)
+
+
+MP_DIFF: dict[str, Callable[[Any, int], Any]] = {
+    "tanh_sum": _tanh_diff,
+    "cbrt_sum": _cbrt_diff,
+}
 
 
 def hypot_pair(x: Any) -> Any:
