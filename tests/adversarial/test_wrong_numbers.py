@@ -12,6 +12,8 @@ both modes and every emission (scalar, vector, compiled C).
 - ``np.cbrt`` in the sympy backend and the scalar and C emissions was
   ``sign(x) * |x| ** (1/3)``, a power: 61 ulps from NumPy at 1e308 (the README
   promises 4). It is C's ``cbrt`` and Python's ``math.cbrt`` now.
+- SymPy's derivative of ``sign(x) * x``, ``2 x DiracDelta(x) + sign(x)``, was
+  printed ``2 x * 0.0 + sign(x)``: NaN from x = 9e307 on, where 2 x overflows.
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ ELEMENTWISE: dict[str, np.ndarray] = {
         [20.0, -20.0, 19.5, 0.3, -0.49, 0.5, 0.51, 1e-200, -5e-324, 400.0, 720.0]
     ),
     "cbrt_sum": np.array([1e308, -1e308, 27.0, -8.0, 1e-300, 0.3, 5.0, -1e-5]),
+    "sign_times": np.array([9e307, -9e307, 1.7e308, -1.7e308, 2.0, -3.0, 0.0]),
 }
 NON_FINITE: dict[str, tuple[np.ndarray, np.ndarray]] = {
     # the first points replaced, and the limits of the first derivative there
     "tanh_sum": (np.array([inf, -inf]), np.array([0.0, 0.0])),
     "cbrt_sum": (np.array([inf, -inf]), np.array([0.0, 0.0])),
+    "sign_times": (np.array([inf, -inf]), np.array([1.0, -1.0])),
 }
 PAIRS: dict[str, tuple[list[tuple[float, float]], list[tuple[float, float]]]] = {
     # gradient points (subnormal included), hessian points

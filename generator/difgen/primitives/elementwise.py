@@ -70,6 +70,19 @@ class NpCbrt(sp.Function):
 NpCbrt.__name__ = "cbrt"
 
 
+class PiecewiseConstantSign(sp.sign):
+    """SymPy's ``sign`` with derivative 0, as the trace backend's
+    (``PIECEWISE_CONSTANT``): SymPy's own is ``2 DiracDelta(x)``, printed 0.0, so
+    the derivative of ``sign(x) * x`` was ``2 x * 0.0 + sign(x)``, NaN from
+    x = 9e307 on (2 x overflows). Named ``sign``: the printers print it as SymPy's."""
+
+    def _eval_derivative(self, x: Any) -> Any:
+        return sp.S.Zero
+
+
+PiecewiseConstantSign.__name__ = "sign"
+
+
 class FloatHelperCall:
     """Mixin of a SymPy head that scalar code prints as a call of its
     :mod:`difgen.floats` helper ``float_helper`` (one name in the Python and the C
@@ -334,7 +347,7 @@ UNARY = [
         np.sign,
         call("np.sign({0})"),
         deriv=PIECEWISE_CONSTANT,
-        sympy=sp.sign,
+        sympy=PiecewiseConstantSign,
         sparsity=patterns.no_dependence,
         scalar=NO_HELPER,
     ),
