@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "da24d457a7867911"
-BODY_HASH = "5785429b5f747976"
+BODY_HASH = "3a401b11275882de"
 INPUT_SHAPE: tuple[int, ...] = (49,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -83,15 +83,19 @@ def gradient(
     if type(y) is not _ND or y.shape != (64,) or y.dtype is not _F64:
         y = _as_array("y", y, (64,))
     t0 = x[40:48]
-    t1 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40])
-    t2 = 0.03125 * (t1 @ t0 + x[48] - y)
-    t3 = (1.0 - t1 * t1) * (t2[..., None] * t0)
-    t4 = np.zeros((49,))
-    t4[48] = np.add.reduce(t2)
-    t4[40:48] = t2 @ t1
-    t4[32:40] = np.add.reduce(t3, axis=0)
-    t4[:32] = np.reshape((X.T @ t3).T, (32,))
-    result: NDArray[np.float64] = t4
+    t1 = X @ np.reshape(x[:32], (8, 4)).T + x[32:40]
+    t2 = np.tanh(t1)
+    t3 = np.absolute(t1)
+    t4 = np.exp(-2.0 * t3)
+    t5 = 1.0 + t4
+    t6 = 0.03125 * (t2 @ t0 + x[48] - y)
+    t7 = np.where(t3 < 0.5, 1.0 - t2 * t2, 4.0 * t4 / (t5 * t5)) * (t6[..., None] * t0)
+    t8 = np.zeros((49,))
+    t8[48] = np.add.reduce(t6)
+    t8[40:48] = t6 @ t2
+    t8[32:40] = np.add.reduce(t7, axis=0)
+    t8[:32] = np.reshape((X.T @ t7).T, (32,))
+    result: NDArray[np.float64] = t8
     if out is None:
         return result
     _check_out(out, (49,))
@@ -113,17 +117,21 @@ def value_and_gradient(
     if type(y) is not _ND or y.shape != (64,) or y.dtype is not _F64:
         y = _as_array("y", y, (64,))
     t0 = x[40:48]
-    t1 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40])
-    t2 = t1 @ t0 + x[48] - y
-    t3 = 0.03125 * t2
-    t4 = (1.0 - t1 * t1) * (t3[..., None] * t0)
-    t5 = np.zeros((49,))
-    t5[48] = np.add.reduce(t3)
-    t5[40:48] = t3 @ t1
-    t5[32:40] = np.add.reduce(t4, axis=0)
-    t5[:32] = np.reshape((X.T @ t4).T, (32,))
-    value = float(np.add.reduce(t2**2.0) / 64.0)
-    result: NDArray[np.float64] = t5
+    t1 = X @ np.reshape(x[:32], (8, 4)).T + x[32:40]
+    t2 = np.tanh(t1)
+    t3 = t2 @ t0 + x[48] - y
+    t4 = np.absolute(t1)
+    t5 = np.exp(-2.0 * t4)
+    t6 = 1.0 + t5
+    t7 = 0.03125 * t3
+    t8 = np.where(t4 < 0.5, 1.0 - t2 * t2, 4.0 * t5 / (t6 * t6)) * (t7[..., None] * t0)
+    t9 = np.zeros((49,))
+    t9[48] = np.add.reduce(t7)
+    t9[40:48] = t7 @ t2
+    t9[32:40] = np.add.reduce(t8, axis=0)
+    t9[:32] = np.reshape((X.T @ t8).T, (32,))
+    value = float(np.add.reduce(t3**2.0) / 64.0)
+    result: NDArray[np.float64] = t9
     if out is None:
         return value, result
     _check_out(out, (49,))
@@ -148,17 +156,27 @@ def hvp(
         y = _as_array("y", y, (64,))
     t0 = x[40:48]
     t1 = v[40:48]
-    t2 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40])
-    t3 = 1.0 - t2 * t2
-    t4 = t3 * (X @ np.reshape(v[:32], (8, 4)).T + v[32:40])
-    t5 = 0.03125 * (t2 @ t0 + x[48] - y)
-    t6 = 0.03125 * (t4 @ t0 + t2 @ t1 + v[48])
-    t7 = t5[..., None]
-    t8 = -2.0 * (t4 * t2) * (t7 * t0) + t3 * (t6[..., None] * t0 + t7 * t1)
-    t9 = np.zeros((49,))
-    t9[48] = np.add.reduce(t6)
-    t9[40:48] = t6 @ t2 + t5 @ t4
-    t9[32:40] = np.add.reduce(t8, axis=0)
-    t9[:32] = np.reshape((X.T @ t8).T, (32,))
-    result: NDArray[np.float64] = t9
+    t2 = X @ np.reshape(x[:32], (8, 4)).T + x[32:40]
+    t3 = X @ np.reshape(v[:32], (8, 4)).T + v[32:40]
+    t4 = np.tanh(t2)
+    t5 = np.absolute(t2)
+    t6 = np.exp(-2.0 * t5)
+    t7 = t5 < 0.5
+    t8 = 1.0 + t6
+    t9 = t8 * t8
+    t10 = 4.0 * t6 / t9
+    t11 = np.where(t7, 1.0 - t4 * t4, t10)
+    t12 = t11 * t3
+    t13 = t6 * (-2.0 * (np.sign(t2) * t3))
+    t14 = np.where(t7, -2.0 * (t12 * t4), (4.0 * t13 - t10 * (t13 * t8 * 2.0)) / t9)
+    t15 = 0.03125 * (t4 @ t0 + x[48] - y)
+    t16 = 0.03125 * (t12 @ t0 + t4 @ t1 + v[48])
+    t17 = t15[..., None]
+    t18 = t14 * (t17 * t0) + t11 * (t16[..., None] * t0 + t17 * t1)
+    t19 = np.zeros((49,))
+    t19[48] = np.add.reduce(t16)
+    t19[40:48] = t16 @ t4 + t15 @ t12
+    t19[32:40] = np.add.reduce(t18, axis=0)
+    t19[:32] = np.reshape((X.T @ t18).T, (32,))
+    result: NDArray[np.float64] = t19
     return result

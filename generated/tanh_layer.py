@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "8b05c893c0bc03c3"
-BODY_HASH = "27eb464a54c89f59"
+BODY_HASH = "d0d40ecf7136eb11"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -56,6 +56,20 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
         raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
     if not out.flags.writeable:
         raise ValueError("out: the array is read-only")
+
+
+def _exp(a: float) -> float:
+    try:
+        return math.exp(a)
+    except (ValueError, OverflowError):
+        return float(np.exp(a))
+
+
+def _div(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        return float(np.divide(a, b))
 
 
 def _pow(a: float, b: float) -> float:
@@ -106,9 +120,24 @@ def gradient(
     if type(a_0) is not float:
         a_flat = _as_array("a", a, (4,)).tolist()
         a_0, a_1, a_2, a_3 = a_flat
-    t0 = 1.0 - _pow(math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3), 2.0)
-    t1 = 1.0 - _pow(math.tanh(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7), 2.0)
-    t2 = 1.0 - _pow(math.tanh(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11), 2.0)
+    t0 = _div(
+        4.0 * _exp(-2.0 * abs(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)),
+        _pow(
+            1.0 + _exp(-2.0 * abs(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)), 2.0
+        ),
+    )
+    t1 = _div(
+        4.0 * _exp(-2.0 * abs(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7)),
+        _pow(
+            1.0 + _exp(-2.0 * abs(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7)), 2.0
+        ),
+    )
+    t2 = _div(
+        4.0 * _exp(-2.0 * abs(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11)),
+        _pow(
+            1.0 + _exp(-2.0 * abs(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11)), 2.0
+        ),
+    )
     result = [
         [a_0 * t0, a_1 * t0, a_2 * t0, a_3 * t0],
         [a_0 * t1, a_1 * t1, a_2 * t1, a_3 * t1],
@@ -141,8 +170,10 @@ def hessian(
         a_flat = _as_array("a", a, (4,)).tolist()
         a_0, a_1, a_2, a_3 = a_flat
     t0 = 2.0 * (a_0 * a_0)
-    t1 = math.tanh(a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3)
-    t2 = t1 * (1.0 - (t1 * t1))
+    t1 = a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3
+    t2 = math.tanh(t1) * _div(
+        4.0 * _exp(-2.0 * abs(t1)), _pow(1.0 + _exp(-2.0 * abs(t1)), 2.0)
+    )
     t3 = 2.0 * t2
     t4 = a_0 * t3
     t5 = -a_1 * t4
@@ -156,8 +187,10 @@ def hessian(
     t13 = a_2 * a_3
     t14 = -t13 * t3
     t15 = a_3 * a_3
-    t16 = math.tanh(a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7)
-    t17 = t16 * (1.0 - (t16 * t16))
+    t16 = a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7
+    t17 = math.tanh(t16) * _div(
+        4.0 * _exp(-2.0 * abs(t16)), _pow(1.0 + _exp(-2.0 * abs(t16)), 2.0)
+    )
     t18 = 2.0 * t17
     t19 = a_0 * t18
     t20 = -a_1 * t19
@@ -167,8 +200,10 @@ def hessian(
     t24 = -a_2 * t23
     t25 = -a_3 * t23
     t26 = -t13 * t18
-    t27 = math.tanh(a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11)
-    t28 = t27 * (1.0 - (t27 * t27))
+    t27 = a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11
+    t28 = math.tanh(t27) * _div(
+        4.0 * _exp(-2.0 * abs(t27)), _pow(1.0 + _exp(-2.0 * abs(t27)), 2.0)
+    )
     t29 = 2.0 * t28
     t30 = a_0 * t29
     t31 = -a_1 * t30

@@ -257,6 +257,11 @@ def simplest(expr: sp.Expr, sizes: Sizes | None = None) -> sp.Expr:
         return expr
     if (sizes or Sizes())(expr) > EXPRESSION_LIMIT:
         return expr
+    if expr.has(sp.exp):
+        # expand moves exp(-a) into an expanded denominator: exp(-a) / (1 +
+        # exp(-a))**2 becomes 1 / (exp(a) + 2 + exp(-a)), which overflows (inf,
+        # and inf / inf = NaN in its derivative) where the original is finite
+        return expr
     best, cost = expr, sp.count_ops(expr)
     if cost <= EXPAND_LIMIT and expanded_terms(expr) <= EXPANDED_TERMS_LIMIT:
         expanded = sp.expand(expr)

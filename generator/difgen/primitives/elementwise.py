@@ -51,9 +51,97 @@ def _broadcast_to(t: Any, shape: tuple[int, ...]) -> Any:
 
 
 # ----------------------------------------------------------------------- unary
-def _sym_sign_abs_root(x: Any) -> Any:
-    return sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3)
+class NpCbrt(sp.Function):
+    """``np.cbrt`` as an opaque SymPy head, printed as C's ``cbrt`` and Python's
+    ``math.cbrt`` (its scalar helper family is ``safe``: it never raises). Written
+    ``sign(x) * |x| ** (1/3)`` it was printed as a power, 61 ulps from NumPy at
+    1e308. Named ``cbrt``, the name the printers' function tables know."""
 
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return 1 / (3 * self * self)
+
+
+NpCbrt.__name__ = "cbrt"
+
+
+class PiecewiseConstantSign(sp.sign):
+    """SymPy's ``sign`` with derivative 0, as the trace backend's
+    (``PIECEWISE_CONSTANT``): SymPy's own is ``2 DiracDelta(x)``, printed 0.0, so
+    the derivative of ``sign(x) * x`` was ``2 x * 0.0 + sign(x)``, NaN from
+    x = 9e307 on (2 x overflows). Named ``sign``: the printers print it as SymPy's."""
+
+    def _eval_derivative(self, x: Any) -> Any:
+        return sp.S.Zero
+
+
+PiecewiseConstantSign.__name__ = "sign"
+
+
+class FloatHelperCall:
+    """Mixin of a SymPy head that scalar code prints as a call of its
+    :mod:`difgen.floats` helper ``float_helper`` (one name in the Python and the C
+    runtime), through SymPy's print hook: the target fact sits beside the
+    declaration, and the printer (the float printer or its C subclass) provides
+    ``_call``, which records the helper it named."""
+
+    float_helper: ClassVar[str] = ""
+    args: tuple[Any, ...]
+
+    def _pythoncode(self, printer: Any) -> str:
+        operands = [printer._print(arg) for arg in self.args]
+        return str(printer._call(self.float_helper, *operands))
+
+
+def _sech_squared(x: Any, y: Any) -> Any:
+    """tanh'(x) = sech(x)**2, right to a few ulps for every x: ``1 - y*y`` is 0
+    from |x| = 19.1 on, where tanh rounds to 1 (tanh'(20) = 1.7e-17), and
+    ``1 / cosh(x)**2`` overflows to 0 from |x| = 355. Below |x| = 1/2, ``1 - y*y``
+    (y*y < 0.22: no cancellation); above, ``4 e / (1 + e)**2`` with e = exp(-2|x|)
+    in (0, 0.37), where nothing overflows; NaN stays NaN, +-inf gives 0. Each
+    branch's own derivative (second order) is as exact: ``-2 y y'`` near 0, and
+    ``-8 sign(x) e (1 - e) / (1 + e)**3`` without cancellation (1 - e > 0.63)."""
+    e = np.exp(-2.0 * np.abs(x))
+    return np.where(np.abs(x) < 0.5, 1.0 - y * y, 4.0 * e / ((1.0 + e) * (1.0 + e)))
+
+
+class SechSquared(FloatHelperCall, sp.Function):
+    """sech(x)**2, the derivative of :class:`SechSquaredTanh`: an opaque head, so
+    that the SymPy backend's expansion cannot rewrite its form into one that
+    overflows (``4 / (exp(2|x|) + 2 + exp(-2|x|))``); printed as the
+    ``4 e / (1 + e)**2`` of :func:`_sech_squared` (the same value to a few ulps
+    at every x, e = exp(-2|x|) <= 1). Its derivative ``-2 tanh(x) sech(x)**2`` is
+    exact at every x too (tanh is, and no term cancels)."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return -2 * SechSquaredTanh(self.args[0]) * self
+
+    def _pythoncode(self, printer: Any) -> str:
+        e = sp.exp(-2 * sp.Abs(self.args[0]))
+        return str(printer._print(4 * e / ((1 + e) * (1 + e))))
+
+
+class SechSquaredTanh(sp.tanh):
+    """SymPy's ``tanh`` whose derivative is :class:`SechSquared` (SymPy's own,
+    ``1 - tanh(x)**2``, is 0 from |x| = 19.1 on). Named ``tanh`` so that every
+    printer and the scalar helper families treat it as SymPy's."""
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return SechSquared(self.args[0])
+
+
+SechSquaredTanh.__name__ = "tanh"
 
 UNARY = [
     unary(
@@ -132,8 +220,8 @@ UNARY = [
         "tanh",
         np.tanh,
         call("np.tanh({0})"),
-        deriv=lambda x, y: 1.0 - y * y,
-        sympy=sp.tanh,
+        deriv=_sech_squared,
+        sympy=SechSquaredTanh,
         c_loop=UFUNC_LOOP,
         scalar="safe",
     ),
@@ -242,9 +330,9 @@ UNARY = [
         np.cbrt,
         call("np.cbrt({0})"),
         deriv=lambda x, y: 1.0 / (3.0 * y * y),
-        sympy=_sym_sign_abs_root,
+        sympy=NpCbrt,
         c_loop=UFUNC_LOOP,
-        scalar=NO_HELPER,
+        scalar="safe",
     ),
     unary(
         "abs",
@@ -259,7 +347,7 @@ UNARY = [
         np.sign,
         call("np.sign({0})"),
         deriv=PIECEWISE_CONSTANT,
-        sympy=sp.sign,
+        sympy=PiecewiseConstantSign,
         sparsity=patterns.no_dependence,
         scalar=NO_HELPER,
     ),
@@ -331,21 +419,6 @@ def _pow_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
         None if db is None else (np.log(np.where(a == 0.0, 1.0, a)) * out) * db,
     ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
-
-
-class FloatHelperCall:
-    """Mixin of a SymPy head that scalar code prints as a call of its
-    :mod:`difgen.floats` helper ``float_helper`` (one name in the Python and the C
-    runtime), through SymPy's print hook: the target fact sits beside the
-    declaration, and the printer (the float printer or its C subclass) provides
-    ``_call``, which records the helper it named."""
-
-    float_helper: ClassVar[str] = ""
-    args: tuple[Any, ...]
-
-    def _pythoncode(self, printer: Any) -> str:
-        operands = [printer._print(arg) for arg in self.args]
-        return str(printer._call(self.float_helper, *operands))
 
 
 class SymbolicPower(sp.Function):
@@ -423,20 +496,41 @@ class NpMinimum(FloatHelperCall, sp.Function):
         return sp.Heaviside(b - a)
 
 
+_HYPOT_SMALL, _HYPOT_SCALE = 2.0**-400, 2.0**500
+"""Below h = 2**-400, hypot's derivative is computed on (a, b) scaled by 2**500."""
+
+
+def _hypot_scale(h: Any) -> Any:
+    """The power of two by which hypot's derivative scales (a, b): 2**500 where h
+    is below 2**-400, else 1. At a subnormal h (3e-320, 4e-320), ``a / h`` is
+    printed ``a * (1 / h)``, and ``1 / h`` overflows (inf where the derivative
+    is 0.6); the scaled h is in [2**-574, 2**100], whose reciprocal and powers up
+    to the second derivative's cube (down to h = 2**-740) stay finite, and so
+    does the square of the scale. Exact (a power of two) and piecewise constant:
+    its own derivative is 0."""
+    return np.where(h < _HYPOT_SMALL, _HYPOT_SCALE, 1.0)
+
+
 def _hypot_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d hypot(a, b) = (a da + b db) / h. At a = b = 0 (h = 0), where hypot has no
-    derivative, the tangent is 0 (h reads 1 there): the smallest subgradient, and
-    no NaN where the function itself is finite."""
+    """d hypot(a, b) = (a da + b db) / h, on (a, b) scaled by
+    :func:`_hypot_scale` (exact: the quotient does not change). At a = b = 0
+    (h = 0), where hypot has no derivative, the tangent is 0 (h reads 1 there):
+    the smallest subgradient, and no NaN where the function itself is finite."""
     (a, b), (da, db) = primals, tangents
-    h = np.where(out == 0.0, 1.0, out)
-    terms = [None if da is None else (a / h) * da, None if db is None else (b / h) * db]
+    k = _hypot_scale(out)
+    sa, sb = a * k, b * k
+    h = np.where(out == 0.0, 1.0, np.hypot(sa, sb))
+    terms = [
+        None if da is None else (sa / h) * da,
+        None if db is None else (sb / h) * db,
+    ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
 class NpHypot(FloatHelperCall, sp.Function):
     """``np.hypot(a, b)``, NumPy's own (``sqrt(a*a + b*b)`` overflows at 1e200):
-    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0
-    (as :func:`_hypot_jvp`)."""
+    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0,
+    on (a, b) scaled where h is tiny (as :func:`_hypot_jvp`)."""
 
     nargs = 2
     float_helper = "_hypot"
@@ -446,8 +540,15 @@ class NpHypot(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        arg = self.args[argindex - 1]
-        return sp.Piecewise((sp.S.Zero, NpEqual(self, 0)), (arg / self, True))
+        k = sp.Piecewise(
+            (sp.Float(_HYPOT_SCALE), NpLess(self, sp.Float(_HYPOT_SMALL))),
+            (sp.S.One, True),
+        )
+        a, b = (arg * k for arg in self.args)
+        scaled = a if argindex == 1 else b
+        return sp.Piecewise(
+            (sp.S.Zero, NpEqual(self, 0)), (scaled / NpHypot(a, b), True)
+        )
 
 
 def _select_jvp(pick_first: Callable[[Any, Any], Any]) -> Callable[..., Any]:
