@@ -18,16 +18,15 @@ import functools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import mpmath as mp
 import numpy as np
 import pytest
 
-import difgen
 import masked_functions as mf
-from conftest import SUPPORT, import_file
+from compiled import BuiltConfig
+from conftest import SUPPORT
 
 POINTS: dict[str, np.ndarray] = {
     "dist_tril": np.array([0.1, 0.2, 1.0, 0.3, 0.4, 1.2]),
@@ -73,7 +72,7 @@ def _module_name(function: str, backend: str, mode: str, emit: str) -> str:
     return f"{function}_{backend}_{mode}_{emit}"
 
 
-class Modules:
+class Modules(BuiltConfig):
     """Every (function, configuration) module, built in one build (C compiled)."""
 
     def __init__(self, directory: Path) -> None:
@@ -89,18 +88,7 @@ class Modules:
                     f"input = {{ shape = {_toml_list(list(point.shape))} }}\n"
                     f'backend = "{backend}"\nmode = "{mode}"\nemit = "{emit}"\n'
                 )
-        (directory / "difgen.toml").write_text("\n".join(parts))
-        difgen.build(directory / "difgen.toml", compile=True)
-        self.directory = directory
-        self._modules: dict[str, ModuleType] = {}
-
-    def get(self, name: str) -> ModuleType:
-        if name not in self._modules:
-            module = import_file(self.directory / "out" / f"{name}.py")
-            if name.endswith("_c"):
-                assert module.COMPILED, module.C_FALLBACK_REASON
-            self._modules[name] = module
-        return self._modules[name]
+        super().__init__(directory, "\n".join(parts))
 
 
 @pytest.fixture(scope="module")

@@ -21,15 +21,14 @@ from __future__ import annotations
 import functools
 import shutil
 from pathlib import Path
-from types import ModuleType
 
 import mpmath as mp
 import numpy as np
 import pytest
 
-import difgen
 import wrong_numbers_functions as wf
-from conftest import SUPPORT, import_file
+from compiled import BuiltConfig
+from conftest import SUPPORT
 
 CONFIGS = [
     ("sympy", "auto", "auto"),
@@ -88,7 +87,7 @@ def _name(function: str, backend: str, mode: str, emit: str) -> str:
     return f"{function}_{backend}_{mode}_{emit}"
 
 
-class Modules:
+class Modules(BuiltConfig):
     """Every (function, configuration) module, built in one build (C compiled)."""
 
     def __init__(self, directory: Path) -> None:
@@ -107,18 +106,7 @@ class Modules:
                     + f"input = {{ shape = [{size}] }}\n"
                     f'backend = "{backend}"\nmode = "{mode}"\nemit = "{emit}"\n'
                 )
-        (directory / "difgen.toml").write_text("\n".join(parts))
-        difgen.build(directory / "difgen.toml", compile=True)
-        self.directory = directory
-        self._modules: dict[str, ModuleType] = {}
-
-    def get(self, name: str) -> ModuleType:
-        if name not in self._modules:
-            module = import_file(self.directory / "out" / f"{name}.py")
-            if name.endswith("_c"):
-                assert module.COMPILED, module.C_FALLBACK_REASON
-            self._modules[name] = module
-        return self._modules[name]
+        super().__init__(directory, "\n".join(parts))
 
 
 @pytest.fixture(scope="module")

@@ -42,3 +42,23 @@ class Built:
             assert [w.category for w in caught] == [RuntimeWarning]
             self._python[name] = module
         return self._python[name]
+
+
+class BuiltConfig:
+    """One config of many modules, written into ``directory`` and built (and
+    compiled) in one build; each module is imported on first use, and one whose
+    name ends in ``_c`` must have loaded its extension."""
+
+    def __init__(self, directory: Path, config: str) -> None:
+        (directory / "difgen.toml").write_text(config)
+        difgen.build(directory / "difgen.toml", compile=True)
+        self.directory = directory
+        self._modules: dict[str, ModuleType] = {}
+
+    def get(self, name: str) -> ModuleType:
+        if name not in self._modules:
+            module = import_file(self.directory / "out" / f"{name}.py")
+            if name.endswith("_c"):
+                assert module.COMPILED, module.C_FALLBACK_REASON
+            self._modules[name] = module
+        return self._modules[name]
