@@ -146,12 +146,7 @@ class Derivatives:
         n, m = _size(xs), _size(zs)
         coloring = self.coloring(g, mode) if sparse or (n > 1 and m > 1) else None
         if sparse and coloring is None:
-            raise ConfigError(
-                self.spec.config_path,
-                self.spec.line_of("sparse"),
-                f"the sparsity pattern of a {m} x {n} jacobian is too large to "
-                "detect; use sparse = false",
-            )
+            raise self._pattern_too_large(m, n)
         batch = n if mode == "forward" else m
         if coloring is not None and coloring.ncolors * COLORING_GAIN <= batch:
             data = self._compressed(g, [x, *ctx], coloring, mode)
@@ -288,8 +283,17 @@ class Derivatives:
             g = self.gradient_graph()
             mode = "reverse" if self.spec.mode == "reverse" else "forward"
         coloring = self.coloring(g, mode)
-        assert coloring is not None  # jacobian() raised a ConfigError otherwise
+        if coloring is None:
+            raise self._pattern_too_large(_size(g.outputs[0].shape), _size(self.xs))
         return coloring, sparse_shape(kind, self.xs, self.ys)
+
+    def _pattern_too_large(self, m: int, n: int) -> ConfigError:
+        return ConfigError(
+            self.spec.config_path,
+            self.spec.line_of("sparse"),
+            f"the sparsity pattern of a {m} x {n} jacobian is too large to "
+            "detect; use sparse = false",
+        )
 
     def shape_of(self, kind: str) -> Shape:
         """A result's shape in the operator graph: (nnz,) for sparse results."""
