@@ -1,0 +1,589 @@
+"""``python -m benchmarks.scale [--quick] [--limit S] [--memory GB]``: cost against size.
+
+Issue 21 asks that what difgen builds, and the time it takes, grow with the
+*program* rather than the *data*. This script builds three families at growing
+sizes, each build in a fresh process (like ``difgen build``) with a wall-time
+limit and an address-space limit (so that a build that would take the machine's
+memory fails here instead), and records, per size: the build's wall seconds, the
+process's peak memory, the size of what it wrote (the module, and its C source
+where there is one), the evaluation time of the operator, and a check of its
+values against an independent reference:
+
+- ``brusselator``: the 2-D Brusselator on an N x N periodic grid (2 N^2 states),
+  ``sparse = true`` jacobian, NumPy and compiled C; the reference and the peer is a
+  hand-written NumPy fill of the CSR data of the same pattern (four state-dependent
+  diagonals over a copy of the constant coupling), the C extension filling its CSR
+  result in place (``out=``);
+- ``arrowhead``: ``sum(x[0] * x[1:]**2) + sum(x**4)``, ``sparse = true`` Hessian; the
+  number of colors the build used is recorded (the coloring is observed in the
+  build process), the reference is the Hessian written by hand;
+- ``euler``: an explicit-Euler loop of ``steps`` steps (a static ``range``) on a
+  2-parameter oscillator, gradient of the final energy; the reference and the peer is
+  ``jax.jit(jax.grad(...))`` of the same loop written with ``lax.fori_loop``
+  (float64), when JAX is installed.
+
+The bars are the issue's targets, judged on this run; a size that fails to build is
+a failed row, never a missing one. Writes ``benchmarks/results/scale.md`` (the table
+and the bars), ``scale.json`` and ``scale.png`` (build time, module size and
+evaluation time against size, log-log). Exits 1 when a bar fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+FUNCTIONS = """\
+import numpy as np
+
+
+def brusselator(s, n):
+    u = s[: n * n].reshape(n, n)
+    v = s[n * n :].reshape(n, n)
+    lap_u = (
+        np.roll(u, 1, 0) + np.roll(u, -1, 0) + np.roll(u, 1, 1) + np.roll(u, -1, 1)
+    ) - 4 * u
+    lap_v = (
+        np.roll(v, 1, 0) + np.roll(v, -1, 0) + np.roll(v, 1, 1) + np.roll(v, -1, 1)
+    ) - 4 * v
+    uuv = u * u * v
+    du = 10.0 * lap_u + 1.0 + uuv - 4.4 * u
+    dv = 10.0 * lap_v + 3.4 * u - uuv
+    return np.concatenate([du.ravel(), dv.ravel()])
+
+
+def arrowhead(x):
+    return np.sum(x[0] * x[1:] ** 2) + np.sum(x**4)
+
+
+def euler(p, steps):
+    h = 0.01
+    pos, vel = 1.0, 0.0
+    for _ in range(steps):
+        acc = -p[0] * pos - p[1] * vel + 0.5 * np.sin(pos)
+        pos, vel = pos + h * vel, vel + h * acc
+    return pos**2 + vel**2
+"""
+
+
+@dataclass(frozen=True)
+class Build:
+    """One row: a family at one size, built with one emission."""
+
+    family: str
+    size: int
+    emit: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.family} {self.size} ({self.emit})"
+
+    @property
+    def function(self) -> str:
+        if self.family == "arrowhead":
+            return "arrowhead"
+        return f"{self.family}_{self.size}"
+
+    @property
+    def shape(self) -> list[int]:
+        return {
+            "brusselator": [2 * self.size * self.size],
+            "arrowhead": [self.size],
+            "euler": [2],
+        }[self.family]
+
+    @property
+    def operator(self) -> str:
+        return {"brusselator": "jacobian", "arrowhead": "hessian", "euler": "gradient"}[
+            self.family
+        ]
+
+
+def builds(quick: bool) -> list[Build]:
+    """The table's rows, family by family, in increasing size."""
+    grids = [16, 32, 64] if quick else [16, 32, 64, 128, 256]
+    arrows = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+    steps = [10, 100, 1_000] if quick else [10, 100, 1_000, 10_000, 100_000]
+    return (
+        [Build("brusselator", n, emit) for emit in ("vector", "c") for n in grids]
+        + [Build("arrowhead", n, "vector") for n in arrows]
+        + [Build("euler", n, "vector") for n in steps]
+    )
+
+
+CONFIG = """\
+[difgen]
+output_dir = "out"
+
+[[module]]
+name = "m"
+function = "functions.py:{function}"
+backend = "trace"
+operators = ["{operator}"]
+input = {{ shape = {shape} }}
+emit = "{emit}"
+{extra}
+"""
+
+
+def point(build: Build) -> np.ndarray:
+    """The evaluation point of a row."""
+    rng = np.random.default_rng(0)
+    if build.family == "euler":
+        return np.array([4.0, 0.3])
+    return rng.uniform(0.5, 2.0, build.shape[0])
+
+
+# ------------------------------------------------------------------ references
+def brusselator_csr(n: int) -> tuple[Callable[[np.ndarray, np.ndarray], None], Any]:
+    """The hand-written jacobian of the N x N Brusselator: a fill of the CSR data in
+    place, and the CSR array it fills (the pattern fixed once, as a user would)."""
+    from scipy import sparse
+
+    m = n * n
+    k = np.arange(m)
+    i, j = np.divmod(k, n)
+    neighbours = [
+        ((i + di) % n) * n + (j + dj) % n
+        for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1))
+    ]
+    blocks = [(k, k, 1), (k, k + m, 2), (k + m, k, 3), (k + m, k + m, 4)]
+    blocks += [(k, nb, 0) for nb in neighbours] + [
+        (k + m, nb + m, 0) for nb in neighbours
+    ]
+    rows = np.concatenate([b[0] for b in blocks])
+    cols = np.concatenate([b[1] for b in blocks])
+    kind = np.concatenate([np.full(m, b[2]) for b in blocks])
+    order = np.lexsort((cols, rows))
+    rows, indices, kind = rows[order], cols[order], kind[order]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=2 * m))])
+    base = np.where(kind == 0, 10.0, 0.0)
+    at = [np.flatnonzero(kind == c) for c in (1, 2, 3, 4)]
+
+    def fill(s: np.ndarray, data: np.ndarray) -> None:
+        u, v = s[:m], s[m:]
+        uv2, uu = 2 * u * v, u * u
+        data[:] = base
+        data[at[0]] = uv2 - 44.4
+        data[at[1]] = uu
+        data[at[2]] = 3.4 - uv2
+        data[at[3]] = -40.0 - uu
+
+    csr = sparse.csr_array((base.copy(), indices, indptr), shape=(2 * m, 2 * m))
+    return fill, csr
+
+
+def arrowhead_hessian(x: np.ndarray) -> np.ndarray:
+    """The arrowhead's Hessian by hand (dense: used at the sizes it fits)."""
+    n = x.size
+    h = np.diag(12.0 * x**2)
+    h[1:, 1:] += np.diag(np.full(n - 1, 2.0 * x[0]))
+    h[0, 1:] += 2.0 * x[1:]
+    h[1:, 0] += 2.0 * x[1:]
+    return h
+
+
+def euler_jax(steps: int) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``jax.jit(jax.grad(...))`` of the loop with ``lax.fori_loop`` (float64)."""
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def energy(p: Any) -> Any:
+        def step(_: Any, state: Any) -> Any:
+            pos, vel = state
+            acc = -p[0] * pos - p[1] * vel + 0.5 * jnp.sin(pos)
+            return pos + 0.01 * vel, vel + 0.01 * acc
+
+        pos, vel = jax.lax.fori_loop(0, steps, step, (1.0, 0.0))
+        return pos**2 + vel**2
+
+    return jax.jit(jax.grad(energy))  # type: ignore[no-any-return]
+
+
+def best_seconds(fn: Callable[[], Any], budget: float = 0.3) -> float:
+    """The fastest of repeated calls over about ``budget`` seconds (at least 3)."""
+    fn()
+    times: list[float] = []
+    spent = 0.0
+    while len(times) < 3 or (spent < budget and len(times) < 10_000):
+        t = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t
+        times.append(dt)
+        spent += dt
+    return min(times)
+
+
+# ------------------------------------------------------------------ the worker
+def worker(directory: Path, build: Build) -> dict[str, Any]:
+    """Build the row's config in this process, then evaluate and check it."""
+    import importlib.util
+
+    import difgen
+    from difgen.derive import sparsity
+
+    colors: list[int] = []
+    coloring_of = sparsity.coloring_of
+
+    def observed(*args: Any, **kwargs: Any) -> Any:
+        coloring = coloring_of(*args, **kwargs)
+        colors.append(coloring.ncolors)
+        return coloring
+
+    sparsity.coloring_of = observed  # type: ignore[assignment]
+    from difgen.derive import graphs
+
+    graphs.coloring_of = observed  # type: ignore[attr-defined]
+
+    wall = time.perf_counter()
+    difgen.build(directory / "difgen.toml", compile=build.emit == "c")
+    wall = time.perf_counter() - wall
+    out = directory / "out"
+    written = sum(p.stat().st_size for p in out.iterdir() if p.suffix in (".py", ".c"))
+    spec = importlib.util.spec_from_file_location("m", out / "m.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    op = getattr(module, build.operator)
+    x = point(build)
+    result: dict[str, Any] = {
+        "build_s": wall,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "bytes": written,
+        "colors": max(colors) if colors else None,
+        "compiled": getattr(module, "COMPILED", None),
+    }
+    if build.family == "brusselator":
+        fill, csr = brusselator_csr(build.size)
+        got = op(x)
+        fill(x, csr.data)
+        same = (
+            np.array_equal(got.indices, csr.indices)
+            and np.array_equal(got.indptr, csr.indptr)
+            and np.allclose(got.data, csr.data, rtol=1e-13, atol=0.0)
+        )
+        if build.emit == "c":
+            target = op(x)
+            result["eval_s"] = best_seconds(lambda: op(x, out=target))
+        else:
+            result["eval_s"] = best_seconds(lambda: op(x))
+        data = csr.data
+        result["peer_s"] = best_seconds(lambda: fill(x, data))
+        result["peer"] = "hand-written NumPy CSR fill"
+    elif build.family == "arrowhead":
+        got = op(x)
+        if build.size <= 10_000:
+            same = bool(np.allclose(got.toarray(), arrowhead_hessian(x), rtol=1e-13))
+        else:  # the nonzeros only: the arrow's row, column and diagonal
+            dense_row = got[[0], :].toarray().ravel()
+            ref_row = np.concatenate([[12 * x[0] ** 2], 2.0 * x[1:]])
+            diag = got.diagonal()
+            ref_diag = np.concatenate([[12 * x[0] ** 2], 12 * x[1:] ** 2 + 2 * x[0]])
+            same = got.nnz == 3 * build.size - 2 and bool(
+                np.allclose(dense_row, ref_row, rtol=1e-13)
+                and np.allclose(diag, ref_diag, rtol=1e-13)
+            )
+        result["eval_s"] = best_seconds(lambda: op(x))
+    else:
+        got = op(x)
+        peer = euler_jax(build.size)
+        if peer is None:
+            same, result["peer"] = False, "JAX not installed"
+        else:
+            ref = np.asarray(peer(x))
+            same = bool(np.allclose(got, ref, rtol=1e-12, atol=0.0))
+            result["peer_s"] = best_seconds(lambda: peer(x).block_until_ready())
+            result["peer"] = "jax.jit(jax.grad) with lax.fori_loop"
+        result["eval_s"] = best_seconds(lambda: op(x))
+    result["correct"] = bool(same)
+    return result
+
+
+def _limit_memory(gigabytes: float) -> Callable[[], None]:
+    def apply() -> None:
+        limit = int(gigabytes * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def run(build: Build, root: Path, limit: float, memory_gb: float) -> dict[str, Any]:
+    """One row in a fresh process, stopped after ``limit`` wall seconds."""
+    directory = root / build.label.replace(" ", "_").replace("(", "").replace(")", "")
+    directory.mkdir()
+    wrappers = [FUNCTIONS]
+    if build.family != "arrowhead":
+        wrappers.append(
+            f"\n\ndef {build.function}(x):\n    return {build.family}(x, {build.size})\n"
+        )
+    (directory / "functions.py").write_text("".join(wrappers))
+    extra = "sparse = true" if build.family != "euler" else ""
+    (directory / "difgen.toml").write_text(
+        CONFIG.format(
+            function=build.function,
+            operator=build.operator,
+            shape=json.dumps(build.shape),
+            emit=build.emit,
+            extra=extra,
+        )
+    )
+    command = [sys.executable, "-m", "benchmarks.scale", "--worker", str(directory)]
+    command += ["--row", json.dumps(asdict(build))]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            check=False,
+            preexec_fn=_limit_memory(memory_gb),
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"stopped after {limit:g} s"}
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        if "MemoryError" in done.stderr:
+            return {"error": f"over {memory_gb:g} GB of memory ({lines[-1][:120]})"}
+        return {"error": lines[-1][:200]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# ------------------------------------------------------------------ the bars
+def _row(rows: list[tuple[Build, dict[str, Any]]], family: str, size: int, emit: str):
+    for b, r in rows:
+        if (b.family, b.size, b.emit) == (family, size, emit):
+            return r
+    return None
+
+
+def bars(rows: list[tuple[Build, dict[str, Any]]]) -> list[tuple[str, str, str]]:
+    """(bar, measured, PASS/FAIL) for the issue's targets on this run."""
+    found: list[tuple[str, str, str]] = []
+
+    def judge(what: str, ok: bool, measured: str) -> None:
+        found.append((what, measured, "pass" if ok else "**FAIL**"))
+
+    for b, r in rows:
+        if "error" in r:
+            judge(f"{b.label} builds", False, r["error"])
+        elif not r["correct"]:
+            judge(f"{b.label} values match the reference", False, "WRONG")
+    big = max((b.size for b, _ in rows if b.family == "brusselator"), default=0)
+    r = _row(rows, "brusselator", big, "vector")
+    if r is not None and "error" not in r:
+        judge(
+            f"brusselator {big}: build < 30 s",
+            r["build_s"] < 30,
+            f"{r['build_s']:.1f} s",
+        )
+        judge(
+            f"brusselator {big}: peak < 4 GB",
+            r["peak_mb"] < 4096,
+            f"{r['peak_mb']:.0f} MB",
+        )
+        judge(
+            f"brusselator {big}: module < 1 MB",
+            r["bytes"] < 2**20,
+            f"{r['bytes'] / 1024:.0f} KB",
+        )
+    for b, r in rows:
+        if b.family == "brusselator" and b.emit == "c" and "eval_s" in r:
+            ratio = r["eval_s"] / r["peer_s"]
+            judge(
+                f"brusselator {b.size} jacobian (C, in place) <= 1.5x hand-written fill",
+                ratio <= 1.5,
+                f"{ratio:.2f}x",
+            )
+    sizes = sorted(b.size for b, _ in rows if b.family == "arrowhead")
+    if sizes:
+        r = _row(rows, "arrowhead", sizes[-1], "vector")
+        if r is not None and "error" not in r:
+            judge(
+                f"arrowhead {sizes[-1]}: <= 3 colors",
+                (r["colors"] or 0) <= 3,
+                str(r["colors"]),
+            )
+            judge(
+                f"arrowhead {sizes[-1]}: build < 10 s",
+                r["build_s"] < 10,
+                f"{r['build_s']:.1f} s",
+            )
+        r0 = _row(rows, "arrowhead", sizes[0], "vector")
+        if r is not None and r0 is not None and "eval_s" in r and "eval_s" in r0:
+            ratio = r["eval_s"] / r0["eval_s"]
+            bound = 150 * sizes[-1] / sizes[0] / 100
+            judge(
+                f"arrowhead eval time {sizes[-1]} / {sizes[0]} <= {bound:g}",
+                ratio <= bound,
+                f"{ratio:.0f}",
+            )
+    steps = sorted(b.size for b, _ in rows if b.family == "euler")
+    if steps:
+        r = _row(rows, "euler", steps[-1], "vector")
+        r0 = _row(rows, "euler", steps[0], "vector")
+        if r is not None and "error" not in r:
+            judge(
+                f"euler {steps[-1]}: build < 5 s",
+                r["build_s"] < 5,
+                f"{r['build_s']:.1f} s",
+            )
+            if r0 is not None and "error" not in r0:
+                grow = r["bytes"] / r0["bytes"]
+                judge(
+                    f"euler {steps[-1]}: module within 2x of the {steps[0]}-step one",
+                    grow <= 2,
+                    f"{grow:.1f}x",
+                )
+            if "peer_s" in r:
+                ratio = r["eval_s"] / r["peer_s"]
+                judge(
+                    f"euler {steps[-1]}: gradient <= 1.0x jax.jit(jax.grad) fori_loop",
+                    ratio <= 1.0,
+                    f"{ratio:.2f}x",
+                )
+    return found
+
+
+def _fmt(v: Any, fmt: str) -> str:
+    return "" if v is None else format(v, fmt)
+
+
+def table(
+    rows: list[tuple[Build, dict[str, Any]]], load: float, memory_gb: float
+) -> str:
+    """The Markdown report."""
+    lines = [
+        "# Cost against problem size",
+        "",
+        (
+            "`python -m benchmarks.scale`: each row built in a fresh process limited to "
+            f"{memory_gb:g} GB of address space (load average {load:.1f} at the start); "
+            "wall seconds of `difgen.build` (compiling included for C), the process's "
+            "peak memory, the bytes written (module and C source), colors used by the "
+            "sparse derivative, the best evaluation time of the operator and of the "
+            "peer, and whether the values match the reference."
+        ),
+        "",
+        (
+            "| family | size | emit | build s | peak MB | written KB | colors | eval µs "
+            "| peer µs | peer | correct |"
+        ),
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for b, r in rows:
+        if "error" in r:
+            lines.append(
+                f"| {b.family} | {b.size} | {b.emit} | | | | | | | | **{r['error']}** |"
+            )
+            continue
+        lines.append(
+            f"| {b.family} | {b.size} | {b.emit} | {r['build_s']:.2f} "
+            f"| {r['peak_mb']:.0f} | {r['bytes'] / 1024:.1f} | {_fmt(r['colors'], 'd')} "
+            f"| {_fmt(r.get('eval_s') and r['eval_s'] * 1e6, '.1f')} "
+            f"| {_fmt(r.get('peer_s') and r['peer_s'] * 1e6, '.1f')} "
+            f"| {r.get('peer', '')} | {'yes' if r['correct'] else '**WRONG**'} |"
+        )
+    found = bars(rows)
+    lines += ["", "| bar | measured | result |", "|---|---|---|"]
+    lines += [f"| {what} | {measured} | {res} |" for what, measured, res in found]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[tuple[Build, dict[str, Any]]], path: Path) -> None:
+    """Build seconds, KB written and evaluation µs against size (log-log)."""
+    try:
+        import matplotlib
+    except ImportError:  # the bench extra is not installed: the table still stands
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    keys = (
+        ("build_s", "build seconds"),
+        ("bytes", "bytes written"),
+        ("eval_s", "eval s"),
+    )
+    for ax, (key, title) in zip(axes, keys):
+        series: dict[str, list[tuple[int, float]]] = {}
+        for b, r in rows:
+            if "error" not in r and r.get(key):
+                series.setdefault(f"{b.family} ({b.emit})", []).append((b.size, r[key]))
+        for label, pts in series.items():
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("size (grid N, n, steps)")
+        ax.set_title(title)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.scale", description=__doc__
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller sizes only")
+    parser.add_argument(
+        "--limit", type=float, default=300.0, help="wall seconds per row"
+    )
+    parser.add_argument(
+        "--memory", type=float, default=8.0, help="GB of address space per row"
+    )
+    parser.add_argument("--only", help="a family: brusselator, arrowhead or euler")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--row", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker is not None:
+        print(json.dumps(worker(args.worker, Build(**json.loads(args.row)))))
+        return 0
+    load = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for build in builds(args.quick):
+            if args.only and build.family != args.only:
+                continue
+            result = run(build, Path(tmp), args.limit, args.memory)
+            rows.append((build, result))
+            shown = result.get("error") or f"{result['build_s']:.2f} s build"
+            print(f"{build.label}: {shown}", file=sys.stderr)
+    args.output.mkdir(parents=True, exist_ok=True)
+    text = table(rows, load, args.memory)
+    suffix = f"_{args.only}" if args.only else ""
+    (args.output / f"scale{suffix}.md").write_text(text)
+    (args.output / f"scale{suffix}.json").write_text(
+        json.dumps([{**asdict(b), **r} for b, r in rows], indent=1)
+    )
+    plot(rows, args.output / f"scale{suffix}.png")
+    print(text, end="")
+    return 1 if any(res != "pass" for _, _, res in bars(rows)) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
