@@ -360,8 +360,9 @@ def run(build: Build, root: Path, limit: float, memory_gb: float) -> dict[str, A
     except subprocess.TimeoutExpired:
         return {"error": f"stopped after {limit:g} s"}
     if done.returncode != 0:
-        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-        if "MemoryError" in done.stderr:
+        stderr = done.stderr.replace(f"{directory}/", "").replace("difgen.errors.", "")
+        lines = stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        if "MemoryError" in stderr:
             return {"error": f"over {memory_gb:g} GB of memory ({lines[-1][:120]})"}
         return {"error": lines[-1][:200]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
