@@ -348,8 +348,9 @@ def _seeds(name: str, shape: tuple[int, ...]) -> list[np.ndarray]:
 def _calls(
     mod: Any, function: str, idx: np.ndarray
 ) -> list[tuple[str, Any, list[Any]]]:
-    """(name, operator, arguments) of f and every operator and points variant at
-    the module's points: x = (0.3, -1.2, 2.5, 0.7), or its first element."""
+    """(name, operator, arguments) of f and every operator at x = (0.3, -1.2,
+    2.5, 0.7) (its first element for a scalar x), and of each one's points
+    variant at x, 2 x and x - 1."""
     shape = INDEX[function][0]
     x = np.array([0.3, -1.2, 2.5, 0.7])[: int(np.prod(shape))].reshape(shape)
     calls = []
