@@ -72,6 +72,7 @@ POINTS_LAYOUT = "_points_layout"
 POINT_BLOCKS = "_point_blocks"
 AS_INTS = "_as_ints"
 AS_BOOLS = "_as_bools"
+CHECK_INDEX = "_check_index"
 CHECK_CSR_OUT = "_check_csr_out"
 HELPERS = (
     F64,
@@ -84,6 +85,7 @@ HELPERS = (
     POINT_BLOCKS,
     AS_INTS,
     AS_BOOLS,
+    CHECK_INDEX,
     CHECK_CSR_OUT,
 )
 FLOAT_HELPERS = floats.NAMES

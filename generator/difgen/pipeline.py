@@ -24,6 +24,7 @@ from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
 from difgen.derive import graphs, points, symbolic
+from difgen.derive.checks import IndexCheck, index_checks
 from difgen.derive.graphs import GraphDerivation
 from difgen.derive.lowering import ExpressionTooLarge
 from difgen.derive.points import PointsGraphs
@@ -135,13 +136,15 @@ def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
 class Derivation:
     """What the derive stage hands to printing: the spec printing follows (its
     ``emit`` changed when the sympy backend fell back to the graph), the module's
-    operators derived symbolically or as graphs, and the points variants' batched
-    graphs (``points = true``)."""
+    operators derived symbolically or as graphs, the points variants' batched
+    graphs (``points = true``), and the run-time index checks the traced function
+    performs, which every operator performs at entry."""
 
     spec: ModuleSpec
     module: SymbolicDerivation | GraphDerivation
     points: tuple[PointsGraphs, ...]
     fallback: bool = False
+    index_checks: tuple[IndexCheck, ...] = ()
 
 
 def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
@@ -177,7 +180,8 @@ def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
         operators = (traced or graphs.derive(spec, graph)).operators
         with stage("points"):
             points_graphs = points.derive(spec, operators)
-    return Derivation(spec, module, points_graphs, fallback)
+    checks = index_checks(graph, [c.name for c in spec.contexts])
+    return Derivation(spec, module, points_graphs, fallback, checks)
 
 
 def _refuse_runtime_data(spec: ModuleSpec, graph: Graph) -> None:
@@ -204,6 +208,7 @@ def print_parts(derivation: Derivation) -> ModuleParts:
     if derivation.fallback:
         emission = f"{parts.emission} (from the graph: sympy over budget)"
         parts = dataclasses.replace(parts, emission=emission)
+    parts.index_checks = derivation.index_checks
     if derivation.points:
         parts.functions += numpy_points.build(
             spec, derivation.points, module.output_shape, pool, parts.functions

@@ -54,7 +54,9 @@ One file per class of the issue; each case is one row of a table:
     floats (``tanh'`` in its tails, ``hypot``'s at subnormal inputs, SymPy's of
     ``sign(x) * x`` at 9e307) are exact to a few ulps against mpmath, and
     ``np.cbrt``'s value is within 4 ulps of NumPy's, on both backends, both modes
-    and every emission.
+    and every emission; an int64 index out of bounds raises NumPy's IndexError,
+    naming the argument, in every operator and points variant, also where the
+    derivative never reads the index (the hessian of ``np.sum(x[idx])``).
 
 Every case passes: none is marked xfail and none is skipped. A case that fails is a
 broken promise, to be fixed in difgen, not marked.

@@ -79,3 +79,63 @@ MP_PAIR: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "hypot_pair": (_hypot_gradient, _hypot_hessian)
 }
 """The exact gradient and hessian of each function of a pair (a, b)."""
+
+
+# ------------------------------------------------------------ run-time indices
+# Each function reads x (or a constant) through an int64 context ``idx`` and is
+# linear in x there, so its second derivatives are structurally zero: their
+# graphs never read ``idx``, and they returned zeros for an index out of bounds
+# where the function raises IndexError.
+W = np.array([1.0, 2.0, 3.0])
+C4 = np.array([0.5, -1.0, 2.0, 4.0])
+
+
+def index_sum(x: Any, idx: Any) -> Any:
+    """The gather alone."""
+    return np.sum(x[idx])
+
+
+def index_weighted(x: Any, idx: Any) -> Any:
+    """The gather times constant weights."""
+    return np.sum(x[idx] * W)
+
+
+def index_dot(x: Any, idx: Any) -> Any:
+    """The gather in a product with a constant vector."""
+    return x[idx] @ W
+
+
+def index_take(x: Any, idx: Any) -> Any:
+    """np.take, NumPy's other spelling of the gather."""
+    return 2.0 * np.sum(np.take(x, idx))
+
+
+def index_scatter(x: Any, idx: Any) -> Any:
+    """A store through the index (``y[idx] = ...``: repeats keep the last write)."""
+    y = 2.0 * x
+    y[idx] = x[:3] * W
+    return np.sum(y * C4)
+
+
+def index_array_2d(x: Any, idx: Any) -> Any:
+    """A 2-D index array (idx of shape (2, 3)): a (2, 3) gather."""
+    return np.sum(x[idx] * W)
+
+
+def index_fancy_2d(x: Any, idx: Any) -> Any:
+    """A 2-D fancy index: rows and columns of x as a 2 x 2 matrix, from the columns
+    of idx (shape (3, 2)), each bounded by 2."""
+    return np.sum(x.reshape(2, 2)[idx[:, 0], idx[:, 1]] * W)
+
+
+def index_constant(x: Any, idx: Any) -> Any:
+    """Only a constant is indexed (``C4[idx]`` of a constant C4 is refused while
+    tracing: NumPy indexes it without asking the tracer): no derivative, not even
+    the gradient, reads idx."""
+    return np.sum(x) + np.sum(np.take(C4, idx))
+
+
+def index_scalar(x: Any, idx: Any) -> Any:
+    """A scalar x spread over four weights and gathered: its derivative and second
+    derivative operators (d2f/dx2 = 0 never reads idx)."""
+    return np.sum((x * C4)[idx])

@@ -26,13 +26,14 @@ sympy backend refuse, pointing to ``backend = "trace"``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from difgen.core.expr import Aval, Expr, argument, atom, base, infix
 from difgen.core.indexing import to_index
-from difgen.core.ir import FrozenArray
+from difgen.core.ir import Atom, Eqn, FrozenArray
 from difgen.core.primitive import (
     NO_HELPER,
     NO_IDENTITIES,
@@ -828,3 +829,55 @@ _ROWS = {
 }
 RUNTIME_PRIMITIVES = frozenset(_ROWS)
 """The rows whose graphs cannot be scalarized (see :data:`RUNTIME_INDEX`)."""
+
+
+# ------------------------------------------------------ the indices they read
+@dataclass(frozen=True)
+class IndexRead:
+    """A run-time index operand of one equation: NumPy reads it as positions along
+    ``axis`` of an array whose length there is ``size``, and raises ``IndexError``
+    unless every element ``i`` has ``-size <= i < size``."""
+
+    operand: Atom
+    axis: int
+    size: int
+
+
+def _indexed(eqn: Eqn) -> tuple[tuple[int, ...], int] | None:
+    """(shape of the array indexed, position of the first index operand) of a
+    row that indexes through run-time operands; None for any other equation."""
+    name = eqn.primitive.name
+    if name == "gather":
+        return tuple(eqn.inputs[0].shape), 1
+    if name == "scatter_add_dyn":
+        return tuple(eqn.params.as_dict()["shape"]), 1
+    if name == "set_index_dyn":
+        return tuple(eqn.inputs[0].shape), 2
+    return None
+
+
+def _consumes_axis(item: Any) -> bool:
+    """Whether a frozen index item takes an axis of the indexed array (``None``
+    adds one, ``...`` stands for those no other item takes)."""
+    return item is not None and item is not Ellipsis
+
+
+def index_reads(eqn: Eqn) -> list[IndexRead]:
+    """The run-time index operands ``eqn`` reads, each with the axis it indexes
+    and that axis's length (empty for an equation that reads none)."""
+    indexed = _indexed(eqn)
+    if indexed is None:
+        return []
+    shape, first = indexed
+    index = tuple(eqn.params.as_dict()["index"])
+    reads = []
+    for position, item in enumerate(index):
+        if not is_dyn(item):
+            continue
+        before = index[:position]
+        if Ellipsis in before:  # counted from the end: the items after take those
+            axis = len(shape) - sum(map(_consumes_axis, index[position:]))
+        else:
+            axis = sum(map(_consumes_axis, before))
+        reads.append(IndexRead(eqn.inputs[first + item[1]], axis, shape[axis]))
+    return reads

@@ -26,18 +26,22 @@ from difgen.targets.parts import Function, ModuleParts
 from difgen.targets.signatures import (
     argument_checks,
     data_helpers,
+    index_checks,
     points_argument_checks,
 )
 from difgen.version import VERSION
 
 
-def _checks(f: Function, spec: ModuleSpec, ys: tuple[int, ...]) -> list[str]:
-    """The argument checks ``f`` starts with."""
+def _checks(f: Function, spec: ModuleSpec, parts: ModuleParts) -> list[str]:
+    """The argument checks ``f`` starts with, then the run-time index checks."""
+    ys = parts.output_shape
     if f.block_of is not None:
         return []
     if f.points_of is not None:
-        return points_argument_checks(OPERATORS[f.points_of], spec, ys)
-    return argument_checks(OPERATORS[f.name], spec, ys, skip=f.checked)
+        lines = points_argument_checks(OPERATORS[f.points_of], spec, ys)
+    else:
+        lines = argument_checks(OPERATORS[f.name], spec, ys, skip=f.checked)
+    return lines + index_checks(parts.index_checks)
 
 
 def docstring_text(text: str) -> str:
@@ -123,7 +127,7 @@ def render_module(
     functions = [
         dataclasses.replace(
             f,
-            body=(*_checks(f, spec, parts.output_shape), *f.body),
+            body=(*_checks(f, spec, parts), *f.body),
         )
         for f in parts.functions
     ]
@@ -170,7 +174,7 @@ def render_module(
         float_helpers=floats.definitions(
             frozenset().union(*(f.helpers for f in functions))
         )
-        + data_helpers(spec),
+        + data_helpers(spec, parts.index_checks),
     )
     skeleton = [dataclasses.replace(f, body=b) for f, b in zip(functions, bodies)]
     text = blackfast.format_with_runs(

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from difgen import naming
+from difgen.derive.checks import IndexCheck
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,6 @@ class ModuleParts:
     emission: str
     constants: list[tuple[str, str]] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)
+    index_checks: tuple[IndexCheck, ...] = ()
+    """The run-time index checks the function performs, which every operator
+    performs at entry (:mod:`difgen.derive.checks`)."""

@@ -7,12 +7,15 @@ backends call them, so the two emit the same contract.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from difgen import naming
 from difgen.config import ModuleSpec
+from difgen.derive.checks import IndexCheck
 from difgen.operators import (
     Operator,
     Shape,
@@ -272,16 +275,45 @@ def data_check(name: str, shape: Shape, dtype: str) -> list[str]:
     ]
 
 
-def data_helpers(spec: ModuleSpec) -> list[str]:
+def data_helpers(spec: ModuleSpec, checks: Sequence[IndexCheck] = ()) -> list[str]:
     """Sources of the argument-check helpers of int64 and bool contexts, only in
-    modules that have such contexts (so every other module's text is unchanged)."""
+    modules that have such contexts, and of the index check, only in modules
+    that check run-time indices (so every other module's text is unchanged)."""
     dtypes = {c.dtype for c in spec.contexts}
     sources = []
     if "int64" in dtypes:
         sources.append(_AS_INTS.replace("AS_INTS", naming.AS_INTS))
     if "bool" in dtypes:
         sources.append(_AS_BOOLS.replace("AS_BOOLS", naming.AS_BOOLS))
+    if checks:
+        sources.append(_CHECK_INDEX.replace("CHECK_INDEX", naming.CHECK_INDEX))
     return sources
+
+
+def _selection(check: IndexCheck) -> str:
+    """The elements of the context a check reads: all of it, a slice of its flat
+    elements where their positions are evenly spaced, else a list of them."""
+    name, positions = check.context, check.positions
+    if positions is None:
+        return name
+    start, steps = positions[0], {b - a for a, b in itertools.pairwise(positions)}
+    if len(steps) <= 1:
+        step = steps.pop() if steps else 1
+        stop = positions[-1] + 1
+        text = f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}"
+        return f"{name}.ravel()[{text}]"
+    return f"{name}.ravel()[{list(positions)!r}]"
+
+
+def index_checks(checks: Sequence[IndexCheck]) -> list[str]:
+    """The statements that check the run-time indices the function reads, each
+    once, after the argument checks: an index out of bounds raises NumPy's
+    ``IndexError`` naming the argument in every operator, also in one whose
+    graph dropped the gather (the hessian of ``np.sum(x[idx])``)."""
+    return [
+        f"{naming.CHECK_INDEX}({c.context!r}, {_selection(c)}, {c.size}, {c.axis})"
+        for c in checks
+    ]
 
 
 _AS_INTS = '''def AS_INTS(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.int64]:
@@ -308,3 +340,13 @@ _AS_BOOLS = '''def AS_BOOLS(name: str, value: object, shape: tuple[int, ...]) ->
     if array.shape != shape:
         raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
     return array'''
+
+
+_CHECK_INDEX = '''def CHECK_INDEX(name: str, index: NDArray[np.int64], size: int, axis: int) -> None:
+    """IndexError naming ``name`` unless every element of ``index`` indexes an axis
+    of length ``size`` (``-size <= i < size``), the message NumPy's."""
+    if index.min() < -size or index.max() >= size:
+        bad = index[(index < -size) | (index >= size)][0]
+        raise IndexError(
+            f"{name}: index {bad} is out of bounds for axis {axis} with size {size}"
+        )'''

@@ -1,0 +1,94 @@
+"""The checks a function performs on its run-time index arguments, kept in every
+operator.
+
+``x[idx]`` with an int64 context ``idx`` raises ``IndexError`` in the user's
+function when an index is out of bounds. An operator whose graph still reads
+``idx`` raises as well (NumPy indexes in the generated code), but derivation can
+drop the gather: the hessian of ``np.sum(x[idx])`` is zero and never reads ``idx``,
+so it returned zeros where the function raises. A run-time index read by the
+function is a check the function performs, so it is recorded here from the traced
+graph, with its bound, and every operator of the module performs it at entry,
+whether or not its graph reads the index (:func:`difgen.targets.signatures.index_checks`).
+
+A check is recorded for each run-time index operand of the traced function's own
+equations (not those inside a branch or a loop body, which run only when taken)
+that is a context, or a static selection of one (``edges[:, 0]``, ``idx.T``,
+``idx.reshape(...)``): the elements of the context it reads are found by applying
+those selections to the context's flat positions. An index computed from a context
+by arithmetic (``idx + 1``) or from ``x`` (``argmax``) is checked only by the
+operators whose graph computes and reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from difgen.core.ir import Eqn, Graph, Var
+from difgen.primitives.runtime import index_reads
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """Every element of ``context`` at ``positions`` (flat positions, sorted;
+    ``None``: all of it) must be a valid index of an axis of length ``size``
+    (``-size <= i < size``); the function indexes ``axis`` with them."""
+
+    context: str
+    positions: tuple[int, ...] | None
+    axis: int
+    size: int
+
+
+def _source(
+    operand: Var, producer: dict[Var, Eqn], contexts: dict[Var, str]
+) -> tuple[Var, list[Eqn]] | None:
+    """The context ``operand`` is a static selection of, and the selections from
+    it (first applied first); None when it is computed otherwise."""
+    chain: list[Eqn] = []
+    while operand not in contexts:
+        eqn = producer.get(operand)
+        if eqn is None or not eqn.primitive.view or len(eqn.inputs) != 1:
+            return None
+        source = eqn.inputs[0]
+        if not isinstance(source, Var):
+            return None
+        chain.append(eqn)
+        operand = source
+    return operand, chain[::-1]
+
+
+def _positions(shape: tuple[int, ...], chain: list[Eqn]) -> tuple[int, ...] | None:
+    """The flat positions of a context of ``shape`` that the selections read."""
+    size = int(np.prod(shape, dtype=np.int64))
+    read = np.arange(size, dtype=np.int64).reshape(shape)
+    for eqn in chain:
+        read = np.asarray(eqn.primitive.impl(read, **eqn.params.as_dict()))
+    positions = np.unique(read)
+    if positions.size == size:
+        return None
+    return tuple(int(p) for p in positions)
+
+
+def index_checks(graph: Graph, names: Sequence[str]) -> tuple[IndexCheck, ...]:
+    """The checks of the traced function ``graph`` (inputs ``x, *contexts``, the
+    contexts named ``names``), in the order the function performs them, each once."""
+    contexts = {
+        var: name for var, name in zip(graph.inputs[1:], names) if var.dtype == "int64"
+    }
+    producer = {eqn.out: eqn for eqn in graph.eqns}
+    checks: dict[IndexCheck, None] = {}
+    for eqn in graph.eqns:
+        for read in index_reads(eqn):
+            if not isinstance(read.operand, Var) or read.operand.size == 0:
+                continue
+            found = _source(read.operand, producer, contexts)
+            if found is None:
+                continue
+            context, chain = found
+            positions = _positions(context.shape, chain)
+            check = IndexCheck(contexts[context], positions, read.axis, read.size)
+            checks.setdefault(check, None)
+    return tuple(checks)
