@@ -21,8 +21,10 @@ from difgen.operators import (
     seed_shape,
     sparse_shape,
 )
+from difgen.targets.parts import NOTHING, SPARSE, Uses
 
 SPARSE_TYPE = "sp.csr_array"
+"""A sparse result's type (:data:`difgen.targets.parts.SPARSE` is what it uses)."""
 
 
 def sparse_out(op: Operator, spec: ModuleSpec) -> bool:
@@ -30,6 +32,12 @@ def sparse_out(op: Operator, spec: ModuleSpec) -> bool:
     its last result is sparse and the module is compiled (``emit = "c"``), where
     building a new CSR array would cost more than computing its nonzeros."""
     return op.takes_out and spec.emit == "c" and is_sparse(op.results[-1], spec)
+
+
+def signature_uses(op: Operator, spec: ModuleSpec) -> Uses:
+    """What :func:`signature` names besides NumPy: SciPy's sparse module when a
+    result (or ``out``) is a CSR array."""
+    return SPARSE if any(is_sparse(k, spec) for k in op.results) else NOTHING
 
 
 def annotation(shape: Shape) -> str:

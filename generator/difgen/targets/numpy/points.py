@@ -49,7 +49,7 @@ from difgen.operators import Shape
 from difgen.targets.c import points as c_points
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import is_view, number, print_graph
-from difgen.targets.parts import Constants, Function
+from difgen.targets.parts import Constants, Function, Uses
 from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,
@@ -76,9 +76,9 @@ from one point, where NumPy may take other loops."""
 
 def _code(
     graph: Graph, out_flags: Sequence[bool], names: Sequence[str], pool: Constants
-) -> tuple[list[str], list[str]]:
-    """(statements, result expressions) of a batched graph; every result a fresh
-    array with the points in front."""
+) -> tuple[list[str], list[str], Uses]:
+    """(statements, result expressions, what they name) of a batched graph; every
+    result a fresh array with the points in front."""
     k = graph.inputs[0].shape[0]
     code = print_graph(graph, names, pool, lead=k)
     results = []
@@ -91,7 +91,7 @@ def _code(
             results.append(f"np.array({expr})")
         else:
             results.append(expr)
-    return list(code.lines), results
+    return list(code.lines), results, code.uses
 
 
 def bytes_per_point(graph: Graph) -> int:
@@ -221,8 +221,8 @@ def points_function(
     k1, k2 = derived.sentinels
     trial = copy.deepcopy(pool)
     (g1, f1), (g2, f2) = derived.batched
-    lines1, results1 = _code(g1, f1, names, pool)
-    lines2, results2 = _code(g2, f2, names, trial)
+    lines1, results1, uses = _code(g1, f1, names, pool)
+    lines2, results2, _ = _code(g2, f2, names, trial)
     body = _generic(lines1, k1)
     results = _generic(results1, k1)
     if (
@@ -254,7 +254,7 @@ def points_function(
         f"{naming.points(op.name)} on one block of points, checked and laid out.",
         tuple(body),
         block_of=op.name,
-    )
+    ).using(uses)
     args = points_arguments(op, spec, ys)
     shapes = [
         (out.shape[1:] if batched else out.shape, out.dtype)
