@@ -248,8 +248,9 @@ class PointsArguments:
     memory when there are more than ``layout_size`` points.
 
     NumPy runs its inner loop along the last axis of a C-ordered array: on
-    ``(k, 10)`` arrays that is 10 elements per loop (4x slower on the Rosenbrock
-    gradient at k = 10^4) where Fortran order gives loops of k."""
+    ``(k, 10)`` arrays that is 10 elements per loop where Fortran order gives
+    loops of k (``python -m benchmarks.calibration`` times a block of the
+    Rosenbrock gradient in both orders)."""
     layout_size: int
     """The most elements of one point among ``layout``'s arrays (0 if none)."""
 
