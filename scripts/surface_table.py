@@ -38,7 +38,7 @@ import numpy as np
 import difgen.frontend
 from difgen.core.primitive import PRIMITIVES, Absent, Missing, Primitive
 from difgen.core.tracer import Tracer
-from difgen.frontend import namespace, numpy_api
+from difgen.frontend import array_methods, namespace, numpy_api
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -183,8 +183,20 @@ def primitives_of(fn: Any, depth: int = 2) -> tuple[tuple[str, ...], bool]:
     Read from the handler: primitive names held in its closure (``_unary("sin")``,
     ``_reducer("reduce_max")``) or written as string literals in its source; the
     NumPy functions and module helpers it calls, and the functions its closure
-    holds, are followed ``depth`` levels.
+    holds, are followed ``depth`` levels. A handler declared an ndarray method
+    (``numpy_api.Method``) is its handler; an ndarray method forwarded to its NumPy
+    function (``__wrapped__``) binds what that function's handler binds.
     """
+    if isinstance(fn, numpy_api.Method):
+        return primitives_of(fn.handler, depth)
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is not None and fn in array_methods.FORWARDED.values():
+        handler = _handler_for_np(wrapped.__name__)
+        return (
+            ((), False)
+            if handler is None
+            else (primitives_of(handler, depth)[0], False)
+        )
     found = [s for s in _closure_strings(fn) if s in PRIMITIVES]
     source = _source(fn)
     if isinstance(fn, type(lambda: 0)) and fn.__name__ == "<lambda>":

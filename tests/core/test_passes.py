@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import types
 from typing import Any
 
 import numpy as np
 import pytest
 
 from difgen.ad import build_graph, jvp, jvp_eval, vjp, vjp_eval
+from difgen.core import simplify
 from difgen.core.ir import Graph, Lit, dce
 from difgen.core.tracer import relaxed
 from difgen.frontend import trace
@@ -164,6 +167,23 @@ def test_dce_drops_unused_equations() -> None:
 def test_added_scatters_share_one_buffer() -> None:
     graph = optimize(vjp(trace(lambda x: np.sum(x[1:] * x[:-1]), scalar((5,)))))
     assert names(graph).count("scatter_sum") == 1 and "scatter_add" not in names(graph)
+
+
+def test_the_facts_identities_need_are_declared_by_their_primitives() -> None:
+    from difgen.primitives.indexing import scatter_add_p, scatter_sum_p
+    from difgen.primitives.structural import basis_p
+
+    assert set(simplify.PLACED) == {scatter_add_p, scatter_sum_p}
+    assert set(simplify.EYES) == {basis_p}
+
+
+def test_identities_match_producers_by_primitive_not_by_name() -> None:
+    (eqn,) = trace(lambda x: -x, scalar((3,))).eqns
+    impostor = dataclasses.replace(eqn, primitive=dataclasses.replace(eqn.primitive))
+    for producer, found in ((eqn, eqn), (impostor, None)):
+        builder = types.SimpleNamespace(producer={producer.out: producer})
+        context = simplify.Context(builder, lambda *a: None, relaxed=False)
+        assert context.made_by(producer.out, "neg") is found
 
 
 def test_optimize_reaches_a_fixed_point() -> None:

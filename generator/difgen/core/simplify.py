@@ -89,8 +89,12 @@ class Context:
         return self.builder.producer.get(atom) if isinstance(atom, Var) else None
 
     def made_by(self, atom: Atom, name: str) -> Any:
+        """The equation producing ``atom`` when its primitive is the one registered
+        as ``name`` (the object itself, not a primitive of the same name)."""
         eqn = self.producer(atom)
-        return eqn if eqn is not None and eqn.primitive.name == name else None
+        return (
+            eqn if eqn is not None and eqn.primitive is PRIMITIVES.get(name) else None
+        )
 
     def bind(self, name: str, *atoms: Atom | np.ndarray, **params: Any) -> Bound:
         """Record (or simplify, or fold) ``name(*atoms, **params)``."""
@@ -136,6 +140,32 @@ def _negative_multiple(atom: Atom, cx: Context) -> Result:
     return None
 
 
+Placed = Callable[[Any], tuple[list[Atom], list[Any]]]
+"""How to read an equation that places values into zeros: (values, their indices)."""
+
+PLACED: dict[Any, Placed] = {}
+"""The primitives whose result is values placed into zeros (``out = zeros(shape);
+out[index_i] += value_i``), by primitive object, each with how to read its
+equations: the sum of two such results is one ``scatter_sum`` of all their
+values. Each primitive declares it with :func:`places_into_zeros`."""
+
+
+def places_into_zeros(prim: Any, read: Placed) -> None:
+    """Declare that ``prim``'s result is values placed into zeros, read by ``read``."""
+    PLACED[prim] = read
+
+
+EYES: set[Any] = set()
+"""The primitives whose result of a one-axis ``shape`` param is the identity matrix
+(the basis seed, which is not registered: it is never bound by name): a product
+with it is the other factor. Each declares it with :func:`makes_the_identity`."""
+
+
+def makes_the_identity(prim: Any) -> None:
+    """Declare that ``prim`` of a one-axis ``shape`` makes the identity matrix."""
+    EYES.add(prim)
+
+
 def _scatters(a: Atom, b: Atom, cx: Context) -> Result:
     """Two scatters into zeros of the same shape, added: one scatter_sum."""
     parts = []
@@ -143,13 +173,10 @@ def _scatters(a: Atom, b: Atom, cx: Context) -> Result:
         eqn = cx.producer(atom)
         if eqn is None or eqn.out.shape != _out_shape([a, b]):
             return None
-        params = eqn.params.as_dict()
-        if eqn.primitive.name == "scatter_add":
-            parts.append(([eqn.inputs[0]], [params["index"]]))
-        elif eqn.primitive.name == "scatter_sum":
-            parts.append((list(eqn.inputs), list(params["indices"])))
-        else:
+        read = PLACED.get(eqn.primitive)
+        if read is None:
             return None
+        parts.append(read(eqn))
     values = parts[0][0] + parts[1][0]
     indices = tuple(parts[0][1] + parts[1][1])
     return cx.bind("scatter_sum", *values, indices=indices, shape=a.shape)
@@ -460,9 +487,10 @@ def matmul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) ->
     a, b = atoms
     out_shape = _matmul_shape(a.shape, b.shape)
     for eye, other in ((a, b), (b, a)):
-        eqn = cx.made_by(eye, "basis")
+        eqn = cx.producer(eye)
         if (
             eqn is not None
+            and eqn.primitive in EYES
             and len(eqn.params.as_dict()["shape"]) == 1
             and other.shape == out_shape
             and isinstance(other, Var)

@@ -4,6 +4,9 @@
 method calls the NumPy function, which reaches the frontend's handler through
 ``__array_function__`` (:mod:`difgen.frontend.numpy_api`), so a method supports
 exactly what its function does and refuses the same way, naming the user's line.
+Which methods forward so is declared with their entry points
+(:class:`~difgen.frontend.numpy_api.Method`); the others are written here
+(:data:`OWN`).
 They are NumPy's API, so they live here, one layer above the core: importing the
 frontend installs :data:`METHODS` on :class:`~difgen.core.tracer.Tracer` with
 :func:`~difgen.core.tracer.use_array_methods`, as :func:`~difgen.core.tracer.
@@ -14,6 +17,8 @@ operators, conversions, indexing, ``copy`` (a new array object) and ``astype``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -21,6 +26,9 @@ import numpy as np
 from difgen.core.location import user_location
 from difgen.core.tracer import Tracer, use_array_methods, xp
 from difgen.errors import TraceError
+
+# linalg_api and runtime add their entries to numpy_api's tables when imported
+from difgen.frontend import linalg_api, numpy_api, runtime  # noqa: F401
 
 
 def _T(self: Tracer) -> Any:
@@ -50,114 +58,13 @@ def _transpose(self: Tracer, *axes: Any) -> Any:
     return xp.transpose(self, axes or None)
 
 
-# Reductions and the rest take NumPy's keywords and pass them on, so that the
-# function refuses (out=, where=, dtype=int...) what it cannot reproduce.
-def _sum(
-    self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-) -> Any:
-    return xp.sum(self, axis=axis, dtype=dtype, out=out, **kw)
-
-
-def _mean(
-    self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-) -> Any:
-    return xp.mean(self, axis=axis, dtype=dtype, out=out, **kw)
-
-
-def _prod(
-    self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-) -> Any:
-    return xp.prod(self, axis=axis, dtype=dtype, out=out, **kw)
-
-
-def _max(self: Tracer, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-    return xp.max(self, axis=axis, out=out, **kw)
-
-
-def _min(self: Tracer, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-    return xp.min(self, axis=axis, out=out, **kw)
-
-
-def _var(
-    self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-) -> Any:
-    return xp.var(self, axis=axis, dtype=dtype, out=out, **kw)
-
-
-def _std(
-    self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any
-) -> Any:
-    return xp.std(self, axis=axis, dtype=dtype, out=out, **kw)
-
-
-def _any(self: Tracer, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-    return xp.any(self, axis=axis, out=out, **kw)
-
-
-def _all(self: Tracer, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-    return xp.all(self, axis=axis, out=out, **kw)
-
-
-def _cumsum(self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-    return xp.cumsum(self, axis=axis, dtype=dtype, out=out)
-
-
-def _cumprod(self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-    return xp.cumprod(self, axis=axis, dtype=dtype, out=out)
-
-
-def _dot(self: Tracer, b: Any, out: Any = None) -> Any:
-    return xp.dot(self, b, out=out)
-
-
 def _clip(
     self: Tracer, min: Any = None, max: Any = None, out: Any = None, **kw: Any
 ) -> Any:
     return xp.clip(self, min, max, out=out, **kw)
 
 
-def _round_method(self: Tracer, decimals: int = 0, out: Any = None) -> Any:
-    return xp.round(self, decimals, out=out)
-
-
-def _take(
-    self: Tracer, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"
-) -> Any:
-    return xp.take(self, indices, axis=axis, out=out, mode=mode)
-
-
-def _repeat(self: Tracer, repeats: Any, axis: Any = None) -> Any:
-    return xp.repeat(self, repeats, axis=axis)
-
-
-def _swapaxes(self: Tracer, axis1: int, axis2: int) -> Any:
-    return xp.swapaxes(self, axis1, axis2)
-
-
-def _squeeze(self: Tracer, axis: Any = None) -> Any:
-    return xp.squeeze(self, axis=axis)
-
-
-def _diagonal(self: Tracer, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    return xp.diagonal(self, offset, axis1, axis2)
-
-
-def _trace(
-    self: Tracer,
-    offset: int = 0,
-    axis1: int = 0,
-    axis2: int = 1,
-    dtype: Any = None,
-    out: Any = None,
-) -> Any:
-    return xp.trace(self, offset, axis1, axis2, dtype=dtype, out=out)
-
-
 def _conj(self: Tracer) -> Any:
-    return xp.conjugate(self)
-
-
-def _conjugate(self: Tracer) -> Any:
     return xp.conjugate(self)
 
 
@@ -172,20 +79,6 @@ def _imag(self: Tracer) -> Any:
 def _fill(self: Tracer, value: Any) -> None:
     """Every element set to ``value``, in place (through a view into its base)."""
     self.write(xp.broadcast_to(value, self.shape) * 1.0)
-
-
-# Permutations and indices: NumPy's function of the same name decides
-# (frontend/runtime.py; refused, naming the line, where it is not supported).
-def _argmax(self: Tracer, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-    return xp.argmax(self, axis=axis, out=out, **kw)
-
-
-def _argmin(self: Tracer, axis: Any = None, out: Any = None, **kw: Any) -> Any:
-    return xp.argmin(self, axis=axis, out=out, **kw)
-
-
-def _argsort(self: Tracer, axis: Any = -1, **kw: Any) -> Any:
-    return xp.argsort(self, axis=axis, **kw)
 
 
 def _sort(self: Tracer, axis: Any = -1, **kw: Any) -> None:
@@ -241,51 +134,68 @@ def _no_such_method(self: Tracer, name: str) -> Any:
     raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
 
 
-METHODS: dict[str, Any] = {
+def forwarding(function: Any) -> Any:
+    """The ndarray method that calls ``function`` (a NumPy function or ufunc) with
+    the array first: NumPy's dispatch brings the call to the frontend's handler."""
+
+    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        return function(self, *args, **kwargs)
+
+    functools.update_wrapper(method, function, ("__name__", "__qualname__"), ())
+    method.__doc__ = f"``np.{function.__name__}(x, ...)``, as NumPy's method."
+    return method
+
+
+def forwarded(
+    functions: Mapping[Any, Any], ufuncs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ndarray methods that the entry points declare (a
+    :class:`~difgen.frontend.numpy_api.Method` handler), by name: the NumPy
+    function's own for ``functions``, the ufunc's (``np.<name>``) for ``ufuncs``."""
+    methods = {
+        function.__name__: forwarding(function)
+        for function, handler in functions.items()
+        if isinstance(handler, numpy_api.Method)
+    }
+    for name, handler in ufuncs.items():
+        if isinstance(handler, numpy_api.Method):
+            methods[name] = forwarding(getattr(np, name))
+    return methods
+
+
+OWN: dict[str, Any] = {
     "T": property(_T),
     "reshape": _reshape,
     "ravel": _ravel,
     "flatten": _flatten,
     "transpose": _transpose,
-    "sum": _sum,
-    "mean": _mean,
-    "prod": _prod,
-    "max": _max,
-    "min": _min,
-    "var": _var,
-    "std": _std,
-    "any": _any,
-    "all": _all,
-    "cumsum": _cumsum,
-    "cumprod": _cumprod,
-    "dot": _dot,
     "clip": _clip,
-    "round": _round_method,
-    "take": _take,
-    "repeat": _repeat,
-    "swapaxes": _swapaxes,
-    "squeeze": _squeeze,
-    "diagonal": _diagonal,
-    "trace": _trace,
     "conj": _conj,
-    "conjugate": _conjugate,
     "real": property(_real),
     "imag": property(_imag),
     "fill": _fill,
-    "argmax": _argmax,
-    "argmin": _argmin,
-    "argsort": _argsort,
     "sort": _sort,
     "nonzero": _nonzero,
     "__round__": _round,
     "__floor__": _floor,
     "__ceil__": _ceil,
     "__trunc__": _trunc,
+    "__getattr__": _no_such_method,
+    # NumPy 2 arrays name their array-API namespace: NumPy itself, which
+    # dispatches on tracers. Array-API code (SciPy's array_api_extra) asks it, and
+    # takes an array without it for a read-only one.
+    "__array_namespace__": lambda self, api_version=None: np,
 }
-METHODS["__getattr__"] = _no_such_method
-# NumPy 2 arrays name their array-API namespace: NumPy itself, which dispatches
-# on tracers. Array-API code (SciPy's array_api_extra) asks it, and takes an
-# array without it for a read-only one.
-METHODS["__array_namespace__"] = lambda self, api_version=None: np
+"""The methods that are not their NumPy function with the array first: properties,
+other parameters (``reshape(*shape)``, ``clip(min=, max=)``, C order only), in
+place (``fill``, ``sort``), an alias (``conj``), a method whose function has no
+entry point and so refuses as it does (``nonzero``), Python's protocols."""
+
+FORWARDED = forwarded(numpy_api.FUNCTIONS, numpy_api.UFUNCS)
+"""The methods the entry points declare, as installed."""
+if FORWARDED.keys() & OWN.keys():  # a declaration would replace a written method
+    raise ValueError(f"declared and written: {sorted(FORWARDED.keys() & OWN.keys())}")
+
+METHODS: dict[str, Any] = {**FORWARDED, **OWN}
 
 use_array_methods(METHODS)

@@ -23,6 +23,7 @@ from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
 from difgen.frontend.numpy_api import (
     FUNCTIONS,
+    Method,
     _axes,
     _no_out,
     expand_dims,
@@ -471,7 +472,7 @@ def eigh(a: Any, UPLO: str = "L") -> Any:
 
 FUNCTIONS.update(
     {
-        np.dot: dot,
+        np.dot: Method(dot),
         np.tensordot: tensordot,
         np.linalg.tensordot: lambda x1, x2, /, *, axes=2: tensordot(x1, x2, axes),
         np.linalg.matmul: lambda x1, x2, /: matmul(x1, x2),

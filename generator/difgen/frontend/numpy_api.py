@@ -2,7 +2,9 @@
 
 Two tables: ``UFUNCS`` (by ufunc name, reached through ``__array_ufunc__``) and
 ``FUNCTIONS`` (by function object, reached through ``__array_function__``). Anything
-not in them is an error that names the function and the user's line.
+not in them is an error that names the function and the user's line. An entry whose
+function is also an ndarray method taking the array first says so (:class:`Method`),
+and :mod:`difgen.frontend.array_methods` installs that method.
 """
 
 from __future__ import annotations
@@ -27,6 +29,22 @@ from difgen.core.tracer import (
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
 from difgen.primitives.indexing import scatter_add
+
+
+class Method:
+    """An entry point whose NumPy function is also the ndarray method of the same
+    name on the array (``x.sum(0, keepdims=True)`` is ``np.sum(x, 0,
+    keepdims=True)``, every argument in the same place): declared with the entry,
+    ``np.sum: Method(sum_)``, so :mod:`difgen.frontend.array_methods` installs the
+    method and a function with an ndarray method is one declaration. Not for a
+    method that differs from its function: in place (``sort``, ``fill``), other
+    parameters (``reshape(*shape)``, ``clip(min=)``), or a property (``T``)."""
+
+    def __init__(self, handler: Callable[..., Any]) -> None:
+        self.handler = handler
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.handler(*args, **kwargs)
 
 
 # ------------------------------------------------------------------ helpers
@@ -863,24 +881,24 @@ def reduce_list(reducer: Callable[..., Any]) -> Callable[..., Any]:
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
-    np.sum: sum_,
-    np.mean: mean,
-    np.var: var,
-    np.std: std,
-    np.prod: _reducer("reduce_prod"),
-    np.max: _reducer("reduce_max"),
-    np.min: _reducer("reduce_min"),
+    np.sum: Method(sum_),
+    np.mean: Method(mean),
+    np.var: Method(var),
+    np.std: Method(std),
+    np.prod: Method(_reducer("reduce_prod")),
+    np.max: Method(_reducer("reduce_max")),
+    np.min: Method(_reducer("reduce_min")),
     np.amax: _reducer("reduce_max"),
     np.amin: _reducer("reduce_min"),
-    np.cumsum: _cumulative("cumsum"),
-    np.cumprod: _cumulative("cumprod"),
+    np.cumsum: Method(_cumulative("cumsum")),
+    np.cumprod: Method(_cumulative("cumprod")),
     np.reshape: reshape,
     np.ravel: ravel,
     np.transpose: transpose,
-    np.swapaxes: swapaxes,
+    np.swapaxes: Method(swapaxes),
     np.moveaxis: moveaxis,
     np.expand_dims: expand_dims,
-    np.squeeze: squeeze,
+    np.squeeze: Method(squeeze),
     np.broadcast_to: broadcast_to,
     np.atleast_2d: _atleast(2),
     np.concatenate: concatenate,
@@ -889,12 +907,12 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.vstack: vstack,
     np.flip: flip,
     np.roll: roll,
-    np.repeat: repeat,
+    np.repeat: Method(repeat),
     np.tile: tile,
     np.pad: pad,
-    np.diagonal: diagonal,
+    np.diagonal: Method(diagonal),
     np.diag: diag,
-    np.trace: trace_,
+    np.trace: Method(trace_),
     np.triu: _triangle(np.triu),
     np.tril: _triangle(np.tril),
     np.vdot: vdot,
@@ -909,9 +927,9 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.full_like: full_like,
     np.copy: copy,
     np.diff: diff,
-    np.any: any_,
-    np.all: all_,
-    np.take: take,
+    np.any: Method(any_),
+    np.all: Method(all_),
+    np.take: Method(take),
     np.ediff1d: ediff1d,
     np.average: average,
     np.column_stack: column_stack,
@@ -928,7 +946,7 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.linspace: linspace,
     np.sinc: sinc,
     np.nan_to_num: nan_to_num,
-    np.round: around,
+    np.round: Method(around),
     np.around: around,
     np.real: real,
     np.imag: imag,
@@ -1034,7 +1052,9 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "deg2rad": lambda x: x * (math.pi / 180.0),
     "radians": lambda x: x * (math.pi / 180.0),
     "degrees": lambda x: x * (180.0 / math.pi),
-    "conjugate": lambda x: x.copy() if isinstance(x, Tracer) else np.conjugate(x),
+    "conjugate": Method(
+        lambda x: x.copy() if isinstance(x, Tracer) else np.conjugate(x)
+    ),
     "floor": _unary("floor"),
     "ceil": _unary("ceil"),
     "trunc": _unary("trunc"),

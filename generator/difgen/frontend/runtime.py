@@ -577,21 +577,21 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 numpy_api.FUNCTIONS.update(
     {
         np.sort: sort,
-        np.argsort: argsort,
-        np.argmax: _arg_extreme("argmax"),
-        np.argmin: _arg_extreme("argmin"),
+        np.argsort: numpy_api.Method(argsort),
+        np.argmax: numpy_api.Method(_arg_extreme("argmax")),
+        np.argmin: numpy_api.Method(_arg_extreme("argmin")),
         np.median: median,
         np.percentile: _quantile("percentile", 100.0),
         np.quantile: _quantile("quantile", 1.0),
-        np.take: take,
+        np.take: numpy_api.Method(take),
         np.take_along_axis: take_along_axis,
         np.count_nonzero: count_nonzero,
         np.partition: _refuse_partition("partition"),
         np.argpartition: _refuse_partition("argpartition"),
         np.where: where,
         np.clip: clip,
-        np.sum: _counted(numpy_api.sum_),
-        np.mean: _counted(numpy_api.mean),
+        np.sum: numpy_api.Method(_counted(numpy_api.sum_)),
+        np.mean: numpy_api.Method(_counted(numpy_api.mean)),
     }
 )
 

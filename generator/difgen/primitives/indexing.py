@@ -280,6 +280,11 @@ scatter_add_p = register(
 )
 
 
+identities.places_into_zeros(
+    scatter_add_p, lambda eqn: ([eqn.inputs[0]], [eqn.params.as_dict()["index"]])
+)
+
+
 def scatter_add(value: Any, index: Any, shape: tuple[int, ...]) -> Any:
     """``out = zeros(shape); out[index] += value``, traced or eager."""
     return bind(scatter_add_p, value, index=index, shape=tuple(shape))
@@ -364,6 +369,12 @@ scatter_sum_p = register(
         sparsity=patterns.scatter_sum,
         cost="reducing",
     )
+)
+
+
+identities.places_into_zeros(
+    scatter_sum_p,
+    lambda eqn: (list(eqn.inputs), list(eqn.params.as_dict()["indices"])),
 )
 
 

@@ -49,7 +49,8 @@ def _sum_impl(x: Any, axes: Any) -> Any:
 
 def _reduce_form(ufunc: str) -> NumpyForm:
     """``np.add.reduce(x, axis=...)``: the ufunc method, without the Python wrapper of
-    ``np.sum`` (about 1 us per call on small arrays)."""
+    ``np.sum``, whose price per call on small arrays
+    ``benchmarks.calibration.sum_wrapper_ns`` measures."""
 
     def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         """Over every axis: ``axis=None`` (nothing for 1-D, where it is the default)."""

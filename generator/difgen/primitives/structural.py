@@ -343,6 +343,7 @@ basis_p = Primitive(
     scalar=NO_HELPER,
     cost="moving",
 )
+identities.makes_the_identity(basis_p)
 """The standard basis of an array of ``shape``, stacked: ``(size, *shape)``.
 
 The seed of a jacobian or hessian over the input basis. It has no inputs and is not

@@ -1,8 +1,11 @@
 """Render a module from printed parts through ``templates/module.py.j2`` and black.
 
 Printers produce :class:`~difgen.targets.parts.Function` values (signature, body
-lines, return; :mod:`difgen.targets.parts`); this module adds the header, imports and constants the generated module contract asks for
-(docs/design.md, section 10) and formats with black, so the bytes are deterministic.
+lines, return, and what their code names: :mod:`difgen.targets.parts`); this module
+adds the header, the imports and helpers those reports ask for (it never reads the
+printed text back to find them) and the constants the generated module contract
+asks for (docs/design.md, section 10), and formats with black, so the bytes are
+deterministic.
 """
 
 from __future__ import annotations
@@ -22,7 +25,15 @@ from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
 from difgen.render import blackfast
-from difgen.targets.parts import Function, ModuleParts
+from difgen.targets.parts import (
+    MATH,
+    NOTHING,
+    SCIPY_SPARSE,
+    TYPING,
+    Function,
+    ModuleParts,
+    Uses,
+)
 from difgen.targets.signatures import (
     argument_checks,
     data_helpers,
@@ -76,25 +87,52 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def _imports(
-    source: str, functions: list[Function], compiled: bool = False
-) -> list[str]:
-    """The imports ``source`` needs; NumPy always (the argument checks use it);
-    ``math`` when a printer reported it or the module defines any helper of
-    :mod:`difgen.floats` (most are written with it); with ``compiled`` (emit =
-    "c") those of the extension's loader."""
+IMPORTS = {
+    MATH: "import math",
+    TYPING: "from typing import Any",
+    SCIPY_SPARSE: "import scipy.sparse as sp  # type: ignore[import-untyped]",
+}
+"""The import of each module a printer may report (:class:`~difgen.targets.parts.Uses`)."""
+
+TEMPLATE_HELPERS = frozenset({naming.CHECK_CSR_OUT})
+"""The template's helpers that a module defines only when a printer reports them."""
+
+
+def module_uses(functions: Sequence[Function]) -> Uses:
+    """What the functions' code names, as their printers reported it; a module or
+    helper render does not know is a printer's bug (the module would not run)."""
+    uses = NOTHING
+    for f in functions:
+        uses |= f.uses
+    unknown = sorted(
+        (uses.modules - IMPORTS.keys())
+        | (uses.helpers - TEMPLATE_HELPERS - set(floats.NAMES))
+    )
+    if unknown:
+        raise InternalError(
+            f"a printer reported {', '.join(unknown)}, which no generated module "
+            "imports or defines; this is a difgen bug"
+        )
+    return uses
+
+
+def imports_of(uses: Uses, compiled: bool = False) -> list[str]:
+    """The imports of a module whose code names ``uses``: NumPy always (the
+    argument checks use it); ``math`` when a printer reported it or the module
+    defines any helper of :mod:`difgen.floats` (most are written with it); with
+    ``compiled`` (emit = "c") those of the extension's loader."""
     lines = []
     if compiled:
         lines += ["import importlib.machinery", "import importlib.util"]
-    if any(f.helpers or "math" in f.modules for f in functions):
-        lines.append("import math")
+    if MATH in uses.modules or uses.helpers & set(floats.NAMES):
+        lines.append(IMPORTS[MATH])
     if compiled:
         lines += ["import os", "import warnings"]
-    if ": list[Any] = []" in source:  # the state stack of a loop's adjoint
-        lines.append("from typing import Any")
+    if TYPING in uses.modules:  # the state stack of a loop's adjoint
+        lines.append(IMPORTS[TYPING])
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
-    if "sp.csr_array" in source:
-        lines.append("import scipy.sparse as sp  # type: ignore[import-untyped]")
+    if SCIPY_SPARSE in uses.modules:
+        lines.append(IMPORTS[SCIPY_SPARSE])
     return lines
 
 
@@ -131,9 +169,7 @@ def render_module(
         )
         for f in parts.functions
     ]
-    body_text = "\n".join(
-        "\n".join((f.signature, f.returns, *f.body)) for f in functions
-    ) + "\n".join([v for _, v in parts.constants] + parts.setup)
+    uses = module_uses(functions)
     contexts = ", ".join(
         f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
     )
@@ -157,9 +193,10 @@ def render_module(
         contexts=contexts,
         config=config_reference(spec, config),
         name=spec.name,
-        imports=_imports(body_text, functions, c_hash is not None),
+        imports=imports_of(uses, c_hash is not None),
+        scipy=SCIPY_SPARSE in uses.modules,
         c_hash=c_hash,
-        csr_out=f"{naming.CHECK_CSR_OUT}(" in body_text,
+        csr_out=naming.CHECK_CSR_OUT in uses.helpers,
         c_module=spec.name + naming.C_SUFFIX,
         wrappers=list(dict(w for f in functions for w in f.wrappers).items()),
         source_hash=source_hash,
@@ -171,9 +208,7 @@ def render_module(
         all_names=repr(sorted(f.name for f in functions if f.block_of is None)),
         helpers=naming,
         points=any(f.points_of is not None for f in functions),
-        float_helpers=floats.definitions(
-            frozenset().union(*(f.helpers for f in functions))
-        )
+        float_helpers=floats.definitions(uses.helpers)
         + data_helpers(spec, parts.index_checks),
     )
     skeleton = [dataclasses.replace(f, body=b) for f, b in zip(functions, bodies)]

@@ -136,11 +136,12 @@ def _print_compiled(
         return function, "vector"
     native, doc = c_loops.c_loops_function(body, len(graph.eqns), pattern)
     points = c_loops.points_native(op, spec, ys, body) if spec.points else None
+    wrappers, uses = c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec))
     compiled = dataclasses.replace(
-        function,
+        function.using(uses),
         native=native,
         native_doc=doc + function.doc,
-        wrappers=c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec)),
+        wrappers=wrappers,
         native_points=points,
     )
     return compiled, "vector"

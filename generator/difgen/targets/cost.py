@@ -24,9 +24,11 @@ would make the build slow (SymPy's tree walks are exponential in the loop length
 and the file large, and they are never cheaper as scalars. ``emit = "scalar" |
 "vector"`` in the config overrides the choice.
 
-Calibration (CPython 3.11, NumPy 2.4, this project's 2-core machine): a NumPy ufunc
-call on a small array costs ~0.5-1 us, a Python float operation ~30-50 ns, so
-scalar code wins roughly below a dozen or two element operations per equation.
+The prices are measured, not guessed: ``python -m benchmarks.calibration`` times
+each figure behind them on the machine at hand (a NumPy call on small arrays, an
+element of a ufunc, a Python float operation, an element unpacked or packed) and
+the number of element operations per equation below which scalar code wins, and
+names the constant each figure sets. Retune the constants from its table.
 """
 
 from __future__ import annotations
@@ -37,9 +39,17 @@ from difgen.core.ir import Graph
 from difgen.derive.lowering import EXPRESSION_LIMIT, expression_size
 
 CALL_NS = 700.0
+"""The fixed price (ns) of one NumPy call: each equation of vector code, and each
+array scalar code unpacks or packs (benchmarks.calibration.ufunc_call_ns)."""
 ELEMENT_NS = 1.5
+"""The price (ns) of an element of work in vector code
+(benchmarks.calibration.ufunc_element_ns)."""
 SCALAR_OP_NS = 40.0
+"""The price (ns) of one Python float operation in scalar code
+(benchmarks.calibration.float_op_ns)."""
 ELEMENT_NS_SCALAR = 25.0
+"""The price (ns) of an element scalar code unpacks from an argument or packs into
+an array result (benchmarks.calibration.unpack_element_ns, pack_element_ns)."""
 SCALAR_LIMIT = 1500
 
 

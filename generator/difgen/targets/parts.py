@@ -1,15 +1,44 @@
 """What printers produce: :class:`Function` values (one per operator, with its C twin
-for ``emit = "c"``), the module's :class:`Constants`, and :class:`ModuleParts`, all a
-module's printed parts, which :mod:`difgen.render.module` puts into the template.
+for ``emit = "c"``) and what each one's code names (:class:`Uses`), the module's
+:class:`Constants`, and :class:`ModuleParts`, all a module's printed parts, which
+:mod:`difgen.render.module` puts into the template.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from difgen import naming
 from difgen.derive.checks import IndexCheck
+
+MATH = "math"
+TYPING = "typing"
+"""Its ``Any``: the element type of a loop adjoint's stack of states."""
+SCIPY_SPARSE = "scipy.sparse"
+"""Imported as ``sp``: sparse results are ``sp.csr_array``."""
+
+
+@dataclass(frozen=True)
+class Uses:
+    """What printed code names besides NumPy and the template's argument checks, as
+    the printer that wrote it reports it (SymPy's printers collect
+    ``module_imports`` so): a module defines and imports exactly what its
+    functions report, and nothing reads the printed text back to find out."""
+
+    helpers: frozenset[str] = frozenset()
+    """Module helpers the code calls: those of :mod:`difgen.floats`, and the
+    template's optional ``naming.CHECK_CSR_OUT``."""
+    modules: frozenset[str] = frozenset()
+    """Modules besides NumPy: :data:`MATH`, :data:`TYPING`, :data:`SCIPY_SPARSE`."""
+
+    def __or__(self, other: Uses) -> Uses:
+        return Uses(self.helpers | other.helpers, self.modules | other.modules)
+
+
+NOTHING = Uses()
+SPARSE = Uses(modules=frozenset({SCIPY_SPARSE}))
+"""What code naming ``sp.csr_array`` uses."""
 
 
 @dataclass(frozen=True)
@@ -44,11 +73,25 @@ class Function:
     operator's points variant, one C loop over the same statements
     (:mod:`difgen.targets.c.points`); its ``_points`` Function takes it."""
     helpers: frozenset[str] = frozenset()
-    """The helpers and constants of :mod:`difgen.floats` the body calls, as its
-    printer reported them: the module defines these (and only these)."""
+    """The module helpers (those of :mod:`difgen.floats` and the template's
+    optional ones) and constants its code calls, as its printers reported them:
+    the module defines these (and only these). See :class:`Uses`."""
     modules: frozenset[str] = frozenset()
-    """The modules the body names besides NumPy (``math``), as its printer
-    reported them (SymPy's ``module_imports``)."""
+    """The modules its code names besides NumPy, as its printers reported them
+    (SymPy's ``module_imports``). See :class:`Uses`."""
+
+    @property
+    def uses(self) -> Uses:
+        """What its code (body, signature, C wrappers) names, as reported."""
+        return Uses(self.helpers, self.modules)
+
+    def using(self, uses: Uses) -> Function:
+        """This function, also reporting ``uses`` (what code added to it names)."""
+        return replace(
+            self,
+            helpers=self.helpers | uses.helpers,
+            modules=self.modules | uses.modules,
+        )
 
 
 class Constants:

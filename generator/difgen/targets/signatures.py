@@ -24,8 +24,10 @@ from difgen.operators import (
     seed_shape,
     sparse_shape,
 )
+from difgen.targets.parts import NOTHING, SPARSE, Uses
 
 SPARSE_TYPE = "sp.csr_array"
+"""A sparse result's type (:data:`difgen.targets.parts.SPARSE` is what it uses)."""
 
 
 def sparse_out(op: Operator, spec: ModuleSpec) -> bool:
@@ -33,6 +35,12 @@ def sparse_out(op: Operator, spec: ModuleSpec) -> bool:
     its last result is sparse and the module is compiled (``emit = "c"``), where
     building a new CSR array would cost more than computing its nonzeros."""
     return op.takes_out and spec.emit == "c" and is_sparse(op.results[-1], spec)
+
+
+def signature_uses(op: Operator, spec: ModuleSpec) -> Uses:
+    """What :func:`signature` names besides NumPy: SciPy's sparse module when a
+    result (or ``out``) is a CSR array."""
+    return SPARSE if any(is_sparse(k, spec) for k in op.results) else NOTHING
 
 
 def annotation(shape: Shape) -> str:
@@ -243,8 +251,9 @@ class PointsArguments:
     memory when there are more than ``layout_size`` points.
 
     NumPy runs its inner loop along the last axis of a C-ordered array: on
-    ``(k, 10)`` arrays that is 10 elements per loop (4x slower on the Rosenbrock
-    gradient at k = 10^4) where Fortran order gives loops of k."""
+    ``(k, 10)`` arrays that is 10 elements per loop where Fortran order gives
+    loops of k (``python -m benchmarks.calibration`` times a block of the
+    Rosenbrock gradient in both orders)."""
     layout_size: int
     """The most elements of one point among ``layout``'s arrays (0 if none)."""
 

@@ -534,9 +534,9 @@ def print_operator(
         for i, (kind, r) in enumerate(zip(op.results, code.results))
         if isinstance(r, SparseResult)
     }
-    wrappers = c_glue.csr_helpers(op.results, formats, sparse_out(op, spec))
+    wrappers, uses = c_glue.csr_helpers(op.results, formats, sparse_out(op, spec))
     return dataclasses.replace(
-        function,
+        function.using(uses),
         native=native.source,
         native_doc=native.doc + function.doc,
         wrappers=wrappers,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from difgen.targets.numpy.printer import CsrFormat
+from difgen.targets.parts import NOTHING, Uses
 
 PREFIX = "dg_"
 """Every name the C code defines itself starts with this (arguments' element
@@ -43,13 +44,17 @@ def return_lines(nres: int) -> list[str]:
 
 def csr_helpers(
     kinds: Sequence[str], formats: dict[int, CsrFormat], in_place: bool
-) -> tuple[tuple[str, str], ...]:
+) -> tuple[tuple[tuple[str, str], ...], Uses]:
     """The module's helpers the C calls for sparse results, as (key, lambda
     source): ``kind`` wraps the data into a CSR array, ``kind.out`` (with
-    ``in_place``, for the last result) checks a CSR ``out`` and returns its data."""
+    ``in_place``, for the last result) checks a CSR ``out`` and returns its data;
+    and what those lambdas name (for the Function that carries them)."""
     helpers = []
+    uses = NOTHING
     for i, fmt in sorted(formats.items()):
         helpers.append((kinds[i], "lambda data: " + fmt.format("data")))
+        uses |= fmt.FORMAT_USES
         if in_place and i == len(kinds) - 1:
             helpers.append((f"{kinds[i]}.out", f"lambda out: {fmt.out_check('out')}"))
-    return tuple(helpers)
+            uses |= fmt.OUT_CHECK_USES
+    return tuple(helpers), uses

@@ -22,7 +22,8 @@ build refuses it at the ``points`` key rather than emit code valid for one ``k``
 Many points are evaluated in blocks (:func:`block_size`): each vectorized NumPy
 operation streams its operands' whole length through memory, so on 10^4 points
 the temporaries of one call outgrow the CPU's cache and every operation waits for
-memory (2.5x the cost per point of 10^3 points, measured). The variant's body is a
+memory (``python -m benchmarks.calibration`` times a points variant per point by
+block size). The variant's body is a
 private function of one block (``_gradient_points_block``) that the public one
 calls once when the points fit one block, and otherwise on each block in turn,
 writing its rows into results allocated once. The points are independent, so
@@ -49,7 +50,7 @@ from difgen.operators import Shape
 from difgen.targets.c import points as c_points
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import is_view, number, print_graph
-from difgen.targets.parts import Constants, Function
+from difgen.targets.parts import Constants, Function, Uses
 from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,
@@ -60,25 +61,25 @@ from difgen.targets.signatures import (
 BLOCK_BYTES = 512 * 1024
 """The bytes of temporaries one block of points may keep live at once. A block is
 the largest power of two of points within it (0.25-0.5 MiB), the last block up to
-twice that (it takes the remainder), all within the L2 cache of current x86 and
-ARM server cores (1-2 MiB per core). Measured (docs/points.md): the Rosenbrock
-gradient runs fastest in blocks of 1024-2048 points at n = 10 (440 bytes a point)
-and 256-512 at n = 100 (4760 bytes a point), 2-3x faster than one call over 10^5
-points."""
+twice that (it takes the remainder), all within a core's L2 cache, so that a
+block's temporaries stay in it. ``python -m benchmarks.calibration`` reads the L2
+size and times the Rosenbrock gradient's points variant per point by block size
+at n = 10 (440 bytes a point) and n = 100 (4760 bytes a point)."""
 
 MIN_BLOCK = 256
-"""The fewest points of a block: each NumPy call costs about a microsecond, and in
-the Fortran layout every inner loop runs along the block's points, so blocks of a
-few dozen points would spend their time in overheads (blocks of 128 points ran
-1.3x slower than 256 on the n = 100 gradient). It also keeps every block far
-from one point, where NumPy may take other loops."""
+"""The fewest points of a block: each NumPy call has a fixed price, and in the
+Fortran layout every inner loop runs along the block's points, so blocks of a few
+dozen points would spend their time in overheads. It also keeps every block far
+from one point, where NumPy may take other loops. ``python -m
+benchmarks.calibration`` measures the call and the n = 100 gradient in blocks of
+128 against 256."""
 
 
 def _code(
     graph: Graph, out_flags: Sequence[bool], names: Sequence[str], pool: Constants
-) -> tuple[list[str], list[str]]:
-    """(statements, result expressions) of a batched graph; every result a fresh
-    array with the points in front."""
+) -> tuple[list[str], list[str], Uses]:
+    """(statements, result expressions, what they name) of a batched graph; every
+    result a fresh array with the points in front."""
     k = graph.inputs[0].shape[0]
     code = print_graph(graph, names, pool, lead=k)
     results = []
@@ -91,7 +92,7 @@ def _code(
             results.append(f"np.array({expr})")
         else:
             results.append(expr)
-    return list(code.lines), results
+    return list(code.lines), results, code.uses
 
 
 def bytes_per_point(graph: Graph) -> int:
@@ -221,8 +222,8 @@ def points_function(
     k1, k2 = derived.sentinels
     trial = copy.deepcopy(pool)
     (g1, f1), (g2, f2) = derived.batched
-    lines1, results1 = _code(g1, f1, names, pool)
-    lines2, results2 = _code(g2, f2, names, trial)
+    lines1, results1, uses = _code(g1, f1, names, pool)
+    lines2, results2, _ = _code(g2, f2, names, trial)
     body = _generic(lines1, k1)
     results = _generic(results1, k1)
     if (
@@ -254,7 +255,7 @@ def points_function(
         f"{naming.points(op.name)} on one block of points, checked and laid out.",
         tuple(body),
         block_of=op.name,
-    )
+    ).using(uses)
     args = points_arguments(op, spec, ys)
     shapes = [
         (out.shape[1:] if batched else out.shape, out.dtype)

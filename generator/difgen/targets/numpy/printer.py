@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -28,8 +28,14 @@ from difgen.core.primitive import Statements
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
 from difgen.targets.numpy.epilogue import LastResult, returns
-from difgen.targets.parts import Constants, Function
-from difgen.targets.signatures import docstring, signature, sparse_out
+from difgen.targets.parts import NOTHING, SPARSE, TYPING, Constants, Function, Uses
+from difgen.targets.signatures import (
+    SPARSE_TYPE,
+    docstring,
+    signature,
+    signature_uses,
+    sparse_out,
+)
 
 INLINE_SIZE = 8  # arrays up to this many elements are written in place
 INLINE_LENGTH = 72  # a single-use expression longer than this gets its own line
@@ -151,13 +157,16 @@ def _periodic(flat: np.ndarray) -> str | None:
     >>> print(_periodic(np.arange(40) // 2 * 3))
     (np.array([0, 0]) + 3 * np.arange(20)[:, None]).ravel()[:40]
     """
-    parts = _periodic_parts(flat.astype(np.int64), depth=0)
-    if parts is None or not any(p.startswith("(") for p in parts):
+    found = _periodic_parts(flat.astype(np.int64), depth=0)
+    if found is None or not any(run for _, run in found):
         return None
+    parts = [source for source, _ in found]
     return parts[0] if len(parts) == 1 else f"np.concatenate(({', '.join(parts)}))"
 
 
-def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
+def _periodic_parts(values: np.ndarray, depth: int) -> list[tuple[str, bool]] | None:
+    """The sources of ``values`` in order, each with whether it is a periodic run
+    (else a literal)."""
     n = len(values)
     if n == 0:
         return []
@@ -177,7 +186,7 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
     if best is None:
         if n > MAX_LITERAL:
             return None
-        return [f"np.array({values.tolist()!r})"]
+        return [(f"np.array({values.tolist()!r})", False)]
     covered, p, start, stop = best
     left = _periodic_parts(values[:start], depth + 1)
     right = _periodic_parts(values[start + covered :], depth + 1)
@@ -189,7 +198,7 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[str] | None:
         f"(np.array({block.tolist()!r}) + {shift} * np.arange({reps})[:, None])"
         f".ravel()[:{covered}]"
     )
-    return [*left, run, *right]
+    return [*left, (run, True), *right]
 
 
 def _wrapped(items: list[str], suffix: str) -> str:
@@ -226,6 +235,11 @@ class CsrFormat:
     indptr: str
     shape: tuple[int, int]
 
+    FORMAT_USES: ClassVar[Uses] = SPARSE
+    """What the code of :meth:`format` names (its printer reports it)."""
+    OUT_CHECK_USES: ClassVar[Uses] = Uses(helpers=frozenset({naming.CHECK_CSR_OUT}))
+    """What the code of :meth:`out_check` names (its printer reports it)."""
+
     def format(self, data: str) -> str:
         """A CSR array of the nonzeros ``data`` on copies of the pattern: SciPy
         keeps the arrays it is given (``indptr`` itself, ``indices`` as a view), so
@@ -233,7 +247,7 @@ class CsrFormat:
         edit of a returned matrix rewrote the module's pattern, and every later
         call returned a wrong matrix."""
         layout = f"{self.indices}.copy(), {self.indptr}.copy()"
-        return f"sp.csr_array(({data}, {layout}), shape={self.shape!r})"
+        return f"{SPARSE_TYPE}(({data}, {layout}), shape={self.shape!r})"
 
     def out_check(self, out: str) -> str:
         """The call of the module's ``_check_csr_out`` on ``out`` against this
@@ -296,11 +310,13 @@ def lit_source(lit: Lit, pool: Constants) -> Expr:
 
 @dataclass
 class GraphCode:
-    """Statements computing a graph, and the expressions of its outputs."""
+    """Statements computing a graph, the expressions of its outputs, and what the
+    statements name besides NumPy."""
 
     lines: list[str]
     outputs: list[str]
     hoisted: set[Var]
+    uses: Uses = NOTHING
 
 
 HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
@@ -349,11 +365,16 @@ def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
 
 class _Statements:
     """Statement building: each value becomes a name, a pending inline expression
-    or a hoisted module value, as the policy decides."""
+    or a hoisted module value, as the policy decides. ``modules`` collects the
+    modules the statements name besides NumPy (one set for a block and the blocks
+    inside it)."""
 
-    def __init__(self, pool: Constants, names: dict[Var, Expr]) -> None:
+    def __init__(
+        self, pool: Constants, names: dict[Var, Expr], modules: set[str] | None = None
+    ) -> None:
         self.pool = pool
         self.names = names
+        self.modules: set[str] = set() if modules is None else modules
         self.pending: dict[Var, Expr] = {}  # single-use values not yet written out
         self.lines: list[str] = []
         self.counter = 0
@@ -412,7 +433,8 @@ def print_graph(
     out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
     policy = _print_eqns(graph, out, lead)
     outputs = [out.source(o).text for o in graph.outputs]
-    return GraphCode(out.lines, outputs, set(policy.hoisted))
+    uses = Uses(modules=frozenset(out.modules))
+    return GraphCode(out.lines, outputs, set(policy.hoisted), uses)
 
 
 def _print_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inlining:
@@ -449,7 +471,7 @@ def _print_cond(eqn: Any, out: _Statements) -> None:
     blocks = []
     for branch in (branches[1], branches[0]):
         graph = branch.graph
-        inner = _Statements(out.pool, dict(zip(graph.inputs, operands)))
+        inner = _Statements(out.pool, dict(zip(graph.inputs, operands)), out.modules)
         inner.counter = out.counter
         policy = _print_eqns(graph, inner)
         out.counter = inner.counter
@@ -488,7 +510,7 @@ def _block(
 ) -> tuple[list[str], list[str]]:
     """A sub-graph's statements (its inputs bound to ``inputs``) and the expressions
     of its outputs; temporaries continue ``out``'s numbering."""
-    inner = _Statements(out.pool, dict(zip(graph.inputs, inputs)))
+    inner = _Statements(out.pool, dict(zip(graph.inputs, inputs)), out.modules)
     inner.counter = out.counter
     _print_eqns(graph, inner)
     out.counter = inner.counter
@@ -574,6 +596,7 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
         state = [atom(v) for v in names]
         stack = _fresh(out)
         out.lines.append(f"{stack}: list[Any] = []")
+        out.modules.add(TYPING)
         out.lines += _while_head(params["cond"].graph, state, consts, out)
         pushed = names[0] if n == 1 else f"({', '.join(names)})"
         lines, new = _block(params["fwd"].graph, [*state, *consts], out)
@@ -648,11 +671,14 @@ def print_operator(
             results.append(expr)
     last_raw = results[-1]
     results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
+    uses = code.uses | signature_uses(op, spec)
+    uses |= CsrFormat.FORMAT_USES if wrap else NOTHING
     if sparse_out(op, spec) and len(results) - 1 in wrap:  # emit = "c" fallback
         body += csr_out_returns(op, results, last_raw, wrap[len(results) - 1])
         params, annotation = signature(op, spec, ys)
         doc = docstring(op, spec, ys)
-        return Function(op.name, params, annotation, doc, tuple(body))
+        function = Function(op.name, params, annotation, doc, tuple(body))
+        return function.using(uses | CsrFormat.OUT_CHECK_USES)
     dense_array = graph.outputs[-1].shape != () and len(results) - 1 not in wrap
     into_out = op.takes_out and dense_array
     last = None
@@ -660,14 +686,17 @@ def print_operator(
         last = LastResult(f": NDArray[np.float64] = {results[-1]}", naming.RESULT)
     body += returns(op.results, results, last, into_out, graph.outputs[-1].shape)
     params, annotation = signature(op, spec, ys)
-    return Function(op.name, params, annotation, docstring(op, spec, ys), tuple(body))
+    doc = docstring(op, spec, ys)
+    return Function(op.name, params, annotation, doc, tuple(body)).using(uses)
 
 
 def csr_out_returns(
     op: Operator, sources: list[str], data: str, fmt: CsrFormat
 ) -> list[str]:
     """A sparse last result written into a caller's CSR ``out`` (its ``data``, the
-    pattern checked by ``_check_csr_out``), as the compiled operator does."""
+    pattern checked by ``_check_csr_out``), as the compiled operator does: its
+    caller reports ``fmt``'s :attr:`~CsrFormat.FORMAT_USES` and
+    :attr:`~CsrFormat.OUT_CHECK_USES`."""
     kinds = op.results
     head = "".join(f"{kind}, " for kind in kinds[:-1])
     lines = [f"{kind} = {source}" for kind, source in zip(kinds[:-1], sources[:-1])]

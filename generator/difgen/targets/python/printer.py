@@ -32,9 +32,9 @@ from difgen.derive.lowering import (
 from difgen.operators import Operator
 from difgen.targets import cost as cost_model
 from difgen.targets.numpy.epilogue import LastResult, returns
-from difgen.targets.numpy.printer import csr_format, csr_out_returns
-from difgen.targets.parts import Constants, Function
-from difgen.targets.signatures import docstring, signature, sparse_out
+from difgen.targets.numpy.printer import CsrFormat, csr_format, csr_out_returns
+from difgen.targets.parts import NOTHING, Constants, Function, Uses
+from difgen.targets.signatures import docstring, signature, signature_uses, sparse_out
 
 
 def _negated(term: Any) -> Any:
@@ -292,7 +292,8 @@ def _checked_unpack(
     element that is not a float (ints, complex, nested lists from a 2-D array), and
     goes through ``_as_array``, which converts it or raises naming the argument and
     both shapes. This is the argument check of scalar code: one type test instead
-    of a type, dtype and shape comparison (about 80 ns less per argument).
+    of a type, dtype and shape comparison (what that saves per argument:
+    ``benchmarks.calibration.checked_unpack_saving_ns``).
     """
     convert = f"{naming.AS_ARRAY}({name!r}, {name}, {shape!r}).tolist()"
     return [
@@ -367,21 +368,24 @@ def print_operator(
     results: list[Any] = []  # object arrays, or SparseResult (as ScalarCode's)
     sources: list[str] = []
     in_place = sparse_out(op, spec)
+    uses = NOTHING  # what the code of sparse results names
     for kind, r in zip(op.results, code.results):
         if isinstance(r, SparseResult):
             data = ", ".join(printer.doprint(next(it)) for _ in range(r.size))
             wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
             sources.append(wrap.format(f"np.array([{data}])"))
+            uses |= CsrFormat.FORMAT_USES
             results.append(r)
             if in_place and len(sources) == len(op.results):
                 body += csr_out_returns(op, sources, f"np.array([{data}])", wrap)
-                return _function(op, spec, ys, body, checked, printer)
+                uses |= CsrFormat.OUT_CHECK_USES
+                return _function(op, spec, ys, body, checked, printer, uses)
             continue
         arr = np.empty(r.shape, dtype=object)
         arr.ravel()[:] = [next(it) for _ in range(r.size)] if r.size else []
         results.append(arr)
         literal = _literal(arr, printer)
-        array = arr.ndim == 0 or literal.startswith("np.zeros")
+        array = arr.ndim == 0 or arr.size == 0  # a float, or np.zeros(shape)
         sources.append(literal if array else f"np.array({literal})")
     into_out = isinstance(results[-1], np.ndarray) and results[-1].ndim > 0
     last = None
@@ -390,7 +394,7 @@ def print_operator(
             f" = {_literal(results[-1], printer)}", f"np.array({naming.RESULT})"
         )
     body += returns(op.results, sources, last, last is not None, results[-1].shape)
-    return _function(op, spec, ys, body, checked, printer)
+    return _function(op, spec, ys, body, checked, printer, uses)
 
 
 def _function(
@@ -400,7 +404,10 @@ def _function(
     body: list[str],
     checked: frozenset[str],
     printer: FloatPrinter,
+    uses: Uses,
 ) -> Function:
+    """The :class:`Function`, reporting what its printer, its signature and
+    ``uses`` (the code of its sparse results) name."""
     params, annotation = signature(op, spec, ys)
     return Function(
         op.name,
@@ -411,7 +418,7 @@ def _function(
         checked,
         helpers=frozenset(printer.helpers),
         modules=frozenset(printer.module_imports),
-    )
+    ).using(uses | signature_uses(op, spec))
 
 
 def scalar_code(
