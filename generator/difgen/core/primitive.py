@@ -114,13 +114,16 @@ class LoopForm:
     ``impl`` run on element references), ``"reduction"`` (``start`` is the C
     accumulator's start, ``update`` its update with ``{acc}`` and ``{v}``) or
     ``"matmul"``. ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
-    beats the C library's per element, called on many elements.
+    beats the C library's per element, called on many elements. ``calls``: the
+    helpers of the C runtime a reduction's ``update`` calls (``_maximum``), which
+    the C file then carries.
     """
 
     kind: str
     start: str = ""
     update: str = ""
     ufunc: bool = False
+    calls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ("elementwise", "structural", "reduction", "matmul"):
@@ -141,9 +144,10 @@ MATMUL_LOOP = LoopForm("matmul")
 """``c_loop`` of ``matmul``: a loop of multiply-adds, or NumPy's dot when large."""
 
 
-def reduction_loop(start: str, update: str) -> LoopForm:
-    """``c_loop`` of a reduction: its C accumulator's ``start`` and ``update``."""
-    return LoopForm("reduction", start=start, update=update)
+def reduction_loop(start: str, update: str, calls: tuple[str, ...] = ()) -> LoopForm:
+    """``c_loop`` of a reduction: its C accumulator's ``start`` and ``update``
+    (which calls the C runtime's ``calls``)."""
+    return LoopForm("reduction", start=start, update=update, calls=calls)
 
 
 COST_CLASSES = (

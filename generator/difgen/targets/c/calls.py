@@ -53,7 +53,7 @@ def ufunc_call(p: Printer, eqn: Any) -> None:
         "{",
         f"    static PyObject *{fn} = NULL;",
         (
-            f'    if ({fn} == NULL && ({fn} = {PREFIX}numpy_attr("{name}")) == NULL) '
+            f'    if ({fn} == NULL && ({fn} = {p.use("numpy_attr")}("{name}")) == NULL) '
             f"goto {PREFIX}fail;"
         ),
         *_wrap(x, tuple(a.shape), pointer, strides, writeable=False),

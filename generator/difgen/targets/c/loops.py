@@ -98,6 +98,7 @@ from difgen.targets.c.demand import (
 )
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import FINITE, OTHER, ZERO, finite_constant
+from difgen.targets.c.glue import Used
 from difgen.targets.c.moves import Ref, affine, moves_of, structural
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text
 from difgen.targets.c.plan import BLAS_WORK, UFUNC_SIZE, Planner
@@ -180,7 +181,8 @@ class LoopBody:
     The statements read argument ``n`` through the pointer ``dg_p_<n>`` (a
     scalar through the double ``<n>``), write result ``k`` into ``dg_r<k>`` (a
     pointer, or a double for a scalar result), use ``work`` doubles at ``dg_w``
-    and ``goto dg_fail`` only where they call NumPy (``calls_numpy``).
+    and ``goto dg_fail`` only where they call NumPy (``calls_numpy``); they use
+    the C runtime's ``runtime`` names (as the printer reported them).
     """
 
     sig: abi.Signature
@@ -188,6 +190,7 @@ class LoopBody:
     lines: tuple[str, ...]
     work: int
     calls_numpy: bool
+    runtime: frozenset[str]
 
 
 def loop_body(
@@ -208,30 +211,34 @@ def loop_body(
         tuple(lines),
         printer.work,
         printer.calls_numpy,
+        printer.use.frozen(),
     )
 
 
 def c_loops_function(
     body: LoopBody, equations: int, pattern: Pattern | None = None
-) -> tuple[str, str]:
-    """One operator as a METH_FASTCALL C function of loops: (source, doc).
+) -> tuple[str, str, frozenset[str]]:
+    """One operator as a METH_FASTCALL C function of loops: (source, doc, the
+    runtime names it uses).
 
     ``pattern`` is the last result's sparsity pattern when it takes a CSR ``out``
     (checked against it in C)."""
     sig = body.sig
     op = sig.op
     pattern_source, pattern_name = "", None
+    use = Used()
+    use.add(body.runtime)
     if sig.csr_out:
         if pattern is None:
             raise ValueError(f"{op.name}: a CSR out= needs its sparsity pattern")
-        pattern_source, pattern_name = c_code.csr_pattern(op.name, *pattern)
+        pattern_source, pattern_name = c_code.csr_pattern(op.name, *pattern, use)
     lines = [
-        *abi.argument_lines(sig),
-        *abi.buffer_lines(sig, pattern_name),
+        *abi.argument_lines(sig, use),
+        *abi.buffer_lines(sig, pattern_name, use),
         *abi.workspace_lines(body.work),
         *body.lines,
-        *abi.finish_lines(sig),
-        *abi.return_lines(sig, body.work),
+        *abi.finish_lines(sig, use),
+        *abi.return_lines(sig, body.work, use),
     ]
     source = (
         f"/* {op.name}: C loops over the trace backend's graph "
@@ -246,13 +253,13 @@ def c_loops_function(
     )
     names = sig.names
     params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if sig.out else names)
-    return OVERLAP + source, f"{op.name}({params})\\n--\\n\\n"
+    return OVERLAP + source, f"{op.name}({params})\\n--\\n\\n", use.frozen()
 
 
 def points_native(
     op: Operator, spec: ModuleSpec, ys: tuple[int, ...], body: LoopBody
-) -> tuple[str, str] | None:
-    """(C source, text signature) of ``op``'s points variant: the points loop of
+) -> tuple[str, str, frozenset[str]] | None:
+    """(C source, text signature, runtime names used) of ``op``'s points variant: the points loop of
     :mod:`difgen.targets.c.points` running ``body`` at each point, or None for a
     sparse result (a CSR array has no points axis).
 
@@ -278,10 +285,11 @@ def points_native(
             at_point=(*reads, *rows, *body.lines, *stores),
             cleanup=tuple(abi.workspace_cleanup(body.work)),
             gil_free=not body.calls_numpy,
+            runtime=body.runtime,
         )
 
     printed = c_points.points_function(op, spec, ys, make_body)
-    return printed.source, printed.doc
+    return printed.source, printed.doc, printed.runtime
 
 
 def _points_reads(

@@ -21,6 +21,7 @@ from difgen.targets.c.extension import (
     Unsupported,
     c_expr,
 )
+from difgen.targets.c.glue import Used
 from difgen.targets.c.moves import affine
 from difgen.targets.c.program import CONST_LIMIT, NoLoopForm, Store
 
@@ -203,12 +204,13 @@ class LoopNest:
         return lines
 
 
-_ELEMENT_CACHE: dict[Any, str] = {}
+_ELEMENT_CACHE: dict[Any, tuple[str, frozenset[str]]] = {}
 
 
-def element_text(eqn: Any, operands: list[str]) -> str:
+def element_text(eqn: Any, operands: list[str], use: Used) -> str:
     """One element of an elementwise equation as C, from its primitive's SymPy
-    rule applied to scalar symbols (booleans are doubles 0.0/1.0 in the loops)."""
+    rule applied to scalar symbols (booleans are doubles 0.0/1.0 in the loops);
+    the runtime helpers it calls are recorded in ``use``."""
     prim = eqn.primitive
     dtypes = tuple(a.dtype for a in eqn.inputs)
     key = (prim.name, eqn.params, dtypes, eqn.out.dtype)
@@ -221,19 +223,21 @@ def element_text(eqn: Any, operands: list[str]) -> str:
             args.append(np.array(value, dtype=object))
         try:
             result = prim.lower_sympy(*args, **eqn.params.as_dict())
-            text = c_expr(np.asarray(result, dtype=object)[()])
+            helpers = Used()
+            text = c_expr(np.asarray(result, dtype=object)[()], helpers)
         except (Unsupported, Exception) as exc:  # noqa: BLE001 (any rule failing)
             raise NoLoopForm(f"{prim.name} ({type(exc).__name__})") from None
         calls = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", text))
         unknown = sorted(calls - _KNOWN_CALLS)
         if unknown:
             raise NoLoopForm(f"{prim.name} (no C function {', '.join(unknown)})")
-        _ELEMENT_CACHE[key] = text
-    text = _ELEMENT_CACHE[key]
+        _ELEMENT_CACHE[key] = (text, helpers.frozen())
+    text, called = _ELEMENT_CACHE[key]
     if prim.name == "pow" and _is_half(eqn.inputs[1]):
         # NumPy's x ** 0.5 is its sqrt loop: NaN at -inf and -0.0 at -0.0, where
         # pow(x, 0.5) gives inf and 0.0
-        text = f"sqrt({PREFIX}s0)"
+        text, called = f"sqrt({PREFIX}s0)", frozenset()
+    use.add(called)
     return re.sub(
         f"\\b{PREFIX}s(\\d+)\\b", lambda m: f"({operands[int(m.group(1))]})", text
     )
