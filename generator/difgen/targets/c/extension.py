@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,18 +170,36 @@ _C_FUNCTIONS = {  # each unary's helper, as its declaration says (scalar)
 }
 _C_FUNCTIONS["atan2"] = "atan2"  # math.atan2 is C99's atan2, special values included
 
-_PYTHON_ONLY = re.compile(r"\b(if|else|and|or|not|True|False|None|math|lambda)\b|\*\*")
-"""Python syntax that must never reach the C file (it would mean the printer
-missed a construct; better refuse than compile something else)."""
+_SHARED_FORMS = frozenset(["Add", "Relational", "BooleanFunction"])
+"""The print methods of SymPy's own printers whose text is C as well as Python
+(a sum, ``(a == b)``, a boolean function rewritten into ``And``/``Or``/``Not``)."""
 
 
 class CPrinter(FloatPrinter):
-    """The scalar emission's printer with C spellings where Python's differ."""
+    """The scalar emission's printer with C spellings where Python's differ.
+
+    A node prints only by a method that spells C: this class's own, the float
+    printer's (whose Python forms are C's: calls, products, float literals), a
+    known function of C's table, or one of :data:`_SHARED_FORMS`. Any other node
+    (a ``KroneckerDelta`` printed as ``if``/``else``, ``Lambda``, ``Mod``, Python's
+    ``None`` or ``True``) would reach the C file as Python: the printer refuses
+    it (:class:`Unsupported`) before printing rather than compile something
+    else."""
 
     def __init__(self) -> None:
         super().__init__()
         self._settings["user_functions"] = dict(_C_FUNCTIONS)
         self.known_functions = dict(_C_FUNCTIONS)
+
+    def _print(self, expr: Any, **kwargs: Any) -> str:
+        form = _print_form(type(self), type(expr))
+        if form is None:
+            raise Unsupported(f"no C form of {type(expr).__name__}")
+        owner, name = form
+        own = owner is CPrinter or owner is FloatPrinter
+        if not (own or name in _SHARED_FORMS or name in self.known_functions):
+            raise Unsupported(f"no C form of {name} (Python's is {owner.__name__}'s)")
+        return str(super()._print(expr, **kwargs))
 
     def _module_format(self, fqn: str, register: bool = True) -> str:
         self._note(fqn)
@@ -232,6 +249,28 @@ class CPrinter(FloatPrinter):
         return repr(math.e)
 
 
+_FORMS: dict[tuple[type, type], tuple[type, str] | None] = {}
+
+
+def _print_form(printer: type, node: type) -> tuple[type, str] | None:
+    """(the printer class defining it, the node class it is named for) of the
+    method SymPy's ``Printer._print`` calls on a ``node``: the first class of the
+    node's MRO that some ``_print_<class>`` is defined for (None: SymPy's
+    fallback, ``str``)."""
+    key = (printer, node)
+    if key not in _FORMS:
+        _FORMS[key] = next(
+            (
+                (owner, cls.__name__)
+                for cls in node.__mro__
+                for owner in printer.__mro__
+                if f"_print_{cls.__name__}" in vars(owner)
+            ),
+            None,
+        )
+    return _FORMS[key]
+
+
 PRINTER = CPrinter()
 
 
@@ -247,9 +286,6 @@ def c_expr(expr: Any, use: Used | None = None) -> str:
         text = PRINTER.doprint(expr)
     except PrintMethodNotImplementedError as exc:  # a function C has no print for
         raise Unsupported(str(exc).splitlines()[0]) from None
-    found = _PYTHON_ONLY.search(text)
-    if found:
-        raise Unsupported(f"{found.group(0)!r} in {text[:120]}")
     undefined = PRINTER.helpers - C_HELPERS  # as the printer reports them
     if undefined:  # a helper of difgen.floats the C runtime does not define
         raise Unsupported(f"{', '.join(sorted(undefined))} in {text[:120]}")
