@@ -117,6 +117,14 @@ class LoopForm:
     beats the C library's per element, called on many elements. ``calls``: the
     helpers of the C runtime a reduction's ``update`` calls (``_maximum``), which
     the C file then carries.
+
+    Two facts of an elementwise element's C: ``conditions``, its boolean operands
+    enter the SymPy rule as conditions (``x != 0``) even when the result is a
+    double (``where``'s first operand; booleans are doubles 0.0/1.0 in the
+    loops); ``at_literals``, ``(operand, value, form)``: where that operand is
+    the literal ``value``, the element is the C ``form`` of the operands
+    (``{0}``, ``{1}``...) instead of the rule's, as NumPy takes a fast path there
+    (``pow``'s ``x ** 0.5`` is NumPy's ``sqrt``).
     """
 
     kind: str
@@ -124,6 +132,8 @@ class LoopForm:
     update: str = ""
     ufunc: bool = False
     calls: tuple[str, ...] = ()
+    conditions: bool = False
+    at_literals: tuple[tuple[int, float, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ("elementwise", "structural", "reduction", "matmul"):
@@ -132,12 +142,17 @@ class LoopForm:
             raise ValueError("a reduction's loop form (only) has start and update")
         if self.ufunc and self.kind != "elementwise":
             raise ValueError("only an elementwise loop form calls a NumPy ufunc")
+        if (self.conditions or self.at_literals) and self.kind != "elementwise":
+            raise ValueError("only an elementwise loop form has element facts")
 
 
 ELEMENTWISE_LOOP = LoopForm("elementwise")
 """``c_loop`` of an elementwise row: its element's C, fused with its neighbours."""
 UFUNC_LOOP = LoopForm("elementwise", ufunc=True)
 """``c_loop`` of a large transcendental: NumPy's own ufunc loop on many elements."""
+SELECT_LOOP = LoopForm("elementwise", conditions=True)
+"""``c_loop`` of a selection (``where``): elementwise, its boolean operand the
+condition."""
 MOVES = LoopForm("structural")
 """``c_loop`` of a structural row: the element moves read off its ``impl``."""
 MATMUL_LOOP = LoopForm("matmul")

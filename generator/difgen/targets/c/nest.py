@@ -14,6 +14,7 @@ import numpy as np
 import sympy as sp
 
 from difgen.core.ir import Lit
+from difgen.core.primitive import LoopForm
 from difgen.targets.c.extension import (
     C_HELPERS,
     C_LIBRARY,
@@ -216,7 +217,9 @@ def element_text(eqn: Any, operands: list[str], use: Used) -> str:
     key = (prim.name, eqn.params, dtypes, eqn.out.dtype)
     if key not in _ELEMENT_CACHE:
         syms = [sp.Symbol(f"{PREFIX}s{i}") for i in range(len(eqn.inputs))]
-        logical = eqn.out.dtype == "bool" or prim.name == "where"
+        form = prim.c_loop
+        conditions = isinstance(form, LoopForm) and form.conditions
+        logical = eqn.out.dtype == "bool" or conditions
         args = []
         for s, dtype in zip(syms, dtypes):
             value: Any = sp.Ne(s, 0) if dtype == "bool" and logical else s
@@ -233,19 +236,30 @@ def element_text(eqn: Any, operands: list[str], use: Used) -> str:
             raise NoLoopForm(f"{prim.name} (no C function {', '.join(unknown)})")
         _ELEMENT_CACHE[key] = (text, helpers.frozen())
     text, called = _ELEMENT_CACHE[key]
-    if prim.name == "pow" and _is_half(eqn.inputs[1]):
-        # NumPy's x ** 0.5 is its sqrt loop: NaN at -inf and -0.0 at -0.0, where
-        # pow(x, 0.5) gives inf and 0.0
-        text, called = f"sqrt({PREFIX}s0)", frozenset()
+    special = _at_literal(eqn)
+    if special is not None:  # the primitive's declared form at this literal
+        text, called = special, frozenset()
     use.add(called)
     return re.sub(
         f"\\b{PREFIX}s(\\d+)\\b", lambda m: f"({operands[int(m.group(1))]})", text
     )
 
 
-def _is_half(atom: Any) -> bool:
-    """A literal exponent of 0.5 (NumPy's power takes its sqrt fast path)."""
-    return isinstance(atom, Lit) and atom.value.size == 1 and float(atom.value) == 0.5
+def _at_literal(eqn: Any) -> str | None:
+    """The element's C as its primitive declares it where an operand is a
+    literal NumPy takes a fast path for (``LoopForm.at_literals``), or None."""
+    form = eqn.primitive.c_loop
+    if not isinstance(form, LoopForm):
+        return None
+    for operand, value, c_form in form.at_literals:
+        atom = eqn.inputs[operand]
+        if (
+            isinstance(atom, Lit)
+            and atom.value.size == 1
+            and float(atom.value) == value
+        ):
+            return c_form.format(*(f"{PREFIX}s{i}" for i in range(len(eqn.inputs))))
+    return None
 
 
 def eqn_text(eqn: Any) -> str:
