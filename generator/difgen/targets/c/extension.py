@@ -364,7 +364,9 @@ def csr_pattern(
     in the dtype of the module's own index constants, which SciPy keeps in the CSR
     arrays the operator returns; see ``vector_code.index_itemsize``), and its name:
     what ``dg_csr_data`` compares a CSR ``out`` with, in C, instead of calling the
-    module's ``_check_csr_out`` (two ``np.array_equal``, ~5 us) on every call."""
+    module's ``_check_csr_out`` (two ``np.array_equal``) on every call
+    (``python -m benchmarks.calibration_c`` times that check against the whole
+    compiled call)."""
     name = f"{PREFIX}{stem}_pattern"
     nnz = int(np.asarray(indices).size)
     itemsize = index_itemsize(shape, nnz)
