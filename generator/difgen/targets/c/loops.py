@@ -14,7 +14,7 @@ How each equation becomes C (docs/design.md, section 10):
   hoisting does) and printed as a ``static const double`` table.
 - **Elementwise** primitives have no C template of their own: the primitive's SymPy
   rule (the one the scalar emission lowers with) is applied to fresh scalar symbols
-  and printed by :func:`difgen.targets.c.extension.c_expr`, so the declaration stays
+  and printed by :func:`difgen.targets.c.expressions.c_expr`, so the declaration stays
   the one place that knows the primitive. Consecutive elementwise equations of the
   same shape are **fused** into one loop with scalar temporaries; a value gets an
   array only when a consumer outside the loop (or the result) needs it. A full or

@@ -15,14 +15,8 @@ import sympy as sp
 
 from difgen.core.ir import Lit
 from difgen.core.primitive import LoopForm
-from difgen.targets.c.extension import (
-    C_HELPERS,
-    C_LIBRARY,
-    PREFIX,
-    Unsupported,
-    c_expr,
-)
-from difgen.targets.c.glue import Used
+from difgen.targets.c.expressions import C_HELPERS, C_LIBRARY, Unsupported, c_expr
+from difgen.targets.c.glue import PREFIX, Used
 from difgen.targets.c.moves import affine
 from difgen.targets.c.program import CONST_LIMIT, NoLoopForm, Store
 
