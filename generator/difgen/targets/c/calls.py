@@ -28,7 +28,7 @@ def operand(p: Printer, atom: Any) -> tuple[str, tuple[int, ...]] | None:
     if isinstance(atom, Lit) or atom in p.consts:
         value = atom.value if isinstance(atom, Lit) else p.consts[atom]
         return p.tables.doubles(value), c_strides
-    v = p.values[atom]
+    v = p.reading(p.values[atom])
     if isinstance(v, Store) and v.shape == shape:
         return v.name, c_strides
     if isinstance(v, View):

@@ -72,7 +72,6 @@ modules use.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,7 +181,8 @@ class LoopBody:
     scalar through the double ``<n>``), write result ``k`` into ``dg_r<k>`` (a
     pointer, or a double for a scalar result), use ``work`` doubles at ``dg_w``
     and ``goto dg_fail`` only where they call NumPy (``calls_numpy``); they use
-    the C runtime's ``runtime`` names (as the printer reported them).
+    the C runtime's ``runtime`` names and read the arguments named in ``reads``
+    (as the printer reported them).
     """
 
     sig: abi.Signature
@@ -191,6 +191,7 @@ class LoopBody:
     work: int
     calls_numpy: bool
     runtime: frozenset[str]
+    reads: frozenset[str]
 
 
 def loop_body(
@@ -212,6 +213,7 @@ def loop_body(
         printer.work,
         printer.calls_numpy,
         printer.use.frozen(),
+        frozenset(printer.reads),
     )
 
 
@@ -275,7 +277,7 @@ def points_native(
     def make_body(
         args: list[c_points.PointsArgument], shapes: list[tuple[int, ...]]
     ) -> c_points.PointsBody:
-        once, reads = _points_reads(args, "\n".join(body.lines))
+        once, reads = _points_reads(args, body.reads)
         rows, stores = _points_results(shapes)
         return c_points.PointsBody(
             prelude=OVERLAP
@@ -293,16 +295,17 @@ def points_native(
 
 
 def _points_reads(
-    args: list[c_points.PointsArgument], text: str
+    args: list[c_points.PointsArgument], read: frozenset[str]
 ) -> tuple[list[str], list[str]]:
-    """(once per call, at each point) lines giving the loop statements ``text``
-    the names they read: ``dg_p_<n>`` at the point's row of a per-point array,
-    or at a shared array; ``<n>`` the point's or the shared scalar."""
+    """(once per call, at each point) lines giving the loop statements the
+    argument names they ``read`` (as the printer reported them): ``dg_p_<n>`` at
+    the point's row of a per-point array, or at a shared array; ``<n>`` the
+    point's or the shared scalar."""
     once: list[str] = []
     at_point: list[str] = []
     for j, arg in enumerate(args):
         name = f"{PREFIX}p_{arg.name}" if arg.shape else arg.name
-        if not re.search(rf"\b{name}\b", text):
+        if name not in read:
             continue  # an argument this operator does not read
         data = c_points.argument_data(j)
         if not arg.per_point:

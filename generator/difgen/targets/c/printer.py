@@ -77,6 +77,16 @@ class Printer:
         self.counter = 0
         for var, (name, shape) in zip(program.graph.inputs, inputs):
             self.values[var] = Store(name, shape)
+        self._arguments = {name for name, _ in inputs}
+        self.reads: set[str] = set()  # the arguments' names the statements read
+
+    def reading(self, value: Value) -> Value:
+        """``value``, about to be read: an argument's (or a view of it) is
+        recorded in :attr:`reads`."""
+        base = value.base if isinstance(value, View) else value
+        if isinstance(base, Store) and base.name in self._arguments:
+            self.reads.add(base.name)
+        return value
 
     def _accumulator(self, prim: Any) -> tuple[str, str]:
         """A reduction's declared accumulator, the runtime helpers its update
@@ -116,7 +126,7 @@ class Printer:
             if value.size == 1:
                 return c_number(value.ravel()[0])
             return nest.at(Store(self.tables.doubles(value), value.shape), positions)
-        v = self.values[atom]
+        v = self.reading(self.values[atom])
         if isinstance(v, Fused):
             return v.name
         if isinstance(v, View):
@@ -183,7 +193,7 @@ class Printer:
         integer OR over the bits of all of each array they are read from)."""
         bases: dict[str, tuple[int, bool]] = {}  # name: (doubles, a scalar)
         for var in finite.tested:
-            base = self.values[var]
+            base = self.reading(self.values[var])
             assert isinstance(base, Store)  # every value read has memory
             bases[base.name] = (store_size(base), base.shape == ())
         flag = self._fresh("nonfinite")
