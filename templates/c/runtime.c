@@ -5,9 +5,10 @@
 
        /*@ NAME [defines NAME...] [requires NAME...] *\/
 
-   A generated C file carries a section only when it names what the section defines
-   (NAME itself when NAME is a C identifier, and every name after `defines`), closed
-   over `requires`, in the order of these files (difgen/targets/c/runtime.py). A
+   A generated C file carries a section only when its printers report using what the
+   section defines (NAME itself when NAME is a C identifier, and every name after
+   `defines`), closed over `requires`, in the order of these files
+   (difgen/targets/c/runtime.py). A
    hyphenated NAME is a comment shared by the sections that require it. Nothing
    before the first marker (this comment) is copied. */
 

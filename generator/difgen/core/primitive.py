@@ -114,13 +114,26 @@ class LoopForm:
     ``impl`` run on element references), ``"reduction"`` (``start`` is the C
     accumulator's start, ``update`` its update with ``{acc}`` and ``{v}``) or
     ``"matmul"``. ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
-    beats the C library's per element, called on many elements.
+    beats the C library's per element, called on many elements. ``calls``: the
+    helpers of the C runtime a reduction's ``update`` calls (``_maximum``), which
+    the C file then carries.
+
+    Two facts of an elementwise element's C: ``conditions``, its boolean operands
+    enter the SymPy rule as conditions (``x != 0``) even when the result is a
+    double (``where``'s first operand; booleans are doubles 0.0/1.0 in the
+    loops); ``at_literals``, ``(operand, value, form)``: where that operand is
+    the literal ``value``, the element is the C ``form`` of the operands
+    (``{0}``, ``{1}``...) instead of the rule's, as NumPy takes a fast path there
+    (``pow``'s ``x ** 0.5`` is NumPy's ``sqrt``).
     """
 
     kind: str
     start: str = ""
     update: str = ""
     ufunc: bool = False
+    calls: tuple[str, ...] = ()
+    conditions: bool = False
+    at_literals: tuple[tuple[int, float, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ("elementwise", "structural", "reduction", "matmul"):
@@ -129,21 +142,27 @@ class LoopForm:
             raise ValueError("a reduction's loop form (only) has start and update")
         if self.ufunc and self.kind != "elementwise":
             raise ValueError("only an elementwise loop form calls a NumPy ufunc")
+        if (self.conditions or self.at_literals) and self.kind != "elementwise":
+            raise ValueError("only an elementwise loop form has element facts")
 
 
 ELEMENTWISE_LOOP = LoopForm("elementwise")
 """``c_loop`` of an elementwise row: its element's C, fused with its neighbours."""
 UFUNC_LOOP = LoopForm("elementwise", ufunc=True)
 """``c_loop`` of a large transcendental: NumPy's own ufunc loop on many elements."""
+SELECT_LOOP = LoopForm("elementwise", conditions=True)
+"""``c_loop`` of a selection (``where``): elementwise, its boolean operand the
+condition."""
 MOVES = LoopForm("structural")
 """``c_loop`` of a structural row: the element moves read off its ``impl``."""
 MATMUL_LOOP = LoopForm("matmul")
 """``c_loop`` of ``matmul``: a loop of multiply-adds, or NumPy's dot when large."""
 
 
-def reduction_loop(start: str, update: str) -> LoopForm:
-    """``c_loop`` of a reduction: its C accumulator's ``start`` and ``update``."""
-    return LoopForm("reduction", start=start, update=update)
+def reduction_loop(start: str, update: str, calls: tuple[str, ...] = ()) -> LoopForm:
+    """``c_loop`` of a reduction: its C accumulator's ``start`` and ``update``
+    (which calls the C runtime's ``calls``)."""
+    return LoopForm("reduction", start=start, update=update, calls=calls)
 
 
 COST_CLASSES = (

@@ -21,8 +21,10 @@ from difgen.core import simplify as identities
 from difgen.core.expr import call, infix, negation
 from difgen.core.primitive import (
     NO_HELPER,
+    SELECT_LOOP,
     UFUNC_LOOP,
     Linear,
+    LoopForm,
     register,
     unbroadcast,
 )
@@ -594,6 +596,11 @@ def _div_transpose(ct: Any, a: Any, b: Any) -> list[Any]:
     return [unbroadcast(ct / b, a.shape), None]
 
 
+POWER_LOOP = LoopForm("elementwise", at_literals=((1, 0.5, "sqrt({0})"),))
+"""``c_loop`` of ``pow``: NumPy's ``x ** 0.5`` is its ``sqrt`` loop (NaN at -inf
+and -0.0 at -0.0, where C's ``pow(x, 0.5)`` gives inf and 0.0), so the C loops
+write ``sqrt`` there."""
+
 BINARY = [
     binary(
         "add",
@@ -640,6 +647,7 @@ BINARY = [
         jvp=_pow_jvp,
         sympy=_sympy_pow,
         simplify=identities.pow_identities,
+        c_loop=POWER_LOOP,
     ),
     binary(
         "arctan2",
@@ -804,6 +812,7 @@ where_p = register(
         sympy=_sym_where,
         simplify=identities.where_identities,
         sparsity=patterns.selected,
+        c_loop=SELECT_LOOP,
     )
 )
 

@@ -182,6 +182,7 @@ def binary(
     sympy: Rule = MISSING,
     simplify: Rule | Absent = NO_IDENTITIES,
     commutative: bool = False,
+    c_loop: LoopForm | Absent = ELEMENTWISE_LOOP,
 ) -> Primitive:
     """A binary elementwise function with its JVP."""
     return elementwise(
@@ -194,6 +195,7 @@ def binary(
         sympy=sympy,
         simplify=simplify,
         commutative=commutative,
+        c_loop=c_loop,
     )
 
 

@@ -224,7 +224,7 @@ for _prim in (
         _reduce_form("maximum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMax),
-        c_loop=reduction_loop("-INFINITY", "_maximum({acc}, {v})"),
+        c_loop=reduction_loop("-INFINITY", "_maximum({acc}, {v})", ("_maximum",)),
     ),
     reduction(
         "reduce_min",
@@ -232,7 +232,7 @@ for _prim in (
         _reduce_form("minimum"),
         jvp=_extremum_jvp,
         sympy=_object_extremum(NaryMin),
-        c_loop=reduction_loop("INFINITY", "_minimum({acc}, {v})"),
+        c_loop=reduction_loop("INFINITY", "_minimum({acc}, {v})", ("_minimum",)),
     ),
     reduction(
         "reduce_prod",

@@ -134,13 +134,14 @@ def _print_compiled(
     except c_loops.NoLoopForm as exc:
         note(f"{op.name}: kept in Python (vector code): no C loop form for {exc}")
         return function, "vector"
-    native, doc = c_loops.c_loops_function(body, len(graph.eqns), pattern)
+    native, doc, runtime = c_loops.c_loops_function(body, len(graph.eqns), pattern)
     points = c_loops.points_native(op, spec, ys, body) if spec.points else None
     wrappers, uses = c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec))
     compiled = dataclasses.replace(
         function.using(uses),
         native=native,
         native_doc=doc + function.doc,
+        native_runtime=runtime,
         wrappers=wrappers,
         native_points=points,
     )

@@ -65,12 +65,15 @@ class Function:
     """``emit = "c"``: the C function computing the same (:mod:`difgen.targets.c.extension`)."""
     native_doc: str = ""
     """``emit = "c"``: the C function's docstring, with its text signature."""
+    native_runtime: frozenset[str] = frozenset()
+    """``emit = "c"``: the C runtime's names the C function uses, as its printers
+    reported them: the C file carries their sections (and only these)."""
     wrappers: tuple[tuple[str, str], ...] = ()
     """``emit = "c"``: (result kind, Python expression of ``data``) building a sparse
     result from the nonzeros the C function computes."""
-    native_points: tuple[str, str] | None = None
-    """``emit = "c"`` with ``points = true``: (C source, text signature) of this
-    operator's points variant, one C loop over the same statements
+    native_points: tuple[str, str, frozenset[str]] | None = None
+    """``emit = "c"`` with ``points = true``: (C source, text signature, runtime
+    names used) of this operator's points variant, one C loop over the same statements
     (:mod:`difgen.targets.c.points`); its ``_points`` Function takes it."""
     helpers: frozenset[str] = frozenset()
     """The module helpers (those of :mod:`difgen.floats` and the template's

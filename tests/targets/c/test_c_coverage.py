@@ -9,22 +9,27 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from test_c_loops import _close
 
+import difgen
 import primitive_cases as cases
 from compiled import Built
 from conftest import SUPPORT
 from difgen.ad.loops import SWEEP
-from difgen.core.ir import Graph
+from difgen.core.ir import Eqn, Graph, Lit, Params, Var
 from difgen.core.primitive import Absent, LoopForm, reduction_loop
 from difgen.frontend import trace
 from difgen.primitives import PRIMITIVES
 from difgen.primitives.structural import basis_p
 from difgen.targets.c import abi
 from difgen.targets.c import loops as c_loops
+from difgen.targets.c.glue import Used
+from difgen.targets.c.nest import element_text
 from difgen.targets.c.plan import Planner, loop_kind
 from difgen.targets.c.program import NoLoopForm, Program
 
@@ -58,6 +63,36 @@ def test_a_reduction_form_needs_its_accumulator() -> None:
         LoopForm("reduction")
     with pytest.raises(ValueError, match="ufunc"):
         LoopForm("structural", ufunc=True)
+    with pytest.raises(ValueError, match="element facts"):
+        LoopForm("matmul", conditions=True)
+    with pytest.raises(ValueError, match="element facts"):
+        LoopForm("structural", at_literals=((0, 1.0, "{0}"),))
+
+
+def _element(prim: str, inputs: list[Any], dtypes: list[str]) -> str:
+    """The C element of one equation of ``prim`` on ``inputs`` (a Var of a dtype,
+    or a literal), as the loops print it."""
+    atoms = [
+        Lit(np.array(a)) if not isinstance(a, str) else Var((), d)
+        for a, d in zip(inputs, dtypes)
+    ]
+    out = Var((), "float64")
+    eqn = Eqn(PRIMITIVES[prim], tuple(atoms), Params.of({}), out)
+    return element_text(eqn, ["a", "b", "c"][: len(atoms)], Used())
+
+
+def test_element_facts_come_from_the_declaration() -> None:
+    """``where`` reads its boolean operand as a condition and ``pow`` writes
+    ``sqrt`` at a literal 0.5 because their loop forms say so: a primitive
+    declared with the same facts prints the same (``targets/c`` tests no name)."""
+    assert DECLARED["where"].c_loop.conditions  # type: ignore[union-attr]
+    assert _element("where", ["v", "v", "v"], ["bool", "float64", "float64"]) == (
+        "((((a) != 0.0)) ? ((b)) : ((c)))"
+    )
+    assert _element("pow", ["v", 0.5], ["float64", "float64"]) == "sqrt((a))"
+    assert _element("pow", ["v", 0.25], ["float64", "float64"]) != "sqrt((a))"
+    for path in (Path(difgen.__file__).parent / "targets" / "c").glob("*.py"):
+        assert ".name ==" not in path.read_text(), path
 
 
 LOOP_ROWS = sorted(n for n in cases.ROWS if isinstance(DECLARED[n].c_loop, LoopForm))

@@ -21,6 +21,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import difgen
 from conftest import import_file
@@ -99,6 +100,44 @@ def _points() -> list[np.ndarray]:
 def test_every_helper_is_defined_in_c() -> None:
     """Every helper the scalar emission may call has a C definition."""
     assert set(HELPERS) <= c_code.C_HELPERS
+
+
+X, Y = sp.symbols("x y")
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        sp.KroneckerDelta(X, Y),  # Python's (1 if x == y else 0)
+        sp.Lambda(X, X + 1),  # lambda
+        sp.Mod(X, Y),  # Python's x % y on floats
+        sp.nan,  # math.nan
+        sp.oo,  # math.inf
+        sp.I * X,  # 1j
+        sp.erf(X),  # a math function C's table does not name
+        sp.Tuple(X, Y),  # (x, y)
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_the_c_printer_refuses_what_only_python_spells(expr: sp.Basic) -> None:
+    """A node printed by a method that writes Python (a conditional expression,
+    ``lambda``, ``%``, ``math.nan``...) is refused before it is printed, never
+    written into a C file."""
+    with pytest.raises(c_code.Unsupported, match="no C form of"):
+        c_code.c_expr(expr)
+
+
+def test_the_c_printer_prints_c_forms() -> None:
+    """What it does print is C: conditionals, booleans, relations, helpers."""
+    expr = sp.Piecewise((sp.sin(X), sp.Or(sp.Eq(X, 0), Y < 1)), (X, True))
+    assert c_code.c_expr(expr) == (
+        "(((((x == 0.0)) || ((y < 1.0)))) ? (_sin(x)) : (x))"
+    )
+    expr = sp.Piecewise((X, sp.And(X > 0, sp.Not(Y < 1))), (Y, True))
+    assert c_code.c_expr(expr) == "(((((y >= 1.0)) && ((x > 0.0)))) ? (x) : (y))"
+    assert c_code.c_expr(sp.Heaviside(X) + sp.sqrt(X) * Y**2) == (
+        "_sqrt(x)*(y * y) + ((x) > 0.0 ? 1.0 : (x) < 0.0 ? 0.0 : 0.5)"
+    )
 
 
 def test_helpers_match_the_fallback_bit_for_bit(modules: dict[str, ModuleType]) -> None:

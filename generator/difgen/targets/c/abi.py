@@ -18,6 +18,7 @@ from difgen.targets.c import extension as c_code
 from difgen.targets.c import glue
 from difgen.targets.c.arguments import convert_lines, parse_lines
 from difgen.targets.c.extension import PREFIX
+from difgen.targets.c.glue import Used
 from difgen.targets.c.program import Store
 from difgen.targets.signatures import sparse_out
 
@@ -69,7 +70,7 @@ def signature(
     )
 
 
-def argument_lines(sig: Signature) -> list[str]:
+def argument_lines(sig: Signature, use: Used) -> list[str]:
     """Parse the call, convert and check every argument (as the Python module)."""
     nres = len(sig.shapes)
     declare = [
@@ -79,21 +80,21 @@ def argument_lines(sig: Signature) -> list[str]:
         f"int {PREFIX}heap = 0;",
     ]
     arrays = [f"PyArrayObject *{PREFIX}a_{a} = NULL;" for a in sig.arrays]
-    lines = parse_lines(sig.op.name, sig.names, len(sig.args), declare, arrays)
+    lines = parse_lines(sig.op.name, sig.names, len(sig.args), use, declare, arrays)
     for i, (name, shape) in enumerate(sig.args):
         argv = f"{PREFIX}argv[{i}]"
         if not shape:
-            lines += convert_lines(argv, name, (), name)
+            lines += convert_lines(argv, name, (), name, use)
             continue
         a = f"{PREFIX}a_{name}"
-        lines += convert_lines(argv, name, shape, a, declared=False)
+        lines += convert_lines(argv, name, shape, a, use, declared=False)
         lines.append(
             f"const double *{PREFIX}p_{name} = (const double *)PyArray_DATA({a});"
         )
     return lines
 
 
-def buffer_lines(sig: Signature, pattern: str | None) -> list[str]:
+def buffer_lines(sig: Signature, pattern: str | None, use: Used) -> list[str]:
     """The result arrays, made before the loops write into them: new arrays, or
     ``out`` (its CSR data, checked against ``pattern``) when it can be written
     directly and shares no memory with an argument."""
@@ -109,18 +110,18 @@ def buffer_lines(sig: Signature, pattern: str | None) -> list[str]:
             f"double *{r} = NULL;",
             f"static const npy_intp {dims}[] = {glue.dims(shape)};",
         ]
-        fresh = f"{res} = {PREFIX}new({nd}, {dims}, &{r});"
+        fresh = f"{res} = {use('new')}({nd}, {dims}, &{r});"
         if k == last_k and sig.csr_out:
             lines += [
                 f"if ({out} != NULL && {out} != Py_None) {{",
                 (
-                    f"    {PREFIX}sdata = {PREFIX}csr_data({out}, "
+                    f"    {PREFIX}sdata = {use('csr_data')}({out}, "
                     f'"{kind}.out", &{pattern});'
                 ),
                 f"    if ({PREFIX}sdata == NULL) goto {PREFIX}fail;",
                 "}",
                 (
-                    f"{res} = {PREFIX}result(NULL, {PREFIX}sdata == NULL ? Py_None : "
+                    f"{res} = {use('result')}(NULL, {PREFIX}sdata == NULL ? Py_None : "
                     f"{PREFIX}sdata, {nd}, {dims}, &{r});"
                 ),
             ]
@@ -128,12 +129,13 @@ def buffer_lines(sig: Signature, pattern: str | None) -> list[str]:
             lines.append(fresh)
         else:
             taken = out if k == last_k and sig.takes_out else None
-            lines += c_code.recycle_lines(k, shape)
-            lines.append(f"{res} = {c_code.fresh_array(k, shape, '&' + r, taken)};")
+            lines += c_code.recycle_lines(k, shape, use)
+            fresh_array = c_code.fresh_array(k, shape, "&" + r, use, taken)
+            lines.append(f"{res} = {fresh_array};")
         lines.append(f"if ({res} == NULL) goto {PREFIX}fail;")
         if k == last_k and sig.out and sig.arrays:
             overlap = " || ".join(
-                f"{PREFIX}overlap({r}, {int(np.prod(shape))}, "
+                f"{use('overlap')}({r}, {int(np.prod(shape))}, "
                 f"{PREFIX}p_{n}, {int(np.prod(s))})"
                 for n, s in sig.args
                 if s
@@ -182,7 +184,7 @@ def workspace_cleanup(work: int) -> list[str]:
     return cleanup
 
 
-def finish_lines(sig: Signature) -> list[str]:
+def finish_lines(sig: Signature, use: Used) -> list[str]:
     """The results as Python objects: floats, arrays (copied into a given ``out``
     that was not written directly), CSR arrays (or the caller's CSR ``out``)."""
     lines: list[str] = []
@@ -196,22 +198,22 @@ def finish_lines(sig: Signature) -> list[str]:
         elif k == last_k and sig.sparse[k] and sig.csr_out:
             lines += [
                 f"if ({PREFIX}sdata != NULL) {{",
-                f"    {res} = {PREFIX}into_out({res}, {PREFIX}sdata, {nd}, {dims});",
+                f"    {res} = {use('into_out')}({res}, {PREFIX}sdata, {nd}, {dims});",
                 f"    {fail}",
                 f"    Py_DECREF({res});",
                 f"    Py_INCREF({out});",
                 f"    {res} = {out};",
                 "} else {",
-                f'    {res} = {PREFIX}wrap({res}, "{kind}");',
+                f'    {res} = {use("wrap")}({res}, "{kind}");',
                 f"    {fail}",
                 "}",
             ]
         elif sig.sparse[k]:
-            lines += [f'{res} = {PREFIX}wrap({res}, "{kind}");', fail]
+            lines += [f'{res} = {use("wrap")}({res}, "{kind}");', fail]
         elif k == last_k and sig.takes_out:
             lines += [
                 (
-                    f"{res} = {PREFIX}into_out({res}, {out} == NULL ? Py_None : {out}, "
+                    f"{res} = {use('into_out')}({res}, {out} == NULL ? Py_None : {out}, "
                     f"{nd}, {dims});"
                 ),
                 fail,
@@ -219,14 +221,14 @@ def finish_lines(sig: Signature) -> list[str]:
     return lines
 
 
-def return_lines(sig: Signature, work: int) -> list[str]:
+def return_lines(sig: Signature, work: int, use: Used) -> list[str]:
     """Release what the call holds; return the result(s), or NULL on failure."""
     nres = len(sig.shapes)
     cleanup = workspace_cleanup(work)
     cleanup.append(f"Py_XDECREF({PREFIX}sdata);")
     cleanup += [f"Py_XDECREF({PREFIX}a_{n});" for n in sig.arrays]
     lines = list(cleanup)
-    lines += c_code.return_lines(nres)
+    lines += c_code.return_lines(nres, use)
     if nres > 1:
         lines.append(f"goto {PREFIX}failed;")
     lines += [f"{PREFIX}fail:", *cleanup]

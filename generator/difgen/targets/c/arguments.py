@@ -17,20 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from difgen.targets.c.glue import PREFIX, dims, nulls
+from difgen.targets.c.glue import PREFIX, Used, dims, nulls
 
 
 def parse_lines(
     function: str,
     names: Sequence[str],
     positional: int,
+    use: Used,
     declare: Sequence[str] = (),
     before_parse: Sequence[str] = (),
 ) -> list[str]:
     """The arguments' slots ``dg_argv``, the operator's own declarations
     (``declare``), the table of parameter names, ``before_parse`` and the call of
     ``dg_parse`` for ``function`` (``positional`` of the ``names`` may come by
-    position; the rest are keywords), which returns NULL on a wrong call."""
+    position; the rest are keywords), which returns NULL on a wrong call
+    (``use`` records the runtime call)."""
     n = len(names)
     quoted = ", ".join(f'"{name}"' for name in names)
     return [
@@ -39,7 +41,7 @@ def parse_lines(
         f"static const char *const {PREFIX}names[] = {{{quoted}}};",
         *before_parse,
         (
-            f'if ({PREFIX}parse("{function}", {PREFIX}args, {PREFIX}nargs, '
+            f'if ({use("parse")}("{function}", {PREFIX}args, {PREFIX}nargs, '
             f"{PREFIX}kwnames, {PREFIX}names, {n}, {positional}, "
             f"{PREFIX}argv) < 0) return NULL;"
         ),
@@ -51,6 +53,7 @@ def convert_lines(
     name: str,
     shape: tuple[int, ...],
     into: str,
+    use: Used,
     *,
     declared: bool = True,
     cast: str = "",
@@ -63,17 +66,18 @@ def convert_lines(
     C-contiguous float64 array of ``shape`` (``cast`` before the call's result;
     declared here as a ``PyArrayObject *`` unless ``declared`` is False, when the
     caller declared it). Either jumps to ``dg_fail`` when the argument is
-    refused (the Python exception set)."""
+    refused (the Python exception set). The runtime calls are recorded in
+    ``use``."""
     if not shape:
         start = f" = {initial}" if initial is not None else ""
         return [
             f"double {into}{start};",
-            f'if ({PREFIX}scalar({argv}, "{name}", &{into}) < 0) goto {PREFIX}fail;',
+            f'if ({use("scalar")}({argv}, "{name}", &{into}) < 0) goto {PREFIX}fail;',
         ]
     table = f"{PREFIX}dims_{name}"
     target = f"PyArrayObject *{into}" if declared else into
     return [
         f"static const npy_intp {table}[] = {dims(shape)};",
-        f'{target} = {cast}{PREFIX}array({argv}, "{name}", {len(shape)}, {table});',
+        f'{target} = {cast}{use("array")}({argv}, "{name}", {len(shape)}, {table});',
         f"if ({into} == NULL) goto {PREFIX}fail;",
     ]

@@ -28,7 +28,7 @@ def operand(p: Printer, atom: Any) -> tuple[str, tuple[int, ...]] | None:
     if isinstance(atom, Lit) or atom in p.consts:
         value = atom.value if isinstance(atom, Lit) else p.consts[atom]
         return p.tables.doubles(value), c_strides
-    v = p.values[atom]
+    v = p.reading(p.values[atom])
     if isinstance(v, Store) and v.shape == shape:
         return v.name, c_strides
     if isinstance(v, View):
@@ -53,7 +53,7 @@ def ufunc_call(p: Printer, eqn: Any) -> None:
         "{",
         f"    static PyObject *{fn} = NULL;",
         (
-            f'    if ({fn} == NULL && ({fn} = {PREFIX}numpy_attr("{name}")) == NULL) '
+            f'    if ({fn} == NULL && ({fn} = {p.use("numpy_attr")}("{name}")) == NULL) '
             f"goto {PREFIX}fail;"
         ),
         *_wrap(x, tuple(a.shape), pointer, strides, writeable=False),

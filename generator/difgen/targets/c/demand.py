@@ -22,8 +22,9 @@ from difgen.targets.c.program import Moves
 
 PUSH_ELEMENTS = 4096
 """Results of at most this many elements are considered for evaluation on demand:
-the analysis runs in Python per element (~30 us each), so that it stays well
-under a second (a 512-state Brusselator's 3,072 nonzeros: 0.1 s)."""
+the analysis runs in Python per element, so this bounds its build time
+(``python -m benchmarks.calibration_c`` measures its time per element on a
+512-state Brusselator's sparse jacobian)."""
 
 PUSH_NODES = 1 << 16
 """Distinct (value, element) nodes the demand analysis may visit (build time)."""

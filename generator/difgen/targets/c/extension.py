@@ -9,6 +9,8 @@ the Python code on Python floats: results are bit-identical wherever both call t
 same libm (``math.sin`` is the C library's ``sin``), and differ by at most the last
 bits of a libm function otherwise. The compiler is told not to contract or reorder
 (``-ffp-contract=off``, no ``-ffast-math``: :data:`difgen.targets.c.compiling.CFLAGS`).
+The expressions are printed by :mod:`difgen.targets.c.expressions`; this module
+writes the CPython function around them.
 
 NumPy's NaN/inf semantics: Python's scalar code goes through the helpers of
 :mod:`difgen.floats` only where Python would *raise*; C's IEEE arithmetic and libm
@@ -30,21 +32,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import sympy as sp
-from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
 from difgen import (
-    floats,
     naming,
     primitives,  # noqa: F401 (registers every declaration)
 )
 from difgen.config import ModuleSpec
-from difgen.core.primitive import scalar_helpers
 from difgen.derive.lowering import SparseResult
 from difgen.errors import ConfigError
 from difgen.operators import Operator, is_sparse, result_shape, seed_shape
@@ -52,10 +49,17 @@ from difgen.targets.c import glue as c_glue
 from difgen.targets.c import points as c_points
 from difgen.targets.c import runtime as c_runtime
 from difgen.targets.c.arguments import convert_lines, parse_lines
+from difgen.targets.c.expressions import (  # noqa: F401 (re-exported)
+    C_HELPERS,
+    C_LIBRARY,
+    CPrinter,
+    Unsupported,
+    c_expr,
+)
+from difgen.targets.c.glue import Used
 from difgen.targets.numpy.printer import CsrFormat, csr_format, index_itemsize
 from difgen.targets.parts import Function
 from difgen.targets.python.printer import (
-    FloatPrinter,
     Reduced,
     ScalarCode,
     reduce,
@@ -125,133 +129,6 @@ C_KEYWORDS = frozenset(
         "kwnames",
     ]
 )
-C_LIBRARY = frozenset(
-    [
-        "sin",
-        "cos",
-        "tan",
-        "asin",
-        "acos",
-        "atan",
-        "atan2",
-        "sinh",
-        "cosh",
-        "tanh",
-        "asinh",
-        "acosh",
-        "atanh",
-        "exp",
-        "expm1",
-        "log",
-        "log1p",
-        "log2",
-        "log10",
-        "sqrt",
-        "pow",
-        "fabs",
-        "floor",
-        "ceil",
-        "fmod",
-        "fmax",
-        "fmin",
-        "copysign",
-        "hypot",
-        "cbrt",
-        "INFINITY",
-        "NAN",
-        "HUGE_VAL",
-    ]
-)
-"""Names C or its math library define: an argument may not be called one of them."""
-
-_C_FUNCTIONS = {  # each unary's helper, as its declaration says (scalar)
-    name: name if h.family == "safe" else floats.helper(name)
-    for name, h in scalar_helpers().items()
-}
-_C_FUNCTIONS["atan2"] = "atan2"  # math.atan2 is C99's atan2, special values included
-
-_PYTHON_ONLY = re.compile(r"\b(if|else|and|or|not|True|False|None|math|lambda)\b|\*\*")
-"""Python syntax that must never reach the C file (it would mean the printer
-missed a construct; better refuse than compile something else)."""
-
-
-class CPrinter(FloatPrinter):
-    """The scalar emission's printer with C spellings where Python's differ."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._settings["user_functions"] = dict(_C_FUNCTIONS)
-        self.known_functions = dict(_C_FUNCTIONS)
-
-    def _module_format(self, fqn: str, register: bool = True) -> str:
-        self._note(fqn)
-        return fqn.split(".")[-1]  # math.atan2 -> atan2
-
-    def _print_known_func(self, expr: Any) -> str:
-        if type(expr).__name__ not in self.known_functions:  # Python's, not C's
-            raise Unsupported(f"no C form of {type(expr).__name__}")
-        return str(super()._print_known_func(expr))
-
-    def _print_Heaviside(self, expr: Any) -> str:
-        z = self._print(expr.args[0])
-        return f"(({z}) > 0.0 ? 1.0 : ({z}) < 0.0 ? 0.0 : 0.5)"
-
-    def _print_Piecewise(self, expr: Any) -> str:
-        text = ""
-        closing = ""
-        for value, cond in expr.args:
-            if cond in (True, sp.true):
-                return text + f"({self._print(value)})" + closing
-            text += f"(({self._print(cond)}) ? ({self._print(value)}) : "
-            closing += ")"
-        return text + "NAN" + closing  # no branch taken: SymPy's undefined value
-
-    def _print_And(self, expr: Any) -> str:
-        return "(" + " && ".join(f"({self._print(a)})" for a in expr.args) + ")"
-
-    def _print_Or(self, expr: Any) -> str:
-        return "(" + " || ".join(f"({self._print(a)})" for a in expr.args) + ")"
-
-    def _print_Not(self, expr: Any) -> str:
-        return f"(!({self._print(expr.args[0])}))"
-
-    def _print_BooleanTrue(self, expr: Any) -> str:
-        return "1"
-
-    def _print_BooleanFalse(self, expr: Any) -> str:
-        return "0"
-
-    def _print_Abs(self, expr: Any) -> str:
-        return f"fabs({self._print(expr.args[0])})"
-
-    def _print_Pi(self, expr: Any) -> str:
-        return repr(math.pi)
-
-    def _print_Exp1(self, expr: Any) -> str:
-        return repr(math.e)
-
-
-PRINTER = CPrinter()
-
-
-class Unsupported(Exception):
-    """An expression the C printer cannot print faithfully."""
-
-
-def c_expr(expr: Any) -> str:
-    """One expression as C; :class:`Unsupported` rather than a doubtful print."""
-    PRINTER.helpers.clear()
-    try:
-        text = PRINTER.doprint(expr)
-    except PrintMethodNotImplementedError as exc:  # a function C has no print for
-        raise Unsupported(str(exc).splitlines()[0]) from None
-    found = _PYTHON_ONLY.search(text)
-    if found:
-        raise Unsupported(f"{found.group(0)!r} in {text[:120]}")
-    undefined = PRINTER.helpers - C_HELPERS  # as the printer reports them
-    if undefined:  # a helper of difgen.floats the C runtime does not define
-        raise Unsupported(f"{', '.join(sorted(undefined))} in {text[:120]}")
-    return text
 
 
 def check_names(spec: ModuleSpec) -> None:
@@ -284,12 +161,12 @@ def _arguments(op: Operator, spec: ModuleSpec, ys: tuple[int, ...]) -> list[Argu
 
 
 def _unpack(
-    arg: Argument, argv: str, symbols: np.ndarray, used: set[sp.Symbol]
+    arg: Argument, argv: str, symbols: np.ndarray, used: set[sp.Symbol], use: Used
 ) -> list[str]:
     """Convert one argument and read the elements the code uses into doubles."""
     if arg.shape == ():
-        return convert_lines(argv, arg.name, (), arg.name)
-    lines = convert_lines(argv, arg.name, arg.shape, f"{PREFIX}a_{arg.name}")
+        return convert_lines(argv, arg.name, (), arg.name, use)
+    lines = convert_lines(argv, arg.name, arg.shape, f"{PREFIX}a_{arg.name}", use)
     reads = [
         (i, str(s)) for i, s in enumerate(symbols.ravel()) if s in used
     ]  # flat C order, as ``ravel().tolist()`` reads them
@@ -310,16 +187,23 @@ class CFunction:
     name: str
     source: str
     doc: str
+    runtime: frozenset[str]  # the runtime names it uses (glue.Used)
 
 
 def csr_pattern(
-    stem: str, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]
+    stem: str,
+    indices: np.ndarray,
+    indptr: np.ndarray,
+    shape: tuple[int, int],
+    use: Used,
 ) -> tuple[str, str]:
     """The C definition of an operator's sparsity pattern (``dg_pattern``: tables
     in the dtype of the module's own index constants, which SciPy keeps in the CSR
     arrays the operator returns; see ``vector_code.index_itemsize``), and its name:
     what ``dg_csr_data`` compares a CSR ``out`` with, in C, instead of calling the
-    module's ``_check_csr_out`` (two ``np.array_equal``, ~5 us) on every call."""
+    module's ``_check_csr_out`` (two ``np.array_equal``) on every call
+    (``python -m benchmarks.calibration_c`` times that check against the whole
+    compiled call)."""
     name = f"{PREFIX}{stem}_pattern"
     nnz = int(np.asarray(indices).size)
     itemsize = index_itemsize(shape, nnz)
@@ -336,14 +220,14 @@ def csr_pattern(
             f"{{\n    {rows}\n}};"
         )
     source = "\n".join(tables) + (
-        f"\nstatic const {PREFIX}pattern {name} = {{{int(shape[0])}, "
+        f"\nstatic const {use('pattern')} {name} = {{{int(shape[0])}, "
         f"{int(shape[1])}, {nnz}, {itemsize}, {name}_indices, {name}_indptr}};\n"
     )
     return source, name
 
 
 def _csr_out_lines(
-    k: int, kind: str, exprs: list[str], out: str, pattern: str
+    k: int, kind: str, exprs: list[str], out: str, pattern: str, use: Used
 ) -> list[str]:
     """A sparse last result: into ``out.data`` when ``out`` is given (checked
     against ``pattern``, as the module's ``_check_csr_out`` checks it), else a new
@@ -353,13 +237,13 @@ def _csr_out_lines(
         f"static const npy_intp {PREFIX}rdims_{k}[] = {{{len(exprs)}}};",
         f"PyObject *{data} = NULL;",
         f"if ({out} != NULL && {out} != Py_None) {{",
-        f'    {data} = {PREFIX}csr_data({out}, "{kind}.out", &{pattern});',
+        f'    {data} = {use("csr_data")}({out}, "{kind}.out", &{pattern});',
         f"    if ({data} == NULL) goto {PREFIX}fail;",
         "}",
-        f"{res} = {PREFIX}result(NULL, {data}, 1, {PREFIX}rdims_{k}, &{PREFIX}d);",
+        f"{res} = {use('result')}(NULL, {data}, 1, {PREFIX}rdims_{k}, &{PREFIX}d);",
         f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
         *(f"{PREFIX}d[{i}] = {e};" for i, e in enumerate(exprs)),
-        f"{res} = {PREFIX}into_out({res}, {data}, 1, {PREFIX}rdims_{k});",
+        f"{res} = {use('into_out')}({res}, {data}, 1, {PREFIX}rdims_{k});",
         f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
         f"if ({data} != NULL) {{",
         f"    Py_DECREF({res});",
@@ -367,7 +251,7 @@ def _csr_out_lines(
         f"    Py_INCREF({out});",
         f"    {res} = {out};",
         "} else {",
-        f'    {res} = {PREFIX}wrap({res}, "{kind}");',
+        f'    {res} = {use("wrap")}({res}, "{kind}");',
         f"    if ({res} == NULL) goto {PREFIX}fail;",
         "}",
     ]
@@ -379,15 +263,15 @@ allocating a small NumPy array is most of a small operator's call, while keeping
 two larger ones alive per result would cost memory for no visible gain."""
 
 
-def recycle_lines(k: int, shape: tuple[int, ...]) -> list[str]:
+def recycle_lines(k: int, shape: tuple[int, ...], use: Used) -> list[str]:
     """The slots of result ``k`` when :func:`fresh_array` recycles it."""
     if math.prod(shape) > RECYCLE_MAX:
         return []
-    return [f"static {PREFIX}slots {PREFIX}slots_{k};"]
+    return [f"static {use('slots')} {PREFIX}slots_{k};"]
 
 
 def fresh_array(
-    k: int, shape: tuple[int, ...], data: str, out: str | None = None
+    k: int, shape: tuple[int, ...], data: str, use: Used, out: str | None = None
 ) -> str:
     """The array dense result ``k`` is written to (its dims are ``dg_rdims_<k>``):
     ``out`` when the operator takes one and it can be written directly, else a new
@@ -395,10 +279,10 @@ def fresh_array(
     dims = f"{len(shape)}, {PREFIX}rdims_{k}, {data}"
     slots = "NULL" if math.prod(shape) > RECYCLE_MAX else f"&{PREFIX}slots_{k}"
     if out is not None:
-        return f"{PREFIX}result({slots}, {out}, {dims})"
+        return f"{use('result')}({slots}, {out}, {dims})"
     if slots == "NULL":
-        return f"{PREFIX}new({dims})"
-    return f"{PREFIX}recycled({slots}, {dims})"
+        return f"{use('new')}({dims})"
+    return f"{use('recycled')}({slots}, {dims})"
 
 
 def _result_lines(
@@ -408,21 +292,22 @@ def _result_lines(
     shape: tuple[int, ...],
     out: str | None,
     sparse: bool,
+    use: Used,
     pattern: str | None = None,
 ) -> list[str]:
     """Build result ``k`` into ``dg_res[k]`` (a float, an array, or a CSR array)."""
     res = f"{PREFIX}res[{k}]"
     if sparse and out is not None:
         assert pattern is not None  # a CSR out= has its pattern baked
-        return _csr_out_lines(k, kind, exprs, out, pattern)
+        return _csr_out_lines(k, kind, exprs, out, pattern, use)
     if sparse or shape != ():
         dims = shape if not sparse else (len(exprs),)
         lines = [f"static const npy_intp {PREFIX}rdims_{k}[] = {_dims(dims)};"]
         if sparse:  # the CSR array keeps it: nothing to recycle
-            target = f"{PREFIX}new({len(dims)}, {PREFIX}rdims_{k}, &{PREFIX}d)"
+            target = f"{use('new')}({len(dims)}, {PREFIX}rdims_{k}, &{PREFIX}d)"
         else:
-            lines += recycle_lines(k, dims)
-            target = fresh_array(k, dims, f"&{PREFIX}d", out)
+            lines += recycle_lines(k, dims, use)
+            target = fresh_array(k, dims, f"&{PREFIX}d", use, out)
         lines += [f"{res} = {target};", f"if ({res} == NULL) goto {PREFIX}fail;"]
         zeros = sum(e == "0.0" for e in exprs)
         if zeros > ZERO_FILL:  # one memset (+0.0 is all zero bits) for many zeros
@@ -434,14 +319,14 @@ def _result_lines(
         if out is not None:
             lines += [
                 (
-                    f"{res} = {PREFIX}into_out({res}, {out}, {len(dims)}, "
+                    f"{res} = {use('into_out')}({res}, {out}, {len(dims)}, "
                     f"{PREFIX}rdims_{k});"
                 ),
                 f"if ({res} == NULL) goto {PREFIX}fail;",
             ]
         if sparse:
             lines += [
-                f'{res} = {PREFIX}wrap({res}, "{kind}");',
+                f'{res} = {use("wrap")}({res}, "{kind}");',
                 f"if ({res} == NULL) goto {PREFIX}fail;",
             ]
         return lines
@@ -475,23 +360,26 @@ def c_function(
         f"double *{PREFIX}d = NULL;",
         f"(void){PREFIX}d;",
     ]
-    body = parse_lines(op.name, names, len(args), declare)
+    use = Used()
+    body = parse_lines(op.name, names, len(args), use, declare)
     for i, arg in enumerate(args):
-        body += _unpack(arg, f"{PREFIX}argv[{i}]", code.arrays[arg.name], used)
-    body += [f"const double {t} = {c_expr(e)};" for t, e in temps]
+        body += _unpack(arg, f"{PREFIX}argv[{i}]", code.arrays[arg.name], used, use)
+    body += [f"const double {t} = {c_expr(e, use)};" for t, e in temps]
     it = iter(reduced)
     out = f"{PREFIX}argv[{len(args)}]" if takes_out or csr_out else None
     pattern_source, pattern = "", None
     for k, (kind, r) in enumerate(zip(op.results, code.results)):
         size = r.size if isinstance(r, SparseResult) else int(np.prod(r.shape))
-        exprs = [c_expr(next(it)) for _ in range(size)]
+        exprs = [c_expr(next(it), use) for _ in range(size)]
         last = k == nres - 1
         if last and csr_out and isinstance(r, SparseResult):
-            pattern_source, pattern = csr_pattern(op.name, r.indices, r.indptr, r.shape)
+            pattern_source, pattern = csr_pattern(
+                op.name, r.indices, r.indptr, r.shape, use
+            )
         body += _result_lines(
-            k, kind, exprs, shapes[k], out if last else None, sparse[k], pattern
+            k, kind, exprs, shapes[k], out if last else None, sparse[k], use, pattern
         )
-    body += return_lines(nres)
+    body += return_lines(nres, use)
     body += [
         f"{PREFIX}fail:",
         (
@@ -508,7 +396,8 @@ def c_function(
     source = pattern_source + head + "".join(f"    {line}\n" for line in body) + "}\n"
     with_out = takes_out or csr_out
     params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if with_out else names)
-    return CFunction(op.name, source, f"{op.name}({params})\\n--\\n\\n")
+    doc = f"{op.name}({params})\\n--\\n\\n"
+    return CFunction(op.name, source, doc, use.frozen())
 
 
 def print_operator(
@@ -539,6 +428,7 @@ def print_operator(
         function.using(uses),
         native=native.source,
         native_doc=native.doc + function.doc,
+        native_runtime=native.runtime,
         wrappers=wrappers,
         native_points=native_points,
     )
@@ -550,14 +440,16 @@ def _points_native(
     ys: tuple[int, ...],
     code: ScalarCode,
     reduction: Reduced,
-) -> tuple[str, str]:
-    """(C source, text signature) of the operator's points variant: one loop over
-    the points running this operator's statements, printed by the same printer
-    (:mod:`difgen.targets.c.points`)."""
+) -> tuple[str, str, frozenset[str]]:
+    """(C source, text signature, runtime names used) of the operator's points
+    variant: one loop over the points running this operator's statements, printed
+    by the same printer (:mod:`difgen.targets.c.points`)."""
     temps, reduced = reduction
     it = iter(reduced)
+    use = Used()
     results = [
-        [c_expr(next(it)) for _ in range(int(np.prod(r.shape)))] for r in code.results
+        [c_expr(next(it), use) for _ in range(int(np.prod(r.shape)))]
+        for r in code.results
     ]
     printed = c_points.points_function(
         op,
@@ -568,15 +460,12 @@ def _points_native(
             shapes,
             code.arrays,
             used_symbols(reduction),
-            [(str(t), c_expr(e)) for t, e in temps],
+            [(str(t), c_expr(e, use)) for t, e in temps],
             results,
         ),
     )
-    return printed.source, printed.doc
+    return printed.source, printed.doc, printed.runtime | use.frozen()
 
-
-C_HELPERS = c_runtime.helpers()
-"""The helpers of :mod:`difgen.floats` the C runtime defines (NumPy's semantics)."""
 
 END_MARKER = naming.C_END_MARKER
 
@@ -596,8 +485,11 @@ def render_c_module(
         for f in functions
         if f.native  # an operator without a C form stays in Python
     ]
+    use = Used()
+    for f in functions:
+        use.add(f.native_runtime)
     methods.append(
-        f'    {{"_bind", (PyCFunction){PREFIX}bind, METH_O, '
+        f'    {{"_bind", (PyCFunction){use("bind")}, METH_O, '
         '"Bind the Python module\'s argument checks and wrappers."},'
     )
     parts = [
@@ -643,8 +535,9 @@ def render_c_module(
         "",
     ]
     body = "\n".join(code)
-    # The runtime sections this file's own code calls, and what they require.
-    return "\n".join(parts) + "\n" + c_runtime.source(body) + "\n" + body
+    # The runtime sections its printers reported using, and what they require.
+    runtime = c_runtime.source(use.names)
+    return "\n".join(parts) + "\n" + runtime + "\n" + body
 
 
 def _c_string(text: str) -> str:

@@ -1,5 +1,6 @@
-"""C glue shared by every compiled operator: names, the lines that return results,
-and the module helpers the C calls for sparse results.
+"""C glue shared by every compiled operator: names, the record of the runtime a
+printed function uses, the lines that return results, and the module helpers the
+C calls for sparse results.
 
 It sits beneath :mod:`difgen.targets.c.extension` (straight-line operators),
 :mod:`difgen.targets.c.loops` (loop operators) and
@@ -10,7 +11,7 @@ two copies of the same C glue would drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from difgen.targets.numpy.printer import CsrFormat
 from difgen.targets.parts import NOTHING, Uses
@@ -18,6 +19,32 @@ from difgen.targets.parts import NOTHING, Uses
 PREFIX = "dg_"
 """Every name the C code defines itself starts with this (arguments' element
 names, temporaries and helpers never do: ``c_code.check_names``)."""
+
+
+class Used:
+    """The names of the C runtime (``templates/c/*.c``) one printed function uses,
+    as the printing calls that wrote them report them: each call that writes
+    ``dg_new(...)`` writes it as ``use("new")``, and the straight-line printer adds
+    the helpers its SymPy printer names (``_sin``). The C file carries the
+    runtime sections of these names and only these
+    (:func:`difgen.targets.c.runtime.source`), without reading its own text
+    back; a test checks that no printer uses a name it does not report."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def __call__(self, stem: str) -> str:
+        """The runtime's ``dg_<stem>``, recorded as used."""
+        name = PREFIX + stem
+        self.names.add(name)
+        return name
+
+    def add(self, names: Iterable[str]) -> None:
+        """Record runtime names a printer reported (helpers such as ``_sin``)."""
+        self.names.update(names)
+
+    def frozen(self) -> frozenset[str]:
+        return frozenset(self.names)
 
 
 def dims(shape: Sequence[int | str]) -> str:
@@ -31,13 +58,13 @@ def nulls(n: int) -> str:
     return ", ".join(["NULL"] * n)
 
 
-def return_lines(nres: int) -> list[str]:
+def return_lines(nres: int, use: Used) -> list[str]:
     """Return the one result ``dg_res[0]``, or the tuple of the ``nres`` results
     (which steals them; on failure the caller's cleanup follows these lines)."""
     if nres == 1:
         return [f"return {PREFIX}res[0];"]
     return [
-        f"PyObject *{PREFIX}t = {PREFIX}tuple({nres}, {PREFIX}res);",
+        f"PyObject *{PREFIX}t = {use('tuple')}({nres}, {PREFIX}res);",
         f"if ({PREFIX}t != NULL) return {PREFIX}t;",
     ]
 

@@ -14,7 +14,7 @@ How each equation becomes C (docs/design.md, section 10):
   hoisting does) and printed as a ``static const double`` table.
 - **Elementwise** primitives have no C template of their own: the primitive's SymPy
   rule (the one the scalar emission lowers with) is applied to fresh scalar symbols
-  and printed by :func:`difgen.targets.c.extension.c_expr`, so the declaration stays
+  and printed by :func:`difgen.targets.c.expressions.c_expr`, so the declaration stays
   the one place that knows the primitive. Consecutive elementwise equations of the
   same shape are **fused** into one loop with scalar temporaries; a value gets an
   array only when a consumer outside the loop (or the result) needs it. A full or
@@ -72,7 +72,6 @@ modules use.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +97,7 @@ from difgen.targets.c.demand import (
 )
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import FINITE, OTHER, ZERO, finite_constant
+from difgen.targets.c.glue import Used
 from difgen.targets.c.moves import Ref, affine, moves_of, structural
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text
 from difgen.targets.c.plan import BLAS_WORK, UFUNC_SIZE, Planner
@@ -180,7 +180,9 @@ class LoopBody:
     The statements read argument ``n`` through the pointer ``dg_p_<n>`` (a
     scalar through the double ``<n>``), write result ``k`` into ``dg_r<k>`` (a
     pointer, or a double for a scalar result), use ``work`` doubles at ``dg_w``
-    and ``goto dg_fail`` only where they call NumPy (``calls_numpy``).
+    and ``goto dg_fail`` only where they call NumPy (``calls_numpy``); they use
+    the C runtime's ``runtime`` names and read the arguments named in ``reads``
+    (as the printer reported them).
     """
 
     sig: abi.Signature
@@ -188,6 +190,8 @@ class LoopBody:
     lines: tuple[str, ...]
     work: int
     calls_numpy: bool
+    runtime: frozenset[str]
+    reads: frozenset[str]
 
 
 def loop_body(
@@ -208,30 +212,35 @@ def loop_body(
         tuple(lines),
         printer.work,
         printer.calls_numpy,
+        printer.use.frozen(),
+        frozenset(printer.reads),
     )
 
 
 def c_loops_function(
     body: LoopBody, equations: int, pattern: Pattern | None = None
-) -> tuple[str, str]:
-    """One operator as a METH_FASTCALL C function of loops: (source, doc).
+) -> tuple[str, str, frozenset[str]]:
+    """One operator as a METH_FASTCALL C function of loops: (source, doc, the
+    runtime names it uses).
 
     ``pattern`` is the last result's sparsity pattern when it takes a CSR ``out``
     (checked against it in C)."""
     sig = body.sig
     op = sig.op
     pattern_source, pattern_name = "", None
+    use = Used()
+    use.add(body.runtime)
     if sig.csr_out:
         if pattern is None:
             raise ValueError(f"{op.name}: a CSR out= needs its sparsity pattern")
-        pattern_source, pattern_name = c_code.csr_pattern(op.name, *pattern)
+        pattern_source, pattern_name = c_code.csr_pattern(op.name, *pattern, use)
     lines = [
-        *abi.argument_lines(sig),
-        *abi.buffer_lines(sig, pattern_name),
+        *abi.argument_lines(sig, use),
+        *abi.buffer_lines(sig, pattern_name, use),
         *abi.workspace_lines(body.work),
         *body.lines,
-        *abi.finish_lines(sig),
-        *abi.return_lines(sig, body.work),
+        *abi.finish_lines(sig, use),
+        *abi.return_lines(sig, body.work, use),
     ]
     source = (
         f"/* {op.name}: C loops over the trace backend's graph "
@@ -246,13 +255,13 @@ def c_loops_function(
     )
     names = sig.names
     params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if sig.out else names)
-    return OVERLAP + source, f"{op.name}({params})\\n--\\n\\n"
+    return OVERLAP + source, f"{op.name}({params})\\n--\\n\\n", use.frozen()
 
 
 def points_native(
     op: Operator, spec: ModuleSpec, ys: tuple[int, ...], body: LoopBody
-) -> tuple[str, str] | None:
-    """(C source, text signature) of ``op``'s points variant: the points loop of
+) -> tuple[str, str, frozenset[str]] | None:
+    """(C source, text signature, runtime names used) of ``op``'s points variant: the points loop of
     :mod:`difgen.targets.c.points` running ``body`` at each point, or None for a
     sparse result (a CSR array has no points axis).
 
@@ -268,7 +277,7 @@ def points_native(
     def make_body(
         args: list[c_points.PointsArgument], shapes: list[tuple[int, ...]]
     ) -> c_points.PointsBody:
-        once, reads = _points_reads(args, "\n".join(body.lines))
+        once, reads = _points_reads(args, body.reads)
         rows, stores = _points_results(shapes)
         return c_points.PointsBody(
             prelude=OVERLAP
@@ -278,23 +287,25 @@ def points_native(
             at_point=(*reads, *rows, *body.lines, *stores),
             cleanup=tuple(abi.workspace_cleanup(body.work)),
             gil_free=not body.calls_numpy,
+            runtime=body.runtime,
         )
 
     printed = c_points.points_function(op, spec, ys, make_body)
-    return printed.source, printed.doc
+    return printed.source, printed.doc, printed.runtime
 
 
 def _points_reads(
-    args: list[c_points.PointsArgument], text: str
+    args: list[c_points.PointsArgument], read: frozenset[str]
 ) -> tuple[list[str], list[str]]:
-    """(once per call, at each point) lines giving the loop statements ``text``
-    the names they read: ``dg_p_<n>`` at the point's row of a per-point array,
-    or at a shared array; ``<n>`` the point's or the shared scalar."""
+    """(once per call, at each point) lines giving the loop statements the
+    argument names they ``read`` (as the printer reported them): ``dg_p_<n>`` at
+    the point's row of a per-point array, or at a shared array; ``<n>`` the
+    point's or the shared scalar."""
     once: list[str] = []
     at_point: list[str] = []
     for j, arg in enumerate(args):
         name = f"{PREFIX}p_{arg.name}" if arg.shape else arg.name
-        if not re.search(rf"\b{name}\b", text):
+        if name not in read:
             continue  # an argument this operator does not read
         data = c_points.argument_data(j)
         if not arg.per_point:

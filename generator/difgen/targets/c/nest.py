@@ -14,19 +14,11 @@ import numpy as np
 import sympy as sp
 
 from difgen.core.ir import Lit
-from difgen.targets.c.extension import (
-    C_HELPERS,
-    C_LIBRARY,
-    PREFIX,
-    Unsupported,
-    c_expr,
-)
+from difgen.core.primitive import LoopForm
+from difgen.targets.c.expressions import Unsupported, c_expr
+from difgen.targets.c.glue import PREFIX, Used
 from difgen.targets.c.moves import affine
 from difgen.targets.c.program import CONST_LIMIT, NoLoopForm, Store
-
-_KNOWN_CALLS = C_HELPERS | C_LIBRARY
-"""Functions the generated C file defines or includes (an elementwise rule that
-prints another call has no loop form: refusing beats a compile error)."""
 
 
 def c_number(value: float) -> str:
@@ -203,45 +195,59 @@ class LoopNest:
         return lines
 
 
-_ELEMENT_CACHE: dict[Any, str] = {}
+_ELEMENT_CACHE: dict[Any, tuple[str, frozenset[str]]] = {}
 
 
-def element_text(eqn: Any, operands: list[str]) -> str:
+def element_text(eqn: Any, operands: list[str], use: Used) -> str:
     """One element of an elementwise equation as C, from its primitive's SymPy
-    rule applied to scalar symbols (booleans are doubles 0.0/1.0 in the loops)."""
+    rule applied to scalar symbols (booleans are doubles 0.0/1.0 in the loops);
+    the runtime helpers it calls are recorded in ``use``. A rule C cannot print
+    (a function neither C nor its runtime defines, Python-only syntax) is refused
+    by the printer on its SymPy nodes: the primitive then has no loop form."""
     prim = eqn.primitive
     dtypes = tuple(a.dtype for a in eqn.inputs)
     key = (prim.name, eqn.params, dtypes, eqn.out.dtype)
     if key not in _ELEMENT_CACHE:
         syms = [sp.Symbol(f"{PREFIX}s{i}") for i in range(len(eqn.inputs))]
-        logical = eqn.out.dtype == "bool" or prim.name == "where"
+        form = prim.c_loop
+        conditions = isinstance(form, LoopForm) and form.conditions
+        logical = eqn.out.dtype == "bool" or conditions
         args = []
         for s, dtype in zip(syms, dtypes):
             value: Any = sp.Ne(s, 0) if dtype == "bool" and logical else s
             args.append(np.array(value, dtype=object))
         try:
             result = prim.lower_sympy(*args, **eqn.params.as_dict())
-            text = c_expr(np.asarray(result, dtype=object)[()])
+            helpers = Used()
+            text = c_expr(np.asarray(result, dtype=object)[()], helpers)
         except (Unsupported, Exception) as exc:  # noqa: BLE001 (any rule failing)
             raise NoLoopForm(f"{prim.name} ({type(exc).__name__})") from None
-        calls = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", text))
-        unknown = sorted(calls - _KNOWN_CALLS)
-        if unknown:
-            raise NoLoopForm(f"{prim.name} (no C function {', '.join(unknown)})")
-        _ELEMENT_CACHE[key] = text
-    text = _ELEMENT_CACHE[key]
-    if prim.name == "pow" and _is_half(eqn.inputs[1]):
-        # NumPy's x ** 0.5 is its sqrt loop: NaN at -inf and -0.0 at -0.0, where
-        # pow(x, 0.5) gives inf and 0.0
-        text = f"sqrt({PREFIX}s0)"
+        _ELEMENT_CACHE[key] = (text, helpers.frozen())
+    text, called = _ELEMENT_CACHE[key]
+    special = _at_literal(eqn)
+    if special is not None:  # the primitive's declared form at this literal
+        text, called = special, frozenset()
+    use.add(called)
     return re.sub(
         f"\\b{PREFIX}s(\\d+)\\b", lambda m: f"({operands[int(m.group(1))]})", text
     )
 
 
-def _is_half(atom: Any) -> bool:
-    """A literal exponent of 0.5 (NumPy's power takes its sqrt fast path)."""
-    return isinstance(atom, Lit) and atom.value.size == 1 and float(atom.value) == 0.5
+def _at_literal(eqn: Any) -> str | None:
+    """The element's C as its primitive declares it where an operand is a
+    literal NumPy takes a fast path for (``LoopForm.at_literals``), or None."""
+    form = eqn.primitive.c_loop
+    if not isinstance(form, LoopForm):
+        return None
+    for operand, value, c_form in form.at_literals:
+        atom = eqn.inputs[operand]
+        if (
+            isinstance(atom, Lit)
+            and atom.value.size == 1
+            and float(atom.value) == value
+        ):
+            return c_form.format(*(f"{PREFIX}s{i}" for i in range(len(eqn.inputs))))
+    return None
 
 
 def eqn_text(eqn: Any) -> str:

@@ -36,7 +36,10 @@ from difgen.targets.c.program import (
 )
 
 UFUNC_SIZE = 512
-"""From this many elements, a transcendental calls NumPy's loop (~1 us a call)."""
+"""From this many elements, a transcendental calls NumPy's own loop instead of
+the C library's per element: the call has a fixed cost that NumPy's faster loop
+must win back (``python -m benchmarks.calibration_c`` measures the call, the
+saving per element and the size where they cross)."""
 
 BLAS_WORK = 4096
 """Products of at least this many multiply-adds go to NumPy's dot (BLAS)."""

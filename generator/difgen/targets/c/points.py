@@ -37,7 +37,7 @@ from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.operators import Operator, result_shape, seed_shape
 from difgen.targets.c.arguments import convert_lines, parse_lines
-from difgen.targets.c.glue import PREFIX, dims, nulls, return_lines
+from difgen.targets.c.glue import PREFIX, Used, dims, nulls, return_lines
 
 GIL_FREE_POINTS = 64
 """From this many points on, the loop releases the GIL (a few tens of ns, which
@@ -73,7 +73,7 @@ def arguments(
     return args
 
 
-def _check_lines(args: list[PointsArgument]) -> list[str]:
+def _check_lines(args: list[PointsArgument], use: Used) -> list[str]:
     """Convert and check the arguments in the Python variant's order: the
     per-point ones (``x`` first: it sets the number of points), then the shared.
 
@@ -91,7 +91,7 @@ def _check_lines(args: list[PointsArgument]) -> list[str]:
             lines += [
                 f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
                 (
-                    f"{slot} = (PyObject *){PREFIX}points({argv}, "
+                    f"{slot} = (PyObject *){use('points')}({argv}, "
                     f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name}, '
                     f"{count});"
                 ),
@@ -101,10 +101,16 @@ def _check_lines(args: list[PointsArgument]) -> list[str]:
                 lines.append(f"{PREFIX}k = PyArray_DIM((PyArrayObject *){slot}, 0);")
         elif arg.shape == ():
             into = f"{PREFIX}s_{arg.name}"
-            lines += convert_lines(argv, arg.name, (), into, initial="0.0")
+            lines += convert_lines(argv, arg.name, (), into, use, initial="0.0")
         else:
             lines += convert_lines(
-                argv, arg.name, arg.shape, slot, declared=False, cast="(PyObject *)"
+                argv,
+                arg.name,
+                arg.shape,
+                slot,
+                use,
+                declared=False,
+                cast="(PyObject *)",
             )
     return lines
 
@@ -151,6 +157,7 @@ class PointsBody:
     at_point: tuple[str, ...] = ()  # the loop's body at point dg_i
     cleanup: tuple[str, ...] = ()  # once per call, on success and on failure
     gil_free: bool = True  # the loop touches no Python object
+    runtime: frozenset[str] = frozenset()  # the runtime names its lines use
 
 
 def argument_data(j: int) -> str:
@@ -174,10 +181,12 @@ def _row(size: int) -> str:
 
 @dataclass(frozen=True)
 class PointsSource:
-    """The C function of one points variant and its text signature."""
+    """The C function of one points variant, its text signature and the runtime
+    names it uses (its body's and the scaffolding's)."""
 
     source: str
     doc: str
+    runtime: frozenset[str]
 
 
 def straight_line_body(
@@ -234,13 +243,15 @@ def points_function(
         f"double *{PREFIX}out[{nres}] = {{{nulls(nres)}}};",
         *code.declare,
     ]
-    lines = parse_lines(name, [a.name for a in args], nargs, declare)
-    lines += _check_lines(args)
+    use = Used()
+    use.add(code.runtime)
+    lines = parse_lines(name, [a.name for a in args], nargs, use, declare)
+    lines += _check_lines(args, use)
     for r, shape in enumerate(shapes):
         lines += [
             f"npy_intp {PREFIX}rdims_{r}[] = {dims([f'{PREFIX}k', *shape])};",
             (
-                f"{PREFIX}res[{r}] = {PREFIX}new({len(shape) + 1}, {PREFIX}rdims_{r}, "
+                f"{PREFIX}res[{r}] = {use('new')}({len(shape) + 1}, {PREFIX}rdims_{r}, "
                 f"&{PREFIX}out[{r}]);"
             ),
             f"if ({PREFIX}res[{r}] == NULL) goto {PREFIX}fail;",
@@ -263,9 +274,9 @@ def points_function(
         ]
     else:  # the body calls NumPy at each point: it keeps the GIL
         lines += loop
-    cleanup = [*code.cleanup, f"{PREFIX}release({nargs}, {PREFIX}in);"]
-    lines += [*cleanup, *return_lines(nres)]
-    lines += [f"{PREFIX}fail:", *cleanup, f"{PREFIX}release({nres}, {PREFIX}res);"]
+    cleanup = [*code.cleanup, f"{use('release')}({nargs}, {PREFIX}in);"]
+    lines += [*cleanup, *return_lines(nres, use)]
+    lines += [f"{PREFIX}fail:", *cleanup, f"{use('release')}({nres}, {PREFIX}res);"]
     lines.append("return NULL;")
     head = (
         f"static PyObject *\n{PREFIX}op_{name}(PyObject *{PREFIX}self, "
@@ -274,7 +285,8 @@ def points_function(
     )
     source = head + "".join(f"    {line}\n" for line in lines) + "}\n"
     params = ", ".join(a.name for a in args)
-    return PointsSource(code.prelude + source, f"{name}({params})\\n--\\n\\n")
+    doc = f"{name}({params})\\n--\\n\\n"
+    return PointsSource(code.prelude + source, doc, use.frozen())
 
 
 HELPERS = ((naming.AS_POINTS, naming.AS_POINTS),)

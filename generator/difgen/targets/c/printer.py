@@ -26,6 +26,7 @@ from difgen.targets.c import calls
 from difgen.targets.c.demand import Demand, DemandGroup
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
+from difgen.targets.c.glue import Used
 from difgen.targets.c.moves import broadcast_positions
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text, eqn_text
 from difgen.targets.c.program import (
@@ -71,10 +72,27 @@ class Printer:
         self.values: dict[Var, Value] = {}
         self.work = program.work  # doubles of workspace
         self.calls_numpy = False  # NumPy's ufunc loops or dot: the GIL is needed
+        self.use = Used()  # the runtime names the statements use
         self.lines: list[str] = []
         self.counter = 0
         for var, (name, shape) in zip(program.graph.inputs, inputs):
             self.values[var] = Store(name, shape)
+        self._arguments = {name for name, _ in inputs}
+        self.reads: set[str] = set()  # the arguments' names the statements read
+
+    def reading(self, value: Value) -> Value:
+        """``value``, about to be read: an argument's (or a view of it) is
+        recorded in :attr:`reads`."""
+        base = value.base if isinstance(value, View) else value
+        if isinstance(base, Store) and base.name in self._arguments:
+            self.reads.add(base.name)
+        return value
+
+    def _accumulator(self, prim: Any) -> tuple[str, str]:
+        """A reduction's declared accumulator, the runtime helpers its update
+        calls recorded (``_maximum``)."""
+        self.use.add(prim.c_loop.calls)
+        return reduction_form(prim)
 
     # ---------------------------------------------------------------- storage
     def _fresh(self, stem: str) -> str:
@@ -108,7 +126,7 @@ class Printer:
             if value.size == 1:
                 return c_number(value.ravel()[0])
             return nest.at(Store(self.tables.doubles(value), value.shape), positions)
-        v = self.values[atom]
+        v = self.reading(self.values[atom])
         if isinstance(v, Fused):
             return v.name
         if isinstance(v, View):
@@ -175,7 +193,7 @@ class Printer:
         integer OR over the bits of all of each array they are read from)."""
         bases: dict[str, tuple[int, bool]] = {}  # name: (doubles, a scalar)
         for var in finite.tested:
-            base = self.values[var]
+            base = self.reading(self.values[var])
             assert isinstance(base, Store)  # every value read has memory
             bases[base.name] = (store_size(base), base.shape == ())
         flag = self._fresh("nonfinite")
@@ -195,7 +213,7 @@ class Printer:
         loop per group length."""
         lines: list[str] = []
         if layout.fill is not None:  # most elements are one constant: first
-            lines.append(_fill_line(store, layout.fill))
+            lines.append(_fill_line(store, layout.fill, self.use))
         for together in layout.loops:
             n = len(together[0].targets)
             nest = LoopNest((n,), self.tables)
@@ -234,7 +252,7 @@ class Printer:
             else:
                 if item[0] == "e":
                     eqn = self.original_eqns[item[1]]
-                    text = element_text(eqn, [texts[c] for c in item[2]])
+                    text = element_text(eqn, [texts[c] for c in item[2]], self.use)
                     note = eqn_text(eqn)
                 else:
                     text = " + ".join(f"({texts[c]})" for c in item[1])
@@ -274,7 +292,7 @@ class Printer:
                     self.read(nest, a, broadcast_positions(a, shape))
                     for a in eqn.inputs
                 ]
-                text = element_text(eqn, operands)
+                text = element_text(eqn, operands, self.use)
                 temp = self._fresh("e")
                 body.append(f"const double {temp} = {text}; /* {eqn_text(eqn)} */")
                 self.values[eqn.out] = Fused(temp, group.index)
@@ -285,7 +303,7 @@ class Printer:
                 continue
             # a reduction of a value of this loop
             (a,) = eqn.inputs
-            start, update = reduction_form(eqn.primitive)
+            start, update = self._accumulator(eqn.primitive)
             store = self._array(eqn.out)
             out_pos = _reduced_positions(shape, eqn.params.as_dict()["axes"])
             target = nest.at(store, out_pos)
@@ -378,7 +396,7 @@ class Printer:
     def _reduction(self, eqn: Any) -> None:
         (a,) = eqn.inputs
         shape = tuple(a.shape)
-        start, update = reduction_form(eqn.primitive)
+        start, update = self._accumulator(eqn.primitive)
         store = self._array(eqn.out)
         nest = LoopNest(shape, self.tables)
         here = np.arange(a.size, dtype=np.int64).reshape(shape)
@@ -469,13 +487,13 @@ class Printer:
         self.lines += nest.render("a result copied", [], [f"{dst} = {src};"], [])
 
 
-def _fill_line(store: Store, value: bytes) -> str:
+def _fill_line(store: Store, value: bytes, use: Used) -> str:
     """The C writing the float64 ``value`` to every element of ``store``."""
     size = store_size(store)
     if value == np.float64(0.0).tobytes():
         return f"memset({store.name}, 0, sizeof(double) * {size});"
     literal = c_number(np.frombuffer(value, np.float64)[0])
-    return f"{PREFIX}fill({store.name}, {size}, {literal});"
+    return f"{use('fill')}({store.name}, {size}, {literal});"
 
 
 def _reduced_positions(shape: tuple[int, ...], axes: Any) -> np.ndarray:

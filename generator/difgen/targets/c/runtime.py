@@ -12,10 +12,13 @@ marker comments::
 A section *defines* its own name when that is a C identifier, and every name
 listed after ``defines``; it *requires* the sections listed after ``requires``
 (a hyphenated name is a shared comment, defining nothing). A generated C file
-carries exactly the sections whose names it uses, closed over ``requires``, in
-the files' order (:func:`source`): the same code always gives the same bytes, and
-a three-element gradient no longer carries the sparse-result or recycling code it
+carries exactly the sections whose names its printers report using
+(:class:`difgen.targets.c.glue.Used`), closed over ``requires``, in the files'
+order (:func:`source`): the same code always gives the same bytes, and a
+three-element gradient no longer carries the sparse-result or recycling code it
 never calls. As CasADi's ``add_auxiliary``: what is not called is not emitted.
+The printed C is never read back; :func:`uses` reads the runtime's own sections
+(their ``requires`` are checked against it) and, in the tests, printed files.
 """
 
 from __future__ import annotations
@@ -116,7 +119,8 @@ def helpers() -> frozenset[str]:
 
 def uses(text: str) -> frozenset[str]:
     """The sections whose names the C ``text`` uses outside comments and string
-    literals (before closing over ``requires``)."""
+    literals (before closing over ``requires``): for the runtime's own sources
+    and the tests; a generated file's sections are what its printers report."""
     providers = _providers()
     words = set(_IDENTIFIER.findall(_NOT_CODE.sub(" ", text)))
     return frozenset(providers[word] for word in words if word in providers)
@@ -138,14 +142,25 @@ def closure(names: Iterable[str]) -> list[Section]:
     return [s for s in sections() if s.name in wanted]
 
 
-def source(code: str) -> str:
-    """The runtime a C file whose own code is ``code`` needs: the prologue and
-    the sections ``code`` uses, closed over their requirements, in order.
+def providers(names: Iterable[str]) -> frozenset[str]:
+    """The sections defining ``names``, runtime names a printer reported (a name
+    the runtime does not define is a printer's error: KeyError)."""
+    found = _providers()
+    unknown = sorted(set(names) - set(found))
+    if unknown:
+        raise KeyError(f"C runtime: nothing defines {', '.join(unknown)}")
+    return frozenset(found[name] for name in names)
+
+
+def source(names: Iterable[str]) -> str:
+    """The runtime a C file whose printers used the runtime ``names`` needs: the
+    prologue and the sections defining them, closed over their requirements, in
+    order.
 
     A section follows the one before it on the next line when that one is a
     shared comment or both are one line (a run of ``#define``s); else after a
     blank line."""
-    chosen = closure({PROLOGUE} | uses(code))
+    chosen = closure({PROLOGUE} | providers(names))
     out: list[str] = []
     previous: Section | None = None
     for s in chosen:

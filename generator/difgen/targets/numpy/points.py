@@ -295,7 +295,9 @@ def build(
 
 
 def with_native(
-    spec: ModuleSpec, variant: Function, native: tuple[str, str] | None
+    spec: ModuleSpec,
+    variant: Function,
+    native: tuple[str, str, frozenset[str]] | None,
 ) -> Function:
     """A points variant with its compiled twin (``emit = "c"``): the C loop, its
     docstring, and the module helper the extension's argument checks call."""
@@ -306,10 +308,11 @@ def with_native(
             "code to run"
         )
         return variant
-    source, signature = native
+    source, signature, runtime = native
     return dataclasses.replace(
         variant,
         native=source,
         native_doc=signature + variant.doc,
+        native_runtime=runtime,
         wrappers=c_points.HELPERS,
     )
