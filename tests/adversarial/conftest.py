@@ -55,6 +55,12 @@ One file per class of the issue; each case is one row of a table:
     ``sign(x) * x`` at 9e307) are exact to a few ulps against mpmath, and
     ``np.cbrt``'s value is within 4 ulps of NumPy's, on both backends, both modes
     and every emission.
+14. ``test_argument_kinds.py`` (issue 20): masked arrays, ``np.matrix``, object
+    arrays, lists holding None, strings, bools or complex numbers, and bool,
+    string, complex and long double values are refused with a TypeError naming the
+    argument, in every position of every operator and every emission; what NumPy
+    converts exactly (ints, float16, float32, tuples) still gives the float64
+    array's numbers.
 
 Every case passes: none is marked xfail and none is skipped. A case that fails is a
 broken promise, to be fixed in difgen, not marked.

@@ -278,9 +278,15 @@ def data_helpers(spec: ModuleSpec) -> list[str]:
     dtypes = {c.dtype for c in spec.contexts}
     sources = []
     if "int64" in dtypes:
-        sources.append(_AS_INTS.replace("AS_INTS", naming.AS_INTS))
+        sources.append(
+            _AS_INTS.replace("AS_INTS", naming.AS_INTS).replace("VALUES", naming.VALUES)
+        )
     if "bool" in dtypes:
-        sources.append(_AS_BOOLS.replace("AS_BOOLS", naming.AS_BOOLS))
+        sources.append(
+            _AS_BOOLS.replace("AS_BOOLS", naming.AS_BOOLS).replace(
+                "VALUES", naming.VALUES
+            )
+        )
     return sources
 
 
@@ -289,7 +295,7 @@ _AS_INTS = '''def AS_INTS(name: str, value: object, shape: tuple[int, ...]) -> N
 
     Floats are refused, not rounded: an index that is not an integer is a mistake.
     """
-    array = np.asarray(value)
+    array = VALUES(name, value)
     if array.dtype.kind not in "iu" or not np.can_cast(array.dtype, np.int64):
         raise TypeError(f"{name}: expected int64 values, got {array.dtype} values")
     if array.shape != shape:
@@ -302,7 +308,7 @@ _AS_BOOLS = '''def AS_BOOLS(name: str, value: object, shape: tuple[int, ...]) ->
     Numbers are refused: NumPy indexes with a bool array as a mask, with an integer
     array as positions, so converting one into the other would change the meaning.
     """
-    array = np.asarray(value)
+    array = VALUES(name, value, bools=True)
     if array.dtype != np.bool_:
         raise TypeError(f"{name}: expected bool values, got {array.dtype} values")
     if array.shape != shape:
