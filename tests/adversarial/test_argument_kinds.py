@@ -107,7 +107,19 @@ MODULES: dict[
         (("m", (3,), "bool"),),
         TRACE,
     ),
+    "swarm": (
+        "energy",
+        (3,),
+        (),
+        ("gradient", "hvp"),
+        (("p", (3,), "float64"),),
+        TRACE,
+    ),
 }
+POINTS = {"swarm": 2}
+"""Modules built with ``points = true``, and the number of points the cases pass:
+their operators are the ``_points`` variants (``x`` and the seeds with the points
+axis in front, through ``_as_points``; the context shared)."""
 SEEDS = {"hvp": ("v",), "pushforward": ("dx",), "pullback": ("dy",)}
 OUTS = {  # operators taking out=, and the shape of their last result
     ("energy", "gradient"): (3,),
@@ -155,6 +167,7 @@ class Modules(BuiltConfig):
                     + f"input = {{ shape = {list(shape)} }}\n"
                     + (f"contexts = [{tables}]\n" if contexts else "")
                     + f'backend = "{backend}"\nmode = "{mode}"\nemit = "{emit}"\n'
+                    + ("points = true\n" if module in POINTS else "")
                 )
         super().__init__(directory, "\n".join(parts))
 
@@ -162,6 +175,11 @@ class Modules(BuiltConfig):
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory: pytest.TempPathFactory) -> Modules:
     return Modules(tmp_path_factory.mktemp("argument_kinds"))
+
+
+def _operator(modules: Modules, module: str, config: str, op: str) -> Any:
+    name = f"{op}_points" if module in POINTS else op
+    return getattr(modules.get(_name(module, config)), name)
 
 
 def _parameters(module: str, op: str) -> list[str]:
@@ -174,6 +192,8 @@ def _good(module: str, parameter: str) -> Any:
         return CONTEXT_VALUES[parameter].copy()
     _, xs, ys, _, _, _ = MODULES[module]
     shape = ys if parameter == "dy" else xs
+    if module in POINTS:
+        shape = (POINTS[module], *shape)
     if shape == ():
         return {"x": 0.7, "dx": 1.5, "dy": -2.0}[parameter]
     start = {"x": 0.3, "dx": 1.0, "v": -1.0, "dy": 0.5}[parameter]
@@ -314,7 +334,7 @@ def test_hostile_argument_is_refused_naming_it(
 ) -> None:
     """A TypeError whose message starts with the argument's name and says what
     was given; never a number, never an unnamed error from inside the body."""
-    operator = getattr(modules.get(_name(module, config)), op)
+    operator = _operator(modules, module, config, op)
     bad = make(_good(module, parameter))
     with pytest.raises(TypeError) as caught, warnings.catch_warnings():
         warnings.simplefilter("error")  # "converting a masked element to nan"
@@ -357,7 +377,7 @@ def test_masked_or_matrix_out_is_refused(
     """A masked ``out`` would be filled under its mask and an ``np.matrix`` one of
     the result's shape (the hessian's) was accepted: both raise TypeError naming
     ``out``, which is left as it was."""
-    operator = getattr(modules.get(_name(module, config)), op)
+    operator = _operator(modules, module, config, op)
     out = make(shape)
     with pytest.raises(TypeError) as caught:
         operator(**_arguments(module, op), out=out)
@@ -378,6 +398,13 @@ def _plain(value: Any) -> Any:
     return np.asarray(value).view(Plain)
 
 
+def _leaves(items: Any, make: Callable[[Any], Any]) -> Any:
+    """Nested lists with ``make`` applied to each number."""
+    if isinstance(items, list):
+        return [_leaves(item, make) for item in items]
+    return make(items)
+
+
 # (id, make from the good value): NumPy converts each exactly to float64
 ARRAY_VALID: list[tuple[str, Callable[[Any], Any]]] = [
     ("int-list", lambda v: np.rint(4 * np.asarray(v)).astype(int).tolist()),
@@ -388,7 +415,7 @@ ARRAY_VALID: list[tuple[str, Callable[[Any], Any]]] = [
     ("float16-array", lambda v: np.asarray(v, np.float16)),
     ("float-list", lambda v: np.asarray(v).tolist()),
     ("float-tuple", lambda v: tuple(np.asarray(v).tolist())),
-    ("numpy-scalars-list", lambda v: [np.float64(e) for e in np.ravel(v)]),
+    ("numpy-scalars-list", lambda v: _leaves(np.asarray(v).tolist(), np.float64)),
     ("plain-subclass", _plain),
 ]
 SCALAR_VALID: list[tuple[str, Callable[[Any], Any]]] = [
@@ -452,7 +479,7 @@ def test_exact_conversions_give_the_float64_numbers(
     make: Callable[[Any], Any],
 ) -> None:
     """Bit for bit the result of the float64 (or int64, bool) array NumPy makes."""
-    operator = getattr(modules.get(_name(module, config)), op)
+    operator = _operator(modules, module, config, op)
     value = make(_good(module, parameter))
     got = operator(**_arguments(module, op, **{parameter: value}))
     expected = operator(
