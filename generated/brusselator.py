@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "9a1e536175953ce6"
-BODY_HASH = "fb48543fd9fd851f"
+BODY_HASH = "b5fb0229ce4c8045"
 INPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 OUTPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 C0 = np.array([
@@ -546,11 +546,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -582,7 +582,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -615,7 +615,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -626,9 +627,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -642,17 +643,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -660,15 +662,17 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """The function itself. Returns value (2, 16, 16)."""
     if type(x) is not _ND or x.shape != (2, 16, 16) or x.dtype is not _F64:
-        x = _as_array("x", x, (2, 16, 16))
+        x = _as_array("f: x", x, (2, 16, 16))
     t0 = x[0]
     t1 = x[1]
     t2 = np.roll(t0, 1, axis=0) + np.roll(t0, -1, axis=0) + np.roll(t0, 1, axis=1)
@@ -687,9 +691,9 @@ def f(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def pushforward(x: NDArray[np.float64], dx: NDArray[np.float64]) -> NDArray[np.float64]:
     """Pushforward (JVP): J(x) @ dx. Returns jvp (2, 16, 16)."""
     if type(x) is not _ND or x.shape != (2, 16, 16) or x.dtype is not _F64:
-        x = _as_array("x", x, (2, 16, 16))
+        x = _as_array("pushforward: x", x, (2, 16, 16))
     if type(dx) is not _ND or dx.shape != (2, 16, 16) or dx.dtype is not _F64:
-        dx = _as_array("dx", dx, (2, 16, 16))
+        dx = _as_array("pushforward: dx", dx, (2, 16, 16))
     t0 = x[0]
     t1 = dx[0]
     t2 = dx[1]
@@ -709,9 +713,9 @@ def pushforward(x: NDArray[np.float64], dx: NDArray[np.float64]) -> NDArray[np.f
 def pullback(x: NDArray[np.float64], dy: NDArray[np.float64]) -> NDArray[np.float64]:
     """Pullback (VJP): dy @ J(x). Returns vjp (2, 16, 16)."""
     if type(x) is not _ND or x.shape != (2, 16, 16) or x.dtype is not _F64:
-        x = _as_array("x", x, (2, 16, 16))
+        x = _as_array("pullback: x", x, (2, 16, 16))
     if type(dy) is not _ND or dy.shape != (2, 16, 16) or dy.dtype is not _F64:
-        dy = _as_array("dy", dy, (2, 16, 16))
+        dy = _as_array("pullback: dy", dy, (2, 16, 16))
     t0 = x[0]
     t1 = np.reshape(dy[1:2], (16, 16))
     t2 = np.reshape(dy[0:1], (16, 16))
@@ -744,7 +748,7 @@ def jacobian(
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (2, 16, 16, 2, 16, 16)."""
     if type(x) is not _ND or x.shape != (2, 16, 16) or x.dtype is not _F64:
-        x = _as_array("x", x, (2, 16, 16))
+        x = _as_array("jacobian: x", x, (2, 16, 16))
     t0 = x[0]
     t1 = 2.0 * t0 * x[1] * K4 + t0**2.0 * K5
     t2 = np.concatenate(
@@ -759,6 +763,6 @@ def jacobian(
     result: NDArray[np.float64] = np.reshape(t3, (2, 16, 16, 2, 16, 16))
     if out is None:
         return result
-    _check_out(out, (2, 16, 16, 2, 16, 16))
+    _check_out(out, (2, 16, 16, 2, 16, 16), "jacobian: out")
     out[...] = result
     return out

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "c0cc486197bb205f"
-BODY_HASH = "183dc569f37beb77"
+BODY_HASH = "a6c31d37342e1a39"
 INPUT_SHAPE: tuple[int, ...] = (4,)
 OUTPUT_SHAPE: tuple[int, ...] = (4,)
 
@@ -39,11 +39,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -75,7 +75,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -108,7 +108,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -119,9 +120,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -135,17 +136,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -153,17 +155,19 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: NDArray[np.float64], e: float) -> NDArray[np.float64]:
     """The function itself. Returns value (4,)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
-        x = _as_array("x", x, (4,))
+        x = _as_array("f: x", x, (4,))
     if not isinstance(e, float):
-        e = _as_scalar("e", e)
+        e = _as_scalar("f: e", e)
     t0 = x + e * np.sin(x)
     t1 = (t0 - e * np.sin(t0) - x) / (1.0 - e * np.cos(t0))
     t2 = t0 - t1
@@ -181,11 +185,11 @@ def pushforward(
 ) -> NDArray[np.float64]:
     """Pushforward (JVP): J(x) @ dx. Returns jvp (4,)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
-        x = _as_array("x", x, (4,))
+        x = _as_array("pushforward: x", x, (4,))
     if type(dx) is not _ND or dx.shape != (4,) or dx.dtype is not _F64:
-        dx = _as_array("dx", dx, (4,))
+        dx = _as_array("pushforward: dx", dx, (4,))
     if not isinstance(e, float):
-        e = _as_scalar("e", e)
+        e = _as_scalar("pushforward: e", e)
     t0 = x + e * np.sin(x)
     t1 = dx + e * (np.cos(x) * dx)
     t2 = np.sin(t0)
@@ -215,11 +219,11 @@ def pullback(
 ) -> NDArray[np.float64]:
     """Pullback (VJP): dy @ J(x). Returns vjp (4,)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
-        x = _as_array("x", x, (4,))
+        x = _as_array("pullback: x", x, (4,))
     if type(dy) is not _ND or dy.shape != (4,) or dy.dtype is not _F64:
-        dy = _as_array("dy", dy, (4,))
+        dy = _as_array("pullback: dy", dy, (4,))
     if not isinstance(e, float):
-        e = _as_scalar("e", e)
+        e = _as_scalar("pullback: e", e)
     t0 = x + e * np.sin(x)
     t1 = np.sin(t0)
     t2 = np.cos(t0)
@@ -259,9 +263,9 @@ def jacobian(
 ) -> NDArray[np.float64]:
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (4, 4)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
-        x = _as_array("x", x, (4,))
+        x = _as_array("jacobian: x", x, (4,))
     if not isinstance(e, float):
-        e = _as_scalar("e", e)
+        e = _as_scalar("jacobian: e", e)
     t0 = x + e * np.sin(x)
     t1 = K0 + np.cos(x) * e * K0
     t2 = np.sin(t0)
@@ -285,7 +289,7 @@ def jacobian(
     result: NDArray[np.float64] = t15.T
     if out is None:
         return result
-    _check_out(out, (4, 4))
+    _check_out(out, (4, 4), "jacobian: out")
     out[...] = result
     return out
 
@@ -295,9 +299,9 @@ def value_and_jacobian(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """f(x) and its Jacobian. Returns value (4,), jacobian (4, 4)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
-        x = _as_array("x", x, (4,))
+        x = _as_array("value_and_jacobian: x", x, (4,))
     if not isinstance(e, float):
-        e = _as_scalar("e", e)
+        e = _as_scalar("value_and_jacobian: e", e)
     t0 = x + e * np.sin(x)
     t1 = np.sin(t0)
     t2 = e * np.cos(t0)
@@ -327,6 +331,6 @@ def value_and_jacobian(
     result: NDArray[np.float64] = t19.T
     if out is None:
         return value, result
-    _check_out(out, (4, 4))
+    _check_out(out, (4, 4), "value_and_jacobian: out")
     out[...] = result
     return value, out

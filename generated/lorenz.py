@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "28ec7b7eea243feb"
-BODY_HASH = "7dea1600bc328eae"
+BODY_HASH = "75d7bb35c628bbc3"
 INPUT_SHAPE: tuple[int, ...] = (3,)
 OUTPUT_SHAPE: tuple[int, ...] = (3,)
 
@@ -35,11 +35,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -71,7 +71,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -104,7 +104,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -115,9 +116,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -131,17 +132,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -149,9 +151,11 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -162,7 +166,7 @@ def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (3,)).tolist()
+        x_flat = _as_array("f: x", x, (3,)).tolist()
         x_0, x_1, x_2 = x_flat
     try:
         p_flat: list[float] = p.tolist()
@@ -170,7 +174,7 @@ def f(x: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
         if type(p) is not _ND or type(p_0) is not float or p.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        p_flat = _as_array("p", p, (3,)).tolist()
+        p_flat = _as_array("f: p", p, (3,)).tolist()
         p_0, p_1, p_2 = p_flat
     return np.array([p_0 * (x_1 - x_0), x_0 * (p_1 - x_2) - x_1, x_0 * x_1 - p_2 * x_2])
 
@@ -185,7 +189,7 @@ def pushforward(
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (3,)).tolist()
+        x_flat = _as_array("pushforward: x", x, (3,)).tolist()
         x_0, x_1, x_2 = x_flat
     try:
         dx_flat: list[float] = dx.tolist()
@@ -193,7 +197,7 @@ def pushforward(
         if type(dx) is not _ND or type(dx_0) is not float or dx.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        dx_flat = _as_array("dx", dx, (3,)).tolist()
+        dx_flat = _as_array("pushforward: dx", dx, (3,)).tolist()
         dx_0, dx_1, dx_2 = dx_flat
     try:
         p_flat: list[float] = p.tolist()
@@ -201,7 +205,7 @@ def pushforward(
         if type(p) is not _ND or type(p_0) is not float or p.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        p_flat = _as_array("p", p, (3,)).tolist()
+        p_flat = _as_array("pushforward: p", p, (3,)).tolist()
         p_0, p_1, p_2 = p_flat
     return np.array(
         [
@@ -222,7 +226,7 @@ def pullback(
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (3,)).tolist()
+        x_flat = _as_array("pullback: x", x, (3,)).tolist()
         x_0, x_1, x_2 = x_flat
     try:
         dy_flat: list[float] = dy.tolist()
@@ -230,7 +234,7 @@ def pullback(
         if type(dy) is not _ND or type(dy_0) is not float or dy.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        dy_flat = _as_array("dy", dy, (3,)).tolist()
+        dy_flat = _as_array("pullback: dy", dy, (3,)).tolist()
         dy_0, dy_1, dy_2 = dy_flat
     try:
         p_flat: list[float] = p.tolist()
@@ -238,7 +242,7 @@ def pullback(
         if type(p) is not _ND or type(p_0) is not float or p.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        p_flat = _as_array("p", p, (3,)).tolist()
+        p_flat = _as_array("pullback: p", p, (3,)).tolist()
         p_0, p_1, p_2 = p_flat
     t0 = dy_0 * p_0
     return np.array(
@@ -262,7 +266,7 @@ def jacobian(
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (3,)).tolist()
+        x_flat = _as_array("jacobian: x", x, (3,)).tolist()
         x_0, x_1, x_2 = x_flat
     try:
         p_flat: list[float] = p.tolist()
@@ -270,11 +274,11 @@ def jacobian(
         if type(p) is not _ND or type(p_0) is not float or p.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        p_flat = _as_array("p", p, (3,)).tolist()
+        p_flat = _as_array("jacobian: p", p, (3,)).tolist()
         p_0, p_1, p_2 = p_flat
     result = [[-p_0, p_0, 0.0], [p_1 - x_2, -1.0, -x_0], [x_1, x_0, -p_2]]
     if out is None:
         return np.array(result)
-    _check_out(out, (3, 3))
+    _check_out(out, (3, 3), "jacobian: out")
     out[...] = result
     return out

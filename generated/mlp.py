@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "da24d457a7867911"
-BODY_HASH = "66d296b0b89d5fe3"
+BODY_HASH = "0dfe0ff9e5c7a20f"
 INPUT_SHAPE: tuple[int, ...] = (49,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -35,11 +35,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -71,7 +71,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -104,7 +104,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -115,9 +116,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -131,17 +132,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -149,19 +151,21 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: NDArray[np.float64], X: NDArray[np.float64], y: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
     if type(x) is not _ND or x.shape != (49,) or x.dtype is not _F64:
-        x = _as_array("x", x, (49,))
+        x = _as_array("f: x", x, (49,))
     if type(X) is not _ND or X.shape != (64, 4) or X.dtype is not _F64:
-        X = _as_array("X", X, (64, 4))
+        X = _as_array("f: X", X, (64, 4))
     if type(y) is not _ND or y.shape != (64,) or y.dtype is not _F64:
-        y = _as_array("y", y, (64,))
+        y = _as_array("f: y", y, (64,))
     t0 = np.tanh(X @ np.reshape(x[:32], (8, 4)).T + x[32:40]) @ x[40:48] + x[48] - y
     return float(np.add.reduce(t0**2.0) / 64.0)
 
@@ -174,11 +178,11 @@ def gradient(
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (49,)."""
     if type(x) is not _ND or x.shape != (49,) or x.dtype is not _F64:
-        x = _as_array("x", x, (49,))
+        x = _as_array("gradient: x", x, (49,))
     if type(X) is not _ND or X.shape != (64, 4) or X.dtype is not _F64:
-        X = _as_array("X", X, (64, 4))
+        X = _as_array("gradient: X", X, (64, 4))
     if type(y) is not _ND or y.shape != (64,) or y.dtype is not _F64:
-        y = _as_array("y", y, (64,))
+        y = _as_array("gradient: y", y, (64,))
     t0 = x[40:48]
     t1 = X @ np.reshape(x[:32], (8, 4)).T + x[32:40]
     t2 = np.tanh(t1)
@@ -195,7 +199,7 @@ def gradient(
     result: NDArray[np.float64] = t8
     if out is None:
         return result
-    _check_out(out, (49,))
+    _check_out(out, (49,), "gradient: out")
     out[...] = result
     return out
 
@@ -208,11 +212,11 @@ def value_and_gradient(
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (49,)."""
     if type(x) is not _ND or x.shape != (49,) or x.dtype is not _F64:
-        x = _as_array("x", x, (49,))
+        x = _as_array("value_and_gradient: x", x, (49,))
     if type(X) is not _ND or X.shape != (64, 4) or X.dtype is not _F64:
-        X = _as_array("X", X, (64, 4))
+        X = _as_array("value_and_gradient: X", X, (64, 4))
     if type(y) is not _ND or y.shape != (64,) or y.dtype is not _F64:
-        y = _as_array("y", y, (64,))
+        y = _as_array("value_and_gradient: y", y, (64,))
     t0 = x[40:48]
     t1 = X @ np.reshape(x[:32], (8, 4)).T + x[32:40]
     t2 = np.tanh(t1)
@@ -231,7 +235,7 @@ def value_and_gradient(
     result: NDArray[np.float64] = t9
     if out is None:
         return value, result
-    _check_out(out, (49,))
+    _check_out(out, (49,), "value_and_gradient: out")
     out[...] = result
     return value, out
 
@@ -244,13 +248,13 @@ def hvp(
 ) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (49,)."""
     if type(x) is not _ND or x.shape != (49,) or x.dtype is not _F64:
-        x = _as_array("x", x, (49,))
+        x = _as_array("hvp: x", x, (49,))
     if type(v) is not _ND or v.shape != (49,) or v.dtype is not _F64:
-        v = _as_array("v", v, (49,))
+        v = _as_array("hvp: v", v, (49,))
     if type(X) is not _ND or X.shape != (64, 4) or X.dtype is not _F64:
-        X = _as_array("X", X, (64, 4))
+        X = _as_array("hvp: X", X, (64, 4))
     if type(y) is not _ND or y.shape != (64,) or y.dtype is not _F64:
-        y = _as_array("y", y, (64,))
+        y = _as_array("hvp: y", y, (64,))
     t0 = x[40:48]
     t1 = v[40:48]
     t2 = X @ np.reshape(x[:32], (8, 4)).T + x[32:40]

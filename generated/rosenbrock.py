@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "fe1698f266980735"
-BODY_HASH = "9e4f8786709c0250"
+BODY_HASH = "c6ef64fd1b55e51d"
 INPUT_SHAPE: tuple[int, ...] = (10,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -34,11 +34,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -70,7 +70,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -103,7 +103,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -114,9 +115,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -130,17 +131,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -148,9 +150,11 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: NDArray[np.float64]) -> float:
@@ -161,7 +165,7 @@ def f(x: NDArray[np.float64]) -> float:
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (10,)).tolist()
+        x_flat = _as_array("f: x", x, (10,)).tolist()
         x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     return (
         100.0 * ((x_1 - (x_0 * x_0)) * (x_1 - (x_0 * x_0)))
@@ -211,7 +215,7 @@ def gradient(
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (10,)).tolist()
+        x_flat = _as_array("gradient: x", x, (10,)).tolist()
         x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
     t1 = x_1 * x_1
@@ -236,7 +240,7 @@ def gradient(
     ]
     if out is None:
         return np.array(result)
-    _check_out(out, (10,))
+    _check_out(out, (10,), "gradient: out")
     out[...] = result
     return out
 
@@ -251,7 +255,7 @@ def value_and_gradient(
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (10,)).tolist()
+        x_flat = _as_array("value_and_gradient: x", x, (10,)).tolist()
         x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = x_0 * x_0
     t1 = x_1 * x_1
@@ -312,7 +316,7 @@ def value_and_gradient(
     ]
     if out is None:
         return value, np.array(result)
-    _check_out(out, (10,))
+    _check_out(out, (10,), "value_and_gradient: out")
     out[...] = result
     return value, out
 
@@ -325,7 +329,7 @@ def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (10,)).tolist()
+        x_flat = _as_array("hvp: x", x, (10,)).tolist()
         x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     try:
         v_flat: list[float] = v.tolist()
@@ -333,7 +337,7 @@ def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
         if type(v) is not _ND or type(v_0) is not float or v.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        v_flat = _as_array("v", v, (10,)).tolist()
+        v_flat = _as_array("hvp: v", v, (10,)).tolist()
         v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9 = v_flat
     t0 = 400.0 * x_0
     t1 = 400.0 * x_1
@@ -370,7 +374,7 @@ def hessian(
         if type(x) is not _ND or type(x_0) is not float or x.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        x_flat = _as_array("x", x, (10,)).tolist()
+        x_flat = _as_array("hessian: x", x, (10,)).tolist()
         x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9 = x_flat
     t0 = -400.0 * x_1
     t1 = -400.0 * x_0
@@ -406,6 +410,6 @@ def hessian(
     ]
     if out is None:
         return np.array(result)
-    _check_out(out, (10, 10))
+    _check_out(out, (10, 10), "hessian: out")
     out[...] = result
     return out

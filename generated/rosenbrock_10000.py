@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "629951db9bf6a9ab"
-BODY_HASH = "1cf50396adc77e43"
+BODY_HASH = "8e284c0c3ea3848e"
 INPUT_SHAPE: tuple[int, ...] = (10000,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -34,11 +34,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -70,7 +70,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -103,7 +103,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -114,9 +115,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -130,17 +131,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -148,15 +150,17 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("f: x", x, (10000,))
     t0 = x[:-1]
     return float(np.add.reduce(100.0 * (x[1:] - t0**2.0) ** 2.0 + (1.0 - t0) ** 2.0))
 
@@ -166,7 +170,7 @@ def gradient(
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (10000,)."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("gradient: x", x, (10000,))
     t0 = x[:-1]
     t1 = x[1:] - t0**2.0
     t2 = np.zeros((10000,))
@@ -175,7 +179,7 @@ def gradient(
     result: NDArray[np.float64] = t2
     if out is None:
         return result
-    _check_out(out, (10000,))
+    _check_out(out, (10000,), "gradient: out")
     out[...] = result
     return out
 
@@ -185,7 +189,7 @@ def value_and_gradient(
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (10000,)."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("value_and_gradient: x", x, (10000,))
     t0 = x[:-1]
     t1 = x[1:] - t0**2.0
     t2 = 1.0 - t0
@@ -196,7 +200,7 @@ def value_and_gradient(
     result: NDArray[np.float64] = t3
     if out is None:
         return value, result
-    _check_out(out, (10000,))
+    _check_out(out, (10000,), "value_and_gradient: out")
     out[...] = result
     return value, out
 
@@ -204,9 +208,9 @@ def value_and_gradient(
 def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (10000,)."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("hvp: x", x, (10000,))
     if type(v) is not _ND or v.shape != (10000,) or v.dtype is not _F64:
-        v = _as_array("v", v, (10000,))
+        v = _as_array("hvp: v", v, (10000,))
     t0 = x[:-1]
     t1 = v[:-1]
     t2 = 2.0 * t0

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "a958f51b52bbb81b"
-BODY_HASH = "8ef6fe6160e5bb9b"
+BODY_HASH = "3d890e4b54b78e81"
 INPUT_SHAPE: tuple[int, ...] = ()
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -41,11 +41,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -77,7 +77,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -110,7 +110,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -121,9 +122,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -137,17 +138,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -155,15 +157,17 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: float) -> float:
     """The function itself. Returns value ()."""
     if not isinstance(x, float):
-        x = _as_scalar("x", x)
+        x = _as_scalar("f: x", x)
     t0 = x + 1.0
     t1 = (x - 1.0) * 1.5
     t2 = x + 4.0
@@ -202,32 +206,32 @@ def f(x: float) -> float:
 def pushforward(x: float, dx: float) -> float:
     """Pushforward (JVP): J(x) @ dx. Returns jvp ()."""
     if not isinstance(x, float):
-        x = _as_scalar("x", x)
+        x = _as_scalar("pushforward: x", x)
     if not isinstance(dx, float):
-        dx = _as_scalar("dx", dx)
+        dx = _as_scalar("pushforward: dx", dx)
     return 81.0 * dx * x
 
 
 def pullback(x: float, dy: float) -> float:
     """Pullback (VJP): dy @ J(x). Returns vjp ()."""
     if not isinstance(x, float):
-        x = _as_scalar("x", x)
+        x = _as_scalar("pullback: x", x)
     if not isinstance(dy, float):
-        dy = _as_scalar("dy", dy)
+        dy = _as_scalar("pullback: dy", dy)
     return 81.0 * dy * x
 
 
 def derivative(x: float) -> float:
     """Derivative df/dx of a scalar input. Returns derivative ()."""
     if not isinstance(x, float):
-        x = _as_scalar("x", x)
+        x = _as_scalar("derivative: x", x)
     return 81.0 * x
 
 
 def value_and_derivative(x: float) -> tuple[float, float]:
     """f(x) and df/dx. Returns value (), derivative ()."""
     if not isinstance(x, float):
-        x = _as_scalar("x", x)
+        x = _as_scalar("value_and_derivative: x", x)
     t0 = x + 1.0
     t1 = (x - 1.0) * 1.5
     t2 = x + 4.0
@@ -267,5 +271,5 @@ def value_and_derivative(x: float) -> tuple[float, float]:
 def second_derivative(x: float) -> float:
     """Second derivative d2f/dx2. Returns second_derivative ()."""
     if not isinstance(x, float):
-        x = _as_scalar("x", x)
+        x = _as_scalar("second_derivative: x", x)
     return 81.0

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "32cc6552844bee04"
-BODY_HASH = "bf5a101bb63281b4"
+BODY_HASH = "d1b307e3a11a386c"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -45,11 +45,11 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
         if type(value) is not _ND:
             if isinstance(value, np.ma.MaskedArray):
                 raise TypeError(
-                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: pass np.ma.filled({name}, fill_value) or {name}.data"
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
                 )
             if isinstance(value, np.matrix):
                 raise TypeError(
-                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: pass np.asarray({name})"
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
                 )
         array = np.asarray(value)
     else:
@@ -81,7 +81,7 @@ def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.gene
                 got = found if item is value else f"{got} (holding {found})"
                 break
         raise TypeError(
-            f"{name}: expected real numbers, got {got}: pass np.asarray({name}, dtype=float) if each is a number"
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
         )
     return array
 
@@ -114,7 +114,8 @@ def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
 
 
 def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it.
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
 
     Ints and floats that NumPy casts safely to float64 (every integer type, float16,
     float32) are converted; bools, complex numbers, strings, long doubles (which
@@ -125,9 +126,9 @@ def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.fl
     if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
         hint = ""
         if kind == "b":
-            hint = f" (a mask where numbers go?): pass np.asarray({name}, dtype=float)"
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
         elif kind == "f":
-            hint = f", which float64 would round: pass np.asarray({name}, dtype=np.float64)"
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
         raise TypeError(
             f"{name}: expected real numbers, got {array.dtype} values{hint}"
         )
@@ -141,17 +142,18 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
     """``out`` must be a writeable float64 array of the result's ``shape``, and not
-    a masked array (its mask would hide results) or an ``np.matrix``."""
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
     if isinstance(out, np.ndarray) and type(out) is not _ND:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError(
-                "out: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
             )
         if isinstance(out, np.matrix):
             raise TypeError(
-                "out: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
             )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
@@ -159,9 +161,11 @@ def _check_out(out: object, shape: tuple[int, ...]) -> None:
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def _as_points(
@@ -231,9 +235,9 @@ def _sign(a: float) -> float:
 def f(x: NDArray[np.float64], a: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
     if type(x) is not _ND or x.shape != (3, 4) or x.dtype is not _F64:
-        x = _as_array("x", x, (3, 4))
+        x = _as_array("f: x", x, (3, 4))
     if type(a) is not _ND or a.shape != (4,) or a.dtype is not _F64:
-        a = _as_array("a", a, (4,))
+        a = _as_array("f: a", a, (4,))
     return float(np.add.reduce(np.tanh(x @ a)))
 
 
@@ -244,7 +248,7 @@ def gradient(
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (3, 4)."""
     if type(x) is not _ND or x.shape != (3, 4) or x.dtype is not _F64:
-        x = _as_array("x", x, (3, 4))
+        x = _as_array("gradient: x", x, (3, 4))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
     try:
@@ -253,7 +257,7 @@ def gradient(
         if type(a) is not _ND or type(a_0) is not float or a.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        a_flat = _as_array("a", a, (4,)).tolist()
+        a_flat = _as_array("gradient: a", a, (4,)).tolist()
         a_0, a_1, a_2, a_3 = a_flat
     t0 = a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3
     t1 = abs(t0)
@@ -286,7 +290,7 @@ def gradient(
     ]
     if out is None:
         return np.array(result)
-    _check_out(out, (3, 4))
+    _check_out(out, (3, 4), "gradient: out")
     out[...] = result
     return out
 
@@ -298,7 +302,7 @@ def value_and_gradient(
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (3, 4)."""
     if type(x) is not _ND or x.shape != (3, 4) or x.dtype is not _F64:
-        x = _as_array("x", x, (3, 4))
+        x = _as_array("value_and_gradient: x", x, (3, 4))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
     try:
@@ -307,7 +311,7 @@ def value_and_gradient(
         if type(a) is not _ND or type(a_0) is not float or a.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        a_flat = _as_array("a", a, (4,)).tolist()
+        a_flat = _as_array("value_and_gradient: a", a, (4,)).tolist()
         a_0, a_1, a_2, a_3 = a_flat
     t0 = a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3
     t1 = abs(t0)
@@ -345,7 +349,7 @@ def value_and_gradient(
     ]
     if out is None:
         return value, np.array(result)
-    _check_out(out, (3, 4))
+    _check_out(out, (3, 4), "value_and_gradient: out")
     out[...] = result
     return value, out
 
@@ -355,9 +359,9 @@ def hvp(
 ) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (3, 4)."""
     if type(x) is not _ND or x.shape != (3, 4) or x.dtype is not _F64:
-        x = _as_array("x", x, (3, 4))
+        x = _as_array("hvp: x", x, (3, 4))
     if type(v) is not _ND or v.shape != (3, 4) or v.dtype is not _F64:
-        v = _as_array("v", v, (3, 4))
+        v = _as_array("hvp: v", v, (3, 4))
     x_flat: list[float] = x.ravel().tolist()
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x_flat
     v_flat: list[float] = v.ravel().tolist()
@@ -368,7 +372,7 @@ def hvp(
         if type(a) is not _ND or type(a_0) is not float or a.dtype is not _F64:
             raise TypeError
     except (AttributeError, TypeError, ValueError):
-        a_flat = _as_array("a", a, (4,)).tolist()
+        a_flat = _as_array("hvp: a", a, (4,)).tolist()
         a_0, a_1, a_2, a_3 = a_flat
     t0 = a_0 * v_0 + a_1 * v_1 + a_2 * v_2 + a_3 * v_3
     t1 = a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3
@@ -459,10 +463,10 @@ def f_points(x: NDArray[np.float64], a: NDArray[np.float64]) -> NDArray[np.float
         or x.shape[1:] != (3, 4)
         or x.dtype is not _F64
     ):
-        x = _as_points("x", x, (3, 4))
+        x = _as_points("f_points: x", x, (3, 4))
     npoints = x.shape[0]
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
-        a = _as_points("a", a, (4,), npoints)
+        a = _as_points("f_points: a", a, (4,), npoints)
     if npoints < 4096:
         if npoints > 12:
             x = _points_layout(x)
@@ -503,10 +507,10 @@ def gradient_points(
         or x.shape[1:] != (3, 4)
         or x.dtype is not _F64
     ):
-        x = _as_points("x", x, (3, 4))
+        x = _as_points("gradient_points: x", x, (3, 4))
     npoints = x.shape[0]
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
-        a = _as_points("a", a, (4,), npoints)
+        a = _as_points("gradient_points: a", a, (4,), npoints)
     if npoints < 4096:
         if npoints > 12:
             x = _points_layout(x)
@@ -546,10 +550,10 @@ def value_and_gradient_points(
         or x.shape[1:] != (3, 4)
         or x.dtype is not _F64
     ):
-        x = _as_points("x", x, (3, 4))
+        x = _as_points("value_and_gradient_points: x", x, (3, 4))
     npoints = x.shape[0]
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
-        a = _as_points("a", a, (4,), npoints)
+        a = _as_points("value_and_gradient_points: a", a, (4,), npoints)
     if npoints < 4096:
         if npoints > 12:
             x = _points_layout(x)
@@ -600,12 +604,12 @@ def hvp_points(
         or x.shape[1:] != (3, 4)
         or x.dtype is not _F64
     ):
-        x = _as_points("x", x, (3, 4))
+        x = _as_points("hvp_points: x", x, (3, 4))
     npoints = x.shape[0]
     if type(v) is not _ND or v.shape != (npoints, 3, 4) or v.dtype is not _F64:
-        v = _as_points("v", v, (3, 4), npoints)
+        v = _as_points("hvp_points: v", v, (3, 4), npoints)
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
-        a = _as_points("a", a, (4,), npoints)
+        a = _as_points("hvp_points: a", a, (4,), npoints)
     if npoints < 2048:
         if npoints > 12:
             x = _points_layout(x)

@@ -58,7 +58,7 @@ One file per class of the issue; each case is one row of a table:
 14. ``test_argument_kinds.py`` (issue 20): masked arrays, ``np.matrix``, object
     arrays, lists holding None, strings, bools or complex numbers, and bool,
     string, complex and long double values are refused with a TypeError naming the
-    argument, in every position of every operator and every emission; what NumPy
+    operator and the argument, in every position of every operator and every emission; what NumPy
     converts exactly (ints, float16, float32, tuples) still gives the float64
     array's numbers.
 

@@ -4,7 +4,8 @@ A generated operator converts what it is given with ``np.asarray``, which drops 
 masked array's mask (its masked entries were used: f = 1e18 where the function
 gives NaN), makes an object array of a list holding None (NaN after the float64
 conversion) and reads a bool as 0 or 1. Every operator now refuses, with a
-TypeError naming the argument and saying what it was given:
+TypeError naming the operator and the argument (``gradient: x: expected ...``)
+and saying what it was given:
 
 - masked arrays (``np.ma``, with or without a mask) and ``np.matrix`` (its ``*``
   is a matrix product), as inputs, seeds, contexts and ``out``;
@@ -332,15 +333,16 @@ def test_hostile_argument_is_refused_naming_it(
     make: Callable[[Any], Any],
     phrase: str,
 ) -> None:
-    """A TypeError whose message starts with the argument's name and says what
-    was given; never a number, never an unnamed error from inside the body."""
+    """A TypeError whose message starts with the operator's and the argument's
+    names and says what was given; never a number, never an unnamed error from
+    inside the body."""
     operator = _operator(modules, module, config, op)
     bad = make(_good(module, parameter))
     with pytest.raises(TypeError) as caught, warnings.catch_warnings():
         warnings.simplefilter("error")  # "converting a masked element to nan"
         operator(**_arguments(module, op, **{parameter: bad}))
     message = str(caught.value)
-    assert message.startswith(f"{parameter}: expected "), message
+    assert message.startswith(f"{operator.__name__}: {parameter}: expected "), message
     assert phrase in message, message
 
 
@@ -382,7 +384,7 @@ def test_masked_or_matrix_out_is_refused(
     with pytest.raises(TypeError) as caught:
         operator(**_arguments(module, op), out=out)
     message = str(caught.value)
-    assert message.startswith("out: expected "), message
+    assert message.startswith(f"{operator.__name__}: out: expected "), message
     assert phrase in message, message
     assert not np.asarray(out).any()
 

@@ -111,25 +111,37 @@ def argument_checks(
     for name, shape in arguments:
         if name in skip:  # the body checks it (see Function.checked)
             continue
-        lines += _exact_check(name, shape, dtypes.get(name, "float64"))
+        lines += _exact_check(op.name, name, shape, dtypes.get(name, "float64"))
     return lines
 
 
-def _exact_check(name: str, shape: Shape, dtype: str = "float64") -> list[str]:
+def label(function: str, name: str) -> str:
+    """How the argument checks' errors name an argument: the operator first.
+
+    >>> label("gradient", "x")
+    "'gradient: x'"
+    """
+    return repr(f"{function}: {name}")
+
+
+def _exact_check(
+    function: str, name: str, shape: Shape, dtype: str = "float64"
+) -> list[str]:
     """Check and convert one argument of a hard-coded shape (and dtype)."""
     if dtype != "float64":
-        return data_check(name, shape, dtype)
+        return data_check(function, name, shape, dtype)
+    said = label(function, name)
     if shape == ():
         return [
             f"if not isinstance({name}, float):",
-            f"    {name} = {naming.AS_SCALAR}({name!r}, {name})",
+            f"    {name} = {naming.AS_SCALAR}({said}, {name})",
         ]
     return [
         (
             f"if type({name}) is not {naming.NDARRAY} or {name}.shape != "
             f"{shape!r} or {name}.dtype is not {naming.F64}:"
         ),
-        f"    {name} = {naming.AS_ARRAY}({name!r}, {name}, {shape!r})",
+        f"    {name} = {naming.AS_ARRAY}({said}, {name}, {shape!r})",
     ]
 
 
@@ -198,6 +210,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
     shared contexts are checked as in the one-point operator.
     """
     per_point, shared = _points_arguments(op, spec, ys)
+    function = naming.points(op.name)
     name, shape = per_point[0]
     lines = [
         (
@@ -205,7 +218,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
             f"{len(shape) + 1} or {name}.shape[1:] != {shape!r} or {name}.dtype "
             f"is not {naming.F64}:"
         ),
-        f"    {name} = {naming.AS_POINTS}({name!r}, {name}, {shape!r})",
+        f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, {shape!r})",
         f"{naming.NPOINTS} = {name}.shape[0]",
     ]
     for name, shape in per_point[1:]:
@@ -218,13 +231,13 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
                 f"or {name}.dtype is not {naming.F64}:"
             ),
             (
-                f"    {name} = {naming.AS_POINTS}({name!r}, {name}, {shape!r}, "
-                f"{naming.NPOINTS})"
+                f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, "
+                f"{shape!r}, {naming.NPOINTS})"
             ),
         ]
     dtypes = {c.name: c.dtype for c in spec.contexts}
     for name, shape in shared:
-        lines += _exact_check(name, shape, dtypes[name])
+        lines += _exact_check(function, name, shape, dtypes[name])
     return lines
 
 
@@ -257,7 +270,7 @@ def points_arguments(op: Operator, spec: ModuleSpec, ys: Shape) -> PointsArgumen
     )
 
 
-def data_check(name: str, shape: Shape, dtype: str) -> list[str]:
+def data_check(function: str, name: str, shape: Shape, dtype: str) -> list[str]:
     """The check of an int64 or bool context: exactly that dtype on the fast path;
     otherwise the module's helper converts other integer (or boolean) arrays and
     refuses floats with a TypeError, since rounding an index would be a guess."""
@@ -268,7 +281,7 @@ def data_check(name: str, shape: Shape, dtype: str) -> list[str]:
             f"if type({name}) is not {naming.NDARRAY} or {name}.shape != "
             f"{shape!r} or {name}.dtype.type is not {numpy_type}:"
         ),
-        f"    {name} = {helper}({name!r}, {name}, {shape!r})",
+        f"    {name} = {helper}({label(function, name)}, {name}, {shape!r})",
     ]
 
 

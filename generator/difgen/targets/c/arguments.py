@@ -46,6 +46,12 @@ def parse_lines(
     ]
 
 
+def c_label(function: str, name: str) -> str:
+    """The C string literal naming an argument in the errors, as the Python
+    operator's checks name it (:func:`difgen.targets.signatures.label`)."""
+    return f'"{function}: {name}"'
+
+
 def convert_lines(
     argv: str,
     name: str,
@@ -55,6 +61,7 @@ def convert_lines(
     declared: bool = True,
     cast: str = "",
     initial: str | None = None,
+    function: str = "",
 ) -> list[str]:
     """Convert the call's argument ``argv`` (parameter ``name``) and check it.
 
@@ -63,17 +70,19 @@ def convert_lines(
     C-contiguous float64 array of ``shape`` (``cast`` before the call's result;
     declared here as a ``PyArrayObject *`` unless ``declared`` is False, when the
     caller declared it). Either jumps to ``dg_fail`` when the argument is
-    refused (the Python exception set)."""
+    refused (the Python exception set), with an error naming ``function`` (the
+    operator) and ``name`` as the Python operator's does."""
+    said = c_label(function, name)
     if not shape:
         start = f" = {initial}" if initial is not None else ""
         return [
             f"double {into}{start};",
-            f'if ({PREFIX}scalar({argv}, "{name}", &{into}) < 0) goto {PREFIX}fail;',
+            f"if ({PREFIX}scalar({argv}, {said}, &{into}) < 0) goto {PREFIX}fail;",
         ]
     table = f"{PREFIX}dims_{name}"
     target = f"PyArrayObject *{into}" if declared else into
     return [
         f"static const npy_intp {table}[] = {dims(shape)};",
-        f'{target} = {cast}{PREFIX}array({argv}, "{name}", {len(shape)}, {table});',
+        f"{target} = {cast}{PREFIX}array({argv}, {said}, {len(shape)}, {table});",
         f"if ({into} == NULL) goto {PREFIX}fail;",
     ]

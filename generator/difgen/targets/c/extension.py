@@ -51,7 +51,7 @@ from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.targets.c import glue as c_glue
 from difgen.targets.c import points as c_points
 from difgen.targets.c import runtime as c_runtime
-from difgen.targets.c.arguments import convert_lines, parse_lines
+from difgen.targets.c.arguments import c_label, convert_lines, parse_lines
 from difgen.targets.numpy.printer import CsrFormat, csr_format, index_itemsize
 from difgen.targets.parts import Function
 from difgen.targets.python.printer import (
@@ -284,12 +284,18 @@ def _arguments(op: Operator, spec: ModuleSpec, ys: tuple[int, ...]) -> list[Argu
 
 
 def _unpack(
-    arg: Argument, argv: str, symbols: np.ndarray, used: set[sp.Symbol]
+    function: str,
+    arg: Argument,
+    argv: str,
+    symbols: np.ndarray,
+    used: set[sp.Symbol],
 ) -> list[str]:
     """Convert one argument and read the elements the code uses into doubles."""
     if arg.shape == ():
-        return convert_lines(argv, arg.name, (), arg.name)
-    lines = convert_lines(argv, arg.name, arg.shape, f"{PREFIX}a_{arg.name}")
+        return convert_lines(argv, arg.name, (), arg.name, function=function)
+    lines = convert_lines(
+        argv, arg.name, arg.shape, f"{PREFIX}a_{arg.name}", function=function
+    )
     reads = [
         (i, str(s)) for i, s in enumerate(symbols.ravel()) if s in used
     ]  # flat C order, as ``ravel().tolist()`` reads them
@@ -343,7 +349,7 @@ def csr_pattern(
 
 
 def _csr_out_lines(
-    k: int, kind: str, exprs: list[str], out: str, pattern: str
+    k: int, kind: str, exprs: list[str], out: str, pattern: str, said: str
 ) -> list[str]:
     """A sparse last result: into ``out.data`` when ``out`` is given (checked
     against ``pattern``, as the module's ``_check_csr_out`` checks it), else a new
@@ -359,7 +365,7 @@ def _csr_out_lines(
         f"{res} = {PREFIX}result(NULL, {data}, 1, {PREFIX}rdims_{k}, &{PREFIX}d);",
         f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
         *(f"{PREFIX}d[{i}] = {e};" for i, e in enumerate(exprs)),
-        f"{res} = {PREFIX}into_out({res}, {data}, 1, {PREFIX}rdims_{k});",
+        f"{res} = {PREFIX}into_out({res}, {data}, 1, {PREFIX}rdims_{k}, {said});",
         f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
         f"if ({data} != NULL) {{",
         f"    Py_DECREF({res});",
@@ -409,12 +415,14 @@ def _result_lines(
     out: str | None,
     sparse: bool,
     pattern: str | None = None,
+    said: str = '""',
 ) -> list[str]:
-    """Build result ``k`` into ``dg_res[k]`` (a float, an array, or a CSR array)."""
+    """Build result ``k`` into ``dg_res[k]`` (a float, an array, or a CSR array);
+    ``said`` names ``out`` in its errors (:func:`c_label`)."""
     res = f"{PREFIX}res[{k}]"
     if sparse and out is not None:
         assert pattern is not None  # a CSR out= has its pattern baked
-        return _csr_out_lines(k, kind, exprs, out, pattern)
+        return _csr_out_lines(k, kind, exprs, out, pattern, said)
     if sparse or shape != ():
         dims = shape if not sparse else (len(exprs),)
         lines = [f"static const npy_intp {PREFIX}rdims_{k}[] = {_dims(dims)};"]
@@ -435,7 +443,7 @@ def _result_lines(
             lines += [
                 (
                     f"{res} = {PREFIX}into_out({res}, {out}, {len(dims)}, "
-                    f"{PREFIX}rdims_{k});"
+                    f"{PREFIX}rdims_{k}, {said});"
                 ),
                 f"if ({res} == NULL) goto {PREFIX}fail;",
             ]
@@ -477,7 +485,7 @@ def c_function(
     ]
     body = parse_lines(op.name, names, len(args), declare)
     for i, arg in enumerate(args):
-        body += _unpack(arg, f"{PREFIX}argv[{i}]", code.arrays[arg.name], used)
+        body += _unpack(op.name, arg, f"{PREFIX}argv[{i}]", code.arrays[arg.name], used)
     body += [f"const double {t} = {c_expr(e)};" for t, e in temps]
     it = iter(reduced)
     out = f"{PREFIX}argv[{len(args)}]" if takes_out or csr_out else None
@@ -489,7 +497,14 @@ def c_function(
         if last and csr_out and isinstance(r, SparseResult):
             pattern_source, pattern = csr_pattern(op.name, r.indices, r.indptr, r.shape)
         body += _result_lines(
-            k, kind, exprs, shapes[k], out if last else None, sparse[k], pattern
+            k,
+            kind,
+            exprs,
+            shapes[k],
+            out if last else None,
+            sparse[k],
+            pattern,
+            c_label(op.name, naming.OUT),
         )
     body += return_lines(nres)
     body += [
