@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "629951db9bf6a9ab"
-BODY_HASH = "76c2782f5f32802f"
+BODY_HASH = "8e284c0c3ea3848e"
 INPUT_SHAPE: tuple[int, ...] = (10000,)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -23,16 +23,104 @@ _F64 = np.dtype(np.float64)
 _ND = np.ndarray  # a module global: one lookup less per argument check
 
 
-def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it."""
-    array = np.asarray(value)
-    if array.dtype == object:  # numbers in an object array: as NumPy would use them
+def _as_values(name: str, value: object, bools: bool = False) -> NDArray[np.generic]:
+    """``value`` as a NumPy array, or a TypeError naming it where ``np.asarray``
+    would turn it silently into other numbers: a masked array (its masked entries
+    would be used as numbers), an ``np.matrix`` (its ``*`` is a matrix product), an
+    object array, a list or tuple holding None, a string, a complex number, a masked
+    element or (unless ``bools``) a bool. Other ndarray subclasses are taken as
+    their ndarray view."""
+    if isinstance(value, np.ndarray):
+        if type(value) is not _ND:
+            if isinstance(value, np.ma.MaskedArray):
+                raise TypeError(
+                    f"{name}: expected real numbers, got a masked array (np.ma), whose masked entries would be used as numbers: fill it (np.ma.filled) or pass its .data"
+                )
+            if isinstance(value, np.matrix):
+                raise TypeError(
+                    f"{name}: expected an ndarray, got an np.matrix, whose * is a matrix product: convert it with np.asarray"
+                )
+        array = np.asarray(value)
+    else:
+        if isinstance(value, (list, tuple)):
+            found = _odd_item(value, bools)
+            if found:
+                raise TypeError(
+                    f"{name}: expected real numbers, got a {type(value).__name__} holding {found}"
+                )
         try:
-            array = array.astype(np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name}: expected real numbers") from None
-    if array.dtype.kind not in "biuf":
-        raise TypeError(f"{name}: expected real numbers, got {array.dtype} values")
+            array = np.asarray(value)
+        except ValueError as exc:  # a ragged nested sequence
+            raise ValueError(
+                f"{name}: expected an array of real numbers, got a {type(value).__name__} NumPy cannot convert ({exc})"
+            ) from None
+    if array.dtype.hasobject:
+        got = (
+            "an object array"
+            if isinstance(value, np.ndarray)
+            else f"a {type(value).__name__} NumPy holds as objects"
+        )
+        for item in array.flat:
+            if type(item) is not float and type(item) is not int:
+                found = (
+                    "None"
+                    if item is None
+                    else f"a {type(item).__name__} ({item!r:.40})"
+                )
+                got = found if item is value else f"{got} (holding {found})"
+                break
+        raise TypeError(
+            f"{name}: expected real numbers, got {got}: convert it with np.asarray(..., dtype=float) if each is a number"
+        )
+    return array
+
+
+def _odd_item(items: list[object] | tuple[object, ...], bools: bool) -> str:
+    """An entry of nested lists or tuples that NumPy would turn silently into another
+    number (NaN, 1.0) or a non-float array, described; "" if there is none."""
+    stack = [items]
+    while stack:
+        for item in stack.pop():
+            kind = type(item)
+            if kind is float or kind is int:
+                continue
+            if isinstance(item, (list, tuple)):
+                stack.append(item)
+            elif item is None:
+                return "None"
+            elif isinstance(item, (bool, np.bool_)) and not bools:
+                return f"a bool ({item!r})"
+            elif isinstance(item, (str, bytes, complex, np.complexfloating)):
+                return f"a {kind.__name__} ({item!r:.40})"
+            elif isinstance(item, np.ndarray) and type(item) is not _ND:
+                if isinstance(item, np.ma.MaskedArray):
+                    return "a masked array or element (np.ma)"
+                if isinstance(item, np.matrix):
+                    return "an np.matrix"
+            elif isinstance(item, np.ndarray) and item.dtype == np.bool_ and not bools:
+                return "a bool array"
+    return ""
+
+
+def _as_array(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``value`` as a float64 array of ``shape``; TypeError or ValueError naming it
+    (``name`` is the operator and the argument: "gradient: x").
+
+    Ints and floats that NumPy casts safely to float64 (every integer type, float16,
+    float32) are converted; bools, complex numbers, strings, long doubles (which
+    float64 would round) and what :func:`_as_values` refuses raise a
+    TypeError."""
+    array = _as_values(name, value)
+    kind = array.dtype.kind
+    if kind not in "iuf" or not np.can_cast(array.dtype, _F64):
+        hint = ""
+        if kind == "b":
+            hint = " (a mask where numbers go?): convert it with np.asarray(..., dtype=float)"
+        elif kind == "f":
+            hint = ", which float64 would round: convert it with np.asarray(..., dtype=np.float64)"
+        raise TypeError(
+            f"{name}: expected real numbers, got {array.dtype} values{hint}"
+        )
     if array.shape != shape:
         raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
     return array.astype(np.float64, copy=False)
@@ -43,23 +131,36 @@ def _as_scalar(name: str, value: object) -> float:
     return float(_as_array(name, value, ()))
 
 
-def _check_out(out: object, shape: tuple[int, ...]) -> None:
-    """``out`` must be a writeable float64 array of the result's ``shape``."""
+def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
+    """``out`` must be a writeable float64 array of the result's ``shape``, and not
+    a masked array (its mask would hide results) or an ``np.matrix``; the errors
+    start with ``name`` (the operator and ``out``)."""
+    if isinstance(out, np.ndarray) and type(out) is not _ND:
+        if isinstance(out, np.ma.MaskedArray):
+            raise TypeError(
+                f"{name}: expected a float64 ndarray, got a masked array (np.ma), whose mask would hide results: pass an ndarray"
+            )
+        if isinstance(out, np.matrix):
+            raise TypeError(
+                f"{name}: expected a float64 ndarray, got an np.matrix: pass an ndarray"
+            )
     if not isinstance(out, np.ndarray) or out.dtype != _F64 or out.shape != shape:
         got = (
             f"{out.dtype} array of shape {out.shape}"
             if isinstance(out, np.ndarray)
             else type(out).__name__
         )
-        raise ValueError(f"out: expected a float64 array of shape {shape}, got {got}")
+        raise ValueError(
+            f"{name}: expected a float64 array of shape {shape}, got {got}"
+        )
     if not out.flags.writeable:
-        raise ValueError("out: the array is read-only")
+        raise ValueError(f"{name}: the array is read-only")
 
 
 def f(x: NDArray[np.float64]) -> float:
     """The function itself. Returns value ()."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("f: x", x, (10000,))
     t0 = x[:-1]
     return float(np.add.reduce(100.0 * (x[1:] - t0**2.0) ** 2.0 + (1.0 - t0) ** 2.0))
 
@@ -69,7 +170,7 @@ def gradient(
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output. Returns gradient (10000,)."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("gradient: x", x, (10000,))
     t0 = x[:-1]
     t1 = x[1:] - t0**2.0
     t2 = np.zeros((10000,))
@@ -78,7 +179,7 @@ def gradient(
     result: NDArray[np.float64] = t2
     if out is None:
         return result
-    _check_out(out, (10000,))
+    _check_out(out, (10000,), "gradient: out")
     out[...] = result
     return out
 
@@ -88,7 +189,7 @@ def value_and_gradient(
 ) -> tuple[float, NDArray[np.float64]]:
     """f(x) and its gradient. Returns value (), gradient (10000,)."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("value_and_gradient: x", x, (10000,))
     t0 = x[:-1]
     t1 = x[1:] - t0**2.0
     t2 = 1.0 - t0
@@ -99,7 +200,7 @@ def value_and_gradient(
     result: NDArray[np.float64] = t3
     if out is None:
         return value, result
-    _check_out(out, (10000,))
+    _check_out(out, (10000,), "value_and_gradient: out")
     out[...] = result
     return value, out
 
@@ -107,9 +208,9 @@ def value_and_gradient(
 def hvp(x: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v. Returns hvp (10000,)."""
     if type(x) is not _ND or x.shape != (10000,) or x.dtype is not _F64:
-        x = _as_array("x", x, (10000,))
+        x = _as_array("hvp: x", x, (10000,))
     if type(v) is not _ND or v.shape != (10000,) or v.dtype is not _F64:
-        v = _as_array("v", v, (10000,))
+        v = _as_array("hvp: v", v, (10000,))
     t0 = x[:-1]
     t1 = v[:-1]
     t2 = 2.0 * t0

@@ -41,10 +41,15 @@ def _is_check(node: ast.stmt) -> bool:
     return any(call.func.id in CHECKS for call in calls)  # type: ignore[attr-defined]
 
 
+def _raises(node: ast.stmt) -> bool:
+    """Whether a statement is an ``if`` test whose body only raises."""
+    return isinstance(node, ast.If) and all(isinstance(s, ast.Raise) for s in node.body)
+
+
 def _unchecked(statements: list[ast.stmt]) -> list[ast.stmt]:
     """Statements without argument checks: the leading ``if`` checks go, and a
-    checked unpacking (``try: x_0, ... = x.tolist()`` then a type test on the first
-    element, as scalar code checks a 1-D argument) becomes the plain unpacking."""
+    checked unpacking (``try: x_0, ... = x.tolist()`` then type and dtype tests
+    that raise, as scalar code checks a 1-D argument) becomes the plain unpacking."""
     kept: list[ast.stmt] = []
     for statement in statements:
         if _is_check(statement) and not isinstance(statement, ast.Try):
@@ -53,7 +58,7 @@ def _unchecked(statements: list[ast.stmt]) -> list[ast.stmt]:
             _is_check(ast.If(test=ast.Constant(True), body=h.body, orelse=[]))
             for h in statement.handlers
         ):
-            kept.extend(statement.body)
+            kept.extend(s for s in statement.body if not _raises(s))
             continue
         kept.append(statement)
     return kept

@@ -65,6 +65,8 @@ LOCALS = (RESULT, VALUE, NPOINTS, START, STOP, RESULTS)
 F64 = "_F64"
 NDARRAY = "_ND"
 AS_ARRAY = "_as_array"
+VALUES = "_as_values"
+ODD_ITEM = "_odd_item"
 AS_SCALAR = "_as_scalar"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
@@ -78,6 +80,8 @@ HELPERS = (
     F64,
     NDARRAY,
     AS_ARRAY,
+    VALUES,
+    ODD_ITEM,
     AS_SCALAR,
     CHECK_OUT,
     AS_POINTS,

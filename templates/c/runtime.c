@@ -427,9 +427,11 @@ dg_result(dg_slots *slots, PyObject *out, int nd, const npy_intp *dims, double *
 
 /*@ dg_into_out requires module-prologue dg_shape */
 /* `result` returned as it is when there is no out or it was written in place;
-   else `_check_out(out, shape); out[...] = result; return out`. Steals result. */
+   else `_check_out(out, shape, name); out[...] = result; return out`, `name` the
+   operator and "out" as its errors say them. Steals result. */
 static PyObject *
-dg_into_out(PyObject *result, PyObject *out, int nd, const npy_intp *dims)
+dg_into_out(PyObject *result, PyObject *out, int nd, const npy_intp *dims,
+            const char *name)
 {
     if (out == NULL || out == Py_None || result == out) return result;
     PyObject *shape = dg_shape(nd, dims);
@@ -437,7 +439,7 @@ dg_into_out(PyObject *result, PyObject *out, int nd, const npy_intp *dims)
         Py_DECREF(result);
         return NULL;
     }
-    PyObject *ok = PyObject_CallFunctionObjArgs(dg_check_out_fn, out, shape, NULL);
+    PyObject *ok = PyObject_CallFunction(dg_check_out_fn, "OOs", out, shape, name);
     Py_DECREF(shape);
     if (ok == NULL || PyObject_SetItem(out, Py_Ellipsis, result) < 0) {
         Py_XDECREF(ok);

@@ -57,6 +57,12 @@ One file per class of the issue; each case is one row of a table:
     and every emission; an int64 index out of bounds raises NumPy's IndexError,
     naming the argument, in every operator and points variant, also where the
     derivative never reads the index (the hessian of ``np.sum(x[idx])``).
+14. ``test_argument_kinds.py`` (issue 20): masked arrays, ``np.matrix``, object
+    arrays, lists holding None, strings, bools or complex numbers, and bool,
+    string, complex and long double values are refused with a TypeError naming the
+    operator and the argument, in every position of every operator and every emission; what NumPy
+    converts exactly (ints, float16, float32, tuples) still gives the float64
+    array's numbers.
 
 Every case passes: none is marked xfail and none is skipped. A case that fails is a
 broken promise, to be fixed in difgen, not marked.

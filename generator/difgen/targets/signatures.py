@@ -122,25 +122,37 @@ def argument_checks(
     for name, shape in arguments:
         if name in skip:  # the body checks it (see Function.checked)
             continue
-        lines += _exact_check(name, shape, dtypes.get(name, "float64"))
+        lines += _exact_check(op.name, name, shape, dtypes.get(name, "float64"))
     return lines
 
 
-def _exact_check(name: str, shape: Shape, dtype: str = "float64") -> list[str]:
+def label(function: str, name: str) -> str:
+    """How the argument checks' errors name an argument: the operator first.
+
+    >>> label("gradient", "x")
+    "'gradient: x'"
+    """
+    return repr(f"{function}: {name}")
+
+
+def _exact_check(
+    function: str, name: str, shape: Shape, dtype: str = "float64"
+) -> list[str]:
     """Check and convert one argument of a hard-coded shape (and dtype)."""
     if dtype != "float64":
-        return data_check(name, shape, dtype)
+        return data_check(function, name, shape, dtype)
+    said = label(function, name)
     if shape == ():
         return [
             f"if not isinstance({name}, float):",
-            f"    {name} = {naming.AS_SCALAR}({name!r}, {name})",
+            f"    {name} = {naming.AS_SCALAR}({said}, {name})",
         ]
     return [
         (
             f"if type({name}) is not {naming.NDARRAY} or {name}.shape != "
             f"{shape!r} or {name}.dtype is not {naming.F64}:"
         ),
-        f"    {name} = {naming.AS_ARRAY}({name!r}, {name}, {shape!r})",
+        f"    {name} = {naming.AS_ARRAY}({said}, {name}, {shape!r})",
     ]
 
 
@@ -209,6 +221,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
     shared contexts are checked as in the one-point operator.
     """
     per_point, shared = _points_arguments(op, spec, ys)
+    function = naming.points(op.name)
     name, shape = per_point[0]
     lines = [
         (
@@ -216,7 +229,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
             f"{len(shape) + 1} or {name}.shape[1:] != {shape!r} or {name}.dtype "
             f"is not {naming.F64}:"
         ),
-        f"    {name} = {naming.AS_POINTS}({name!r}, {name}, {shape!r})",
+        f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, {shape!r})",
         f"{naming.NPOINTS} = {name}.shape[0]",
     ]
     for name, shape in per_point[1:]:
@@ -229,13 +242,13 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
                 f"or {name}.dtype is not {naming.F64}:"
             ),
             (
-                f"    {name} = {naming.AS_POINTS}({name!r}, {name}, {shape!r}, "
-                f"{naming.NPOINTS})"
+                f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, "
+                f"{shape!r}, {naming.NPOINTS})"
             ),
         ]
     dtypes = {c.name: c.dtype for c in spec.contexts}
     for name, shape in shared:
-        lines += _exact_check(name, shape, dtypes[name])
+        lines += _exact_check(function, name, shape, dtypes[name])
     return lines
 
 
@@ -269,7 +282,7 @@ def points_arguments(op: Operator, spec: ModuleSpec, ys: Shape) -> PointsArgumen
     )
 
 
-def data_check(name: str, shape: Shape, dtype: str) -> list[str]:
+def data_check(function: str, name: str, shape: Shape, dtype: str) -> list[str]:
     """The check of an int64 or bool context: exactly that dtype on the fast path;
     otherwise the module's helper converts other integer (or boolean) arrays and
     refuses floats with a TypeError, since rounding an index would be a guess."""
@@ -280,7 +293,7 @@ def data_check(name: str, shape: Shape, dtype: str) -> list[str]:
             f"if type({name}) is not {naming.NDARRAY} or {name}.shape != "
             f"{shape!r} or {name}.dtype.type is not {numpy_type}:"
         ),
-        f"    {name} = {helper}({name!r}, {name}, {shape!r})",
+        f"    {name} = {helper}({label(function, name)}, {name}, {shape!r})",
     ]
 
 
@@ -291,9 +304,15 @@ def data_helpers(spec: ModuleSpec, checks: Sequence[IndexCheck] = ()) -> list[st
     dtypes = {c.dtype for c in spec.contexts}
     sources = []
     if "int64" in dtypes:
-        sources.append(_AS_INTS.replace("AS_INTS", naming.AS_INTS))
+        sources.append(
+            _AS_INTS.replace("AS_INTS", naming.AS_INTS).replace("VALUES", naming.VALUES)
+        )
     if "bool" in dtypes:
-        sources.append(_AS_BOOLS.replace("AS_BOOLS", naming.AS_BOOLS))
+        sources.append(
+            _AS_BOOLS.replace("AS_BOOLS", naming.AS_BOOLS).replace(
+                "VALUES", naming.VALUES
+            )
+        )
     if checks:
         sources.append(_CHECK_INDEX.replace("CHECK_INDEX", naming.CHECK_INDEX))
     return sources
@@ -330,7 +349,7 @@ _AS_INTS = '''def AS_INTS(name: str, value: object, shape: tuple[int, ...]) -> N
 
     Floats are refused, not rounded: an index that is not an integer is a mistake.
     """
-    array = np.asarray(value)
+    array = VALUES(name, value)
     if array.dtype.kind not in "iu" or not np.can_cast(array.dtype, np.int64):
         raise TypeError(f"{name}: expected int64 values, got {array.dtype} values")
     if array.shape != shape:
@@ -343,7 +362,7 @@ _AS_BOOLS = '''def AS_BOOLS(name: str, value: object, shape: tuple[int, ...]) ->
     Numbers are refused: NumPy indexes with a bool array as a mask, with an integer
     array as positions, so converting one into the other would change the meaning.
     """
-    array = np.asarray(value)
+    array = VALUES(name, value, bools=True)
     if array.dtype != np.bool_:
         raise TypeError(f"{name}: expected bool values, got {array.dtype} values")
     if array.shape != shape:

@@ -191,7 +191,7 @@ def _shape_of(module: ModuleType, op: str, param: str) -> tuple[int, ...]:
     found = re.search(rf"{param}\.shape != (\([0-9, ]*\))", source)
     if found:
         return tuple(ast.literal_eval(found.group(1)))
-    found = re.search(rf'_as_array\("{param}", {param}, (\([0-9, ]*\))\)', source)
+    found = re.search(rf'_as_array\("\w+: {param}", {param}, (\([0-9, ]*\))\)', source)
     if found:
         return tuple(ast.literal_eval(found.group(1)))
     return ()

@@ -143,6 +143,8 @@ def test_one_epilogue_for_both_emissions() -> None:
         "out[...] = result",
         "return value, out",
     ]
+    named = returns(["gradient"], ["g"], last, True, (2,), "gradient")
+    assert "_check_out(out, (2,), 'gradient: out')" in named
     assert returns(["jvp"], ["t0"], LastResult(" = t0", "result"), False) == [
         "result = t0",
         "return result",

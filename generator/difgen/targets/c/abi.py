@@ -16,7 +16,7 @@ from difgen.core.ir import Graph, Var
 from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.targets.c import extension as c_code
 from difgen.targets.c import glue
-from difgen.targets.c.arguments import convert_lines, parse_lines
+from difgen.targets.c.arguments import c_label, convert_lines, parse_lines
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.glue import Used
 from difgen.targets.c.program import Store
@@ -84,10 +84,12 @@ def argument_lines(sig: Signature, use: Used) -> list[str]:
     for i, (name, shape) in enumerate(sig.args):
         argv = f"{PREFIX}argv[{i}]"
         if not shape:
-            lines += convert_lines(argv, name, (), name, use)
+            lines += convert_lines(argv, name, (), name, use, function=sig.op.name)
             continue
         a = f"{PREFIX}a_{name}"
-        lines += convert_lines(argv, name, shape, a, use, declared=False)
+        lines += convert_lines(
+            argv, name, shape, a, use, declared=False, function=sig.op.name
+        )
         lines.append(
             f"const double *{PREFIX}p_{name} = (const double *)PyArray_DATA({a});"
         )
@@ -189,6 +191,7 @@ def finish_lines(sig: Signature, use: Used) -> list[str]:
     that was not written directly), CSR arrays (or the caller's CSR ``out``)."""
     lines: list[str] = []
     last_k, out = len(sig.shapes) - 1, sig.out
+    said = c_label(sig.op.name, naming.OUT)
     for k, kind in enumerate(sig.op.results):
         shape, res = sig.shapes[k], f"{PREFIX}res[{k}]"
         fail = f"if ({res} == NULL) goto {PREFIX}fail;"
@@ -198,7 +201,10 @@ def finish_lines(sig: Signature, use: Used) -> list[str]:
         elif k == last_k and sig.sparse[k] and sig.csr_out:
             lines += [
                 f"if ({PREFIX}sdata != NULL) {{",
-                f"    {res} = {use('into_out')}({res}, {PREFIX}sdata, {nd}, {dims});",
+                (
+                    f"    {res} = {use('into_out')}({res}, {PREFIX}sdata, {nd}, "
+                    f"{dims}, {said});"
+                ),
                 f"    {fail}",
                 f"    Py_DECREF({res});",
                 f"    Py_INCREF({out});",
@@ -214,7 +220,7 @@ def finish_lines(sig: Signature, use: Used) -> list[str]:
             lines += [
                 (
                     f"{res} = {use('into_out')}({res}, {out} == NULL ? Py_None : {out}, "
-                    f"{nd}, {dims});"
+                    f"{nd}, {dims}, {said});"
                 ),
                 fail,
             ]

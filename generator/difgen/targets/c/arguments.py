@@ -48,6 +48,12 @@ def parse_lines(
     ]
 
 
+def c_label(function: str, name: str) -> str:
+    """The C string literal naming an argument in the errors, as the Python
+    operator's checks name it (:func:`difgen.targets.signatures.label`)."""
+    return f'"{function}: {name}"'
+
+
 def convert_lines(
     argv: str,
     name: str,
@@ -58,6 +64,7 @@ def convert_lines(
     declared: bool = True,
     cast: str = "",
     initial: str | None = None,
+    function: str = "",
 ) -> list[str]:
     """Convert the call's argument ``argv`` (parameter ``name``) and check it.
 
@@ -66,18 +73,20 @@ def convert_lines(
     C-contiguous float64 array of ``shape`` (``cast`` before the call's result;
     declared here as a ``PyArrayObject *`` unless ``declared`` is False, when the
     caller declared it). Either jumps to ``dg_fail`` when the argument is
-    refused (the Python exception set). The runtime calls are recorded in
-    ``use``."""
+    refused (the Python exception set), with an error naming ``function`` (the
+    operator) and ``name`` as the Python operator's does. The runtime calls are
+    recorded in ``use``."""
+    said = c_label(function, name)
     if not shape:
         start = f" = {initial}" if initial is not None else ""
         return [
             f"double {into}{start};",
-            f'if ({use("scalar")}({argv}, "{name}", &{into}) < 0) goto {PREFIX}fail;',
+            f"if ({use('scalar')}({argv}, {said}, &{into}) < 0) goto {PREFIX}fail;",
         ]
     table = f"{PREFIX}dims_{name}"
     target = f"PyArrayObject *{into}" if declared else into
     return [
         f"static const npy_intp {table}[] = {dims(shape)};",
-        f'{target} = {cast}{use("array")}({argv}, "{name}", {len(shape)}, {table});',
+        f"{target} = {cast}{use('array')}({argv}, {said}, {len(shape)}, {table});",
         f"if ({into} == NULL) goto {PREFIX}fail;",
     ]

@@ -48,7 +48,7 @@ from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.targets.c import glue as c_glue
 from difgen.targets.c import points as c_points
 from difgen.targets.c import runtime as c_runtime
-from difgen.targets.c.arguments import convert_lines, parse_lines
+from difgen.targets.c.arguments import c_label, convert_lines, parse_lines
 from difgen.targets.c.expressions import (  # noqa: F401 (re-exported)
     C_HELPERS,
     C_LIBRARY,
@@ -161,12 +161,19 @@ def _arguments(op: Operator, spec: ModuleSpec, ys: tuple[int, ...]) -> list[Argu
 
 
 def _unpack(
-    arg: Argument, argv: str, symbols: np.ndarray, used: set[sp.Symbol], use: Used
+    function: str,
+    arg: Argument,
+    argv: str,
+    symbols: np.ndarray,
+    used: set[sp.Symbol],
+    use: Used,
 ) -> list[str]:
     """Convert one argument and read the elements the code uses into doubles."""
     if arg.shape == ():
-        return convert_lines(argv, arg.name, (), arg.name, use)
-    lines = convert_lines(argv, arg.name, arg.shape, f"{PREFIX}a_{arg.name}", use)
+        return convert_lines(argv, arg.name, (), arg.name, use, function=function)
+    lines = convert_lines(
+        argv, arg.name, arg.shape, f"{PREFIX}a_{arg.name}", use, function=function
+    )
     reads = [
         (i, str(s)) for i, s in enumerate(symbols.ravel()) if s in used
     ]  # flat C order, as ``ravel().tolist()`` reads them
@@ -227,7 +234,13 @@ def csr_pattern(
 
 
 def _csr_out_lines(
-    k: int, kind: str, exprs: list[str], out: str, pattern: str, use: Used
+    k: int,
+    kind: str,
+    exprs: list[str],
+    out: str,
+    pattern: str,
+    use: Used,
+    said: str,
 ) -> list[str]:
     """A sparse last result: into ``out.data`` when ``out`` is given (checked
     against ``pattern``, as the module's ``_check_csr_out`` checks it), else a new
@@ -243,7 +256,7 @@ def _csr_out_lines(
         f"{res} = {use('result')}(NULL, {data}, 1, {PREFIX}rdims_{k}, &{PREFIX}d);",
         f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
         *(f"{PREFIX}d[{i}] = {e};" for i, e in enumerate(exprs)),
-        f"{res} = {use('into_out')}({res}, {data}, 1, {PREFIX}rdims_{k});",
+        f"{res} = {use('into_out')}({res}, {data}, 1, {PREFIX}rdims_{k}, {said});",
         f"if ({res} == NULL) {{ Py_XDECREF({data}); goto {PREFIX}fail; }}",
         f"if ({data} != NULL) {{",
         f"    Py_DECREF({res});",
@@ -294,12 +307,14 @@ def _result_lines(
     sparse: bool,
     use: Used,
     pattern: str | None = None,
+    said: str = '""',
 ) -> list[str]:
-    """Build result ``k`` into ``dg_res[k]`` (a float, an array, or a CSR array)."""
+    """Build result ``k`` into ``dg_res[k]`` (a float, an array, or a CSR array);
+    ``said`` names ``out`` in its errors (:func:`c_label`)."""
     res = f"{PREFIX}res[{k}]"
     if sparse and out is not None:
         assert pattern is not None  # a CSR out= has its pattern baked
-        return _csr_out_lines(k, kind, exprs, out, pattern, use)
+        return _csr_out_lines(k, kind, exprs, out, pattern, use, said)
     if sparse or shape != ():
         dims = shape if not sparse else (len(exprs),)
         lines = [f"static const npy_intp {PREFIX}rdims_{k}[] = {_dims(dims)};"]
@@ -320,7 +335,7 @@ def _result_lines(
             lines += [
                 (
                     f"{res} = {use('into_out')}({res}, {out}, {len(dims)}, "
-                    f"{PREFIX}rdims_{k});"
+                    f"{PREFIX}rdims_{k}, {said});"
                 ),
                 f"if ({res} == NULL) goto {PREFIX}fail;",
             ]
@@ -363,7 +378,9 @@ def c_function(
     use = Used()
     body = parse_lines(op.name, names, len(args), use, declare)
     for i, arg in enumerate(args):
-        body += _unpack(arg, f"{PREFIX}argv[{i}]", code.arrays[arg.name], used, use)
+        body += _unpack(
+            op.name, arg, f"{PREFIX}argv[{i}]", code.arrays[arg.name], used, use
+        )
     body += [f"const double {t} = {c_expr(e, use)};" for t, e in temps]
     it = iter(reduced)
     out = f"{PREFIX}argv[{len(args)}]" if takes_out or csr_out else None
@@ -377,7 +394,15 @@ def c_function(
                 op.name, r.indices, r.indptr, r.shape, use
             )
         body += _result_lines(
-            k, kind, exprs, shapes[k], out if last else None, sparse[k], use, pattern
+            k,
+            kind,
+            exprs,
+            shapes[k],
+            out if last else None,
+            sparse[k],
+            use,
+            pattern,
+            c_label(op.name, naming.OUT),
         )
     body += return_lines(nres, use)
     body += [

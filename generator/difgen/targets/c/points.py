@@ -36,7 +36,7 @@ import sympy as sp
 from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.operators import Operator, result_shape, seed_shape
-from difgen.targets.c.arguments import convert_lines, parse_lines
+from difgen.targets.c.arguments import c_label, convert_lines, parse_lines
 from difgen.targets.c.glue import PREFIX, Used, dims, nulls, return_lines
 
 GIL_FREE_POINTS = 64
@@ -73,7 +73,7 @@ def arguments(
     return args
 
 
-def _check_lines(args: list[PointsArgument], use: Used) -> list[str]:
+def _check_lines(function: str, args: list[PointsArgument], use: Used) -> list[str]:
     """Convert and check the arguments in the Python variant's order: the
     per-point ones (``x`` first: it sets the number of points), then the shared.
 
@@ -92,8 +92,8 @@ def _check_lines(args: list[PointsArgument], use: Used) -> list[str]:
                 f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
                 (
                     f"{slot} = (PyObject *){use('points')}({argv}, "
-                    f'"{arg.name}", {len(arg.shape)}, {PREFIX}dims_{arg.name}, '
-                    f"{count});"
+                    f"{c_label(function, arg.name)}, {len(arg.shape)}, "
+                    f"{PREFIX}dims_{arg.name}, {count});"
                 ),
                 f"if ({slot} == NULL) goto {PREFIX}fail;",
             ]
@@ -101,7 +101,9 @@ def _check_lines(args: list[PointsArgument], use: Used) -> list[str]:
                 lines.append(f"{PREFIX}k = PyArray_DIM((PyArrayObject *){slot}, 0);")
         elif arg.shape == ():
             into = f"{PREFIX}s_{arg.name}"
-            lines += convert_lines(argv, arg.name, (), into, use, initial="0.0")
+            lines += convert_lines(
+                argv, arg.name, (), into, use, initial="0.0", function=function
+            )
         else:
             lines += convert_lines(
                 argv,
@@ -111,6 +113,7 @@ def _check_lines(args: list[PointsArgument], use: Used) -> list[str]:
                 use,
                 declared=False,
                 cast="(PyObject *)",
+                function=function,
             )
     return lines
 
@@ -246,7 +249,7 @@ def points_function(
     use = Used()
     use.add(code.runtime)
     lines = parse_lines(name, [a.name for a in args], nargs, use, declare)
-    lines += _check_lines(args, use)
+    lines += _check_lines(name, args, use)
     for r, shape in enumerate(shapes):
         lines += [
             f"npy_intp {PREFIX}rdims_{r}[] = {dims([f'{PREFIX}k', *shape])};",

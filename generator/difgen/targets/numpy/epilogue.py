@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from difgen import naming
+from difgen.targets.signatures import label
 
 
 @dataclass(frozen=True)
@@ -34,17 +35,20 @@ def returns(
     last: LastResult | None,
     takes_out: bool,
     out_shape: tuple[int, ...] = (),
+    function: str = "",
 ) -> list[str]:
     """The closing lines of an operator returning ``sources`` (one per kind).
 
     Without ``last`` the results are returned as they are; with it the earlier ones
     are named by their kind, the last is bound to ``result``, and ``takes_out`` adds
     the write into ``out``, checked first against ``out_shape`` (only when an
-    ``out`` is given: the call without one pays nothing for it).
+    ``out`` is given: the call without one pays nothing for it), its errors naming
+    ``function`` and ``out``.
     """
     if last is None:
         return ["return " + ", ".join(sources)]
     head = "".join(f"{kind}, " for kind in kinds[:-1])
+    said = f", {label(function, naming.OUT)}" if function else ""
     lines = [f"{kind} = {source}" for kind, source in zip(kinds[:-1], sources[:-1])]
     lines.append(f"{naming.RESULT}{last.binding}")
     if not takes_out:
@@ -53,7 +57,7 @@ def returns(
         *lines,
         f"if {naming.OUT} is None:",
         f"    return {head}{last.fresh}",
-        f"{naming.CHECK_OUT}({naming.OUT}, {out_shape!r})",
+        f"{naming.CHECK_OUT}({naming.OUT}, {out_shape!r}{said})",
         f"{naming.OUT}[...] = {naming.RESULT}",
         f"return {head}{naming.OUT}",
     ]

@@ -684,7 +684,9 @@ def print_operator(
     last = None
     if into_out or (len(results) == 1 and dense_array):  # typed, for the reader
         last = LastResult(f": NDArray[np.float64] = {results[-1]}", naming.RESULT)
-    body += returns(op.results, results, last, into_out, graph.outputs[-1].shape)
+    body += returns(
+        op.results, results, last, into_out, graph.outputs[-1].shape, op.name
+    )
     params, annotation = signature(op, spec, ys)
     doc = docstring(op, spec, ys)
     return Function(op.name, params, annotation, doc, tuple(body)).using(uses)

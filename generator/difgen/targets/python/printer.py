@@ -34,7 +34,13 @@ from difgen.targets import cost as cost_model
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import CsrFormat, csr_format, csr_out_returns
 from difgen.targets.parts import NOTHING, Constants, Function, Uses
-from difgen.targets.signatures import docstring, signature, signature_uses, sparse_out
+from difgen.targets.signatures import (
+    docstring,
+    label,
+    signature,
+    signature_uses,
+    sparse_out,
+)
 
 
 def _negated(term: Any) -> Any:
@@ -268,7 +274,9 @@ class ScalarCode:
     constants: Constants
 
 
-def _unpack(name: str, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
+def _unpack(
+    function: str, name: str, symbols: np.ndarray, used: set[sp.Symbol]
+) -> list[str]:
     if symbols.shape == ():
         return []  # a scalar argument is its own symbol
     names = [str(s) if s in used else "_" for s in symbols.ravel()]
@@ -278,32 +286,44 @@ def _unpack(name: str, symbols: np.ndarray, used: set[sp.Symbol]) -> list[str]:
     targets = f"({names[0]},)" if len(names) == 1 else ", ".join(names)
     if symbols.ndim != 1:  # checked by render before the body
         return [f"{flat}: list[float] = {name}.ravel().tolist()", f"{targets} = {flat}"]
-    return _checked_unpack(name, flat, targets, next(n for n in names if n != "_"),
-                           tuple(symbols.shape))  # fmt: skip
+    first = next(n for n in names if n != "_")
+    return _checked_unpack(
+        name, flat, targets, first, tuple(symbols.shape), label(function, name)
+    )
 
 
 def _checked_unpack(
-    name: str, flat: str, targets: str, first: str, shape: tuple[int, ...]
+    name: str,
+    flat: str,
+    targets: str,
+    first: str,
+    shape: tuple[int, ...],
+    said: str,
 ) -> list[str]:
-    """Unpack a 1-D argument, checking it on the way at almost no cost.
+    """Unpack a 1-D argument, checking it on the way at little cost.
 
-    A float64 array of the right length unpacks into floats; anything else fails
-    the unpacking (no ``tolist``, another length, a 0-d array) or yields a first
-    element that is not a float (ints, complex, nested lists from a 2-D array), and
-    goes through ``_as_array``, which converts it or raises naming the argument and
-    both shapes. This is the argument check of scalar code: one type test instead
-    of a type, dtype and shape comparison (what that saves per argument:
-    ``benchmarks.calibration.checked_unpack_saving_ns``).
+    An exact float64 ndarray of the right length unpacks into floats; anything
+    else fails the unpacking (no ``tolist``, another length, a 0-d array) or one
+    of three identity tests, and goes through ``_as_array``, which converts it or
+    raises naming the argument as ``said`` (the operator's name first). The
+    tests: the type (a masked array's ``tolist`` has None for masked entries), the
+    first element a float (not the nested list of a 2-D array), the dtype float64
+    (an object array may hold anything after a float). This is the argument check
+    of scalar code: no shape comparison (the unpacking checks the length; what
+    that saves per argument: ``benchmarks.calibration.checked_unpack_saving_ns``).
     """
-    convert = f"{naming.AS_ARRAY}({name!r}, {name}, {shape!r}).tolist()"
+    convert = f"{naming.AS_ARRAY}({said}, {name}, {shape!r}).tolist()"
+    tests = (
+        f"type({name}) is not {naming.NDARRAY} or type({first}) is not float "
+        f"or {name}.dtype is not {naming.F64}"
+    )
     return [
         "try:",
         f"    {flat}: list[float] = {name}.tolist()",
         f"    {targets} = {flat}",
+        f"    if {tests}:",
+        "        raise TypeError",
         "except (AttributeError, TypeError, ValueError):",
-        f"    {flat} = {convert}",
-        f"    {targets} = {flat}",
-        f"if type({first}) is not float:",
         f"    {flat} = {convert}",
         f"    {targets} = {flat}",
     ]
@@ -360,7 +380,7 @@ def print_operator(
     printer = FloatPrinter()  # collects what this operator's code uses
     temps, reduced = reduce(code) if reduction is None else reduction
     used = used_symbols((temps, reduced))
-    unpacks = {n: _unpack(n, code.arrays[n], used) for n in code.order}
+    unpacks = {n: _unpack(op.name, n, code.arrays[n], used) for n in code.order}
     body = [line for n in code.order for line in unpacks[n]]
     checked = frozenset(n for n, lines in unpacks.items() if lines[:1] == ["try:"])
     body += [f"{t} = {printer.doprint(e)}" for t, e in temps]
@@ -393,7 +413,9 @@ def print_operator(
         last = LastResult(
             f" = {_literal(results[-1], printer)}", f"np.array({naming.RESULT})"
         )
-    body += returns(op.results, sources, last, last is not None, results[-1].shape)
+    body += returns(
+        op.results, sources, last, last is not None, results[-1].shape, op.name
+    )
     return _function(op, spec, ys, body, checked, printer, uses)
 
 
