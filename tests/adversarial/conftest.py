@@ -55,6 +55,11 @@ One file per class of the issue; each case is one row of a table:
     ``sign(x) * x`` at 9e307) are exact to a few ulps against mpmath, and
     ``np.cbrt``'s value is within 4 ulps of NumPy's, on both backends, both modes
     and every emission.
+14. ``test_points_rows.py`` (issue 20): every row of ``<op>_points`` over 300
+    hostile points (NaN, +-inf, +-0, +-1e308, subnormals) and over several blocks
+    is the one-point operator at that point, NaN and inf in the same places, for
+    every operator with a points variant, both backends, every emission (vector,
+    scalar, compiled C and its Python fallback).
 
 Every case passes: none is marked xfail and none is skipped. A case that fails is a
 broken promise, to be fixed in difgen, not marked.

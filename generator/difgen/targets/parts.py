@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from difgen import naming
 
@@ -48,6 +49,10 @@ class Function:
     modules: frozenset[str] = frozenset()
     """The modules the body names besides NumPy (``math``), as its printer
     reported them (SymPy's ``module_imports``)."""
+    expressions: tuple[Any, Any] | None = field(default=None, compare=False)
+    """Straight-line code: (its ``ScalarCode``, the reduction its body prints), so
+    that its points variant computes the same expressions on columns
+    (:mod:`difgen.targets.numpy.columns`)."""
 
 
 class Constants:

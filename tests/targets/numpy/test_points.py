@@ -422,8 +422,8 @@ def test_points_refuse_code_valid_for_one_number_of_points(
     from difgen.targets.numpy import points
 
     monkeypatch.setattr(points, "_generic", lambda lines, k: list(lines))
-    cfg = write_points_config(
-        tmp_path, "vector_scalar", [4], ["gradient"], backend="trace"
+    cfg = write_points_config(  # vector code: its points variant is the batched graph
+        tmp_path, "vector_scalar", [4], ["gradient"], backend="trace", emit="vector"
     )
     with pytest.raises(
         ConfigError, match=r"difgen.toml:8: the points variant of 'gradient'"
@@ -637,14 +637,22 @@ def test_blocks_of_the_built_size(tmp_path: Path) -> None:
         _check_blocks(mod, "matrix_scalar", op, (), ks)
 
 
+def _points_inner(a: np.ndarray) -> bool:
+    """The points layout: the points axis innermost, a point's own axes in C
+    order outside it."""
+    c_order = np.ascontiguousarray(np.moveaxis(a, 0, -1))
+    return a.strides == np.moveaxis(c_order, -1, 0).strides and a.strides[0] == 8
+
+
 def test_blocks_are_aligned_and_laid_out(
     tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The block function is called once when the points make one block (on the
     arguments themselves), else on blocks of ``block`` points from the first on,
-    the last one taking the rest; each block's per-point arrays are in Fortran
-    order exactly when one call's would be; a Fortran-ordered or strided input
-    gives the same bits."""
+    the last one taking the rest; each block's per-point arrays have their points
+    innermost in memory (and a point's elements in C order among themselves)
+    exactly when one call's would; a Fortran-ordered or strided input gives the
+    same bits."""
     cfg = write_points_config(
         tmp_path,
         "vector_vector_ctx",
@@ -660,7 +668,7 @@ def test_blocks_are_aligned_and_laid_out(
     inner = mod._pullback_points_block
 
     def spy(x: Any, dy: Any, c0: Any, c1: Any) -> Any:
-        seen.append((len(x), x.flags.f_contiguous, c0.flags.f_contiguous))
+        seen.append((len(x), _points_inner(x), _points_inner(c0)))
         return inner(x, dy, c0, c1)
 
     monkeypatch.setattr(mod, "_pullback_points_block", spy)

@@ -1,15 +1,15 @@
 """Points variants (``points = true``): each operator at k points in one NumPy call.
 
 ``gradient_points(x)`` takes ``x`` of shape ``(k, *input.shape)`` for any ``k`` and
-returns what ``gradient`` returns at each point, stacked. It is built the same way
-for both backends: the operator's graph from the trace backend
+returns what ``gradient`` returns at each point, stacked. For an operator printed
+as vector code, the operator's graph from the trace backend
 (:meth:`difgen.derive.graphs.Derivatives.operator_graph`) is batched over a
 leading axis by the vmap transform (each primitive's ``batch`` rule) and emitted as
-vector code, so no Python loop runs over the points. *Why the trace path for the
-sympy backend too:* its scalar code is straight-line Python on floats, one name
-per element; evaluating those expressions on columns would need a second printer
-with NumPy semantics for every helper of :mod:`difgen.floats`, while the batched
-graph reuses the vmap rules every primitive is already tested against.
+vector code, so no Python loop runs over the points. An operator printed as
+straight-line code (either backend) evaluates its own expressions on columns of
+points instead (:mod:`difgen.targets.numpy.columns`): the batched graph is another
+computation than SymPy's simplified derivatives, and put NaN and inf in other
+places than the one-point code at 0, the infinities and overflowing points.
 
 The number of points is not known at build time, and shapes in the IR are static.
 The batched graph is therefore built at two sentinel sizes, and the two emissions
@@ -45,11 +45,13 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
 from difgen.derive.points import PointsGraphs
 from difgen.errors import ConfigError
-from difgen.operators import Shape
+from difgen.operators import Operator, Shape
 from difgen.targets.c import points as c_points
+from difgen.targets.numpy import columns
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import is_view, number, print_graph
 from difgen.targets.parts import Constants, Function
+from difgen.targets.python.printer import Reduced, ScalarCode
 from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,
@@ -68,7 +70,7 @@ points."""
 
 MIN_BLOCK = 256
 """The fewest points of a block: each NumPy call costs about a microsecond, and in
-the Fortran layout every inner loop runs along the block's points, so blocks of a
+the points layout every inner loop runs along the block's points, so blocks of a
 few dozen points would spend their time in overheads (blocks of 128 points ran
 1.3x slower than 256 on the n = 100 gradient). It also keeps every block far
 from one point, where NumPy may take other loops."""
@@ -137,12 +139,17 @@ def bytes_per_point(graph: Graph) -> int:
 def block_size(graph: Graph, layout_size: int) -> int:
     """How many points one block holds: the largest power of two whose
     temporaries fit :data:`BLOCK_BYTES`, at least :data:`MIN_BLOCK`, and a power
-    of two above ``layout_size`` (a point's elements) when the arguments are put
-    in Fortran order: then every block takes the layout that one call over all
-    the points takes, which decides the order of NumPy's reductions and whether
+    of two above ``layout_size`` (a point's elements) when the arguments are laid
+    out with the points innermost: then every block takes the layout that one
+    call over all the points takes, which decides the order of NumPy's reductions and whether
     a product goes to BLAS, so the blocks round exactly as that call does. A
     power of two, because blocks start at its multiples (``_point_blocks``)."""
-    fits = max(MIN_BLOCK, BLOCK_BYTES // max(1, bytes_per_point(graph)))
+    return _block_points(bytes_per_point(graph), layout_size)
+
+
+def _block_points(per_point: int, layout_size: int) -> int:
+    """:func:`block_size` for values keeping ``per_point`` bytes a point live."""
+    fits = max(MIN_BLOCK, BLOCK_BYTES // max(1, per_point))
     block = 1 << (fits.bit_length() - 1)
     return max(block, 1 << layout_size.bit_length()) if layout_size else block
 
@@ -204,6 +211,37 @@ def _blocked(
     ]
 
 
+def _columns(
+    spec: ModuleSpec,
+    op: Operator,
+    expressions: tuple[ScalarCode, Reduced] | None,
+) -> tuple[list[str], frozenset[str], int, list[tuple[Shape, str]]] | None:
+    """(body, helpers, bytes a point, result shapes and dtypes) of a straight-line
+    operator's block function
+    on columns, or None for an operator that is not straight-line code or whose
+    expressions have no column form (then the build says so: its rows may put NaN
+    and inf where the one-point code does not)."""
+    if expressions is None:
+        return None
+    code, reduction = expressions
+    per_point = frozenset(
+        [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts if c.per_point)]
+    )
+    try:
+        body, helpers = columns.column_body(code, reduction, per_point)
+    except columns.NoColumnForm as exc:
+        note(
+            f"{naming.points(op.name)}: the batched graph, not {op.name}'s "
+            f"straight-line code ({exc} has no column form): its rows may put NaN "
+            "and inf where the one-point operator does not"
+        )
+        return None
+    shapes: list[tuple[Shape, str]] = [
+        (tuple(r.shape), "float64") for r in code.results
+    ]
+    return body, helpers, columns.bytes_per_point(code, reduction), shapes
+
+
 def _generic(lines: Sequence[str], k: int) -> list[str]:
     """``lines`` with the sentinel ``k`` (as a whole integer) replaced by npoints."""
     pattern = re.compile(rf"(?<![\w.]){k}(?![\w.])")
@@ -211,16 +249,50 @@ def _generic(lines: Sequence[str], k: int) -> list[str]:
 
 
 def points_function(
-    spec: ModuleSpec, ys: Shape, derived: PointsGraphs, pool: Constants
+    spec: ModuleSpec,
+    ys: Shape,
+    derived: PointsGraphs,
+    pool: Constants,
+    expressions: tuple[ScalarCode, Reduced] | None = None,
 ) -> tuple[Function, Function]:
     """The points variant of one operator, as vector code for any number of points:
     (its function of one block of points, the variant that calls it block by
-    block)."""
+    block).
+
+    A straight-line operator (``expressions``: what its body prints) computes its
+    own expressions on columns (:mod:`difgen.targets.numpy.columns`), so its rows
+    are the one-point code's, NaN and inf included; any other is its batched
+    graph."""
     op = derived.op
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
+    (g1, f1), (g2, f2) = derived.batched
+    params, annotation = points_signature(op, spec, ys)
+    name = naming.points_block(op.name)
+    args = points_arguments(op, spec, ys)
+    on_columns = _columns(spec, op, expressions)
+    if on_columns is not None:
+        body, helpers, per_point_bytes, shapes = on_columns
+        block = Function(
+            name,
+            params,
+            annotation,
+            f"{naming.points(op.name)} on one block of points, checked and laid out.",
+            tuple(body),
+            block_of=op.name,
+            helpers=helpers,
+        )
+        size = _block_points(per_point_bytes, args.layout_size)
+        variant = Function(
+            naming.points(op.name),
+            params,
+            annotation,
+            points_docstring(op, spec, ys),
+            tuple(_blocked(name, names, args, size, shapes)),
+            points_of=op.name,
+        )
+        return block, variant
     k1, k2 = derived.sentinels
     trial = copy.deepcopy(pool)
-    (g1, f1), (g2, f2) = derived.batched
     lines1, results1 = _code(g1, f1, names, pool)
     lines2, results2 = _code(g2, f2, names, trial)
     body = _generic(lines1, k1)
@@ -245,8 +317,6 @@ def points_function(
         body += returns(op.results, results, last, False)
     else:
         body += returns(op.results, results, None, False)
-    params, annotation = points_signature(op, spec, ys)
-    name = naming.points_block(op.name)
     block = Function(
         name,
         params,
@@ -255,7 +325,6 @@ def points_function(
         tuple(body),
         block_of=op.name,
     )
-    args = points_arguments(op, spec, ys)
     shapes = [
         (out.shape[1:] if batched else out.shape, out.dtype)
         for out, batched in zip(g1.outputs, f1)
@@ -283,7 +352,11 @@ def build(
     With ``emit = "c"`` each also carries its C loop, printed with the one-point
     operator among ``functions`` (:mod:`difgen.targets.c.points`).
     """
-    pairs = [points_function(spec, ys, item, pool) for item in derived]
+    straight = {f.name: f.expressions for f in functions}
+    pairs = [
+        points_function(spec, ys, item, pool, straight.get(item.op.name))
+        for item in derived
+    ]
     native = {f.name: f.native_points for f in functions}
     built: list[Function] = []
     for block, variant in pairs:

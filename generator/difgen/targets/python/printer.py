@@ -375,7 +375,7 @@ def print_operator(
             results.append(r)
             if in_place and len(sources) == len(op.results):
                 body += csr_out_returns(op, sources, f"np.array([{data}])", wrap)
-                return _function(op, spec, ys, body, checked, printer)
+                return _function(op, spec, ys, body, checked, printer, None)
             continue
         arr = np.empty(r.shape, dtype=object)
         arr.ravel()[:] = [next(it) for _ in range(r.size)] if r.size else []
@@ -390,7 +390,7 @@ def print_operator(
             f" = {_literal(results[-1], printer)}", f"np.array({naming.RESULT})"
         )
     body += returns(op.results, sources, last, last is not None, results[-1].shape)
-    return _function(op, spec, ys, body, checked, printer)
+    return _function(op, spec, ys, body, checked, printer, (code, (temps, reduced)))
 
 
 def _function(
@@ -400,6 +400,7 @@ def _function(
     body: list[str],
     checked: frozenset[str],
     printer: FloatPrinter,
+    expressions: tuple[ScalarCode, Reduced] | None,
 ) -> Function:
     params, annotation = signature(op, spec, ys)
     return Function(
@@ -411,6 +412,7 @@ def _function(
         checked,
         helpers=frozenset(printer.helpers),
         modules=frozenset(printer.module_imports),
+        expressions=expressions,
     )
 
 
