@@ -12,12 +12,16 @@ computation than SymPy's simplified derivatives, and put NaN and inf in other
 places than the one-point code at 0, the infinities and overflowing points.
 
 The number of points is not known at build time, and shapes in the IR are static.
-The batched graph is therefore built at two sentinel sizes, and the two emissions
-must agree once each sentinel is replaced by ``npoints`` (read from ``x.shape[0]``
-at run time); module constants and import-time values must not depend on it at all.
-Code in which the number of points enters any other way (a product like ``3 * k``
-in a reshape, index arrays over the stacked points) fails that comparison, and the
-build refuses it at the ``points`` key rather than emit code valid for one ``k``.
+The batched graph is therefore built at a sentinel size, and the printer is given
+it as the points axis (:class:`~difgen.targets.numpy.printer.PointsAxis`): every
+shape, size and slice bound equal to it prints as ``npoints`` (read from
+``x.shape[0]`` at run time), so no text is rewritten after printing. As a check,
+the graph is also batched and printed at a second sentinel size: the two texts,
+module constants and import-time values must be equal. Code in which the number
+of points enters any other way (a product like ``3 * k`` in a reshape, index
+arrays over the stacked points) prints a plain number that differs between the
+two, and the build refuses it at the ``points`` key rather than emit code valid
+for one ``k``.
 
 Many points are evaluated in blocks (:func:`block_size`): each vectorized NumPy
 operation streams its operands' whole length through memory, so on 10^4 points
@@ -34,7 +38,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,7 +52,7 @@ from difgen.operators import Operator, Shape
 from difgen.targets.c import points as c_points
 from difgen.targets.numpy import columns
 from difgen.targets.numpy.epilogue import LastResult, returns
-from difgen.targets.numpy.printer import is_view, number, print_graph
+from difgen.targets.numpy.printer import PointsAxis, is_view, number, print_graph
 from difgen.targets.parts import Constants, Function
 from difgen.targets.python.printer import Reduced, ScalarCode
 from difgen.targets.signatures import (
@@ -80,9 +83,9 @@ def _code(
     graph: Graph, out_flags: Sequence[bool], names: Sequence[str], pool: Constants
 ) -> tuple[list[str], list[str]]:
     """(statements, result expressions) of a batched graph; every result a fresh
-    array with the points in front."""
-    k = graph.inputs[0].shape[0]
-    code = print_graph(graph, names, pool, lead=k)
+    array with the points in front, the points axis printed as ``npoints``."""
+    k = PointsAxis(graph.inputs[0].shape[0], naming.NPOINTS)
+    code = print_graph(graph, names, pool, lead=k, axis=k)
     results = []
     for out, expr, batched in zip(graph.outputs, code.outputs, out_flags):
         if isinstance(out, Lit) and out.shape == ():
@@ -242,12 +245,6 @@ def _columns(
     return body, helpers, columns.bytes_per_point(code, reduction), shapes
 
 
-def _generic(lines: Sequence[str], k: int) -> list[str]:
-    """``lines`` with the sentinel ``k`` (as a whole integer) replaced by npoints."""
-    pattern = re.compile(rf"(?<![\w.]){k}(?![\w.])")
-    return [pattern.sub(naming.NPOINTS, line) for line in lines]
-
-
 def points_function(
     spec: ModuleSpec,
     ys: Shape,
@@ -291,14 +288,10 @@ def points_function(
             points_of=op.name,
         )
         return block, variant
-    k1, k2 = derived.sentinels
     trial = copy.deepcopy(pool)
-    lines1, results1 = _code(g1, f1, names, pool)
-    lines2, results2 = _code(g2, f2, names, trial)
-    body = _generic(lines1, k1)
-    results = _generic(results1, k1)
+    body, results = _code(g1, f1, names, pool)
     if (
-        (body, results) != (_generic(lines2, k2), _generic(results2, k2))
+        (body, results) != _code(g2, f2, names, trial)
         or pool.items != trial.items
         or pool.setup != trial.setup
     ):
