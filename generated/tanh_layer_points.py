@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "32cc6552844bee04"
-BODY_HASH = "d1b307e3a11a386c"
+BODY_HASH = "b8046c63d706a92a"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -186,10 +186,11 @@ def _as_points(
 
 
 def _points_layout(value: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``value`` with its points axis innermost in memory (Fortran order), so that
-    NumPy's inner loops run along the many points, not along one point's few
-    elements."""
-    return np.asfortranarray(value)
+    """``value`` with its points axis innermost in memory, so that NumPy's inner
+    loops run along the many points, not along one point's few elements; a
+    point's own elements keep their C order among themselves, so that a reduction
+    over them adds them in the order of the one-point operator's."""
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(value, 0, -1)), -1, 0)
 
 
 def _point_blocks(npoints: int, size: int) -> list[tuple[int, int]]:
@@ -485,16 +486,48 @@ def _gradient_points_block(
 ) -> NDArray[np.float64]:
     """gradient_points on one block of points, checked and laid out."""
     npoints = x.shape[0]
-    t0 = np.reshape(x @ np.reshape(a, (npoints, 4, 1)), (npoints, 3))
-    t1 = np.tanh(t0)
-    t2 = np.absolute(t0)
-    t3 = np.exp(-2.0 * t2)
-    t4 = 1.0 + t3
-    t5 = np.where(t2 < 0.5, 1.0 - t1 * t1, 4.0 * t3 / (t4 * t4))[
-        :, ..., None
-    ] * np.reshape(a, (npoints, 1, 4))
-    result: NDArray[np.float64] = t5
-    return result
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x.reshape(
+        npoints, 12
+    ).T
+    a_0, a_1, a_2, a_3 = a.reshape(npoints, 4).T
+    t0 = a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3
+    t1 = np.abs(t0)
+    t2 = np.exp(-2.0 * t1)
+    t3 = np.where(
+        (t1 < 0.5),
+        1.0 - (np.tanh(t0) * np.tanh(t0)),
+        np.divide(4.0 * t2, ((t2 + 1.0) * (t2 + 1.0))),
+    )
+    t4 = a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7
+    t5 = np.abs(t4)
+    t6 = np.exp(-2.0 * t5)
+    t7 = np.where(
+        (t5 < 0.5),
+        1.0 - (np.tanh(t4) * np.tanh(t4)),
+        np.divide(4.0 * t6, ((t6 + 1.0) * (t6 + 1.0))),
+    )
+    t8 = a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11
+    t9 = np.abs(t8)
+    t10 = np.exp(-2.0 * t9)
+    t11 = np.where(
+        (t9 < 0.5),
+        1.0 - (np.tanh(t8) * np.tanh(t8)),
+        np.divide(4.0 * t10, ((t10 + 1.0) * (t10 + 1.0))),
+    )
+    result = np.empty((npoints, 12))
+    result[:, 0] = a_0 * t3
+    result[:, 1] = a_1 * t3
+    result[:, 2] = a_2 * t3
+    result[:, 3] = a_3 * t3
+    result[:, 4] = a_0 * t7
+    result[:, 5] = a_1 * t7
+    result[:, 6] = a_2 * t7
+    result[:, 7] = a_3 * t7
+    result[:, 8] = a_0 * t11
+    result[:, 9] = a_1 * t11
+    result[:, 10] = a_2 * t11
+    result[:, 11] = a_3 * t11
+    return result.reshape(npoints, 3, 4)
 
 
 def gradient_points(
@@ -529,15 +562,53 @@ def _value_and_gradient_points_block(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """value_and_gradient_points on one block of points, checked and laid out."""
     npoints = x.shape[0]
-    t0 = np.reshape(x @ np.reshape(a, (npoints, 4, 1)), (npoints, 3))
-    t1 = np.tanh(t0)
-    t2 = np.absolute(t0)
-    t3 = np.exp(-2.0 * t2)
-    t4 = 1.0 + t3
-    t5 = np.where(t2 < 0.5, 1.0 - t1 * t1, 4.0 * t3 / (t4 * t4))[
-        :, ..., None
-    ] * np.reshape(a, (npoints, 1, 4))
-    return np.add.reduce(t1, axis=1), t5
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x.reshape(
+        npoints, 12
+    ).T
+    a_0, a_1, a_2, a_3 = a.reshape(npoints, 4).T
+    t0 = a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3
+    t1 = np.abs(t0)
+    t2 = np.exp(-2.0 * t1)
+    t3 = np.where(
+        (t1 < 0.5),
+        1.0 - (np.tanh(t0) * np.tanh(t0)),
+        np.divide(4.0 * t2, ((t2 + 1.0) * (t2 + 1.0))),
+    )
+    t4 = a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7
+    t5 = np.abs(t4)
+    t6 = np.exp(-2.0 * t5)
+    t7 = np.where(
+        (t5 < 0.5),
+        1.0 - (np.tanh(t4) * np.tanh(t4)),
+        np.divide(4.0 * t6, ((t6 + 1.0) * (t6 + 1.0))),
+    )
+    t8 = a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11
+    t9 = np.abs(t8)
+    t10 = np.exp(-2.0 * t9)
+    t11 = np.where(
+        (t9 < 0.5),
+        1.0 - (np.tanh(t8) * np.tanh(t8)),
+        np.divide(4.0 * t10, ((t10 + 1.0) * (t10 + 1.0))),
+    )
+    results = (np.empty((npoints,)), np.empty((npoints, 12)))
+    results[0][:] = (
+        np.tanh(x_0 * a_0 + x_1 * a_1 + x_2 * a_2 + x_3 * a_3)
+        + np.tanh(x_4 * a_0 + x_5 * a_1 + x_6 * a_2 + x_7 * a_3)
+        + np.tanh(x_8 * a_0 + x_9 * a_1 + x_10 * a_2 + x_11 * a_3)
+    )
+    results[1][:, 0] = a_0 * t3
+    results[1][:, 1] = a_1 * t3
+    results[1][:, 2] = a_2 * t3
+    results[1][:, 3] = a_3 * t3
+    results[1][:, 4] = a_0 * t7
+    results[1][:, 5] = a_1 * t7
+    results[1][:, 6] = a_2 * t7
+    results[1][:, 7] = a_3 * t7
+    results[1][:, 8] = a_0 * t11
+    results[1][:, 9] = a_1 * t11
+    results[1][:, 10] = a_2 * t11
+    results[1][:, 11] = a_3 * t11
+    return results[0], results[1].reshape(npoints, 3, 4)
 
 
 def value_and_gradient_points(
@@ -574,24 +645,81 @@ def _hvp_points_block(
 ) -> NDArray[np.float64]:
     """hvp_points on one block of points, checked and laid out."""
     npoints = x.shape[0]
-    t0 = np.reshape(a, (npoints, 4, 1))
-    t1 = np.reshape(x @ t0, (npoints, 3))
-    t2 = np.reshape(v @ t0, (npoints, 3))
-    t3 = np.tanh(t1)
-    t4 = np.absolute(t1)
-    t5 = np.exp(-2.0 * t4)
-    t6 = t4 < 0.5
-    t7 = 1.0 + t5
-    t8 = t7 * t7
-    t9 = 4.0 * t5 / t8
-    t10 = t5 * (-2.0 * (np.sign(t1) * t2))
-    t11 = np.where(
-        t6,
-        -2.0 * (np.where(t6, 1.0 - t3 * t3, t9) * t2 * t3),
-        (4.0 * t10 - t9 * (t10 * t7 * 2.0)) / t8,
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, x_8, x_9, x_10, x_11 = x.reshape(
+        npoints, 12
+    ).T
+    v_0, v_1, v_2, v_3, v_4, v_5, v_6, v_7, v_8, v_9, v_10, v_11 = v.reshape(
+        npoints, 12
+    ).T
+    a_0, a_1, a_2, a_3 = a.reshape(npoints, 4).T
+    t0 = a_0 * v_0 + a_1 * v_1 + a_2 * v_2 + a_3 * v_3
+    t1 = a_0 * x_0 + a_1 * x_1 + a_2 * x_2 + a_3 * x_3
+    t2 = np.tanh(t1)
+    t3 = np.abs(t1)
+    t4 = t3 < 0.5
+    t5 = np.exp(-2.0 * t3)
+    t6 = t5 + 1.0
+    t7 = np.divide(1.0, (t6 * t6))
+    t8 = np.sign(t1)
+    t9 = np.where(
+        t4,
+        -2.0 * t0 * t2 * np.where(t4, 1.0 - (t2 * t2), 4.0 * t5 * t7),
+        t7
+        * (
+            -8.0 * t0 * t5 * t8
+            + np.divide(16.0 * t0 * t8 * np.exp(-4.0 * t3), np.power(t6, 1.0))
+        ),
     )
-    result: NDArray[np.float64] = t11[:, ..., None] * np.reshape(a, (npoints, 1, 4))
-    return result
+    t10 = a_0 * v_4 + a_1 * v_5 + a_2 * v_6 + a_3 * v_7
+    t11 = a_0 * x_4 + a_1 * x_5 + a_2 * x_6 + a_3 * x_7
+    t12 = np.tanh(t11)
+    t13 = np.abs(t11)
+    t14 = t13 < 0.5
+    t15 = np.exp(-2.0 * t13)
+    t16 = t15 + 1.0
+    t17 = np.divide(1.0, (t16 * t16))
+    t18 = np.sign(t11)
+    t19 = np.where(
+        t14,
+        -2.0 * t10 * t12 * np.where(t14, 1.0 - (t12 * t12), 4.0 * t15 * t17),
+        t17
+        * (
+            -8.0 * t10 * t15 * t18
+            + np.divide(16.0 * t10 * t18 * np.exp(-4.0 * t13), np.power(t16, 1.0))
+        ),
+    )
+    t20 = a_0 * v_8 + a_1 * v_9 + a_2 * v_10 + a_3 * v_11
+    t21 = a_0 * x_8 + a_1 * x_9 + a_2 * x_10 + a_3 * x_11
+    t22 = np.tanh(t21)
+    t23 = np.abs(t21)
+    t24 = t23 < 0.5
+    t25 = np.exp(-2.0 * t23)
+    t26 = t25 + 1.0
+    t27 = np.divide(1.0, (t26 * t26))
+    t28 = np.sign(t21)
+    t29 = np.where(
+        t24,
+        -2.0 * t20 * t22 * np.where(t24, 1.0 - (t22 * t22), 4.0 * t25 * t27),
+        t27
+        * (
+            -8.0 * t20 * t25 * t28
+            + np.divide(16.0 * t20 * t28 * np.exp(-4.0 * t23), np.power(t26, 1.0))
+        ),
+    )
+    result = np.empty((npoints, 12))
+    result[:, 0] = a_0 * t9
+    result[:, 1] = a_1 * t9
+    result[:, 2] = a_2 * t9
+    result[:, 3] = a_3 * t9
+    result[:, 4] = a_0 * t19
+    result[:, 5] = a_1 * t19
+    result[:, 6] = a_2 * t19
+    result[:, 7] = a_3 * t19
+    result[:, 8] = a_0 * t29
+    result[:, 9] = a_1 * t29
+    result[:, 10] = a_2 * t29
+    result[:, 11] = a_3 * t29
+    return result.reshape(npoints, 3, 4)
 
 
 def hvp_points(

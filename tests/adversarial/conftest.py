@@ -63,6 +63,11 @@ One file per class of the issue; each case is one row of a table:
     operator and the argument, in every position of every operator and every emission; what NumPy
     converts exactly (ints, float16, float32, tuples) still gives the float64
     array's numbers.
+15. ``test_points_rows.py`` (issue 20): every row of ``<op>_points`` over 300
+    hostile points (NaN, +-inf, +-0, +-1e308, subnormals) and over several blocks
+    is the one-point operator at that point, NaN and inf in the same places, for
+    every operator with a points variant, both backends, every emission (vector,
+    scalar, compiled C and its Python fallback).
 
 Every case passes: none is marked xfail and none is skipped. A case that fails is a
 broken promise, to be fixed in difgen, not marked.

@@ -4,8 +4,9 @@ over a leading axis of points, derived before anything is printed.
 Shapes in the IR are static and the number of points is not known at build time,
 so each operator graph is batched by the vmap transform at two sentinel sizes
 (:data:`SENTINELS`, two that appear as no integer in the operator's graph); the
-printer (:mod:`difgen.targets.numpy.points`) emits both and requires them to agree
-once each sentinel is replaced by the run-time number of points.
+printer (:mod:`difgen.targets.numpy.points`) is told which size is the points axis
+and prints it as the run-time number of points, at both sizes, and requires the
+two texts to be equal.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from difgen.passes import optimize
 
 SENTINELS = (97, 89, 83, 79, 73, 71, 67, 61, 59, 53, 47, 43)
 """Candidate sizes of the points axis at build time: two-digit primes, so both
-sentinels print as long (the inlining policy looks at lengths), and two that
+sentinels measure alike (the inlining policy counts the points axis as its size's
+digits, :func:`difgen.targets.numpy.printer.Inlining.inlines`), and two that
 appear nowhere in the operator's IR are taken."""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from difgen import naming
 from difgen.derive.checks import IndexCheck
@@ -82,6 +83,10 @@ class Function:
     modules: frozenset[str] = frozenset()
     """The modules its code names besides NumPy, as its printers reported them
     (SymPy's ``module_imports``). See :class:`Uses`."""
+    expressions: tuple[Any, Any] | None = field(default=None, compare=False)
+    """Straight-line code: (its ``ScalarCode``, the reduction its body prints), so
+    that its points variant computes the same expressions on columns
+    (:mod:`difgen.targets.numpy.columns`)."""
 
     @property
     def uses(self) -> Uses:

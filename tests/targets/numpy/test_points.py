@@ -416,19 +416,43 @@ def test_points_with_batched_seeds(tmp_path: Path) -> None:
 def test_points_refuse_code_valid_for_one_number_of_points(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """If the emissions at the two sentinel sizes disagree once the sentinel is
-    generalized, the build refuses at the points key instead of writing code
-    that is right for one number of points only."""
+    """If the emissions at the two sentinel sizes disagree (here: the points axis
+    is named by its own size, so each prints its own number), the build refuses
+    at the points key instead of writing code that is right for one number of
+    points only."""
     from difgen.targets.numpy import points
+    from difgen.targets.numpy.printer import PointsAxis
 
-    monkeypatch.setattr(points, "_generic", lambda lines, k: list(lines))
-    cfg = write_points_config(
-        tmp_path, "vector_scalar", [4], ["gradient"], backend="trace"
+    def own_number(value: int, name: str) -> PointsAxis:
+        return PointsAxis(value, str(int(value)))
+
+    monkeypatch.setattr(points, "PointsAxis", own_number)
+    cfg = write_points_config(  # vector code: its points variant is the batched graph
+        tmp_path, "vector_scalar", [4], ["gradient"], backend="trace", emit="vector"
     )
     with pytest.raises(
         ConfigError, match=r"difgen.toml:8: the points variant of 'gradient'"
     ):
         build_and_import(cfg)
+
+
+def test_points_axis_prints_by_name() -> None:
+    """The printer names the points axis wherever its size is printed (shapes,
+    slice bounds, constants' shapes); arithmetic on it is a plain number, which
+    the comparison of the two sentinel sizes catches."""
+    from difgen.targets.numpy.printer import PointsAxis, array_source, symbolic
+
+    k = PointsAxis(97, "npoints")
+    assert (f"{k}", str(k), repr(k), k + 0) == ("npoints", "npoints", "npoints", 97)
+    assert repr(symbolic((97, 1, 4), k)) == "(npoints, 1, 4)"
+    assert (
+        repr(symbolic([("slice", 0, 97, None)], k)) == "[('slice', 0, npoints, None)]"
+    )
+    assert repr(symbolic(slice(0, 97), k)) == "slice(0, npoints, None)"
+    assert repr(symbolic((3 * k, 4), k)) == "(291, 4)"
+    assert symbolic(True, k) is True and symbolic(97, None) == 97
+    assert array_source(np.zeros((97, 3)), axis=k) == "np.zeros((npoints, 3))"
+    assert array_source(np.full((97,), 2.0), axis=k) == "np.full((npoints,), 2.0)"
 
 
 def test_verify_checks_the_points_variants(tmp_path: Path) -> None:
@@ -637,14 +661,22 @@ def test_blocks_of_the_built_size(tmp_path: Path) -> None:
         _check_blocks(mod, "matrix_scalar", op, (), ks)
 
 
+def _points_inner(a: np.ndarray) -> bool:
+    """The points layout: the points axis innermost, a point's own axes in C
+    order outside it."""
+    c_order = np.ascontiguousarray(np.moveaxis(a, 0, -1))
+    return a.strides == np.moveaxis(c_order, -1, 0).strides and a.strides[0] == 8
+
+
 def test_blocks_are_aligned_and_laid_out(
     tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The block function is called once when the points make one block (on the
     arguments themselves), else on blocks of ``block`` points from the first on,
-    the last one taking the rest; each block's per-point arrays are in Fortran
-    order exactly when one call's would be; a Fortran-ordered or strided input
-    gives the same bits."""
+    the last one taking the rest; each block's per-point arrays have their points
+    innermost in memory (and a point's elements in C order among themselves)
+    exactly when one call's would; a Fortran-ordered or strided input gives the
+    same bits."""
     cfg = write_points_config(
         tmp_path,
         "vector_vector_ctx",
@@ -660,7 +692,7 @@ def test_blocks_are_aligned_and_laid_out(
     inner = mod._pullback_points_block
 
     def spy(x: Any, dy: Any, c0: Any, c1: Any) -> Any:
-        seen.append((len(x), x.flags.f_contiguous, c0.flags.f_contiguous))
+        seen.append((len(x), _points_inner(x), _points_inner(c0)))
         return inner(x, dy, c0, c1)
 
     monkeypatch.setattr(mod, "_pullback_points_block", spy)

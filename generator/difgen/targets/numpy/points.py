@@ -1,23 +1,27 @@
 """Points variants (``points = true``): each operator at k points in one NumPy call.
 
 ``gradient_points(x)`` takes ``x`` of shape ``(k, *input.shape)`` for any ``k`` and
-returns what ``gradient`` returns at each point, stacked. It is built the same way
-for both backends: the operator's graph from the trace backend
+returns what ``gradient`` returns at each point, stacked. For an operator printed
+as vector code, the operator's graph from the trace backend
 (:meth:`difgen.derive.graphs.Derivatives.operator_graph`) is batched over a
 leading axis by the vmap transform (each primitive's ``batch`` rule) and emitted as
-vector code, so no Python loop runs over the points. *Why the trace path for the
-sympy backend too:* its scalar code is straight-line Python on floats, one name
-per element; evaluating those expressions on columns would need a second printer
-with NumPy semantics for every helper of :mod:`difgen.floats`, while the batched
-graph reuses the vmap rules every primitive is already tested against.
+vector code, so no Python loop runs over the points. An operator printed as
+straight-line code (either backend) evaluates its own expressions on columns of
+points instead (:mod:`difgen.targets.numpy.columns`): the batched graph is another
+computation than SymPy's simplified derivatives, and put NaN and inf in other
+places than the one-point code at 0, the infinities and overflowing points.
 
 The number of points is not known at build time, and shapes in the IR are static.
-The batched graph is therefore built at two sentinel sizes, and the two emissions
-must agree once each sentinel is replaced by ``npoints`` (read from ``x.shape[0]``
-at run time); module constants and import-time values must not depend on it at all.
-Code in which the number of points enters any other way (a product like ``3 * k``
-in a reshape, index arrays over the stacked points) fails that comparison, and the
-build refuses it at the ``points`` key rather than emit code valid for one ``k``.
+The batched graph is therefore built at a sentinel size, and the printer is given
+it as the points axis (:class:`~difgen.targets.numpy.printer.PointsAxis`): every
+shape, size and slice bound equal to it prints as ``npoints`` (read from
+``x.shape[0]`` at run time), so no text is rewritten after printing. As a check,
+the graph is also batched and printed at a second sentinel size: the two texts,
+module constants and import-time values must be equal. Code in which the number
+of points enters any other way (a product like ``3 * k`` in a reshape, index
+arrays over the stacked points) prints a plain number that differs between the
+two, and the build refuses it at the ``points`` key rather than emit code valid
+for one ``k``.
 
 Many points are evaluated in blocks (:func:`block_size`): each vectorized NumPy
 operation streams its operands' whole length through memory, so on 10^4 points
@@ -35,7 +39,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,11 +49,13 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
 from difgen.derive.points import PointsGraphs
 from difgen.errors import ConfigError
-from difgen.operators import Shape
+from difgen.operators import Operator, Shape
 from difgen.targets.c import points as c_points
+from difgen.targets.numpy import columns
 from difgen.targets.numpy.epilogue import LastResult, returns
-from difgen.targets.numpy.printer import is_view, number, print_graph
+from difgen.targets.numpy.printer import PointsAxis, is_view, number, print_graph
 from difgen.targets.parts import Constants, Function, Uses
+from difgen.targets.python.printer import Reduced, ScalarCode
 from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,
@@ -68,7 +73,7 @@ at n = 10 (440 bytes a point) and n = 100 (4760 bytes a point)."""
 
 MIN_BLOCK = 256
 """The fewest points of a block: each NumPy call has a fixed price, and in the
-Fortran layout every inner loop runs along the block's points, so blocks of a few
+points layout every inner loop runs along the block's points, so blocks of a few
 dozen points would spend their time in overheads. It also keeps every block far
 from one point, where NumPy may take other loops. ``python -m
 benchmarks.calibration`` measures the call and the n = 100 gradient in blocks of
@@ -79,9 +84,10 @@ def _code(
     graph: Graph, out_flags: Sequence[bool], names: Sequence[str], pool: Constants
 ) -> tuple[list[str], list[str], Uses]:
     """(statements, result expressions, what they name) of a batched graph; every
-    result a fresh array with the points in front."""
-    k = graph.inputs[0].shape[0]
-    code = print_graph(graph, names, pool, lead=k)
+    result a fresh array with the points in front, the points axis printed as
+    ``npoints``."""
+    k = PointsAxis(graph.inputs[0].shape[0], naming.NPOINTS)
+    code = print_graph(graph, names, pool, lead=k, axis=k)
     results = []
     for out, expr, batched in zip(graph.outputs, code.outputs, out_flags):
         if isinstance(out, Lit) and out.shape == ():
@@ -138,12 +144,17 @@ def bytes_per_point(graph: Graph) -> int:
 def block_size(graph: Graph, layout_size: int) -> int:
     """How many points one block holds: the largest power of two whose
     temporaries fit :data:`BLOCK_BYTES`, at least :data:`MIN_BLOCK`, and a power
-    of two above ``layout_size`` (a point's elements) when the arguments are put
-    in Fortran order: then every block takes the layout that one call over all
-    the points takes, which decides the order of NumPy's reductions and whether
+    of two above ``layout_size`` (a point's elements) when the arguments are laid
+    out with the points innermost: then every block takes the layout that one
+    call over all the points takes, which decides the order of NumPy's reductions and whether
     a product goes to BLAS, so the blocks round exactly as that call does. A
     power of two, because blocks start at its multiples (``_point_blocks``)."""
-    fits = max(MIN_BLOCK, BLOCK_BYTES // max(1, bytes_per_point(graph)))
+    return _block_points(bytes_per_point(graph), layout_size)
+
+
+def _block_points(per_point: int, layout_size: int) -> int:
+    """:func:`block_size` for values keeping ``per_point`` bytes a point live."""
+    fits = max(MIN_BLOCK, BLOCK_BYTES // max(1, per_point))
     block = 1 << (fits.bit_length() - 1)
     return max(block, 1 << layout_size.bit_length()) if layout_size else block
 
@@ -205,29 +216,84 @@ def _blocked(
     ]
 
 
-def _generic(lines: Sequence[str], k: int) -> list[str]:
-    """``lines`` with the sentinel ``k`` (as a whole integer) replaced by npoints."""
-    pattern = re.compile(rf"(?<![\w.]){k}(?![\w.])")
-    return [pattern.sub(naming.NPOINTS, line) for line in lines]
+def _columns(
+    spec: ModuleSpec,
+    op: Operator,
+    expressions: tuple[ScalarCode, Reduced] | None,
+) -> tuple[list[str], frozenset[str], int, list[tuple[Shape, str]]] | None:
+    """(body, helpers, bytes a point, result shapes and dtypes) of a straight-line
+    operator's block function
+    on columns, or None for an operator that is not straight-line code or whose
+    expressions have no column form (then the build says so: its rows may put NaN
+    and inf where the one-point code does not)."""
+    if expressions is None:
+        return None
+    code, reduction = expressions
+    per_point = frozenset(
+        [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts if c.per_point)]
+    )
+    try:
+        body, helpers = columns.column_body(code, reduction, per_point)
+    except columns.NoColumnForm as exc:
+        note(
+            f"{naming.points(op.name)}: the batched graph, not {op.name}'s "
+            f"straight-line code ({exc} has no column form): its rows may put NaN "
+            "and inf where the one-point operator does not"
+        )
+        return None
+    shapes: list[tuple[Shape, str]] = [
+        (tuple(r.shape), "float64") for r in code.results
+    ]
+    return body, helpers, columns.bytes_per_point(code, reduction), shapes
 
 
 def points_function(
-    spec: ModuleSpec, ys: Shape, derived: PointsGraphs, pool: Constants
+    spec: ModuleSpec,
+    ys: Shape,
+    derived: PointsGraphs,
+    pool: Constants,
+    expressions: tuple[ScalarCode, Reduced] | None = None,
 ) -> tuple[Function, Function]:
     """The points variant of one operator, as vector code for any number of points:
     (its function of one block of points, the variant that calls it block by
-    block)."""
+    block).
+
+    A straight-line operator (``expressions``: what its body prints) computes its
+    own expressions on columns (:mod:`difgen.targets.numpy.columns`), so its rows
+    are the one-point code's, NaN and inf included; any other is its batched
+    graph."""
     op = derived.op
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
-    k1, k2 = derived.sentinels
-    trial = copy.deepcopy(pool)
     (g1, f1), (g2, f2) = derived.batched
-    lines1, results1, uses = _code(g1, f1, names, pool)
-    lines2, results2, _ = _code(g2, f2, names, trial)
-    body = _generic(lines1, k1)
-    results = _generic(results1, k1)
+    params, annotation = points_signature(op, spec, ys)
+    name = naming.points_block(op.name)
+    args = points_arguments(op, spec, ys)
+    on_columns = _columns(spec, op, expressions)
+    if on_columns is not None:
+        body, helpers, per_point_bytes, shapes = on_columns
+        block = Function(
+            name,
+            params,
+            annotation,
+            f"{naming.points(op.name)} on one block of points, checked and laid out.",
+            tuple(body),
+            block_of=op.name,
+            helpers=helpers,
+        )
+        size = _block_points(per_point_bytes, args.layout_size)
+        variant = Function(
+            naming.points(op.name),
+            params,
+            annotation,
+            points_docstring(op, spec, ys),
+            tuple(_blocked(name, names, args, size, shapes)),
+            points_of=op.name,
+        )
+        return block, variant
+    trial = copy.deepcopy(pool)
+    body, results, uses = _code(g1, f1, names, pool)
     if (
-        (body, results) != (_generic(lines2, k2), _generic(results2, k2))
+        (body, results) != _code(g2, f2, names, trial)[:2]
         or pool.items != trial.items
         or pool.setup != trial.setup
     ):
@@ -246,8 +312,6 @@ def points_function(
         body += returns(op.results, results, last, False)
     else:
         body += returns(op.results, results, None, False)
-    params, annotation = points_signature(op, spec, ys)
-    name = naming.points_block(op.name)
     block = Function(
         name,
         params,
@@ -256,7 +320,6 @@ def points_function(
         tuple(body),
         block_of=op.name,
     ).using(uses)
-    args = points_arguments(op, spec, ys)
     shapes = [
         (out.shape[1:] if batched else out.shape, out.dtype)
         for out, batched in zip(g1.outputs, f1)
@@ -284,7 +347,11 @@ def build(
     With ``emit = "c"`` each also carries its C loop, printed with the one-point
     operator among ``functions`` (:mod:`difgen.targets.c.points`).
     """
-    pairs = [points_function(spec, ys, item, pool) for item in derived]
+    straight = {f.name: f.expressions for f in functions}
+    pairs = [
+        points_function(spec, ys, item, pool, straight.get(item.op.name))
+        for item in derived
+    ]
     native = {f.name: f.native_points for f in functions}
     built: list[Function] = []
     for block, variant in pairs:

@@ -47,6 +47,52 @@ def _constant(pool: Constants, source: str) -> str:
     return pool.add(source, naming.const(len(pool.items)))
 
 
+class PointsAxis(int):
+    """The length of a points variant's points axis in its batched graph (a
+    sentinel size), printed as the name of the run-time number of points wherever
+    a shape, a size or a slice bound is printed: ``(npoints, 1, 4)``, not
+    ``(97, 1, 4)``. Arithmetic on it gives a plain ``int``, printed as a number:
+    code in which the number of points enters other than as the points axis (``3
+    * k`` in a reshape) then prints differently at the two sentinel sizes, and
+    the points variant is refused (:mod:`difgen.targets.numpy.points`)."""
+
+    name: str
+
+    def __new__(cls, value: int, name: str) -> PointsAxis:
+        axis = super().__new__(cls, value)
+        axis.name = name
+        return axis
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return self.name
+
+
+def symbolic(value: Any, axis: PointsAxis | None) -> Any:
+    """``value`` (a parameter, a shape) with every integer equal to the points
+    axis's length as ``axis``, in tuples, lists and slices too. The sentinel sizes
+    appear as no integer of the operator's own graph (:mod:`difgen.derive.points`),
+    so such an integer is the points axis."""
+    if axis is None or isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, PointsAxis):
+        return axis if int(value) == int(axis) else value
+    if isinstance(value, tuple):
+        return tuple(symbolic(v, axis) for v in value)
+    if isinstance(value, list):
+        return [symbolic(v, axis) for v in value]
+    if isinstance(value, slice):
+        return slice(
+            *(symbolic(v, axis) for v in (value.start, value.stop, value.step))
+        )
+    return value
+
+
 # ------------------------------------------------------------------ constants
 def number(value: Any) -> str:
     """A float or bool as Python source (``np.inf`` for infinities)."""
@@ -103,14 +149,17 @@ def _arange(runs: list[tuple[int, int, int]], as_float: bool) -> str:
     return parts[0] if len(parts) == 1 else f"np.concatenate(({', '.join(parts)}))"
 
 
-def array_source(value: np.ndarray, cast: str = "") -> str:
+def array_source(
+    value: np.ndarray, cast: str = "", axis: PointsAxis | None = None
+) -> str:
     """Compact source text for a constant array (its size does not show), with
-    ``cast`` (such as ``".astype(np.int32)"``) applied to it.
+    ``cast`` (such as ``".astype(np.int32)"``) applied to it; its shape names the
+    points ``axis`` where it has it.
 
     >>> array_source(np.array([3, 1, 2]), ".astype(np.int32)")
     'np.array([3, 1, 2]).astype(np.int32)'
     """
-    shape = tuple(value.shape)
+    shape = symbolic(tuple(value.shape), axis)
     is_bool = value.dtype == np.bool_
     is_int = value.dtype.kind in "iu"
     flat = value.ravel()
@@ -298,11 +347,12 @@ def _index_param(value: Any, pool: Constants) -> Any:
     return value
 
 
-def lit_source(lit: Lit, pool: Constants) -> Expr:
-    """A literal: numbers in place, small arrays in place, the rest as constants."""
+def lit_source(lit: Lit, pool: Constants, axis: PointsAxis | None = None) -> Expr:
+    """A literal: numbers in place, small arrays in place, the rest as constants
+    (the points ``axis`` named in its shape)."""
     if lit.value.ndim == 0:
         return literal(number(lit.value[()]))
-    source = array_source(lit.value)
+    source = array_source(lit.value, axis=axis)
     if lit.value.size <= INLINE_SIZE or (len(source) <= 40 and "\n" not in source):
         return literal(source)
     return atom(_constant(pool, source))
@@ -349,9 +399,29 @@ class Inlining:
                 hoisted.add(eqn.out)
         return cls(uses, frozenset(hoisted))
 
-    def inlines(self, var: Var, expr: Expr) -> bool:
-        """A value used once, whose expression is short, goes into its consumer."""
-        return self.uses.get(var, 0) == 1 and len(expr.text) <= INLINE_LENGTH
+    def inlines(self, var: Var, expr: Expr, axis: PointsAxis | None = None) -> bool:
+        """A value used once, whose expression is short, goes into its consumer
+        (the points ``axis`` measured as its length's digits: the policy reads
+        the same text whatever name the points take)."""
+        return self.uses.get(var, 0) == 1 and _length(expr.text, axis) <= INLINE_LENGTH
+
+
+def _length(text: str, axis: PointsAxis | None) -> int:
+    """The length of ``text`` with each whole-name occurrence of the points axis
+    counted as the digits of its size."""
+    if axis is None:
+        return len(text)
+    name, found, start = axis.name, 0, text.find(axis.name)
+    while start >= 0:
+        end = start + len(name)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_.") and not (
+            after.isalnum() or after in "_."
+        ):
+            found += 1
+        start = text.find(name, end)
+    return len(text) - found * (len(name) - len(str(int(axis))))
 
 
 def _hoistable(eqn: Any, hoisted: set[Var]) -> bool:
@@ -370,11 +440,16 @@ class _Statements:
     inside it)."""
 
     def __init__(
-        self, pool: Constants, names: dict[Var, Expr], modules: set[str] | None = None
+        self,
+        pool: Constants,
+        names: dict[Var, Expr],
+        modules: set[str] | None = None,
+        axis: PointsAxis | None = None,
     ) -> None:
         self.pool = pool
         self.names = names
         self.modules: set[str] = set() if modules is None else modules
+        self.axis = axis  # a points variant's points axis, printed by its name
         self.pending: dict[Var, Expr] = {}  # single-use values not yet written out
         self.lines: list[str] = []
         self.counter = 0
@@ -385,7 +460,7 @@ class _Statements:
     def source(self, a: Any) -> Expr:
         """A literal's source, or a value's pending expression (used up) or name."""
         if isinstance(a, Lit):
-            return lit_source(a, self.pool)
+            return lit_source(a, self.pool, self.axis)
         if a in self.pending:
             return self.pending.pop(a)
         return self.names[a]
@@ -394,9 +469,10 @@ class _Statements:
         """The equation's source form (index arrays in params become constants
         first, then the operands, so module constants are numbered in that order)."""
         params = {
-            k: _index_param(v, self.pool) for k, v in eqn.params.as_dict().items()
+            k: _index_param(symbolic(v, self.axis), self.pool)
+            for k, v in eqn.params.as_dict().items()
         }
-        avals = [(a.shape, a.dtype) for a in eqn.inputs]
+        avals = [(symbolic(a.shape, self.axis), a.dtype) for a in eqn.inputs]
         form = eqn.primitive.numpy
         assert not isinstance(form, Statements)  # printed by STATEMENTS
         return form([self.source(a) for a in eqn.inputs], params, avals)
@@ -425,12 +501,17 @@ class _Statements:
 
 
 def print_graph(
-    graph: Graph, arg_names: Sequence[str], pool: Constants, lead: int | None = None
+    graph: Graph,
+    arg_names: Sequence[str],
+    pool: Constants,
+    lead: int | None = None,
+    axis: PointsAxis | None = None,
 ) -> GraphCode:
     """Statements for ``graph`` with its inputs bound to ``arg_names``: the policy
     decides where each value goes, the statements are built accordingly (``lead``:
-    see :meth:`Inlining.of`)."""
-    out = _Statements(pool, {v: atom(n) for v, n in zip(graph.inputs, arg_names)})
+    see :meth:`Inlining.of`; ``axis``: the points axis, printed by its name)."""
+    names = {v: atom(n) for v, n in zip(graph.inputs, arg_names)}
+    out = _Statements(pool, names, axis=axis)
     policy = _print_eqns(graph, out, lead)
     outputs = [out.source(o).text for o in graph.outputs]
     uses = Uses(modules=frozenset(out.modules))
@@ -449,7 +530,7 @@ def _print_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inli
             out.hoist(eqn.out, emitted)
         elif isinstance(emitted, list):
             out.block(eqn.out, emitted)
-        elif policy.inlines(eqn.out, emitted):
+        elif policy.inlines(eqn.out, emitted, out.axis):
             out.inline(eqn.out, emitted)
         else:
             out.assign(eqn.out, emitted)
@@ -471,7 +552,9 @@ def _print_cond(eqn: Any, out: _Statements) -> None:
     blocks = []
     for branch in (branches[1], branches[0]):
         graph = branch.graph
-        inner = _Statements(out.pool, dict(zip(graph.inputs, operands)), out.modules)
+        inner = _Statements(
+            out.pool, dict(zip(graph.inputs, operands)), out.modules, out.axis
+        )
         inner.counter = out.counter
         policy = _print_eqns(graph, inner)
         out.counter = inner.counter
@@ -510,7 +593,9 @@ def _block(
 ) -> tuple[list[str], list[str]]:
     """A sub-graph's statements (its inputs bound to ``inputs``) and the expressions
     of its outputs; temporaries continue ``out``'s numbering."""
-    inner = _Statements(out.pool, dict(zip(graph.inputs, inputs)), out.modules)
+    inner = _Statements(
+        out.pool, dict(zip(graph.inputs, inputs)), out.modules, out.axis
+    )
     inner.counter = out.counter
     _print_eqns(graph, inner)
     out.counter = inner.counter
@@ -607,8 +692,9 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
         out.lines.append(_assign_all(carry, [c.text for c in carry0]))
         accs = [_fresh(out) for _ in back.outputs[m:]]
         for name, o in zip(accs, back.outputs[m:]):
+            shape = symbolic(o.shape, out.axis)
             out.lines.append(
-                f"{name} = {'0.0' if o.shape == () else f'np.zeros({o.shape!r})'}"
+                f"{name} = {'0.0' if o.shape == () else f'np.zeros({shape!r})'}"
             )
         target = names[0] if n == 1 else ", ".join(names)
         out.lines.append(f"for {target} in reversed({stack}):")

@@ -399,7 +399,7 @@ def print_operator(
             if in_place and len(sources) == len(op.results):
                 body += csr_out_returns(op, sources, f"np.array([{data}])", wrap)
                 uses |= CsrFormat.OUT_CHECK_USES
-                return _function(op, spec, ys, body, checked, printer, uses)
+                return _function(op, spec, ys, body, checked, printer, uses, None)
             continue
         arr = np.empty(r.shape, dtype=object)
         arr.ravel()[:] = [next(it) for _ in range(r.size)] if r.size else []
@@ -416,7 +416,8 @@ def print_operator(
     body += returns(
         op.results, sources, last, last is not None, results[-1].shape, op.name
     )
-    return _function(op, spec, ys, body, checked, printer, uses)
+    expressions = (code, (temps, reduced))
+    return _function(op, spec, ys, body, checked, printer, uses, expressions)
 
 
 def _function(
@@ -427,6 +428,7 @@ def _function(
     checked: frozenset[str],
     printer: FloatPrinter,
     uses: Uses,
+    expressions: tuple[ScalarCode, Reduced] | None,
 ) -> Function:
     """The :class:`Function`, reporting what its printer, its signature and
     ``uses`` (the code of its sparse results) name."""
@@ -440,6 +442,7 @@ def _function(
         checked,
         helpers=frozenset(printer.helpers),
         modules=frozenset(printer.module_imports),
+        expressions=expressions,
     ).using(uses | signature_uses(op, spec))
 
 
