@@ -1,10 +1,13 @@
 """Jacobian sparsity patterns of graphs, and column coloring for compressed AD.
 
-The pattern is found by abstract interpretation: every value carries a boolean array
-of shape ``value.shape + (n,)`` saying which of the ``n`` input elements it depends on
-(``None`` for "on none"), and each equation maps its inputs' patterns to its output's
-with its primitive's ``sparsity`` rule (:mod:`difgen.primitives.patterns`, where the
-rules of each family are listed).
+The pattern is found by abstract interpretation: every value carries the set of the
+``n`` input elements each of its elements depends on, as compressed rows
+(:class:`~difgen.primitives.patterns.Rows`, ``None`` for "on none"), and each
+equation maps its inputs' patterns to its output's with its primitive's ``sparsity``
+rule (:mod:`difgen.primitives.patterns`, where the rules of each family are listed).
+Time and memory follow the nonzeros, not ``size * n``; a step that would hold more
+than :data:`~difgen.primitives.patterns.MAX_PATTERN_NONZEROS` entries raises
+:class:`PatternTooLarge` before allocating them.
 
 The pattern is structural: it holds for every input, whatever branch ``where`` takes.
 """
@@ -17,73 +20,90 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var
-from difgen.primitives.patterns import Pattern
+from difgen.primitives.patterns import (
+    MAX_PATTERN_NONZEROS,
+    Pattern,
+    PatternTooLarge,
+    Rows,
+)
 
-MAX_PATTERN_ELEMENTS = 50_000_000  # booleans held for one value
+__all__ = [
+    "MAX_PATTERN_NONZEROS",
+    "Coloring",
+    "PatternTooLarge",
+    "Rows",
+    "color_columns",
+    "coloring_of",
+    "csr_layout",
+    "jacobian_pattern",
+]
 
 
-class PatternTooLarge(Exception):
-    """The input is too large for an explicit pattern (the caller falls back)."""
-
-
-def jacobian_pattern(graph: Graph, output: int = 0) -> np.ndarray:
-    """Boolean ``(y.size, x.size)``: which outputs depend on which elements of input 0.
+def jacobian_pattern(graph: Graph, output: int = 0) -> Rows:
+    """The ``(y.size, x.size)`` pattern: which outputs depend on which elements of
+    input 0, as compressed rows.
 
     >>> from difgen.frontend import trace
     >>> g = trace(lambda x: x[1:] * x[:-1], [((3,), "float64")])
-    >>> jacobian_pattern(g).astype(int).tolist()
+    >>> jacobian_pattern(g).dense().astype(int).tolist()
     [[1, 1, 0], [0, 1, 1]]
     """
     x = graph.inputs[0]
     n = x.size
     env: dict[Var, Pattern] = dict.fromkeys(graph.inputs)
-    env[x] = np.eye(n, dtype=bool).reshape((*x.shape, n))
+    env[x] = Rows.identity(tuple(x.shape))
 
     def read(atom: Any) -> Pattern:
         return None if isinstance(atom, Lit) else env[atom]
 
     for eqn in graph.eqns:
-        if eqn.out.size * n > MAX_PATTERN_ELEMENTS:
-            raise PatternTooLarge(f"{eqn.out.size} x {n} pattern")
-        value = eqn.primitive.sparsity(eqn, [read(a) for a in eqn.inputs], n)
-        env[eqn.out] = None if value is None else np.asarray(value, dtype=bool)
+        env[eqn.out] = eqn.primitive.sparsity(eqn, [read(a) for a in eqn.inputs], n)
     out = graph.outputs[output]
     pattern = read(out)
+    size = out.size
     if pattern is None:
-        return np.zeros((out.size, n), dtype=bool)
-    return pattern.reshape(out.size, n)
+        return Rows(
+            (size,), np.zeros(size + 1, dtype=np.int64), np.zeros(0, np.int64), n
+        )
+    return Rows((size,), pattern.indptr, pattern.indices, n)
 
 
-def color_columns(pattern: np.ndarray) -> np.ndarray:
+def color_columns(pattern: Rows) -> np.ndarray:
     """Greedy distance-1 coloring of the columns: columns sharing a row differ.
 
     Columns are taken in decreasing order of their number of nonzeros (ties by
-    index), each gets the smallest color no column of its rows has.
+    index), each gets the smallest color none of the columns already colored in
+    its rows has. The colors used in each row are a bit mask (one Python integer
+    per row), so a column costs its nonzeros: O(nnz) in all.
 
-    >>> color_columns(np.array([[1, 1, 0], [0, 1, 1]], dtype=bool)).tolist()
-    [1, 0, 1]
+    >>> color_columns(Rows.from_dense(np.array([[1, 1, 0], [0, 1, 1]], dtype=bool)))
+    array([1, 0, 1])
     """
-    m, n = pattern.shape
-    colors = np.full(n, -1, dtype=np.int64)
-    rows_of = [np.flatnonzero(pattern[:, j]) for j in range(n)]
-    used_in_row: list[set[int]] = [set() for _ in range(m)]
-    order = sorted(range(n), key=lambda j: (-len(rows_of[j]), j))
-    for j in order:
-        taken: set[int] = set()
-        for i in rows_of[j]:
-            taken |= used_in_row[i]
-        color = next(c for c in range(n + 1) if c not in taken)
-        colors[j] = color
-        for i in rows_of[j]:
-            used_in_row[i].add(color)
-    return colors
+    n = pattern.n
+    by_column = pattern.transposed()
+    counts = by_column.counts()
+    order = np.argsort(-counts, kind="stable")
+    rows = by_column.indices.tolist()
+    starts = by_column.indptr.tolist()
+    used = [0] * pattern.size  # bit c of used[i]: color c is taken in row i
+    colors = [0] * n
+    for j in order.tolist():
+        mine = rows[starts[j] : starts[j + 1]]
+        taken = 0
+        for i in mine:
+            taken |= used[i]
+        bit = ~taken & (taken + 1)  # the lowest color not taken
+        colors[j] = bit.bit_length() - 1
+        for i in mine:
+            used[i] |= bit
+    return np.array(colors, dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
 class Coloring:
     """A jacobian's pattern with a coloring of its columns (or rows) for compression."""
 
-    pattern: np.ndarray  # (m, n) bool
+    pattern: Rows  # (m, n) compressed rows
     colors: np.ndarray  # a color per column, or per row when by_rows
     by_rows: bool
 
@@ -93,12 +113,11 @@ class Coloring:
 
     @property
     def nnz(self) -> int:
-        return int(self.pattern.sum())
+        return self.pattern.nnz
 
     def nonzeros(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, columns) of the nonzeros in CSR (row-major) order."""
-        rows, cols = np.nonzero(self.pattern)
-        return rows.astype(np.int64), cols.astype(np.int64)
+        return self.pattern.row_ids(), self.pattern.indices.astype(np.int64)
 
     def flat_positions(self, n: int) -> np.ndarray:
         """Positions of the nonzeros in the flattened (m, n) matrix."""
@@ -118,7 +137,10 @@ class Coloring:
 
     def csr_indices(self) -> tuple[np.ndarray, np.ndarray]:
         """(indices, indptr) of the CSR layout."""
-        return csr_layout(self.pattern)
+        return (
+            self.pattern.indices.astype(np.int64),
+            self.pattern.indptr.astype(np.int64),
+        )
 
 
 def csr_layout(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -135,5 +157,5 @@ def csr_layout(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
     """Detect the jacobian pattern of ``graph`` and color its columns (or rows)."""
     pattern = jacobian_pattern(graph)
-    colors = color_columns(pattern.T if by_rows else pattern)
+    colors = color_columns(pattern.transposed() if by_rows else pattern)
     return Coloring(pattern, colors, by_rows)
