@@ -35,6 +35,7 @@ __all__ = [
     "color_columns",
     "coloring_of",
     "csr_layout",
+    "hessian_coloring_of",
     "jacobian_pattern",
     "star_coloring",
     "star_positions",
@@ -108,6 +109,7 @@ class Coloring:
     pattern: Rows  # (m, n) compressed rows
     colors: np.ndarray  # a color per column, or per row when by_rows
     by_rows: bool
+    symmetric: bool = False  # a star coloring of a hessian, recovered symmetrically
 
     @property
     def ncolors(self) -> int:
@@ -130,8 +132,11 @@ class Coloring:
         """Positions of the nonzeros in the flattened (colors, size) compressed matrix.
 
         By columns, entry (i, j) is in row ``colors[j]`` at ``i``; by rows, in row
-        ``colors[i]`` at ``j``.
+        ``colors[i]`` at ``j``; under a star coloring, as :func:`star_positions`
+        says (``H S`` and ``S^T H`` are one matrix for a symmetric ``H``).
         """
+        if self.symmetric:
+            return star_positions(self.pattern, self.colors)
         rows, cols = self.nonzeros()
         if self.by_rows:
             return self.colors[rows] * size + cols
@@ -161,6 +166,26 @@ def coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
     pattern = jacobian_pattern(graph)
     colors = color_columns(pattern.transposed() if by_rows else pattern)
     return Coloring(pattern, colors, by_rows)
+
+
+def hessian_coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
+    """The coloring of a gradient graph's jacobian (a hessian): a star coloring
+    when its pattern is symmetric and the star coloring needs fewer colors than
+    the distance-1 one, else the distance-1 coloring of :func:`coloring_of`."""
+    coloring = coloring_of(graph, by_rows)
+    pattern = coloring.pattern
+    if pattern.size != pattern.n:
+        return coloring
+    mirror = pattern.transposed()
+    if not (
+        np.array_equal(mirror.indptr, pattern.indptr)
+        and np.array_equal(mirror.indices, pattern.indices)
+    ):
+        return coloring
+    star = star_coloring(pattern)
+    if star.size and int(star.max()) + 1 < coloring.ncolors:
+        return Coloring(pattern, star, by_rows, symmetric=True)
+    return coloring
 
 
 # ------------------------------------------------------------ hessians: star
