@@ -30,8 +30,10 @@ from difgen.derive.sparsity import (
     star_coloring,
     star_positions,
 )
+from difgen.errors import ConfigError
 from difgen.frontend import trace
 from difgen.load import load_function
+from difgen.operators import OPERATORS
 from difgen.pipeline import trace_spec
 from difgen.primitives import patterns
 
@@ -390,3 +392,20 @@ def test_random_symmetric_hessians_recover(seed: int) -> None:
     mask = upper | upper.T | np.eye(n, dtype=bool)
     A = rng.normal(size=(n, n))
     assert_recovers(mask, np.where(mask, A + A.T, 0.0))
+
+
+def test_a_refused_sparse_build_says_how_many_nonzeros(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(patterns, "MAX_PATTERN_NONZEROS", 10_000)
+    config = tmp_path / "difgen.toml"
+    config.write_text(
+        '[difgen]\noutput_dir = "."\n\n[[module]]\nname = "j"\n'
+        'function = "f.py:f"\nbackend = "trace"\noperators = ["jacobian"]\n'
+        "input = { shape = [1000] }\nsparse = true\n"
+    )
+    (spec,) = load_config(config).modules
+    graph = trace(lambda x: x * np.sum(x), [((1_000,), "float64")])
+    with pytest.raises(
+        ConfigError,
+        match=r"1000 x 1000 jacobian is too large to detect \(1001000 nonzeros",
+    ):
+        Derivatives(spec, graph).operator_graph(OPERATORS["jacobian"])

@@ -81,6 +81,7 @@ class Derivatives:
         self._graphs: dict[tuple[str, int], Graph] = {}
         self._sources: list[Graph] = []  # keeps the ids used as cache keys alive
         self._colorings: dict[tuple[str, int], Coloring | None] = {}
+        self._too_large: dict[int, str] = {}  # why a graph's pattern was refused
 
     # ---------------------------------------------------------------- modes
     def mode(self, natural: str) -> str:
@@ -136,8 +137,9 @@ class Derivatives:
             color = hessian_coloring_of if symmetric else coloring_of
             try:
                 self._colorings[key] = color(g, by_rows=mode == "reverse")
-            except PatternTooLarge:
+            except PatternTooLarge as exc:
                 self._colorings[key] = None
+                self._too_large[id(g)] = str(exc)
             self._sources.append(g)
         return self._colorings[key]
 
@@ -166,7 +168,7 @@ class Derivatives:
                 self.spec.config_path,
                 self.spec.line_of("sparse"),
                 f"the sparsity pattern of a {m} x {n} jacobian is too large to "
-                "detect; use sparse = false",
+                f"detect ({self._too_large.get(id(g), '?')}); use sparse = false",
             )
         batch = n if mode == "forward" else m
         if coloring is not None and coloring.ncolors * COLORING_GAIN <= batch:
