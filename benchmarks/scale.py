@@ -238,20 +238,22 @@ def worker(directory: Path, build: Build) -> dict[str, Any]:
     import importlib.util
 
     import difgen
-    from difgen.derive import sparsity
 
     colors: list[int] = []
-    coloring_of = sparsity.coloring_of
 
-    def observed(*args: Any, **kwargs: Any) -> Any:
-        coloring = coloring_of(*args, **kwargs)
-        colors.append(coloring.ncolors)
-        return coloring
+    def observed(color: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            coloring = color(*args, **kwargs)
+            colors.append(coloring.ncolors)
+            return coloring
 
-    sparsity.coloring_of = observed  # type: ignore[assignment]
+        return run
+
     from difgen.derive import graphs
 
-    graphs.coloring_of = observed  # type: ignore[attr-defined]
+    for name in ("coloring_of", "hessian_coloring_of"):  # what the build colors with
+        if hasattr(graphs, name):
+            setattr(graphs, name, observed(getattr(graphs, name)))
 
     wall = time.perf_counter()
     difgen.build(directory / "difgen.toml", compile=build.emit == "c")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import difgen
-from difgen.derive import sparsity
 from difgen.errors import ConfigError
+from difgen.primitives import patterns
 
 CONFIG = """\
 [difgen]
@@ -40,7 +40,9 @@ def test_a_pattern_over_the_limit_names_the_sparse_line(
         "    return np.sum(x[0] * x[1:] ** 2) + np.sum(x**4)\n"
     )
     (tmp_path / "difgen.toml").write_text(CONFIG.format(operators=operators))
-    monkeypatch.setattr(sparsity, "MAX_PATTERN_ELEMENTS", 100)
-    with pytest.raises(ConfigError, match=r"difgen\.toml:10.*too large to detect"):
+    monkeypatch.setattr(patterns, "MAX_PATTERN_NONZEROS", 30)
+    with pytest.raises(
+        ConfigError, match=r"difgen\.toml:10.*too large to detect \(\d+ nonzeros"
+    ):
         difgen.build(tmp_path / "difgen.toml")
     assert not (tmp_path / "out").exists()  # nothing written

@@ -32,7 +32,12 @@ from difgen.config import ModuleSpec
 from difgen.core.batching import batched_to
 from difgen.core.ir import FrozenArray, Graph
 from difgen.core.tracer import Tracer, current_builder
-from difgen.derive.sparsity import Coloring, PatternTooLarge, coloring_of
+from difgen.derive.sparsity import (
+    Coloring,
+    PatternTooLarge,
+    coloring_of,
+    hessian_coloring_of,
+)
 from difgen.errors import ConfigError
 from difgen.operators import (
     OPERATORS,
@@ -76,6 +81,7 @@ class Derivatives:
         self._graphs: dict[tuple[str, int], Graph] = {}
         self._sources: list[Graph] = []  # keeps the ids used as cache keys alive
         self._colorings: dict[tuple[str, int], Coloring | None] = {}
+        self._too_large: dict[int, str] = {}  # why a graph's pattern was refused
 
     # ---------------------------------------------------------------- modes
     def mode(self, natural: str) -> str:
@@ -122,31 +128,43 @@ class Derivatives:
         )
 
     # ----------------------------------------------------------- evaluators
-    def coloring(self, g: Graph, mode: str) -> Coloring | None:
-        """Pattern and coloring of ``g``'s jacobian (None when too large to detect)."""
-        key = (f"coloring-{mode}", id(g))
+    def coloring(self, g: Graph, mode: str, symmetric: bool = False) -> Coloring | None:
+        """Pattern and coloring of ``g``'s jacobian (None when too large to detect);
+        ``symmetric`` for a hessian (``g`` a gradient graph), which may be star
+        colored."""
+        key = (f"coloring-{mode}{'-symmetric' * symmetric}", id(g))
         if key not in self._colorings:
+            color = hessian_coloring_of if symmetric else coloring_of
             try:
-                self._colorings[key] = coloring_of(g, by_rows=mode == "reverse")
-            except PatternTooLarge:
+                self._colorings[key] = color(g, by_rows=mode == "reverse")
+            except PatternTooLarge as exc:
                 self._colorings[key] = None
+                self._too_large[id(g)] = str(exc)
             self._sources.append(g)
         return self._colorings[key]
 
     def jacobian(
-        self, g: Graph, x: Any, ctx: Sequence[Any], mode: str, sparse: bool = False
+        self,
+        g: Graph,
+        x: Any,
+        ctx: Sequence[Any],
+        mode: str,
+        sparse: bool = False,
+        symmetric: bool = False,
     ) -> Any:
         """d out / d x of a one-output graph ``(x, *ctx)``, shaped ``zs + xs``.
 
         With ``sparse``, the structural nonzeros in CSR order instead. A jacobian
         whose pattern needs few colors is computed compressed: one batched
-        pushforward (pullback) per color of columns (rows), not per column (row).
+        pushforward (pullback) per color of columns (rows), not per column (row);
+        with ``symmetric`` (a hessian), per star color when that needs fewer.
         """
         xs, zs = g.inputs[0].shape, g.outputs[0].shape
         n, m = _size(xs), _size(zs)
-        coloring = self.coloring(g, mode) if sparse or (n > 1 and m > 1) else None
+        colored = sparse or (n > 1 and m > 1)
+        coloring = self.coloring(g, mode, symmetric) if colored else None
         if sparse and coloring is None:
-            raise self._pattern_too_large(m, n)
+            raise self._pattern_too_large(g, m, n)
         batch = n if mode == "forward" else m
         if coloring is not None and coloring.ncolors * COLORING_GAIN <= batch:
             data = self._compressed(g, [x, *ctx], coloring, mode)
@@ -270,7 +288,7 @@ class Derivatives:
             return self.hvp(x, ctx, seeds["v"])
         if kind == "hessian":
             outer = "reverse" if self.spec.mode == "reverse" else "forward"
-            return self.jacobian(self.gradient_graph(), x, ctx, outer, sparse)
+            return self.jacobian(self.gradient_graph(), x, ctx, outer, sparse, True)
         raise ValueError(f"unknown result kind {kind!r}")
 
     def sparse_layout(self, kind: str) -> tuple[Coloring, tuple[int, int]] | None:
@@ -282,17 +300,17 @@ class Derivatives:
         else:
             g = self.gradient_graph()
             mode = "reverse" if self.spec.mode == "reverse" else "forward"
-        coloring = self.coloring(g, mode)
+        coloring = self.coloring(g, mode, symmetric=kind == "hessian")
         if coloring is None:
-            raise self._pattern_too_large(_size(g.outputs[0].shape), _size(self.xs))
+            raise self._pattern_too_large(g, _size(g.outputs[0].shape), _size(self.xs))
         return coloring, sparse_shape(kind, self.xs, self.ys)
 
-    def _pattern_too_large(self, m: int, n: int) -> ConfigError:
+    def _pattern_too_large(self, g: Graph, m: int, n: int) -> ConfigError:
         return ConfigError(
             self.spec.config_path,
             self.spec.line_of("sparse"),
             f"the sparsity pattern of a {m} x {n} jacobian is too large to "
-            "detect; use sparse = false",
+            f"detect ({self._too_large.get(id(g), '?')}); use sparse = false",
         )
 
     def shape_of(self, kind: str) -> Shape:

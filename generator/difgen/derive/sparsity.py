@@ -1,10 +1,13 @@
 """Jacobian sparsity patterns of graphs, and column coloring for compressed AD.
 
-The pattern is found by abstract interpretation: every value carries a boolean array
-of shape ``value.shape + (n,)`` saying which of the ``n`` input elements it depends on
-(``None`` for "on none"), and each equation maps its inputs' patterns to its output's
-with its primitive's ``sparsity`` rule (:mod:`difgen.primitives.patterns`, where the
-rules of each family are listed).
+The pattern is found by abstract interpretation: every value carries the set of the
+``n`` input elements each of its elements depends on, as compressed rows
+(:class:`~difgen.primitives.patterns.Rows`, ``None`` for "on none"), and each
+equation maps its inputs' patterns to its output's with its primitive's ``sparsity``
+rule (:mod:`difgen.primitives.patterns`, where the rules of each family are listed).
+Time and memory follow the nonzeros, not ``size * n``; a step that would hold more
+than :data:`~difgen.primitives.patterns.MAX_PATTERN_NONZEROS` entries raises
+:class:`PatternTooLarge` before allocating them.
 
 The pattern is structural: it holds for every input, whatever branch ``where`` takes.
 """
@@ -17,75 +20,96 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var
-from difgen.primitives.patterns import Pattern
+from difgen.primitives.patterns import (
+    MAX_PATTERN_NONZEROS,
+    Pattern,
+    PatternTooLarge,
+    Rows,
+)
 
-MAX_PATTERN_ELEMENTS = 50_000_000  # booleans held for one value
+__all__ = [
+    "MAX_PATTERN_NONZEROS",
+    "Coloring",
+    "PatternTooLarge",
+    "Rows",
+    "color_columns",
+    "coloring_of",
+    "csr_layout",
+    "hessian_coloring_of",
+    "jacobian_pattern",
+    "star_coloring",
+    "star_positions",
+]
 
 
-class PatternTooLarge(Exception):
-    """The input is too large for an explicit pattern (the caller falls back)."""
-
-
-def jacobian_pattern(graph: Graph, output: int = 0) -> np.ndarray:
-    """Boolean ``(y.size, x.size)``: which outputs depend on which elements of input 0.
+def jacobian_pattern(graph: Graph, output: int = 0) -> Rows:
+    """The ``(y.size, x.size)`` pattern: which outputs depend on which elements of
+    input 0, as compressed rows.
 
     >>> from difgen.frontend import trace
     >>> g = trace(lambda x: x[1:] * x[:-1], [((3,), "float64")])
-    >>> jacobian_pattern(g).astype(int).tolist()
+    >>> jacobian_pattern(g).dense().astype(int).tolist()
     [[1, 1, 0], [0, 1, 1]]
     """
     x = graph.inputs[0]
     n = x.size
     env: dict[Var, Pattern] = dict.fromkeys(graph.inputs)
-    env[x] = np.eye(n, dtype=bool).reshape((*x.shape, n))
+    env[x] = Rows.identity(tuple(x.shape))
 
     def read(atom: Any) -> Pattern:
         return None if isinstance(atom, Lit) else env[atom]
 
     for eqn in graph.eqns:
-        if eqn.out.size * n > MAX_PATTERN_ELEMENTS:
-            raise PatternTooLarge(f"{eqn.out.size} x {n} pattern")
-        value = eqn.primitive.sparsity(eqn, [read(a) for a in eqn.inputs], n)
-        env[eqn.out] = None if value is None else np.asarray(value, dtype=bool)
+        env[eqn.out] = eqn.primitive.sparsity(eqn, [read(a) for a in eqn.inputs], n)
     out = graph.outputs[output]
     pattern = read(out)
+    size = out.size
     if pattern is None:
-        return np.zeros((out.size, n), dtype=bool)
-    return pattern.reshape(out.size, n)
+        return Rows(
+            (size,), np.zeros(size + 1, dtype=np.int64), np.zeros(0, np.int64), n
+        )
+    return Rows((size,), pattern.indptr, pattern.indices, n)
 
 
-def color_columns(pattern: np.ndarray) -> np.ndarray:
+def color_columns(pattern: Rows) -> np.ndarray:
     """Greedy distance-1 coloring of the columns: columns sharing a row differ.
 
     Columns are taken in decreasing order of their number of nonzeros (ties by
-    index), each gets the smallest color no column of its rows has.
+    index), each gets the smallest color none of the columns already colored in
+    its rows has. The colors used in each row are a bit mask (one Python integer
+    per row), so a column costs its nonzeros: O(nnz) in all.
 
-    >>> color_columns(np.array([[1, 1, 0], [0, 1, 1]], dtype=bool)).tolist()
-    [1, 0, 1]
+    >>> color_columns(Rows.from_dense(np.array([[1, 1, 0], [0, 1, 1]], dtype=bool)))
+    array([1, 0, 1])
     """
-    m, n = pattern.shape
-    colors = np.full(n, -1, dtype=np.int64)
-    rows_of = [np.flatnonzero(pattern[:, j]) for j in range(n)]
-    used_in_row: list[set[int]] = [set() for _ in range(m)]
-    order = sorted(range(n), key=lambda j: (-len(rows_of[j]), j))
-    for j in order:
-        taken: set[int] = set()
-        for i in rows_of[j]:
-            taken |= used_in_row[i]
-        color = next(c for c in range(n + 1) if c not in taken)
-        colors[j] = color
-        for i in rows_of[j]:
-            used_in_row[i].add(color)
-    return colors
+    n = pattern.n
+    by_column = pattern.transposed()
+    counts = by_column.counts()
+    order = np.argsort(-counts, kind="stable")
+    rows = by_column.indices.tolist()
+    starts = by_column.indptr.tolist()
+    used = [0] * pattern.size  # bit c of used[i]: color c is taken in row i
+    colors = [0] * n
+    for j in order.tolist():
+        mine = rows[starts[j] : starts[j + 1]]
+        taken = 0
+        for i in mine:
+            taken |= used[i]
+        bit = ~taken & (taken + 1)  # the lowest color not taken
+        colors[j] = bit.bit_length() - 1
+        for i in mine:
+            used[i] |= bit
+    return np.array(colors, dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
 class Coloring:
     """A jacobian's pattern with a coloring of its columns (or rows) for compression."""
 
-    pattern: np.ndarray  # (m, n) bool
+    pattern: Rows  # (m, n) compressed rows
     colors: np.ndarray  # a color per column, or per row when by_rows
     by_rows: bool
+    symmetric: bool = False  # a star coloring of a hessian, recovered symmetrically
 
     @property
     def ncolors(self) -> int:
@@ -93,12 +117,11 @@ class Coloring:
 
     @property
     def nnz(self) -> int:
-        return int(self.pattern.sum())
+        return self.pattern.nnz
 
     def nonzeros(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, columns) of the nonzeros in CSR (row-major) order."""
-        rows, cols = np.nonzero(self.pattern)
-        return rows.astype(np.int64), cols.astype(np.int64)
+        return self.pattern.row_ids(), self.pattern.indices.astype(np.int64)
 
     def flat_positions(self, n: int) -> np.ndarray:
         """Positions of the nonzeros in the flattened (m, n) matrix."""
@@ -109,8 +132,11 @@ class Coloring:
         """Positions of the nonzeros in the flattened (colors, size) compressed matrix.
 
         By columns, entry (i, j) is in row ``colors[j]`` at ``i``; by rows, in row
-        ``colors[i]`` at ``j``.
+        ``colors[i]`` at ``j``; under a star coloring, as :func:`star_positions`
+        says (``H S`` and ``S^T H`` are one matrix for a symmetric ``H``).
         """
+        if self.symmetric:
+            return star_positions(self.pattern, self.colors)
         rows, cols = self.nonzeros()
         if self.by_rows:
             return self.colors[rows] * size + cols
@@ -118,7 +144,10 @@ class Coloring:
 
     def csr_indices(self) -> tuple[np.ndarray, np.ndarray]:
         """(indices, indptr) of the CSR layout."""
-        return csr_layout(self.pattern)
+        return (
+            self.pattern.indices.astype(np.int64),
+            self.pattern.indptr.astype(np.int64),
+        )
 
 
 def csr_layout(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -135,5 +164,114 @@ def csr_layout(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
     """Detect the jacobian pattern of ``graph`` and color its columns (or rows)."""
     pattern = jacobian_pattern(graph)
-    colors = color_columns(pattern.T if by_rows else pattern)
+    colors = color_columns(pattern.transposed() if by_rows else pattern)
     return Coloring(pattern, colors, by_rows)
+
+
+def hessian_coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
+    """The coloring of a gradient graph's jacobian (a hessian): a star coloring
+    when its pattern is symmetric and the star coloring needs fewer colors than
+    the distance-1 one, else the distance-1 coloring of :func:`coloring_of`."""
+    coloring = coloring_of(graph, by_rows)
+    pattern = coloring.pattern
+    if pattern.size != pattern.n:
+        return coloring
+    mirror = pattern.transposed()
+    if not (
+        np.array_equal(mirror.indptr, pattern.indptr)
+        and np.array_equal(mirror.indices, pattern.indices)
+    ):
+        return coloring
+    star = star_coloring(pattern)
+    if star.size and int(star.max()) + 1 < coloring.ncolors:
+        return Coloring(pattern, star, by_rows, symmetric=True)
+    return coloring
+
+
+# ------------------------------------------------------------ hessians: star
+def star_coloring(pattern: Rows) -> np.ndarray:
+    """A greedy star coloring of a symmetric ``(n, n)`` pattern's columns.
+
+    Columns sharing a row differ (distance-1), and every path of four columns
+    through the off-diagonal nonzeros uses at least three colors: every
+    two-colored part of the graph is a star forest, which is what recovers each
+    ``H[i, j]`` from one compressed product ``H S`` (:func:`star_positions`;
+    Gebremedhin, Manne and Pothen, "What color is your Jacobian?", 2005).
+
+    Columns are taken in decreasing order of their nonzeros (ties by index); each
+    gets the smallest color that keeps the coloring a star coloring, checked
+    exactly on the two-colored components through it: with ``W`` its neighbors of
+    a color ``d``, two or more make it a star center, so none may have another
+    neighbor of its color; one (``w``) makes it a leaf of ``w``'s star, so each
+    other neighbor of ``w`` of its color may have no neighbor of color ``d`` but
+    ``w`` (a count kept per column and color, updated as columns are colored).
+    Each color tried costs the column's neighbors: O(nnz * colors) in all.
+
+    >>> arrow = np.eye(5, dtype=bool); arrow[0] = arrow[:, 0] = True
+    >>> star_coloring(Rows.from_dense(arrow)).tolist()
+    [0, 1, 1, 1, 1]
+    """
+    n = pattern.n
+    indptr, indices = pattern.indptr.tolist(), pattern.indices.tolist()
+    neighbors = [
+        [k for k in indices[indptr[i] : indptr[i + 1]] if k != i] for i in range(n)
+    ]
+    order = np.argsort(-np.array([len(a) for a in neighbors]), kind="stable")
+    colors = [-1] * n
+    # by_color[v][c]: the colored neighbors of v of color c
+    by_color: list[dict[int, list[int]]] = [{} for _ in range(n)]
+    # spoilt[w][c]: how many of by_color[w][c] have another neighbor of w's color
+    spoilt: list[dict[int, int]] = [{} for _ in range(n)]
+
+    def keeps_stars(v: int, c: int) -> bool:
+        for ws in by_color[v].values():
+            if len(ws) >= 2:  # v is the center of a star of these leaves
+                if any(c in by_color[w] for w in ws):
+                    return False
+            elif spoilt[ws[0]].get(c, 0):  # v is a leaf of ws[0]'s star
+                return False
+        return True
+
+    def count(table: dict[int, int], c: int) -> None:
+        table[c] = table.get(c, 0) + 1
+
+    for v in order.tolist():
+        c = 0
+        while c in by_color[v] or not keeps_stars(v, c):
+            c += 1
+        colors[v] = c
+        for w in neighbors[v]:
+            same = by_color[w].setdefault(c, [])
+            same.append(v)
+            e = colors[w]
+            if e < 0:
+                continue
+            if len(by_color[v].get(e, ())) >= 2:  # v has another neighbor like w
+                count(spoilt[w], c)
+            if len(same) == 2:  # w now has two neighbors of color c
+                for z in same:
+                    count(spoilt[z], e)
+            elif len(same) > 2:
+                count(spoilt[v], e)
+    return np.array(colors, dtype=np.int64)
+
+
+def star_positions(pattern: Rows, colors: np.ndarray) -> np.ndarray:
+    """Where each nonzero of a symmetric pattern (CSR order) is in the flattened
+    ``(colors, n)`` compressed product ``B`` (``B[c] = H s_c``, ``s_c`` the sum of
+    the basis vectors of color ``c``), under a star coloring: ``H[i, j]`` is
+    ``B[colors[j], i]`` when ``j`` is the only column of row ``i`` of its color,
+    else ``B[colors[i], j]`` (``i`` is then the only one of its color in row
+    ``j``).
+
+    >>> arrow = np.eye(3, dtype=bool); arrow[0] = arrow[:, 0] = True
+    >>> p = Rows.from_dense(arrow)
+    >>> star_positions(p, star_coloring(p)).tolist()
+    [0, 1, 2, 1, 4, 2, 5]
+    """
+    n = pattern.n
+    ncolors = int(colors.max()) + 1 if colors.size else 1
+    rows, cols = pattern.row_ids(), pattern.indices
+    per_row = np.bincount(rows * ncolors + colors[cols], minlength=n * ncolors)
+    alone = per_row[rows * ncolors + colors[cols]] == 1
+    return np.where(alone, colors[cols] * n + rows, colors[rows] * n + cols)
