@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "c0cc486197bb205f"
-BODY_HASH = "a6c31d37342e1a39"
+BODY_HASH = "6218d708ccf5875e"
 INPUT_SHAPE: tuple[int, ...] = (4,)
 OUTPUT_SHAPE: tuple[int, ...] = (4,)
 
@@ -162,12 +162,19 @@ def _check_out(out: object, shape: tuple[int, ...], name: str = "out") -> None:
         raise ValueError(f"{name}: the array is read-only")
 
 
+def _as_float64(name: str, value: object) -> np.float64:
+    """``value`` as an ``np.float64`` for vector code, whose arithmetic must be
+    NumPy's (a Python float's ``1.0 / 0.0`` raises; NumPy's is inf); TypeError or
+    ValueError naming it."""
+    return np.float64(_as_scalar(name, value))
+
+
 def f(x: NDArray[np.float64], e: float) -> NDArray[np.float64]:
     """The function itself. Returns value (4,)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
         x = _as_array("f: x", x, (4,))
-    if not isinstance(e, float):
-        e = _as_scalar("f: e", e)
+    if type(e) is not np.float64:
+        e = _as_float64("f: e", e)
     t0 = x + e * np.sin(x)
     t1 = (t0 - e * np.sin(t0) - x) / (1.0 - e * np.cos(t0))
     t2 = t0 - t1
@@ -188,8 +195,8 @@ def pushforward(
         x = _as_array("pushforward: x", x, (4,))
     if type(dx) is not _ND or dx.shape != (4,) or dx.dtype is not _F64:
         dx = _as_array("pushforward: dx", dx, (4,))
-    if not isinstance(e, float):
-        e = _as_scalar("pushforward: e", e)
+    if type(e) is not np.float64:
+        e = _as_float64("pushforward: e", e)
     t0 = x + e * np.sin(x)
     t1 = dx + e * (np.cos(x) * dx)
     t2 = np.sin(t0)
@@ -222,8 +229,8 @@ def pullback(
         x = _as_array("pullback: x", x, (4,))
     if type(dy) is not _ND or dy.shape != (4,) or dy.dtype is not _F64:
         dy = _as_array("pullback: dy", dy, (4,))
-    if not isinstance(e, float):
-        e = _as_scalar("pullback: e", e)
+    if type(e) is not np.float64:
+        e = _as_float64("pullback: e", e)
     t0 = x + e * np.sin(x)
     t1 = np.sin(t0)
     t2 = np.cos(t0)
@@ -264,8 +271,8 @@ def jacobian(
     """Jacobian, shaped y.shape + x.shape. Returns jacobian (4, 4)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
         x = _as_array("jacobian: x", x, (4,))
-    if not isinstance(e, float):
-        e = _as_scalar("jacobian: e", e)
+    if type(e) is not np.float64:
+        e = _as_float64("jacobian: e", e)
     t0 = x + e * np.sin(x)
     t1 = K0 + np.cos(x) * e * K0
     t2 = np.sin(t0)
@@ -300,8 +307,8 @@ def value_and_jacobian(
     """f(x) and its Jacobian. Returns value (4,), jacobian (4, 4)."""
     if type(x) is not _ND or x.shape != (4,) or x.dtype is not _F64:
         x = _as_array("value_and_jacobian: x", x, (4,))
-    if not isinstance(e, float):
-        e = _as_scalar("value_and_jacobian: e", e)
+    if type(e) is not np.float64:
+        e = _as_float64("value_and_jacobian: e", e)
     t0 = x + e * np.sin(x)
     t1 = np.sin(t0)
     t2 = e * np.cos(t0)

@@ -68,6 +68,7 @@ AS_ARRAY = "_as_array"
 VALUES = "_as_values"
 ODD_ITEM = "_odd_item"
 AS_SCALAR = "_as_scalar"
+AS_FLOAT64 = "_as_float64"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
 POINTS_LAYOUT = "_points_layout"
@@ -83,6 +84,7 @@ HELPERS = (
     VALUES,
     ODD_ITEM,
     AS_SCALAR,
+    AS_FLOAT64,
     CHECK_OUT,
     AS_POINTS,
     POINTS_LAYOUT,
@@ -282,7 +284,15 @@ def check_module(text: str, elsewhere: dict[str, set[str]] | None = None) -> Non
                 and isinstance(node.value, ast.Call)
                 and isinstance(node.value.func, ast.Name)
                 and node.value.func.id
-                in (AS_ARRAY, AS_SCALAR, AS_POINTS, POINTS_LAYOUT, AS_INTS, AS_BOOLS)
+                in (
+                    AS_ARRAY,
+                    AS_SCALAR,
+                    AS_FLOAT64,
+                    AS_POINTS,
+                    POINTS_LAYOUT,
+                    AS_INTS,
+                    AS_BOOLS,
+                )
             ):
                 checked.add(id(node.targets[0]))
         assigned = {node.id for node in stored if id(node) not in checked}

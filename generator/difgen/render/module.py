@@ -37,6 +37,7 @@ from difgen.targets.parts import (
 from difgen.targets.signatures import (
     argument_checks,
     data_helpers,
+    float_arguments,
     index_checks,
     points_argument_checks,
 )
@@ -51,8 +52,24 @@ def _checks(f: Function, spec: ModuleSpec, parts: ModuleParts) -> list[str]:
     if f.points_of is not None:
         lines = points_argument_checks(OPERATORS[f.points_of], spec, ys)
     else:
-        lines = argument_checks(OPERATORS[f.name], spec, ys, skip=f.checked)
+        lines = argument_checks(
+            OPERATORS[f.name], spec, ys, skip=f.checked, numpy_floats=f.numpy_floats
+        )
     return lines + index_checks(parts.index_checks)
+
+
+def _numpy_floats(
+    functions: Sequence[Function], spec: ModuleSpec, parts: ModuleParts
+) -> bool:
+    """Whether the vector code of an operator takes a float argument (its check
+    then calls the module's float64 helper)."""
+    return any(
+        f.numpy_floats
+        and f.points_of is None
+        and f.block_of is None
+        and float_arguments(OPERATORS[f.name], spec, parts.output_shape)
+        for f in functions
+    )
 
 
 def docstring_text(text: str) -> str:
@@ -209,7 +226,7 @@ def render_module(
         helpers=naming,
         points=any(f.points_of is not None for f in functions),
         float_helpers=floats.definitions(uses.helpers)
-        + data_helpers(spec, parts.index_checks),
+        + data_helpers(spec, parts.index_checks, _numpy_floats(functions, spec, parts)),
     )
     skeleton = [dataclasses.replace(f, body=b) for f, b in zip(functions, bodies)]
     text = blackfast.format_with_runs(

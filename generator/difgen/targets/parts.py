@@ -58,6 +58,10 @@ class Function:
     doc: str
     body: tuple[str, ...]
     checked: frozenset[str] = frozenset()
+    numpy_floats: bool = False
+    """Its body is NumPy code, so a float argument is checked into an ``np.float64``
+    (a Python float's arithmetic raises ``ZeroDivisionError`` and
+    ``OverflowError`` where NumPy's gives inf and NaN)."""
     points_of: str | None = None
     block_of: str | None = None
     """The private function (not in ``__all__``, no argument checks) that the points

@@ -103,7 +103,11 @@ def docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
 
 
 def argument_checks(
-    op: Operator, spec: ModuleSpec, ys: Shape, skip: AbstractSet[str] = frozenset()
+    op: Operator,
+    spec: ModuleSpec,
+    ys: Shape,
+    skip: AbstractSet[str] = frozenset(),
+    numpy_floats: bool = False,
 ) -> list[str]:
     """The statements that check (and convert) an operator's arguments.
 
@@ -112,6 +116,8 @@ def argument_checks(
     helpers, which convert lists, ints and other real arrays to float64 and raise
     TypeError (complex, object) or ValueError (shape) naming the argument. ``out``
     is checked where it is written (:func:`difgen.targets.numpy.epilogue.returns`).
+    With ``numpy_floats`` (vector code) a float argument becomes an ``np.float64``,
+    so that its arithmetic is NumPy's.
     """
     xs, batch = tuple(spec.input.shape), spec.batch
     arguments = [(naming.INPUT, xs)]
@@ -122,8 +128,17 @@ def argument_checks(
     for name, shape in arguments:
         if name in skip:  # the body checks it (see Function.checked)
             continue
-        lines += _exact_check(op.name, name, shape, dtypes.get(name, "float64"))
+        dtype = dtypes.get(name, "float64")
+        lines += _exact_check(op.name, name, shape, dtype, numpy_floats)
     return lines
+
+
+def float_arguments(op: Operator, spec: ModuleSpec, ys: Shape) -> bool:
+    """Whether any argument of ``op`` is one float (shape ``()``, float64)."""
+    xs, batch = tuple(spec.input.shape), spec.batch
+    shapes = [xs, *(tuple(seed_shape(s, xs, ys, batch)) for s in op.seeds)]
+    shapes += [tuple(c.shape) for c in spec.contexts if c.dtype == "float64"]
+    return any(shape == () for shape in shapes)
 
 
 def label(function: str, name: str) -> str:
@@ -136,12 +151,22 @@ def label(function: str, name: str) -> str:
 
 
 def _exact_check(
-    function: str, name: str, shape: Shape, dtype: str = "float64"
+    function: str,
+    name: str,
+    shape: Shape,
+    dtype: str = "float64",
+    numpy_floats: bool = False,
 ) -> list[str]:
-    """Check and convert one argument of a hard-coded shape (and dtype)."""
+    """Check and convert one argument of a hard-coded shape (and dtype); a float
+    into an ``np.float64`` for NumPy code (``numpy_floats``), else a float."""
     if dtype != "float64":
         return data_check(function, name, shape, dtype)
     said = label(function, name)
+    if shape == () and numpy_floats:
+        return [
+            f"if type({name}) is not np.float64:",
+            f"    {name} = {naming.AS_FLOAT64}({said}, {name})",
+        ]
     if shape == ():
         return [
             f"if not isinstance({name}, float):",
@@ -297,10 +322,13 @@ def data_check(function: str, name: str, shape: Shape, dtype: str) -> list[str]:
     ]
 
 
-def data_helpers(spec: ModuleSpec, checks: Sequence[IndexCheck] = ()) -> list[str]:
+def data_helpers(
+    spec: ModuleSpec, checks: Sequence[IndexCheck] = (), numpy_floats: bool = False
+) -> list[str]:
     """Sources of the argument-check helpers of int64 and bool contexts, only in
-    modules that have such contexts, and of the index check, only in modules
-    that check run-time indices (so every other module's text is unchanged)."""
+    modules that have such contexts, of the index check, only in modules that
+    check run-time indices, and of the float check of vector code, only in modules
+    whose vector code takes a float (so every other module's text is unchanged)."""
     dtypes = {c.dtype for c in spec.contexts}
     sources = []
     if "int64" in dtypes:
@@ -315,6 +343,12 @@ def data_helpers(spec: ModuleSpec, checks: Sequence[IndexCheck] = ()) -> list[st
         )
     if checks:
         sources.append(_CHECK_INDEX.replace("CHECK_INDEX", naming.CHECK_INDEX))
+    if numpy_floats:
+        sources.append(
+            _AS_FLOAT64.replace("AS_FLOAT64", naming.AS_FLOAT64).replace(
+                "AS_SCALAR", naming.AS_SCALAR
+            )
+        )
     return sources
 
 
@@ -378,3 +412,10 @@ _CHECK_INDEX = '''def CHECK_INDEX(name: str, index: NDArray[np.int64], size: int
         raise IndexError(
             f"{name}: index {bad} is out of bounds for axis {axis} with size {size}"
         )'''
+
+
+_AS_FLOAT64 = '''def AS_FLOAT64(name: str, value: object) -> np.float64:
+    """``value`` as an ``np.float64`` for vector code, whose arithmetic must be
+    NumPy's (a Python float's ``1.0 / 0.0`` raises; NumPy's is inf); TypeError or
+    ValueError naming it."""
+    return np.float64(AS_SCALAR(name, value))'''

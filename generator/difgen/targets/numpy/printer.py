@@ -763,7 +763,9 @@ def print_operator(
         body += csr_out_returns(op, results, last_raw, wrap[len(results) - 1])
         params, annotation = signature(op, spec, ys)
         doc = docstring(op, spec, ys)
-        function = Function(op.name, params, annotation, doc, tuple(body))
+        function = Function(
+            op.name, params, annotation, doc, tuple(body), numpy_floats=True
+        )
         return function.using(uses | CsrFormat.OUT_CHECK_USES)
     dense_array = graph.outputs[-1].shape != () and len(results) - 1 not in wrap
     into_out = op.takes_out and dense_array
@@ -775,7 +777,10 @@ def print_operator(
     )
     params, annotation = signature(op, spec, ys)
     doc = docstring(op, spec, ys)
-    return Function(op.name, params, annotation, doc, tuple(body)).using(uses)
+    function = Function(
+        op.name, params, annotation, doc, tuple(body), numpy_floats=True
+    )
+    return function.using(uses)
 
 
 def csr_out_returns(
