@@ -18,7 +18,7 @@ from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1
 from sympy.logic.boolalg import BooleanFunction
 
 from difgen.core import simplify as identities
-from difgen.core.expr import call, infix, negation
+from difgen.core.expr import MUL, Expr, argument, call, infix, negation
 from difgen.core.primitive import (
     NO_HELPER,
     UFUNC_LOOP,
@@ -26,6 +26,7 @@ from difgen.core.primitive import (
     register,
     unbroadcast,
 )
+from difgen.core.tracer import bind_name
 from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
@@ -449,14 +450,29 @@ def _sympy_pow(a: Any, b: Any) -> Any:
 
 
 def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d atan2(a, b) = (b da - a db) / (a^2 + b^2)."""
+    """d atan2(a, b) = (b da - a db) / h**2 (h = hypot(a, b)), written on the two
+    ``hypot_slope`` values b / h**2 and a / h**2: ``a*a + b*b`` overflowed from
+    1e154 on (the derivative read 0 where it is 5e-201 at 1e200) and underflowed
+    below 1e-162, and the second derivatives are the slopes' own (no h**4)."""
     (a, b), (da, db) = primals, tangents
-    num = _add_tangents(
-        None if da is None else b * da, None if db is None else -(a * db)
-    )
-    if num is None:
-        return None
-    return _broadcast_to(num / (a * a + b * b), np.shape(out))
+    terms = [
+        None if da is None else _hypot_slope(b, a) * da,
+        None if db is None else -(_hypot_slope(a, b) * db),
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+class Atan2(sp.atan2):
+    """SymPy's ``atan2`` whose derivatives are :class:`HypotSlope` values (as
+    :func:`_arctan2_jvp`); SymPy's own, ``b / (a**2 + b**2)``, overflows. Named
+    ``atan2``, the name the printers' function tables know."""
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        return HypotSlope(b, a) if argindex == 1 else -HypotSlope(a, b)
+
+
+Atan2.__name__ = "atan2"
 
 
 class NpMaximum(FloatHelperCall, sp.Function):
@@ -496,41 +512,157 @@ class NpMinimum(FloatHelperCall, sp.Function):
         return sp.Heaviside(b - a)
 
 
-_HYPOT_SMALL, _HYPOT_SCALE = 2.0**-400, 2.0**500
-"""Below h = 2**-400, hypot's derivative is computed on (a, b) scaled by 2**500."""
+def _hypot_terms(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """For hypot's unit vector and slope, on NumPy values or tracers: the scale
+    m = max(|a|, |b|) (1 where both are 0), r = hypot(1, min(|a|, |b|) / m), so
+    that h = m r without forming h, and a / h = (a / m) / r, whose quotient a / m
+    is sign(a) exactly where |a| >= |b| (inf included) and |a / m| <= 1: nothing
+    overflows or underflows, subnormal inputs included (m is an input, exact)."""
+    big, small = np.maximum(np.abs(a), np.abs(b)), np.minimum(np.abs(a), np.abs(b))
+    m = np.where(big == 0.0, 1.0, big)
+    ratio = np.where(np.abs(a) >= np.abs(b), np.sign(a), a / m)
+    return ratio, np.hypot(1.0, small / m), m
 
 
-def _hypot_scale(h: Any) -> Any:
-    """The power of two by which hypot's derivative scales (a, b): 2**500 where h
-    is below 2**-400, else 1. At a subnormal h (3e-320, 4e-320), ``a / h`` is
-    printed ``a * (1 / h)``, and ``1 / h`` overflows (inf where the derivative
-    is 0.6); the scaled h is in [2**-574, 2**100], whose reciprocal and powers up
-    to the second derivative's cube (down to h = 2**-740) stay finite, and so
-    does the square of the scale. Exact (a power of two) and piecewise constant:
-    its own derivative is 0."""
-    return np.where(h < _HYPOT_SMALL, _HYPOT_SCALE, 1.0)
+def _hypot_unit_value(a: Any, b: Any) -> Any:
+    """a / hypot(a, b), hypot's d/da: 0 at a = b = 0 (the smallest subgradient),
+    sign(a) where a is infinite and b finite (the limit), NaN at a NaN."""
+    ratio, r, _ = _hypot_terms(a, b)
+    return ratio / r
+
+
+def _hypot_slope_value(a: Any, b: Any) -> Any:
+    """a / hypot(a, b)**2 = (a / h) / h, the d/da of log(hypot(a, b)), computed as
+    ((a / m) / r) / r / m (:func:`_hypot_terms`): overflows only where the
+    value does, never through h**2 (inf from h = 1e154) or a subnormal h."""
+    ratio, r, m = _hypot_terms(a, b)
+    return ratio / r / r / m
+
+
+def _hypot_unit(a: Any, b: Any) -> Any:
+    return bind_name("hypot_unit", a, b)
+
+
+def _hypot_slope(a: Any, b: Any) -> Any:
+    return bind_name("hypot_slope", a, b)
 
 
 def _hypot_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d hypot(a, b) = (a da + b db) / h, on (a, b) scaled by
-    :func:`_hypot_scale` (exact: the quotient does not change). At a = b = 0
-    (h = 0), where hypot has no derivative, the tangent is 0 (h reads 1 there):
-    the smallest subgradient, and no NaN where the function itself is finite."""
+    """d hypot(a, b) = u da + v db with the unit vector (u, v) = (a, b) / h, each
+    a ``hypot_unit`` (exact at every finite input, 0 at a = b = 0: the smallest
+    subgradient, and no NaN where the function itself is finite)."""
     (a, b), (da, db) = primals, tangents
-    k = _hypot_scale(out)
-    sa, sb = a * k, b * k
-    h = np.where(out == 0.0, 1.0, np.hypot(sa, sb))
     terms = [
-        None if da is None else (sa / h) * da,
-        None if db is None else (sb / h) * db,
+        None if da is None else _hypot_unit(a, b) * da,
+        None if db is None else _hypot_unit(b, a) * db,
     ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
+def _hypot_unit_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d(a / h) = (b / h**2) (v da - u db): hypot's second derivatives are
+    v (v / h), -u (v / h) and u (u / h), products of a unit component and a
+    slope, each exact. Written b**2 / h**3 they overflowed (h**3 from h = 6e102)
+    or underflowed, and 1 / h - a**2 / h**3 cancelled (33 ulps)."""
+    (a, b), (da, db) = primals, tangents
+    slope = _hypot_slope(b, a)
+    terms = [
+        None if da is None else (slope * _hypot_unit(b, a)) * da,
+        None if db is None else -(slope * out) * db,
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+def _hypot_slope_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d(a / h**2) = (v - u)(v + u) / h**2 da - 2 (u / h)(v / h) db, written on
+    the two slopes: (g_b - g_a)(g_b + g_a) da - 2 g_a g_b db (hypot's third
+    derivatives; the difference is the value's own, b**2 - a**2)."""
+    (a, b), (da, db) = primals, tangents
+    other = _hypot_slope(b, a)
+    terms = [
+        None if da is None else ((other - out) * (other + out)) * da,
+        None if db is None else -(2.0 * (out * other)) * db,
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+def _hypot_form(slope: bool) -> Any:
+    """The vector emission's NumPy expression of :func:`_hypot_unit_value` or
+    :func:`_hypot_slope_value` (the same operations, in the same order)."""
+
+    def form(args: Any, params: Any, avals: Any) -> Expr:
+        a, b = (argument(e) for e in args)
+        big = f"np.maximum(np.abs({a}), np.abs({b}))"
+        small = f"np.minimum(np.abs({a}), np.abs({b}))"
+        m = f"np.where({big} == 0.0, 1.0, {big})"
+        ratio = f"np.where(np.abs({a}) >= np.abs({b}), np.sign({a}), ({a}) / {m})"
+        r = f"np.hypot(1.0, {small} / {m})"
+        return Expr(f"{ratio} / {r} / {r} / {m}" if slope else f"{ratio} / {r}", MUL)
+
+    return form
+
+
+class _HypotHead(sp.Function):
+    """A SymPy head of hypot's derivatives, opaque (so that no rewriting forms
+    h**2 or h**3), printed in Python and C as the operations of
+    :func:`_hypot_terms`, composed as text so that the order of the divisions
+    is the one written."""
+
+    nargs = 2
+    slope: ClassVar[bool] = False
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def _pythoncode(self, printer: Any) -> str:
+        a, b = self.args
+        big, small = NpMaximum(sp.Abs(a), sp.Abs(b)), NpMinimum(sp.Abs(a), sp.Abs(b))
+        m = printer._print(sp.Piecewise((sp.S.One, NpEqual(big, 0)), (big, True)))
+        # the quotients are placed as text: SymPy writes x / Piecewise(...) as
+        # x * Piecewise(1 / ...), and 1 / m overflows at a subnormal m
+        quotient = sp.Symbol("_DIFGEN_QUOTIENT_")
+        ratio = printer._print(
+            sp.Piecewise(
+                (sp.sign(a), NpGreaterEqual(sp.Abs(a), sp.Abs(b))), (quotient, True)
+            )
+        ).replace(quotient.name, f"({printer._print(a)}) / ({m})")
+        r = printer._print(NpHypot(1, quotient)).replace(
+            quotient.name, f"({printer._print(small)}) / ({m})"
+        )
+        unit = f"({ratio}) / ({r})"
+        return f"({unit} / ({r}) / ({m}))" if self.slope else f"({unit})"
+
+
+class HypotUnit(_HypotHead):
+    """``a / hypot(a, b)``, hypot's d/da (see :func:`_hypot_unit_value`); its
+    derivatives are products of a unit component and a :class:`HypotSlope`."""
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        if argindex == 1:
+            return HypotSlope(b, a) * HypotUnit(b, a)
+        return -HypotSlope(b, a) * self
+
+
+class HypotSlope(_HypotHead):
+    """``a / hypot(a, b)**2`` (see :func:`_hypot_slope_value`), the derivative of
+    :class:`HypotUnit`'s; its own derivatives are written on the two slopes."""
+
+    slope = True
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        other = HypotSlope(b, a)
+        if argindex == 1:
+            return (other - self) * (other + self)
+        return -2 * self * other
+
+
 class NpHypot(FloatHelperCall, sp.Function):
     """``np.hypot(a, b)``, NumPy's own (``sqrt(a*a + b*b)`` overflows at 1e200):
-    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0,
-    on (a, b) scaled where h is tiny (as :func:`_hypot_jvp`)."""
+    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, a
+    :class:`HypotUnit` (0 where h = 0, as :func:`_hypot_jvp`)."""
 
     nargs = 2
     float_helper = "_hypot"
@@ -540,15 +672,8 @@ class NpHypot(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        k = sp.Piecewise(
-            (sp.Float(_HYPOT_SCALE), NpLess(self, sp.Float(_HYPOT_SMALL))),
-            (sp.S.One, True),
-        )
-        a, b = (arg * k for arg in self.args)
-        scaled = a if argindex == 1 else b
-        return sp.Piecewise(
-            (sp.S.Zero, NpEqual(self, 0)), (scaled / NpHypot(a, b), True)
-        )
+        a, b = self.args
+        return HypotUnit(a, b) if argindex == 1 else HypotUnit(b, a)
 
 
 def _select_jvp(pick_first: Callable[[Any, Any], Any]) -> Callable[..., Any]:
@@ -646,7 +771,7 @@ BINARY = [
         np.arctan2,
         call("np.arctan2({0}, {1})"),
         jvp=_arctan2_jvp,
-        sympy=sp.atan2,
+        sympy=Atan2,
     ),
     binary(
         "hypot",
@@ -654,6 +779,20 @@ BINARY = [
         call("np.hypot({0}, {1})"),
         jvp=_hypot_jvp,
         sympy=NpHypot,
+    ),
+    binary(
+        "hypot_unit",
+        _hypot_unit_value,
+        _hypot_form(slope=False),
+        jvp=_hypot_unit_jvp,
+        sympy=HypotUnit,
+    ),
+    binary(
+        "hypot_slope",
+        _hypot_slope_value,
+        _hypot_form(slope=True),
+        jvp=_hypot_slope_jvp,
+        sympy=HypotSlope,
     ),
     binary(
         "maximum",
