@@ -75,6 +75,9 @@ FINITE = [
     (-1e-150, 5e-151),
     (0.1, 1.0),
     (1e-3, 1.0),
+    (1.0, 1.0000001),
+    (1e-100, 1.0000001e-100),
+    (1.7e308, 1.6e308),
 ]
 """Points whose derivatives are floats (normal, subnormal or an underflow to 0)
 for at least one function; an entry whose exact value is beyond the largest
@@ -199,7 +202,14 @@ def test_special_points(
             np.testing.assert_array_equal(mod.hvp(x, V), np.full(2, hessian))
 
 
-THIRD = [(3.0, 4.0), (0.3, -1.7), (1e150, -2e150), (1e-100, 2e-100), (1e300, -1e300)]
+THIRD = [
+    (3.0, 4.0),
+    (0.3, -1.7),
+    (1e150, -2e150),
+    (1e-100, 2e-100),
+    (1e300, -1e300),
+    (1.0, 1e-8),
+]
 """Points whose third derivatives (~1 / h**2) are floats or underflow to 0."""
 ORDERS = [(3, 0), (2, 1), (1, 2), (0, 3)]
 
@@ -251,13 +261,14 @@ def test_third_order_of_the_graph(function: str) -> None:
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_third_order_of_the_sympy_heads(function: str) -> None:
     """The sympy backend's heads differentiate to the same third derivatives:
-    NpHypot -> HypotUnit -> HypotSlope (and atan2 -> HypotSlope), each head
+    NpHypot -> HypotUnit -> HypotSlope -> HypotGap (atan2 -> HypotSlope), each head
     evaluated by its NumPy value."""
     a, b = sp.symbols("a b", real=True)
     head = elementwise.NpHypot if function == "hypot_pair" else elementwise.Atan2
     values = {
         "HypotUnit": elementwise._hypot_unit_value,
         "HypotSlope": elementwise._hypot_slope_value,
+        "HypotGap": elementwise._hypot_gap_value,
         "NpHypot": np.hypot,
         "atan2": np.arctan2,
     }

@@ -106,6 +106,11 @@ def r_hypot_slope(x):
     return bind_name("hypot_slope", x, x[::-1] - 0.5)
 
 
+def r_hypot_gap(x):
+    """(b**2 - a**2) / hypot(a, b)**4, the slope's derivative's rule."""
+    return bind_name("hypot_gap", x, x[::-1] - 0.5)
+
+
 def r_log1p(x):
     return np.log1p(x)
 
@@ -497,6 +502,7 @@ ROWS = {
     "hypot": (r_hypot, (4,)),
     "hypot_unit": (r_hypot_unit, (4,)),
     "hypot_slope": (r_hypot_slope, (4,)),
+    "hypot_gap": (r_hypot_gap, (4,)),
     "sqrt": (r_sqrt, (4,)),
     "cbrt": (r_cbrt, (4,)),
     "abs": (r_abs, (4,)),

@@ -110,8 +110,9 @@ def elementwise_surface(x):
 
 def derivative_rules(x):
     """Primitives that only derivative rules bind, never NumPy code: hypot's unit
-    vector and slope (a / h, a / h**2)."""
-    return bind_name("hypot_unit", x, 0.5) + bind_name("hypot_slope", 2.0, x)
+    vector, slope and gap (a / h, a / h**2, (b**2 - a**2) / h**4)."""
+    unit, slope = bind_name("hypot_unit", x, 0.5), bind_name("hypot_slope", 2.0, x)
+    return unit + slope + bind_name("hypot_gap", x, 1.5)
 
 
 def branch_on_value(x):

@@ -18,7 +18,7 @@ from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1
 from sympy.logic.boolalg import BooleanFunction
 
 from difgen.core import simplify as identities
-from difgen.core.expr import MUL, Expr, argument, call, infix, negation
+from difgen.core.expr import MUL, Expr, argument, atom, call, infix, negation
 from difgen.core.primitive import (
     NO_HELPER,
     UFUNC_LOOP,
@@ -539,8 +539,37 @@ def _hypot_slope_value(a: Any, b: Any) -> Any:
     return ratio / r / r / m
 
 
+_HALVED = 2.0**1000
+"""Above this scale, the sums and differences of :func:`_hypot_gap_value` are
+formed on halves (exact there), so that ``b + a`` does not overflow."""
+
+
+_LARGEST = float(np.finfo(np.float64).max)
+
+
+def _hypot_gap_value(a: Any, b: Any) -> Any:
+    """(b**2 - a**2) / h**4, the d/da of a / h**2 (and atan2's mixed second
+    derivative), as the product ((b - a) / h**2) ((b + a) / h**2), each factor a
+    quotient by m, r, r, m (:func:`_hypot_terms`): b - a is exact where a and b
+    are close, so there is no cancellation of slopes (a / h**2 - b / h**2 lost
+    5e6 ulps at (1, 1.0000001)). 0 where the scale is infinite and the other
+    argument finite (the limit)."""
+    _, r, m = _hypot_terms(a, b)
+    huge = m > _HALVED
+    half_a, half_b, half_m = a * 0.5, b * 0.5, m * 0.5
+    diff = np.where(huge, (half_b - half_a) / half_m, (b - a) / m)
+    total = np.where(huge, (half_b + half_a) / half_m, (b + a) / m)
+    small = np.minimum(np.abs(a), np.abs(b))
+    gap = (diff / r / r / m) * (total / r / r / m)
+    return np.where(m == np.inf, 0.0 * (small / m), gap)
+
+
 def _hypot_unit(a: Any, b: Any) -> Any:
     return bind_name("hypot_unit", a, b)
+
+
+def _hypot_gap(a: Any, b: Any) -> Any:
+    return bind_name("hypot_gap", a, b)
 
 
 def _hypot_slope(a: Any, b: Any) -> Any:
@@ -574,21 +603,34 @@ def _hypot_unit_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
 
 
 def _hypot_slope_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d(a / h**2) = (v - u)(v + u) / h**2 da - 2 (u / h)(v / h) db, written on
-    the two slopes: (g_b - g_a)(g_b + g_a) da - 2 g_a g_b db (hypot's third
-    derivatives; the difference is the value's own, b**2 - a**2)."""
+    """d(a / h**2) = (b**2 - a**2) / h**4 da - 2 (a / h**2)(b / h**2) db: a
+    ``hypot_gap`` and a product of two slopes (hypot's third derivatives,
+    atan2's second)."""
     (a, b), (da, db) = primals, tangents
-    other = _hypot_slope(b, a)
     terms = [
-        None if da is None else ((other - out) * (other + out)) * da,
-        None if db is None else -(2.0 * (out * other)) * db,
+        None if da is None else _hypot_gap(a, b) * da,
+        None if db is None else -(2.0 * (out * _hypot_slope(b, a))) * db,
     ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
-def _hypot_form(slope: bool) -> Any:
-    """The vector emission's NumPy expression of :func:`_hypot_unit_value` or
-    :func:`_hypot_slope_value` (the same operations, in the same order)."""
+def _hypot_gap_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d((b**2 - a**2) / h**4), on the slopes g_a, g_b and the gap q itself:
+    -(4 g_a g_b**2 + 2 g_a q) da + (4 g_a**2 g_b - 2 g_b q) db (hypot's fourth,
+    atan2's third derivatives: these sums may cancel near |a| = |b|)."""
+    (a, b), (da, db) = primals, tangents
+    ga, gb = _hypot_slope(a, b), _hypot_slope(b, a)
+    terms = [
+        None if da is None else -(4.0 * (ga * (gb * gb)) + 2.0 * (ga * out)) * da,
+        None if db is None else (4.0 * ((ga * ga) * gb) - 2.0 * (gb * out)) * db,
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+def _hypot_form(kind: str) -> Any:
+    """The vector emission's NumPy expression of :func:`_hypot_unit_value`,
+    :func:`_hypot_slope_value` or :func:`_hypot_gap_value` (``kind`` "unit",
+    "slope" or "gap"; the same operations, in the same order)."""
 
     def form(args: Any, params: Any, avals: Any) -> Expr:
         a, b = (argument(e) for e in args)
@@ -597,19 +639,30 @@ def _hypot_form(slope: bool) -> Any:
         m = f"np.where({big} == 0.0, 1.0, {big})"
         ratio = f"np.where(np.abs({a}) >= np.abs({b}), np.sign({a}), ({a}) / {m})"
         r = f"np.hypot(1.0, {small} / {m})"
-        return Expr(f"{ratio} / {r} / {r} / {m}" if slope else f"{ratio} / {r}", MUL)
+        if kind == "unit":
+            return Expr(f"{ratio} / {r}", MUL)
+        if kind == "slope":
+            return Expr(f"{ratio} / {r} / {r} / {m}", MUL)
+        huge, half = f"{m} > {_HALVED!r}", f"({m} * 0.5)"
+        diff, total = (
+            f"np.where({huge}, (({b}) * 0.5 {op} ({a}) * 0.5) / {half},"
+            f" (({b}) {op} ({a})) / {m})"
+            for op in "-+"
+        )
+        gap = f"({diff} / {r} / {r} / {m}) * ({total} / {r} / {r} / {m})"
+        return atom(f"np.where({m} == np.inf, 0.0 * ({small} / {m}), {gap})")
 
     return form
 
 
 class _HypotHead(sp.Function):
     """A SymPy head of hypot's derivatives, opaque (so that no rewriting forms
-    h**2 or h**3), printed in Python and C as the operations of
-    :func:`_hypot_terms`, composed as text so that the order of the divisions
-    is the one written."""
+    h**2 or h**3), printed in Python and C as the operations of its NumPy value
+    (:func:`_hypot_unit_value`...), composed as text so that the order of the
+    divisions is the one written."""
 
     nargs = 2
-    slope: ClassVar[bool] = False
+    kind: ClassVar[str] = "unit"
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
@@ -621,17 +674,45 @@ class _HypotHead(sp.Function):
         m = printer._print(sp.Piecewise((sp.S.One, NpEqual(big, 0)), (big, True)))
         # the quotients are placed as text: SymPy writes x / Piecewise(...) as
         # x * Piecewise(1 / ...), and 1 / m overflows at a subnormal m
-        quotient = sp.Symbol("_DIFGEN_QUOTIENT_")
-        ratio = printer._print(
+        hole = sp.Symbol("_DIFGEN_QUOTIENT_")
+
+        def fill(expr: Any, text: str) -> str:
+            return str(printer._print(expr)).replace(hole.name, text)
+
+        pa, pb = printer._print(a), printer._print(b)
+        ratio = fill(
             sp.Piecewise(
-                (sp.sign(a), NpGreaterEqual(sp.Abs(a), sp.Abs(b))), (quotient, True)
-            )
-        ).replace(quotient.name, f"({printer._print(a)}) / ({m})")
-        r = printer._print(NpHypot(1, quotient)).replace(
-            quotient.name, f"({printer._print(small)}) / ({m})"
+                (sp.sign(a), NpGreaterEqual(sp.Abs(a), sp.Abs(b))), (hole, True)
+            ),
+            f"({pa}) / ({m})",
         )
-        unit = f"({ratio}) / ({r})"
-        return f"({unit} / ({r}) / ({m}))" if self.slope else f"({unit})"
+        r = fill(NpHypot(1, hole), f"({printer._print(small)}) / ({m})")
+        if self.kind == "unit":
+            return f"(({ratio}) / ({r}))"
+        if self.kind == "slope":
+            return f"(({ratio}) / ({r}) / ({r}) / ({m}))"
+        scale = sp.Symbol("_DIFGEN_SCALE_")
+        factors = []
+        for op in "-+":
+            halved = f"(({pb}) * 0.5 {op} ({pa}) * 0.5) / (({m}) * 0.5)"
+            whole = f"(({pb}) {op} ({pa})) / ({m})"
+            choice = sp.Piecewise(
+                (sp.Symbol("_DIFGEN_HALVED_"), NpGreater(scale, sp.Float(_HALVED))),
+                (hole, True),
+            )
+            text = fill(choice, whole).replace("_DIFGEN_HALVED_", halved)
+            text = text.replace(scale.name, f"({m})")
+            factors.append(f"(({text}) / ({r}) / ({r}) / ({m}))")
+        gap = f"({factors[0]} * {factors[1]})"
+        limit = fill(
+            sp.Piecewise(
+                # m > the largest double: m is inf (sp.oo has no C spelling here)
+                (sp.Symbol("_DIFGEN_LIMIT_"), NpGreater(scale, sp.Float(_LARGEST))),
+                (hole, True),
+            ),
+            gap,
+        ).replace("_DIFGEN_LIMIT_", f"0.0 * (({printer._print(small)}) / ({m}))")
+        return limit.replace(scale.name, f"({m})")
 
 
 class HypotUnit(_HypotHead):
@@ -647,16 +728,30 @@ class HypotUnit(_HypotHead):
 
 class HypotSlope(_HypotHead):
     """``a / hypot(a, b)**2`` (see :func:`_hypot_slope_value`), the derivative of
-    :class:`HypotUnit`'s; its own derivatives are written on the two slopes."""
+    :class:`HypotUnit`'s; its own derivatives are a :class:`HypotGap` and a
+    product of the two slopes."""
 
-    slope = True
+    kind = "slope"
 
     def fdiff(self, argindex: int = 1) -> Any:
         a, b = self.args
-        other = HypotSlope(b, a)
         if argindex == 1:
-            return (other - self) * (other + self)
-        return -2 * self * other
+            return HypotGap(a, b)
+        return -2 * self * HypotSlope(b, a)
+
+
+class HypotGap(_HypotHead):
+    """``(b**2 - a**2) / hypot(a, b)**4`` (see :func:`_hypot_gap_value`), the
+    d/da of :class:`HypotSlope`; its derivatives as :func:`_hypot_gap_jvp`."""
+
+    kind = "gap"
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        ga, gb = HypotSlope(a, b), HypotSlope(b, a)
+        if argindex == 1:
+            return -(4 * ga * gb * gb + 2 * ga * self)
+        return 4 * ga * ga * gb - 2 * gb * self
 
 
 class NpHypot(FloatHelperCall, sp.Function):
@@ -783,16 +878,23 @@ BINARY = [
     binary(
         "hypot_unit",
         _hypot_unit_value,
-        _hypot_form(slope=False),
+        _hypot_form("unit"),
         jvp=_hypot_unit_jvp,
         sympy=HypotUnit,
     ),
     binary(
         "hypot_slope",
         _hypot_slope_value,
-        _hypot_form(slope=True),
+        _hypot_form("slope"),
         jvp=_hypot_slope_jvp,
         sympy=HypotSlope,
+    ),
+    binary(
+        "hypot_gap",
+        _hypot_gap_value,
+        _hypot_form("gap"),
+        jvp=_hypot_gap_jvp,
+        sympy=HypotGap,
     ),
     binary(
         "maximum",
