@@ -55,10 +55,11 @@ One file per class of the issue; each case is one row of a table:
     ``sign(x) * x`` at 9e307) are exact to a few ulps against mpmath, and
     ``np.cbrt``'s value is within 4 ulps of NumPy's, on both backends, both modes
     and every emission.
-14. ``test_extreme_second_order.py`` (issue 20): ``hypot``'s and ``arctan2``'s
-    second derivatives at huge, tiny and subnormal inputs (1e300, 3e-160, 3e-320)
-    are within 8 ulps of mpmath, or non-finite where the exact value overflows,
-    on both backends, both modes and every emission; third order on the graph.
+14. ``test_extreme_second_order.py`` (issue 20): ``hypot``'s, ``arctan2``'s and
+    ``logaddexp``'s second derivatives at huge, tiny and subnormal inputs (1e300,
+    3e-160, 3e-320, (1000, 1000)) are within 8 ulps of mpmath, or non-finite
+    where the exact value overflows, on both backends, both modes and every
+    emission; third order on the graph.
 
 Every case passes: none is marked xfail and none is skipped. A case that fails is a
 broken promise, to be fixed in difgen, not marked.

@@ -9,7 +9,10 @@ derivative ``b / (a*a + b*b)`` overflowed from 1e154 on. Both are written on
 hypot's unit vector (a / h) and slope (a / h**2) now, each computed without h**2
 (``hypot_unit``, ``hypot_slope``): every second derivative is a product of two
 of them, within 8 ulps of mpmath (50 digits) wherever it is a normal float, on
-both backends, both modes and every emission (C compiled).
+both backends, both modes and every emission (C compiled). logaddexp's (and
+logaddexp2's) weights were e**(a - y), 500 ulps off at (1000, 1000) where y's
+last bit is, and d2/da2 was p - p**2, 0 at (40, 0) where it is 4e-18: they are
+the softmax e**(a - max) / s now, s in [1, 2], whose derivatives are products.
 
 What the answer is where the exact value is not a finite float:
 
@@ -78,12 +81,18 @@ FINITE = [
     (1.0, 1.0000001),
     (1e-100, 1.0000001e-100),
     (1.7e308, 1.6e308),
+    (40.0, 0.0),
+    (1000.0, 1000.0),
+    (-1000.0, -1001.0),
+    (-745.0, 0.0),
 ]
 """Points whose derivatives are floats (normal, subnormal or an underflow to 0)
 for at least one function; an entry whose exact value is beyond the largest
 double must come out non-finite (inf, or NaN where inf meets a zero seed)."""
 OVERFLOWING = [(3e-320, 4e-320)]
-"""hypot's and atan2's second derivatives all overflow; the gradient is exact."""
+"""hypot's and atan2's second derivatives all overflow; the gradient is exact
+(logaddexp's are 1/4 there, as at every point where a == b)."""
+HYPOT_FAMILY = ["hypot_pair", "arctan2_pair"]
 
 
 def _name(function: str, backend: str, mode: str, emit: str) -> str:
@@ -137,6 +146,11 @@ CASES = [
     for function in FUNCTIONS
     for config in CONFIGS
 ]
+HYPOT_CASES = [
+    pytest.param(function, *config, id=_name(function, *config))
+    for function in HYPOT_FAMILY
+    for config in CONFIGS
+]
 
 
 @pytest.mark.parametrize(("function", "backend", "mode", "emit"), CASES)
@@ -160,7 +174,7 @@ def test_second_derivatives_at_extreme_points(
                 assert_close(mod.hvp(x, V), hvp.ravel(), f"hvp at {a, b}")
 
 
-@pytest.mark.parametrize(("function", "backend", "mode", "emit"), CASES)
+@pytest.mark.parametrize(("function", "backend", "mode", "emit"), HYPOT_CASES)
 def test_overflowing_second_derivatives(
     modules: Modules, function: str, backend: str, mode: str, emit: str
 ) -> None:
@@ -175,14 +189,24 @@ def test_overflowing_second_derivatives(
             assert not np.isfinite(mod.hvp(x, V)).any()
 
 
-SPECIAL = {
+nan = np.nan
+ZERO = np.zeros((2, 2))
+SOFTMAX = np.array([[0.25, -0.25], [-0.25, 0.25]])
+SPECIAL: dict[tuple[float, float], dict[str, tuple[list[float], Any]]] = {
     # point: (gradient, hessian) of each function
-    (0.0, 0.0): {"hypot_pair": ([0.0, 0.0], 0.0), "arctan2_pair": ([0.0, 0.0], 0.0)},
-    (np.inf, 1.0): {"hypot_pair": ([1.0, 0.0], 0.0), "arctan2_pair": ([0.0, 0.0], 0.0)},
-    (np.nan, 1.0): {
-        "hypot_pair": ([np.nan, np.nan], np.nan),
-        "arctan2_pair": ([np.nan, np.nan], np.nan),
+    (0.0, 0.0): {
+        "hypot_pair": ([0.0, 0.0], ZERO),
+        "arctan2_pair": ([0.0, 0.0], ZERO),
+        "logaddexp_pair": ([0.5, 0.5], SOFTMAX),
+        "logaddexp2_pair": ([0.5, 0.5], SOFTMAX * np.log(2.0)),
     },
+    (np.inf, 1.0): {
+        "hypot_pair": ([1.0, 0.0], ZERO),
+        "arctan2_pair": ([0.0, 0.0], ZERO),
+        "logaddexp_pair": ([1.0, 0.0], ZERO),
+        "logaddexp2_pair": ([1.0, 0.0], ZERO),
+    },
+    (nan, 1.0): dict.fromkeys(FUNCTIONS, ([nan, nan], np.full((2, 2), nan))),
 }
 
 
@@ -190,16 +214,17 @@ SPECIAL = {
 def test_special_points(
     modules: Modules, function: str, backend: str, mode: str, emit: str
 ) -> None:
-    """(0, 0): the gradient and the second derivatives are 0 (the smallest
-    subgradient; JAX gives NaN); (inf, 1): the limits; (nan, 1): NaN."""
+    """(0, 0): hypot's and atan2's gradient and second derivatives are 0 (the
+    smallest subgradient; JAX gives NaN), logaddexp's the softmax's 1/2 and 1/4;
+    (inf, 1): the limits; (nan, 1): NaN."""
     mod = modules.get(_name(function, backend, mode, emit))
     for (a, b), table in SPECIAL.items():
         gradient, hessian = table[function]
         x = np.array([a, b])
         with np.errstate(all="ignore"):
             np.testing.assert_array_equal(mod.gradient(x), gradient, f"{a, b}")
-            np.testing.assert_array_equal(mod.hessian(x), np.full((2, 2), hessian))
-            np.testing.assert_array_equal(mod.hvp(x, V), np.full(2, hessian))
+            np.testing.assert_allclose(mod.hessian(x), hessian, rtol=RTOL, atol=0)
+            np.testing.assert_allclose(mod.hvp(x, V), hessian @ V, rtol=RTOL, atol=0)
 
 
 THIRD = [
@@ -218,7 +243,12 @@ ORDERS = [(3, 0), (2, 1), (1, 2), (0, 3)]
 def _third_exact(function: str) -> Any:
     """The third partial derivatives as mpmath functions, from SymPy's closed form."""
     a, b = sp.symbols("a b", real=True)
-    f = sp.sqrt(a * a + b * b) if function == "hypot_pair" else sp.atan2(a, b)
+    f = {
+        "hypot_pair": sp.sqrt(a * a + b * b),
+        "arctan2_pair": sp.atan2(a, b),
+        "logaddexp_pair": sp.log(sp.exp(a) + sp.exp(b)),
+        "logaddexp2_pair": sp.log(2**a + 2**b) / sp.log(2),
+    }[function]
     return [sp.lambdify((a, b), sp.diff(f, a, i, b, j), "mpmath") for i, j in ORDERS]
 
 
@@ -227,6 +257,10 @@ def _third_expected(function: str, a: float, b: float) -> np.ndarray:
         return np.array(
             [float(d(mp.mpf(a), mp.mpf(b))) for d in _third_exact(function)]
         )
+
+
+THIRD_SOFTMAX = [(3.0, 4.0), (0.3, -1.7), (40.0, 0.0), (-20.0, -21.0), (2.0, 2.5)]
+"""logaddexp's points (its closed form at 1e150 needs more than 50 digits)."""
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -239,7 +273,7 @@ def test_third_order_of_the_graph(function: str) -> None:
         (True, False, False),
     )
     e = np.eye(2)
-    for a, b in THIRD:
+    for a, b in THIRD if function in HYPOT_FAMILY else THIRD_SOFTMAX:
         x = np.array([a, b])
         got = [
             float(
@@ -258,7 +292,7 @@ def test_third_order_of_the_graph(function: str) -> None:
         )
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("function", HYPOT_FAMILY)
 def test_third_order_of_the_sympy_heads(function: str) -> None:
     """The sympy backend's heads differentiate to the same third derivatives:
     NpHypot -> HypotUnit -> HypotSlope -> HypotGap (atan2 -> HypotSlope), each head

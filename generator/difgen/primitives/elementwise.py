@@ -1135,9 +1135,31 @@ def _modulo_jvp(quotient: Callable[[Any], Any]) -> Callable[..., Any]:
     return jvp
 
 
+def _logaddexp_weights(a: Any, b: Any, power: Callable[[Any], Any]) -> Any:
+    """The weights (e_a / s, e_b / s) of logaddexp's derivative, the softmax of
+    a and b, on NumPy values, tracers or SymPy values (``power`` is base**x):
+    e_a, e_b are base**(a - max) and base**(b - max), one of them exactly 1, and
+    s = e_a + e_b is in [1, 2]. Not base**(a - y): y = logaddexp(a, b) rounds,
+    and at |y| = 1000 its last bit is 500 ulps of the weight (1/2 exactly at
+    a == b now). Their derivatives are cancellation-free: the weight of the
+    larger argument is 1 / s with e = 1 constant, so d(p) = p q (da - db) is
+    formed as a product (it was p - p**2, 0 where it is 4e-18 at (40, 0))."""
+    first = a >= b
+    if isinstance(first, sp.Basic) or isinstance(a, sp.Basic):
+        first = NpGreaterEqual(a, b)
+        ea = power(sp.Piecewise((sp.S.Zero, first), (a - b, True)))
+        eb = power(sp.Piecewise((b - a, first), (sp.S.Zero, True)))
+    else:
+        ea = power(np.where(first, 0.0, a - b))
+        eb = power(np.where(first, b - a, 0.0))
+    total = ea + eb
+    return ea / total, eb / total
+
+
 class NpLogaddexp(FloatHelperCall, sp.Function):
     """``np.logaddexp(a, b)`` = log(e^a + e^b), as NumPy computes it (a helper of
-    :mod:`difgen.floats` in scalar code); d/da = exp(a - y)."""
+    :mod:`difgen.floats` in scalar code); d/da = e^a / (e^a + e^b), as
+    :func:`_logaddexp_weights`."""
 
     nargs = 2
     float_helper = "_logaddexp"
@@ -1147,11 +1169,12 @@ class NpLogaddexp(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        return sp.exp(self.args[argindex - 1] - self)
+        a, b = self.args
+        return _logaddexp_weights(a, b, sp.exp)[argindex - 1]
 
 
 class NpLogaddexp2(FloatHelperCall, sp.Function):
-    """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^(a - y)."""
+    """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^a / (2^a + 2^b)."""
 
     nargs = 2
     float_helper = "_logaddexp2"
@@ -1161,17 +1184,19 @@ class NpLogaddexp2(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        return sp.Pow(2, self.args[argindex - 1] - self)
+        a, b = self.args
+        weights = _logaddexp_weights(a, b, lambda x: sp.Pow(2, x))
+        return weights[argindex - 1]
 
 
 def _logaddexp_jvp(base: float) -> Callable[..., Any]:
     def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-        """dy = w_a da + w_b db with the weights base^(a - y), base^(b - y) (the
-        softmax of a and b): 1/2 each where a == b, never an overflow."""
+        """dy = w_a da + w_b db with the weights of :func:`_logaddexp_weights`
+        (the softmax of a and b): 1/2 each where a == b, never an overflow."""
         (a, b), (da, db) = primals, tangents
+        weights = _logaddexp_weights(a, b, lambda x: _power_of(base, x))
         terms = [
-            None if d is None else _power_of(base, p - out) * d
-            for p, d in ((a, da), (b, db))
+            None if d is None else w * d for w, d in zip(weights, (da, db), strict=True)
         ]
         return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
