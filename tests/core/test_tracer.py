@@ -33,6 +33,7 @@ PATTERNS = [
     (cases.linear_algebra, (9,)),
     (cases.selection, (6,)),
     (cases.elementwise_surface, (5,)),
+    (cases.derivative_rules, (5,)),
     (cases.more_elementwise, (5,)),
     (cases.rounding_and_modulo, (5,)),
     (cases.padding_and_products, (4,)),

@@ -8,6 +8,8 @@ them into generated modules.
 
 import numpy as np
 
+from difgen.core.tracer import bind_name
+
 M = np.array([[0.3, -1.2, 0.7, 0.1], [1.1, 0.4, -0.5, 0.9], [0.2, 0.6, 1.3, -0.8]])
 MASK = np.array([True, False, True, True, False, True])
 
@@ -92,6 +94,21 @@ def r_exp2(x):
 
 def r_hypot(x):
     return np.hypot(x, x[::-1] - 0.5)
+
+
+def r_hypot_unit(x):
+    """hypot's internal unit vector (its derivative's rule), reached directly."""
+    return bind_name("hypot_unit", x, x[::-1] - 0.5)
+
+
+def r_hypot_slope(x):
+    """a / hypot(a, b)**2, the unit vector's derivative's rule."""
+    return bind_name("hypot_slope", x, x[::-1] - 0.5)
+
+
+def r_hypot_gap(x):
+    """(b**2 - a**2) / hypot(a, b)**4, the slope's derivative's rule."""
+    return bind_name("hypot_gap", x, x[::-1] - 0.5)
 
 
 def r_log1p(x):
@@ -483,6 +500,9 @@ ROWS = {
     "log10": (r_log10, (4,)),
     "exp2": (r_exp2, (4,)),
     "hypot": (r_hypot, (4,)),
+    "hypot_unit": (r_hypot_unit, (4,)),
+    "hypot_slope": (r_hypot_slope, (4,)),
+    "hypot_gap": (r_hypot_gap, (4,)),
     "sqrt": (r_sqrt, (4,)),
     "cbrt": (r_cbrt, (4,)),
     "abs": (r_abs, (4,)),

@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 
+from difgen.core.tracer import bind_name
+
 
 def helper(a, b):
     return a * np.sin(b)
@@ -104,6 +106,13 @@ def elementwise_surface(x):
         + np.arcsinh(x)
         + np.arccos(x * 0.5)
     )
+
+
+def derivative_rules(x):
+    """Primitives that only derivative rules bind, never NumPy code: hypot's unit
+    vector, slope and gap (a / h, a / h**2, (b**2 - a**2) / h**4)."""
+    unit, slope = bind_name("hypot_unit", x, 0.5), bind_name("hypot_slope", 2.0, x)
+    return unit + slope + bind_name("hypot_gap", x, 1.5)
 
 
 def branch_on_value(x):

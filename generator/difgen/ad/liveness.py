@@ -49,6 +49,7 @@ UNBOUNDED = frozenset(
         *("div", "pow", "sqrt", "cbrt", "log", "log2", "log10", "log1p"),
         *("exp", "exp2", "expm1", "sinh", "cosh", "tan"),
         *("arcsin", "arccos", "arctanh", "arccosh", "arctan2", "hypot"),
+        *("hypot_unit", "hypot_slope", "hypot_gap"),
         *("fmod", "remainder"),
         # a product: with a constant mask, the multiplication that discards; else
         # a coefficient that is the other operand's (maybe infinite) value

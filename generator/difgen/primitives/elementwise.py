@@ -18,7 +18,7 @@ from sympy.codegen import cfunctions  # log1p, expm1: exact near 0, unlike log(1
 from sympy.logic.boolalg import BooleanFunction
 
 from difgen.core import simplify as identities
-from difgen.core.expr import call, infix, negation
+from difgen.core.expr import MUL, Expr, argument, atom, call, infix, negation
 from difgen.core.primitive import (
     NO_HELPER,
     SELECT_LOOP,
@@ -28,6 +28,7 @@ from difgen.core.primitive import (
     register,
     unbroadcast,
 )
+from difgen.core.tracer import bind_name
 from difgen.primitives import patterns
 from difgen.primitives.family import (
     PIECEWISE_CONSTANT,
@@ -451,14 +452,29 @@ def _sympy_pow(a: Any, b: Any) -> Any:
 
 
 def _arctan2_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d atan2(a, b) = (b da - a db) / (a^2 + b^2)."""
+    """d atan2(a, b) = (b da - a db) / h**2 (h = hypot(a, b)), written on the two
+    ``hypot_slope`` values b / h**2 and a / h**2: ``a*a + b*b`` overflowed from
+    1e154 on (the derivative read 0 where it is 5e-201 at 1e200) and underflowed
+    below 1e-162, and the second derivatives are the slopes' own (no h**4)."""
     (a, b), (da, db) = primals, tangents
-    num = _add_tangents(
-        None if da is None else b * da, None if db is None else -(a * db)
-    )
-    if num is None:
-        return None
-    return _broadcast_to(num / (a * a + b * b), np.shape(out))
+    terms = [
+        None if da is None else _hypot_slope(b, a) * da,
+        None if db is None else -(_hypot_slope(a, b) * db),
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+class Atan2(sp.atan2):
+    """SymPy's ``atan2`` whose derivatives are :class:`HypotSlope` values (as
+    :func:`_arctan2_jvp`); SymPy's own, ``b / (a**2 + b**2)``, overflows. Named
+    ``atan2``, the name the printers' function tables know."""
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        return HypotSlope(b, a) if argindex == 1 else -HypotSlope(a, b)
+
+
+Atan2.__name__ = "atan2"
 
 
 class NpMaximum(FloatHelperCall, sp.Function):
@@ -498,41 +514,252 @@ class NpMinimum(FloatHelperCall, sp.Function):
         return sp.Heaviside(b - a)
 
 
-_HYPOT_SMALL, _HYPOT_SCALE = 2.0**-400, 2.0**500
-"""Below h = 2**-400, hypot's derivative is computed on (a, b) scaled by 2**500."""
+def _hypot_terms(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """For hypot's unit vector and slope, on NumPy values or tracers: the scale
+    m = max(|a|, |b|) (1 where both are 0), r = hypot(1, min(|a|, |b|) / m), so
+    that h = m r without forming h, and a / h = (a / m) / r, whose quotient a / m
+    is sign(a) exactly where |a| >= |b| (inf included) and |a / m| <= 1: nothing
+    overflows or underflows, subnormal inputs included (m is an input, exact)."""
+    big, small = np.maximum(np.abs(a), np.abs(b)), np.minimum(np.abs(a), np.abs(b))
+    m = np.where(big == 0.0, 1.0, big)
+    ratio = np.where(np.abs(a) >= np.abs(b), np.sign(a), a / m)
+    return ratio, np.hypot(1.0, small / m), m
 
 
-def _hypot_scale(h: Any) -> Any:
-    """The power of two by which hypot's derivative scales (a, b): 2**500 where h
-    is below 2**-400, else 1. At a subnormal h (3e-320, 4e-320), ``a / h`` is
-    printed ``a * (1 / h)``, and ``1 / h`` overflows (inf where the derivative
-    is 0.6); the scaled h is in [2**-574, 2**100], whose reciprocal and powers up
-    to the second derivative's cube (down to h = 2**-740) stay finite, and so
-    does the square of the scale. Exact (a power of two) and piecewise constant:
-    its own derivative is 0."""
-    return np.where(h < _HYPOT_SMALL, _HYPOT_SCALE, 1.0)
+def _hypot_unit_value(a: Any, b: Any) -> Any:
+    """a / hypot(a, b), hypot's d/da: 0 at a = b = 0 (the smallest subgradient),
+    sign(a) where a is infinite and b finite (the limit), NaN at a NaN."""
+    ratio, r, _ = _hypot_terms(a, b)
+    return ratio / r
+
+
+def _hypot_slope_value(a: Any, b: Any) -> Any:
+    """a / hypot(a, b)**2 = (a / h) / h, the d/da of log(hypot(a, b)), computed as
+    ((a / m) / r) / r / m (:func:`_hypot_terms`): overflows only where the
+    value does, never through h**2 (inf from h = 1e154) or a subnormal h."""
+    ratio, r, m = _hypot_terms(a, b)
+    return ratio / r / r / m
+
+
+_HALVED = 2.0**1000
+"""Above this scale, the sums and differences of :func:`_hypot_gap_value` are
+formed on halves (exact there), so that ``b + a`` does not overflow."""
+
+
+_LARGEST = float(np.finfo(np.float64).max)
+
+
+def _hypot_gap_value(a: Any, b: Any) -> Any:
+    """(b**2 - a**2) / h**4, the d/da of a / h**2 (and atan2's mixed second
+    derivative), as the product ((b - a) / h**2) ((b + a) / h**2), each factor a
+    quotient by m, r, r, m (:func:`_hypot_terms`): b - a is exact where a and b
+    are close, so there is no cancellation of slopes (a / h**2 - b / h**2 lost
+    5e6 ulps at (1, 1.0000001)). 0 where the scale is infinite and the other
+    argument finite (the limit)."""
+    _, r, m = _hypot_terms(a, b)
+    huge = m > _HALVED
+    half_a, half_b, half_m = a * 0.5, b * 0.5, m * 0.5
+    diff = np.where(huge, (half_b - half_a) / half_m, (b - a) / m)
+    total = np.where(huge, (half_b + half_a) / half_m, (b + a) / m)
+    small = np.minimum(np.abs(a), np.abs(b))
+    gap = (diff / r / r / m) * (total / r / r / m)
+    return np.where(m == np.inf, 0.0 * (small / m), gap)
+
+
+def _hypot_unit(a: Any, b: Any) -> Any:
+    return bind_name("hypot_unit", a, b)
+
+
+def _hypot_gap(a: Any, b: Any) -> Any:
+    return bind_name("hypot_gap", a, b)
+
+
+def _hypot_slope(a: Any, b: Any) -> Any:
+    return bind_name("hypot_slope", a, b)
 
 
 def _hypot_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-    """d hypot(a, b) = (a da + b db) / h, on (a, b) scaled by
-    :func:`_hypot_scale` (exact: the quotient does not change). At a = b = 0
-    (h = 0), where hypot has no derivative, the tangent is 0 (h reads 1 there):
-    the smallest subgradient, and no NaN where the function itself is finite."""
+    """d hypot(a, b) = u da + v db with the unit vector (u, v) = (a, b) / h, each
+    a ``hypot_unit`` (exact at every finite input, 0 at a = b = 0: the smallest
+    subgradient, and no NaN where the function itself is finite)."""
     (a, b), (da, db) = primals, tangents
-    k = _hypot_scale(out)
-    sa, sb = a * k, b * k
-    h = np.where(out == 0.0, 1.0, np.hypot(sa, sb))
     terms = [
-        None if da is None else (sa / h) * da,
-        None if db is None else (sb / h) * db,
+        None if da is None else _hypot_unit(a, b) * da,
+        None if db is None else _hypot_unit(b, a) * db,
     ]
     return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
 
+def _hypot_unit_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d(a / h) = (b / h**2) (v da - u db): hypot's second derivatives are
+    v (v / h), -u (v / h) and u (u / h), products of a unit component and a
+    slope, each exact. Written b**2 / h**3 they overflowed (h**3 from h = 6e102)
+    or underflowed, and 1 / h - a**2 / h**3 cancelled (33 ulps)."""
+    (a, b), (da, db) = primals, tangents
+    slope = _hypot_slope(b, a)
+    terms = [
+        None if da is None else (slope * _hypot_unit(b, a)) * da,
+        None if db is None else -(slope * out) * db,
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+def _hypot_slope_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d(a / h**2) = (b**2 - a**2) / h**4 da - 2 (a / h**2)(b / h**2) db: a
+    ``hypot_gap`` and a product of two slopes (hypot's third derivatives,
+    atan2's second)."""
+    (a, b), (da, db) = primals, tangents
+    terms = [
+        None if da is None else _hypot_gap(a, b) * da,
+        None if db is None else -(2.0 * (out * _hypot_slope(b, a))) * db,
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+def _hypot_gap_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
+    """d((b**2 - a**2) / h**4), on the slopes g_a, g_b and the gap q itself:
+    -(4 g_a g_b**2 + 2 g_a q) da + (4 g_a**2 g_b - 2 g_b q) db (hypot's fourth,
+    atan2's third derivatives: these sums may cancel near |a| = |b|)."""
+    (a, b), (da, db) = primals, tangents
+    ga, gb = _hypot_slope(a, b), _hypot_slope(b, a)
+    terms = [
+        None if da is None else -(4.0 * (ga * (gb * gb)) + 2.0 * (ga * out)) * da,
+        None if db is None else (4.0 * ((ga * ga) * gb) - 2.0 * (gb * out)) * db,
+    ]
+    return _broadcast_to(_add_tangents(*terms), np.shape(out))
+
+
+def _hypot_form(kind: str) -> Any:
+    """The vector emission's NumPy expression of :func:`_hypot_unit_value`,
+    :func:`_hypot_slope_value` or :func:`_hypot_gap_value` (``kind`` "unit",
+    "slope" or "gap"; the same operations, in the same order)."""
+
+    def form(args: Any, params: Any, avals: Any) -> Expr:
+        a, b = (argument(e) for e in args)
+        big = f"np.maximum(np.abs({a}), np.abs({b}))"
+        small = f"np.minimum(np.abs({a}), np.abs({b}))"
+        m = f"np.where({big} == 0.0, 1.0, {big})"
+        ratio = f"np.where(np.abs({a}) >= np.abs({b}), np.sign({a}), ({a}) / {m})"
+        r = f"np.hypot(1.0, {small} / {m})"
+        if kind == "unit":
+            return Expr(f"{ratio} / {r}", MUL)
+        if kind == "slope":
+            return Expr(f"{ratio} / {r} / {r} / {m}", MUL)
+        huge, half = f"{m} > {_HALVED!r}", f"({m} * 0.5)"
+        diff, total = (
+            f"np.where({huge}, (({b}) * 0.5 {op} ({a}) * 0.5) / {half},"
+            f" (({b}) {op} ({a})) / {m})"
+            for op in "-+"
+        )
+        gap = f"({diff} / {r} / {r} / {m}) * ({total} / {r} / {r} / {m})"
+        return atom(f"np.where({m} == np.inf, 0.0 * ({small} / {m}), {gap})")
+
+    return form
+
+
+class _HypotHead(sp.Function):
+    """A SymPy head of hypot's derivatives, opaque (so that no rewriting forms
+    h**2 or h**3), printed in Python and C as the operations of its NumPy value
+    (:func:`_hypot_unit_value`...), composed as text so that the order of the
+    divisions is the one written."""
+
+    nargs = 2
+    kind: ClassVar[str] = "unit"
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return None
+
+    def _pythoncode(self, printer: Any) -> str:
+        a, b = self.args
+        big, small = NpMaximum(sp.Abs(a), sp.Abs(b)), NpMinimum(sp.Abs(a), sp.Abs(b))
+        m = printer._print(sp.Piecewise((sp.S.One, NpEqual(big, 0)), (big, True)))
+        # the quotients are placed as text: SymPy writes x / Piecewise(...) as
+        # x * Piecewise(1 / ...), and 1 / m overflows at a subnormal m
+        hole = sp.Symbol("_DIFGEN_QUOTIENT_")
+
+        def fill(expr: Any, text: str) -> str:
+            return str(printer._print(expr)).replace(hole.name, text)
+
+        pa, pb = printer._print(a), printer._print(b)
+        ratio = fill(
+            sp.Piecewise(
+                (sp.sign(a), NpGreaterEqual(sp.Abs(a), sp.Abs(b))), (hole, True)
+            ),
+            f"({pa}) / ({m})",
+        )
+        r = fill(NpHypot(1, hole), f"({printer._print(small)}) / ({m})")
+        if self.kind == "unit":
+            return f"(({ratio}) / ({r}))"
+        if self.kind == "slope":
+            return f"(({ratio}) / ({r}) / ({r}) / ({m}))"
+        scale = sp.Symbol("_DIFGEN_SCALE_")
+        factors = []
+        for op in "-+":
+            halved = f"(({pb}) * 0.5 {op} ({pa}) * 0.5) / (({m}) * 0.5)"
+            whole = f"(({pb}) {op} ({pa})) / ({m})"
+            choice = sp.Piecewise(
+                (sp.Symbol("_DIFGEN_HALVED_"), NpGreater(scale, sp.Float(_HALVED))),
+                (hole, True),
+            )
+            text = fill(choice, whole).replace("_DIFGEN_HALVED_", halved)
+            text = text.replace(scale.name, f"({m})")
+            factors.append(f"(({text}) / ({r}) / ({r}) / ({m}))")
+        gap = f"({factors[0]} * {factors[1]})"
+        limit = fill(
+            sp.Piecewise(
+                # m > the largest double: m is inf (sp.oo has no C spelling here)
+                (sp.Symbol("_DIFGEN_LIMIT_"), NpGreater(scale, sp.Float(_LARGEST))),
+                (hole, True),
+            ),
+            gap,
+        ).replace("_DIFGEN_LIMIT_", f"0.0 * (({printer._print(small)}) / ({m}))")
+        return limit.replace(scale.name, f"({m})")
+
+
+class HypotUnit(_HypotHead):
+    """``a / hypot(a, b)``, hypot's d/da (see :func:`_hypot_unit_value`); its
+    derivatives are products of a unit component and a :class:`HypotSlope`."""
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        if argindex == 1:
+            return HypotSlope(b, a) * HypotUnit(b, a)
+        return -HypotSlope(b, a) * self
+
+
+class HypotSlope(_HypotHead):
+    """``a / hypot(a, b)**2`` (see :func:`_hypot_slope_value`), the derivative of
+    :class:`HypotUnit`'s; its own derivatives are a :class:`HypotGap` and a
+    product of the two slopes."""
+
+    kind = "slope"
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        if argindex == 1:
+            return HypotGap(a, b)
+        return -2 * self * HypotSlope(b, a)
+
+
+class HypotGap(_HypotHead):
+    """``(b**2 - a**2) / hypot(a, b)**4`` (see :func:`_hypot_gap_value`), the
+    d/da of :class:`HypotSlope`; its derivatives as :func:`_hypot_gap_jvp`."""
+
+    kind = "gap"
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        a, b = self.args
+        ga, gb = HypotSlope(a, b), HypotSlope(b, a)
+        if argindex == 1:
+            return -(4 * ga * gb * gb + 2 * ga * self)
+        return 4 * ga * ga * gb - 2 * gb * self
+
+
 class NpHypot(FloatHelperCall, sp.Function):
     """``np.hypot(a, b)``, NumPy's own (``sqrt(a*a + b*b)`` overflows at 1e200):
-    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, 0 where h = 0,
-    on (a, b) scaled where h is tiny (as :func:`_hypot_jvp`)."""
+    printed as the ``_hypot`` helper of ``floats``. d/da = a / h, a
+    :class:`HypotUnit` (0 where h = 0, as :func:`_hypot_jvp`)."""
 
     nargs = 2
     float_helper = "_hypot"
@@ -542,15 +769,8 @@ class NpHypot(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        k = sp.Piecewise(
-            (sp.Float(_HYPOT_SCALE), NpLess(self, sp.Float(_HYPOT_SMALL))),
-            (sp.S.One, True),
-        )
-        a, b = (arg * k for arg in self.args)
-        scaled = a if argindex == 1 else b
-        return sp.Piecewise(
-            (sp.S.Zero, NpEqual(self, 0)), (scaled / NpHypot(a, b), True)
-        )
+        a, b = self.args
+        return HypotUnit(a, b) if argindex == 1 else HypotUnit(b, a)
 
 
 def _select_jvp(pick_first: Callable[[Any, Any], Any]) -> Callable[..., Any]:
@@ -654,7 +874,7 @@ BINARY = [
         np.arctan2,
         call("np.arctan2({0}, {1})"),
         jvp=_arctan2_jvp,
-        sympy=sp.atan2,
+        sympy=Atan2,
     ),
     binary(
         "hypot",
@@ -662,6 +882,27 @@ BINARY = [
         call("np.hypot({0}, {1})"),
         jvp=_hypot_jvp,
         sympy=NpHypot,
+    ),
+    binary(
+        "hypot_unit",
+        _hypot_unit_value,
+        _hypot_form("unit"),
+        jvp=_hypot_unit_jvp,
+        sympy=HypotUnit,
+    ),
+    binary(
+        "hypot_slope",
+        _hypot_slope_value,
+        _hypot_form("slope"),
+        jvp=_hypot_slope_jvp,
+        sympy=HypotSlope,
+    ),
+    binary(
+        "hypot_gap",
+        _hypot_gap_value,
+        _hypot_form("gap"),
+        jvp=_hypot_gap_jvp,
+        sympy=HypotGap,
     ),
     binary(
         "maximum",
@@ -903,9 +1144,31 @@ def _modulo_jvp(quotient: Callable[[Any], Any]) -> Callable[..., Any]:
     return jvp
 
 
+def _logaddexp_weights(a: Any, b: Any, power: Callable[[Any], Any]) -> Any:
+    """The weights (e_a / s, e_b / s) of logaddexp's derivative, the softmax of
+    a and b, on NumPy values, tracers or SymPy values (``power`` is base**x):
+    e_a, e_b are base**(a - max) and base**(b - max), one of them exactly 1, and
+    s = e_a + e_b is in [1, 2]. Not base**(a - y): y = logaddexp(a, b) rounds,
+    and at |y| = 1000 its last bit is 500 ulps of the weight (1/2 exactly at
+    a == b now). Their derivatives are cancellation-free: the weight of the
+    larger argument is 1 / s with e = 1 constant, so d(p) = p q (da - db) is
+    formed as a product (it was p - p**2, 0 where it is 4e-18 at (40, 0))."""
+    first = a >= b
+    if isinstance(first, sp.Basic) or isinstance(a, sp.Basic):
+        first = NpGreaterEqual(a, b)
+        ea = power(sp.Piecewise((sp.S.Zero, first), (a - b, True)))
+        eb = power(sp.Piecewise((b - a, first), (sp.S.Zero, True)))
+    else:
+        ea = power(np.where(first, 0.0, a - b))
+        eb = power(np.where(first, b - a, 0.0))
+    total = ea + eb
+    return ea / total, eb / total
+
+
 class NpLogaddexp(FloatHelperCall, sp.Function):
     """``np.logaddexp(a, b)`` = log(e^a + e^b), as NumPy computes it (a helper of
-    :mod:`difgen.floats` in scalar code); d/da = exp(a - y)."""
+    :mod:`difgen.floats` in scalar code); d/da = e^a / (e^a + e^b), as
+    :func:`_logaddexp_weights`."""
 
     nargs = 2
     float_helper = "_logaddexp"
@@ -915,11 +1178,12 @@ class NpLogaddexp(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        return sp.exp(self.args[argindex - 1] - self)
+        a, b = self.args
+        return _logaddexp_weights(a, b, sp.exp)[argindex - 1]
 
 
 class NpLogaddexp2(FloatHelperCall, sp.Function):
-    """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^(a - y)."""
+    """``np.logaddexp2(a, b)`` = log2(2^a + 2^b); d/da = 2^a / (2^a + 2^b)."""
 
     nargs = 2
     float_helper = "_logaddexp2"
@@ -929,17 +1193,19 @@ class NpLogaddexp2(FloatHelperCall, sp.Function):
         return None
 
     def fdiff(self, argindex: int = 1) -> Any:
-        return sp.Pow(2, self.args[argindex - 1] - self)
+        a, b = self.args
+        weights = _logaddexp_weights(a, b, lambda x: sp.Pow(2, x))
+        return weights[argindex - 1]
 
 
 def _logaddexp_jvp(base: float) -> Callable[..., Any]:
     def jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
-        """dy = w_a da + w_b db with the weights base^(a - y), base^(b - y) (the
-        softmax of a and b): 1/2 each where a == b, never an overflow."""
+        """dy = w_a da + w_b db with the weights of :func:`_logaddexp_weights`
+        (the softmax of a and b): 1/2 each where a == b, never an overflow."""
         (a, b), (da, db) = primals, tangents
+        weights = _logaddexp_weights(a, b, lambda x: _power_of(base, x))
         terms = [
-            None if d is None else _power_of(base, p - out) * d
-            for p, d in ((a, da), (b, db))
+            None if d is None else w * d for w, d in zip(weights, (da, db), strict=True)
         ]
         return _broadcast_to(_add_tangents(*terms), np.shape(out))
 
