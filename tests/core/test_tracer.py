@@ -34,6 +34,7 @@ PATTERNS = [
     (cases.selection, (6,)),
     (cases.elementwise_surface, (5,)),
     (cases.more_elementwise, (5,)),
+    (cases.special_functions, (5,)),
     (cases.rounding_and_modulo, (5,)),
     (cases.padding_and_products, (4,)),
     (cases.comparisons, (6,)),

@@ -89,6 +89,8 @@ def _imports(
     if ": list[Any] = []" in source:  # the state stack of a loop's adjoint
         lines.append("from typing import Any")
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
+    if "scipy.special." in source:  # a special function only SciPy computes
+        lines.append("import scipy.special  # type: ignore[import-untyped]")
     if "sp.csr_array" in source:
         lines.append("import scipy.sparse as sp  # type: ignore[import-untyped]")
     return lines

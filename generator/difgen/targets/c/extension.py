@@ -157,6 +157,9 @@ C_LIBRARY = frozenset(
         "copysign",
         "hypot",
         "cbrt",
+        "erf",
+        "erfc",
+        "lgamma",
         "INFINITY",
         "NAN",
         "HUGE_VAL",
@@ -186,6 +189,9 @@ class CPrinter(FloatPrinter):
     def _module_format(self, fqn: str, register: bool = True) -> str:
         self._note(fqn)
         return fqn.split(".")[-1]  # math.atan2 -> atan2
+
+    def _scipy_special(self, name: str, *args: str) -> str:
+        raise Unsupported(f"no C form of scipy.special.{name} (SciPy has no C API)")
 
     def _print_known_func(self, expr: Any) -> str:
         if type(expr).__name__ not in self.known_functions:  # Python's, not C's
@@ -236,6 +242,18 @@ PRINTER = CPrinter()
 
 class Unsupported(Exception):
     """An expression the C printer cannot print faithfully."""
+
+
+class NoCForm(ConfigError):
+    """An operator's straight-line code has no C form (``reason`` says which
+    function): the sympy backend's module is then built from the graph."""
+
+    def __init__(self, path: Any, line: int | None, message: str, reason: str) -> None:
+        super().__init__(path, line, message)
+        self.reason = reason
+
+    def __reduce__(self) -> Any:
+        return (NoCForm, (self.path, self.line, self.message, self.reason))
 
 
 def c_expr(expr: Any) -> str:
@@ -521,10 +539,11 @@ def print_operator(
     try:
         native = c_function(op, spec, ys, code, reduction)
     except Unsupported as exc:
-        raise ConfigError(
+        raise NoCForm(
             spec.config_path,
             spec.line_of("emit"),
             f'emit = "c" cannot print {op.name} as C ({exc}); use "scalar"',
+            f"no C form of {op.name} ({exc})",
         ) from None
     native_points = (
         _points_native(op, spec, ys, code, reduction) if spec.points else None
