@@ -143,11 +143,14 @@ static inline double _logaddexp2(double a, double b)
 }
 
 /*@ scipy-special */
-/* scipy.special's gammaln, expit, xlogy, xlog1py with SciPy's values: C99's lgamma
-   is +inf at the poles (SciPy's -inf at -inf kept), expit takes exp of -|a| only. */
+/* scipy.special's gammaln, gamma, expit, xlogy, xlog1py with SciPy's values: C99's
+   lgamma is +inf at the poles (SciPy's -inf at -inf kept), tgamma is +-inf at +-0
+   and NaN at the negative integers, expit takes exp of -|a| only. */
 
 /*@ _gammaln requires scipy-special */
 static inline double _gammaln(double a) { return a == -INFINITY ? a : lgamma(a); }
+/*@ _gamma requires scipy-special */
+static inline double _gamma(double a) { return tgamma(a); }
 /*@ _expit requires scipy-special */
 static inline double _expit(double a)
 {

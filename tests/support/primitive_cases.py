@@ -479,6 +479,11 @@ def r_gammaln(x):
     return sc.gammaln(4.0 * x) + sc.gammaln(-0.5 - 0.5 * x)
 
 
+def r_gamma(x):
+    # positive, and between the poles -2 and -1
+    return sc.gamma(5.0 * x) + sc.gamma(-1.1 - x)
+
+
 def r_polygamma(x):
     return sc.psi(3.0 * x) + sc.polygamma(1, x + 0.5) + sc.polygamma(3, x)
 
@@ -539,6 +544,7 @@ ROWS = {
     "erfc": (r_erfc, (4,)),
     "erfcx": (r_erfcx, (4,)),
     "gammaln": (r_gammaln, (4,)),
+    "gamma": (r_gamma, (4,)),
     "polygamma": (r_polygamma, (4,)),
     "log_ndtr": (r_log_ndtr, (4,)),
     "expit": (r_expit, (4,)),

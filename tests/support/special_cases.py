@@ -24,6 +24,7 @@ def elementwise(x):
             sc.xlog1py(x[11], x[12]),
             sc.betaln(x[13], x[14]),
             sc.erfcx(x[15]),
+            sc.gamma(x[16]),
         ]
     )
 
@@ -49,11 +50,15 @@ def c_able(x):
 
 
 def c_able_values(x):
-    return gammaln(x) + sc.betaln(x, 2.0 * x)
+    return gammaln(x) + sc.betaln(x, 2.0 * x) + sc.gamma(x / 4.0)
 
 
 def gammaln_only(x):
     return gammaln(x)
+
+
+def gamma_only(x):
+    return sc.gamma(x)
 
 
 def xlogy_pair(x):

@@ -166,6 +166,7 @@ def special_functions(x):
     """scipy.special, called through the module, as statistics code does."""
     return (
         scipy.special.gammaln(x + 1.0)
+        + scipy.special.gamma(x + 1.0)
         + scipy.special.digamma(x + 0.5)
         + scipy.special.polygamma(1, x + 0.5)
         + scipy.special.erf(x)

@@ -52,6 +52,7 @@ def betaln(a: Any, b: Any) -> Any:
 
 UFUNC_NAMES: dict[str, Callable[..., Any]] = {
     "gammaln": _unary("gammaln"),
+    "gamma": _unary("gamma"),
     "psi": lambda x: bind_name("polygamma", x, n=0),  # digamma is psi
     "erf": _unary("erf"),
     "erfc": _unary("erfc"),

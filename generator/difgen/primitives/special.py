@@ -5,7 +5,8 @@ Each row's value is SciPy's own ufunc (its ``impl``, and the vector emission cal
 says so in its header); its derivative is written on primitives of this module
 and of :mod:`difgen.primitives.elementwise`, so every order exists:
 
-- ``gammaln' = polygamma(0, .)`` (digamma), ``polygamma(n)' = polygamma(n + 1)``;
+- ``gammaln' = polygamma(0, .)`` (digamma), ``polygamma(n)' = polygamma(n + 1)``,
+  ``gamma' = gamma polygamma(0, .)``;
 - ``erf' = 2/sqrt(pi) exp(-x^2)``, ``erfc' = -erf'``,
   ``erfcx' = 2 x erfcx(x) - 2/sqrt(pi)``;
 - ``log_ndtr' = sqrt(2/pi) / erfcx(-x/sqrt(2))``: ``phi(x) / Phi(x)`` without the
@@ -16,6 +17,7 @@ and of :mod:`difgen.primitives.elementwise`, so every order exists:
 
 Scalar code: ``erf``, ``erfc`` are ``math``'s (C99's in C), ``gammaln`` is
 ``math.lgamma`` (C99 ``lgamma``) with SciPy's values at the poles and at -inf,
+``gamma`` is ``math.gamma`` (C99 ``tgamma``) with SciPy's values where it raises,
 ``expit``, ``xlogy``, ``xlog1py`` are helpers of :mod:`difgen.floats` written the
 same in Python and C; ``polygamma``, ``erfcx`` and ``log_ndtr`` call SciPy's ufunc
 on one float in Python, and have no C form (SciPy has no C API): their C loop form
@@ -164,6 +166,14 @@ class SpGammaln(HelperSpecial):
         return SpPolygamma(sp.Integer(0), self.args[0])
 
 
+class SpGamma(HelperSpecial):
+    nargs = 1
+    float_helper = "_gamma"
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return self * SpPolygamma(sp.Integer(0), self.args[0])
+
+
 class SpLogNdtr(ScipySpecial):
     nargs = 1
     scipy_name = "log_ndtr"
@@ -299,6 +309,15 @@ SPECIAL = [
         scalar=NO_HELPER,
     ),
     _polygamma_row(),
+    unary(
+        "gamma",
+        scipy_ufunc("gamma"),
+        call("scipy.special.gamma({0})"),
+        deriv=lambda x, y: y * _polygamma(x, 0),
+        sympy=SpGamma,
+        c_loop=ELEMENTWISE_LOOP,
+        scalar=NO_HELPER,
+    ),
     unary(
         "log_ndtr",
         scipy_ufunc("log_ndtr"),

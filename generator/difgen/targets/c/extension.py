@@ -160,6 +160,7 @@ C_LIBRARY = frozenset(
         "erf",
         "erfc",
         "lgamma",
+        "tgamma",
         "INFINITY",
         "NAN",
         "HUGE_VAL",

@@ -244,6 +244,17 @@ def _gammaln(a: float) -> float:
         return math.inf
 
 
+def _gamma(a: float) -> float:
+    """scipy.special.gamma: math.gamma; +-inf at +-0, NaN at the negative integers
+    and -inf, inf where it overflows (SciPy's values, and C99 tgamma's)."""
+    try:
+        return math.gamma(a)
+    except ValueError:
+        return math.copysign(math.inf, a) if a == 0.0 else math.nan
+    except OverflowError:
+        return math.inf
+
+
 def _expit(a: float) -> float:
     """scipy.special.expit, 1 / (1 + exp(-a)), never overflowing: exp of -|a|."""
     if a >= 0.0:
