@@ -8,7 +8,8 @@ and of :mod:`difgen.primitives.elementwise`, so every order exists:
 - ``gammaln' = polygamma(0, .)`` (digamma), ``polygamma(n)' = polygamma(n + 1)``,
   ``gamma' = gamma polygamma(0, .)``;
 - ``erf' = 2/sqrt(pi) exp(-x^2)``, ``erfc' = -erf'``,
-  ``erfcx' = 2 x erfcx(x) - 2/sqrt(pi)``;
+  ``erfcx' = 2 x erfcx(x) - 2/sqrt(pi)``, from x = 10 on its asymptotic series
+  (the closed form cancels to ~x^2 ulp);
 - ``log_ndtr' = sqrt(2/pi) / erfcx(-x/sqrt(2))``: ``phi(x) / Phi(x)`` without the
   cancellation of ``exp(-x^2/2 - log_ndtr(x))`` (at x = -40 both terms are 800);
 - ``expit' = expit(x) expit(-x)``: no ``1 - y`` that is 0 where y rounds to 1;
@@ -44,7 +45,7 @@ from difgen.core.primitive import (
     register,
 )
 from difgen.core.tracer import bind_name
-from difgen.primitives.elementwise import _add_tangents, _broadcast_to
+from difgen.primitives.elementwise import NpGreaterEqual, _add_tangents, _broadcast_to
 from difgen.primitives.family import binary, elementwise, objectwise, unary
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -131,13 +132,76 @@ class SpErfc(MathSpecial):
         return sp.Float(-TWO_OVER_SQRT_PI) * sp.exp(-x * x)
 
 
+ERFCX_SERIES = 10.0
+"""From this x on, erfcx' comes from its asymptotic series: the closed form
+``2 x erfcx(x) - 2/sqrt(pi)`` cancels to about x^2 ulp (100 at the switch)."""
+
+ERFCX_TERMS = 16
+"""Terms of the series kept: at x = 10 the first left out is ~1e-18 of the sum."""
+
+ERFCX_D1 = tuple(
+    -TWO_OVER_SQRT_PI * (-1) ** (n + 1) * math.prod(range(1, 2 * n, 2))
+    for n in range(1, ERFCX_TERMS + 1)
+)
+"""erfcx'(x) = sum_n a_n z^n, z = 1 / (2 x^2): a_n = -(2/sqrt(pi)) (-1)^(n+1)
+(2n-1)!!, from erfcx(x) ~ (1/(x sqrt(pi))) sum_n (-1)^n (2n-1)!! z^n."""
+
+
+def _erfcx_series(s: Any) -> Any:
+    """erfcx'(s) by its asymptotic series (Horner in z): tracers or SymPy alike;
+    each derivative of it is the series of the next derivative."""
+    z = 0.5 / (s * s)
+    acc: Any = ERFCX_D1[-1]
+    for c in reversed(ERFCX_D1[:-1]):
+        acc = acc * z + c
+    return acc * z
+
+
+def _erfcx_deriv(x: Any, y: Any) -> Any:
+    """erfcx' without cancellation: the series from ERFCX_SERIES on, at a safe
+    argument elsewhere (neither branch of the where divides by zero)."""
+    large = x >= ERFCX_SERIES
+    s = np.where(large, x, ERFCX_SERIES)
+    return np.where(large, _erfcx_series(s), 2.0 * x * y - TWO_OVER_SQRT_PI)
+
+
+def _erfcx_large(x: Any) -> Any:
+    return NpGreaterEqual(x, sp.Float(ERFCX_SERIES))
+
+
+class ErfcxSafe(sp.Function):
+    """``where(x >= ERFCX_SERIES, x, ERFCX_SERIES)`` as an opaque head (as
+    ``SincSafe``: SymPy would fold the series' powers into a Piecewise's branches
+    and ``cse`` compute ``1 / x**2`` unconditionally). Derivative 1 where the
+    series is taken, else 0."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: Any) -> Any:
+        return None
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        large = _erfcx_large(self.args[0])
+        return sp.Piecewise((sp.S.One, large), (sp.S.Zero, True), evaluate=False)
+
+    def _pythoncode(self, printer: Any) -> str:
+        x = self.args[0]
+        safe = sp.Piecewise(
+            (x, _erfcx_large(x)), (sp.Float(ERFCX_SERIES), True), evaluate=False
+        )
+        return str(printer._print(safe))
+
+
 class SpErfcx(ScipySpecial):
     nargs = 1
     scipy_name = "erfcx"
 
     def fdiff(self, argindex: int = 1) -> Any:
         x = self.args[0]
-        return 2 * x * self - sp.Float(TWO_OVER_SQRT_PI)
+        closed = 2 * x * self - sp.Float(TWO_OVER_SQRT_PI)
+        series = _erfcx_series(ErfcxSafe(x))
+        return sp.Piecewise((series, _erfcx_large(x)), (closed, True), evaluate=False)
 
 
 class SpPolygamma(ScipySpecial):
@@ -294,7 +358,7 @@ SPECIAL = [
         "erfcx",
         scipy_ufunc("erfcx"),
         call("scipy.special.erfcx({0})"),
-        deriv=lambda x, y: 2.0 * x * y - TWO_OVER_SQRT_PI,
+        deriv=_erfcx_deriv,
         sympy=SpErfcx,
         c_loop=NO_C,
         scalar=NO_HELPER,
