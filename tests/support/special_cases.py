@@ -107,3 +107,20 @@ def log_softmax_rows(x):
 
 def softmax_all(x):
     return sc.softmax(x)
+
+
+def helpers_pair(x):
+    """The special functions with a C form, on two arguments (the C runtime's
+    helpers against their Python twins and SciPy)."""
+    a, b = x[0], x[1]
+    return np.stack(
+        [
+            gammaln(a),
+            sc.gamma(a),
+            sc.expit(a),
+            sc.xlogy(a, b),
+            sc.xlog1py(a, b),
+            sc.erf(a),
+            sc.erfc(a),
+        ]
+    )
