@@ -2,7 +2,8 @@
 
 Every NumPy name difgen's tracer follows is found by reading the registries, never
 from a list kept here: the ufunc and function tables of
-``difgen.frontend.numpy_api`` (``UFUNCS``, ``FUNCTIONS``, the ufunc methods), the
+``difgen.frontend.numpy_api`` (``UFUNCS``, ``FUNCTIONS``, the ufunc methods) and
+of ``difgen.frontend.special_api`` (SciPy's ufuncs and functions), the
 creation functions of ``difgen.frontend.namespace.OVERRIDES``, the operators and
 methods of ``difgen.core.tracer.Tracer``, and any other table in ``difgen.frontend``
 keyed by NumPy, ``math`` or builtin functions. Each row names the primitive behind
@@ -38,7 +39,7 @@ import numpy as np
 import difgen.frontend
 from difgen.core.primitive import PRIMITIVES, Absent, Missing, Primitive
 from difgen.core.tracer import Tracer
-from difgen.frontend import array_methods, namespace, numpy_api
+from difgen.frontend import array_methods, namespace, numpy_api, special_api
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -228,13 +229,14 @@ def _followed(source: str) -> list[Any]:
         if handler is not None:
             targets.append(handler)
     for name in _CALL.findall(source):
-        helper = getattr(numpy_api, name, None)
-        if (
-            inspect.isfunction(helper)
-            and helper.__module__ == numpy_api.__name__
-            and name not in ("_where", "_axes", "_keep", "_no_out", "_count")
-        ):
-            targets.append(helper)
+        for module in (numpy_api, special_api):
+            helper = getattr(module, name, None)
+            if (
+                inspect.isfunction(helper)
+                and helper.__module__ == module.__name__
+                and name not in ("_where", "_axes", "_keep", "_no_out", "_count")
+            ):
+                targets.append(helper)
     return targets
 
 
@@ -292,6 +294,10 @@ def rows() -> list[Row]:
         add("creation", f"np.{name}", handler)
     for table, func, handler in _other_tables():
         add(f"function ({table})", numpy_name(func), handler)
+    for name, handler in sorted(special_api.UFUNC_NAMES.items()):
+        add("scipy.special ufunc", f"scipy.special.{name}", handler)
+    for name, handler in sorted(special_api.FUNCTIONS.items()):
+        add("scipy.special function", f"scipy.special.{name}", handler)
     members = list(_tracer_members())
     for attr, member in members:
         if attr in OPERATOR_SYMBOLS:

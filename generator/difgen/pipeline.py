@@ -145,6 +145,8 @@ class Derivation:
     points: tuple[PointsGraphs, ...]
     fallback: bool = False
     index_checks: tuple[IndexCheck, ...] = ()
+    why: str = "sympy over budget"
+    """Why the sympy backend's module was built from the graph (``fallback``)."""
 
 
 def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
@@ -206,7 +208,7 @@ def print_parts(derivation: Derivation) -> ModuleParts:
     else:
         parts = choose.print_graphs(spec, module, pool)
     if derivation.fallback:
-        emission = f"{parts.emission} (from the graph: sympy over budget)"
+        emission = f"{parts.emission} (from the graph: {derivation.why})"
         parts = dataclasses.replace(parts, emission=emission)
     parts.index_checks = derivation.index_checks
     if derivation.points:
@@ -249,7 +251,24 @@ def _generate(
     with stage("derive"):
         derivation = derive(spec, graph)
     with stage("print"):
-        parts = print_parts(derivation)
+        try:
+            parts = print_parts(derivation)
+        except c_code.NoCForm as exc:
+            if not isinstance(derivation.module, SymbolicDerivation):
+                raise
+            # a function only Python computes (SciPy's digamma): as over budget,
+            # the graph's C loops, with the operators they cannot hold in Python
+            note(
+                f"sympy backend: {exc.reason}; built from the graph instead "
+                '(C loops, as backend = "trace" builds it)'
+            )
+            derivation = dataclasses.replace(
+                derivation,
+                module=graphs.derive(derivation.spec, graph),
+                fallback=True,
+                why="no C form",
+            )
+            parts = print_parts(derivation)
     with stage("render"):
         if spec.emit != "c":
             return [(".py", render_module(spec, config, parts, digest))]

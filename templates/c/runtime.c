@@ -143,6 +143,33 @@ static inline double _logaddexp2(double a, double b)
     return d;
 }
 
+/*@ scipy-special */
+/* scipy.special's gammaln, gamma, expit, xlogy, xlog1py with SciPy's values: C99's
+   lgamma is +inf at the poles (SciPy's -inf at -inf kept), tgamma is +-inf at +-0
+   and NaN at the negative integers, expit takes exp of -|a| only. */
+
+/*@ _gammaln requires scipy-special */
+static inline double _gammaln(double a) { return a == -INFINITY ? a : lgamma(a); }
+/*@ _gamma requires scipy-special */
+static inline double _gamma(double a) { return tgamma(a); }
+/*@ _expit requires scipy-special */
+static inline double _expit(double a)
+{
+    if (a >= 0.0) return 1.0 / (1.0 + exp(-a));
+    double e = exp(a);
+    return e / (1.0 + e);
+}
+/*@ _xlogy requires scipy-special */
+static inline double _xlogy(double a, double b)
+{
+    return (a == 0.0 && b == b) ? 0.0 : a * log(b);
+}
+/*@ _xlog1py requires scipy-special */
+static inline double _xlog1py(double a, double b)
+{
+    return (a == 0.0 && b == b) ? 0.0 : a * log1p(b);
+}
+
 /*@ dg_parse defines dg_parse_slow */
 /* Positional and keyword arguments, as a Python function with these parameters
    (the first `required` without a default, the rest defaulting to None). The

@@ -81,7 +81,9 @@ def _refused(project: Project, body: str, **options: object) -> tuple[str, str]:
     return result.err, where
 
 
-@pytest.mark.parametrize("name", ["gammaln", "expit"])
+# gammaln and expit are supported now: j0 is not (yet), and SciPy's exp2 is not
+# NumPy's exp2, which a lookup by the ufunc's name alone would have traced
+@pytest.mark.parametrize("name", ["j0", "exp2"])
 def test_a_scipy_ufunc_is_named_by_its_module(project: Project, name: str) -> None:
     err, where = _refused(
         project, f"def f(x):\n    return scipy.special.{name}(x).sum()  # <-"

@@ -35,6 +35,7 @@ PATTERNS = [
     (cases.elementwise_surface, (5,)),
     (cases.derivative_rules, (5,)),
     (cases.more_elementwise, (5,)),
+    (cases.special_functions, (5,)),
     (cases.rounding_and_modulo, (5,)),
     (cases.padding_and_products, (4,)),
     (cases.comparisons, (6,)),

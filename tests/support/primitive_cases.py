@@ -7,6 +7,7 @@ them into generated modules.
 """
 
 import numpy as np
+import scipy.special as sc
 
 from difgen.core.tracer import bind_name
 
@@ -478,6 +479,48 @@ def r_count_nonzero(x):
     return x * np.count_nonzero(x > 0.5)
 
 
+def r_erf(x):
+    return sc.erf(2.0 * x - 1.0)
+
+
+def r_erfc(x):
+    return sc.erfc(3.0 * x - 1.5)
+
+
+def r_erfcx(x):
+    return sc.erfcx(4.0 * x - 2.0)
+
+
+def r_gammaln(x):
+    # both sides of gammaln's minimum (1.46) and a negative non-integer
+    return sc.gammaln(4.0 * x) + sc.gammaln(-0.5 - 0.5 * x)
+
+
+def r_gamma(x):
+    # positive, and between the poles -2 and -1
+    return sc.gamma(5.0 * x) + sc.gamma(-1.1 - x)
+
+
+def r_polygamma(x):
+    return sc.psi(3.0 * x) + sc.polygamma(1, x + 0.5) + sc.polygamma(3, x)
+
+
+def r_log_ndtr(x):
+    return sc.log_ndtr(20.0 * x - 14.0)
+
+
+def r_expit(x):
+    return sc.expit(10.0 * x - 5.0)
+
+
+def r_xlogy(x):
+    return sc.xlogy(x - 0.5, x + 1.0)
+
+
+def r_xlog1py(x):
+    return sc.xlog1py(x - 0.5, x)
+
+
 # primitive name: (function, input shape)
 ROWS = {
     "sin": (r_sin, (4,)),
@@ -517,6 +560,16 @@ ROWS = {
     "remainder": (r_remainder, (4,)),
     "fmod": (r_fmod, (4,)),
     "sinc": (r_sinc, (4,)),
+    "erf": (r_erf, (4,)),
+    "erfc": (r_erfc, (4,)),
+    "erfcx": (r_erfcx, (4,)),
+    "gammaln": (r_gammaln, (4,)),
+    "gamma": (r_gamma, (4,)),
+    "polygamma": (r_polygamma, (4,)),
+    "log_ndtr": (r_log_ndtr, (4,)),
+    "expit": (r_expit, (4,)),
+    "xlogy": (r_xlogy, (4,)),
+    "xlog1py": (r_xlog1py, (4,)),
     "neg": (r_neg, (4,)),
     "add": (r_add, (4,)),
     "sub": (r_sub, (4,)),

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import scipy.special
 
 from difgen.core.tracer import bind_name
 
@@ -167,6 +168,23 @@ def more_elementwise(x):
         + np.sign(x - 0.5) * x
         + np.sinc(x - 0.5)
         + np.heaviside(x - 0.5, x)
+    )
+
+
+def special_functions(x):
+    """scipy.special, called through the module, as statistics code does."""
+    return (
+        scipy.special.gammaln(x + 1.0)
+        + scipy.special.gamma(x + 1.0)
+        + scipy.special.digamma(x + 0.5)
+        + scipy.special.polygamma(1, x + 0.5)
+        + scipy.special.erf(x)
+        + scipy.special.erfc(x)
+        + scipy.special.erfcx(x)
+        + scipy.special.log_ndtr(x)
+        + scipy.special.expit(x)
+        + scipy.special.xlogy(x, x + 1.0)
+        + scipy.special.xlog1py(x, x)
     )
 
 

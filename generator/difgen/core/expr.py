@@ -118,15 +118,28 @@ def prefix(e: Expr) -> str:
     return _wrap(e, e.prec != ATOM)
 
 
-def call(fmt: str) -> NumpyForm:
+@dataclass(frozen=True)
+class CallForm:
     """A call form from a format string whose ``{0}``, ``{1}``... are whole call
-    arguments (checked here), so they are never wrapped; params fill ``{name}``."""
-    _check_arguments(fmt)
+    arguments (checked on construction), so they are never wrapped; params fill
+    ``{name}``. ``modules``: what the call names besides NumPy (``scipy.special``),
+    which the printer reports for the module's imports."""
 
-    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
-        return atom(fmt.format(*map(argument, args), **params))
+    fmt: str
+    modules: frozenset[str] = frozenset()
 
-    return form
+    def __post_init__(self) -> None:
+        _check_arguments(self.fmt)
+
+    def __call__(
+        self, args: Sequence[Expr], params: Mapping[str, Any], avals: Any
+    ) -> Expr:
+        return atom(self.fmt.format(*map(argument, args), **params))
+
+
+def call(fmt: str, modules: Sequence[str] = ()) -> NumpyForm:
+    """The :class:`CallForm` of ``fmt`` (naming ``modules`` besides NumPy)."""
+    return CallForm(fmt, frozenset(modules))
 
 
 def _check_arguments(fmt: str) -> None:

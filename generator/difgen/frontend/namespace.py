@@ -23,7 +23,7 @@ import numpy as np
 from difgen.core.location import in_difgen_or_numpy, in_library, user_location
 from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
-from difgen.frontend import numpy_api
+from difgen.frontend import numpy_api, special_api
 from difgen.frontend.python_scalars import BUILTINS, MATH_REPLACEMENTS, TRACING_MATH
 
 
@@ -344,6 +344,16 @@ def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
     own) are removed again."""
     saved: list[tuple[dict[str, Any], str, Any]] = []
     added: list[tuple[dict[str, Any], str]] = []
+    special = sys.modules.get("scipy.special")
+    scipy_functions: dict[int, Callable[..., Any]] = {}
+    if special is not None:  # its functions written in Python, by name or module
+        for name in special_api.FUNCTIONS:
+            original = special.__dict__.get(name)
+            if original is not None:
+                traced = special_api.replacement(name, original)
+                scipy_functions[id(original)] = traced
+                saved.append((special.__dict__, name, original))
+                special.__dict__[name] = traced
     for g in _user_globals(fn):
         for name, value in list(g.items()):
             if value is np:
@@ -359,6 +369,9 @@ def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
             ):
                 saved.append((g, name, value))
                 g[name] = _REPLACEMENTS[id(value)]
+            elif id(value) in scipy_functions and not name.startswith("__"):
+                saved.append((g, name, value))
+                g[name] = scipy_functions[id(value)]
         for name, traced in BUILTINS.items():
             if name not in g:
                 added.append((g, name))

@@ -1,8 +1,10 @@
 """NumPy's API on tracers: each supported function written with the core primitives.
 
-Two tables: ``UFUNCS`` (by ufunc name, reached through ``__array_ufunc__``) and
-``FUNCTIONS`` (by function object, reached through ``__array_function__``). Anything
-not in them is an error that names the function and the user's line. An entry whose
+Two tables: ``UFUNCS`` (NumPy's ufuncs by name, reached through
+``__array_ufunc__``; SciPy's are keyed by the ufunc object in
+:mod:`difgen.frontend.special_api`) and ``FUNCTIONS`` (by function object, reached
+through ``__array_function__``). Anything not in them is an error that names the
+function (as the user's module calls it) and the user's line. An entry whose
 function is also an ndarray method taking the array first says so (:class:`Method`),
 and :mod:`difgen.frontend.array_methods` installs that method.
 """
@@ -28,6 +30,7 @@ from difgen.core.tracer import (
 )
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
+from difgen.frontend import special_api
 from difgen.primitives.indexing import scatter_add
 
 
@@ -1081,9 +1084,13 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
     """``__array_ufunc__``: dispatch to the table, or say what is unsupported."""
     _no_out(kwargs)
     inputs = [lift(x) for x in inputs]
-    if method == "__call__" and ufunc.__name__ in UFUNCS:
+    special = special_api.ufunc_handler(ufunc) if method == "__call__" else None
+    if special is not None:
+        return special(*inputs)
+    numpys = getattr(np, ufunc.__name__, None) is ufunc  # not SciPy's exp2, cbrt...
+    if method == "__call__" and numpys and ufunc.__name__ in UFUNCS:
         return UFUNCS[ufunc.__name__](*inputs)
-    handler = _UFUNC_METHODS.get((ufunc.__name__, method))
+    handler = _UFUNC_METHODS.get((ufunc.__name__, method)) if numpys else None
     if handler is not None:
         axis = kwargs.get("axis", 0)
         if method == "reduce":

@@ -9,6 +9,7 @@ from difgen.primitives import (  # noqa: F401
     linalg,
     reductions,
     runtime,
+    special,
     structural,
 )
 

@@ -29,6 +29,7 @@ from difgen.targets.parts import (
     MATH,
     NOTHING,
     SCIPY_SPARSE,
+    SCIPY_SPECIAL,
     TYPING,
     Function,
     ModuleParts,
@@ -108,6 +109,7 @@ IMPORTS = {
     MATH: "import math",
     TYPING: "from typing import Any",
     SCIPY_SPARSE: "import scipy.sparse as sp  # type: ignore[import-untyped]",
+    SCIPY_SPECIAL: "import scipy.special  # type: ignore[import-untyped]",
 }
 """The import of each module a printer may report (:class:`~difgen.targets.parts.Uses`)."""
 
@@ -150,6 +152,8 @@ def imports_of(uses: Uses, compiled: bool = False) -> list[str]:
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
     if SCIPY_SPARSE in uses.modules:
         lines.append(IMPORTS[SCIPY_SPARSE])
+    if SCIPY_SPECIAL in uses.modules:  # a special function only SciPy computes
+        lines.append(IMPORTS[SCIPY_SPECIAL])
     return lines
 
 
@@ -212,6 +216,7 @@ def render_module(
         name=spec.name,
         imports=imports_of(uses, c_hash is not None),
         scipy=SCIPY_SPARSE in uses.modules,
+        scipy_special=SCIPY_SPECIAL in uses.modules,
         c_hash=c_hash,
         csr_out=naming.CHECK_CSR_OUT in uses.helpers,
         c_module=spec.name + naming.C_SUFFIX,

@@ -18,6 +18,8 @@ TYPING = "typing"
 """Its ``Any``: the element type of a loop adjoint's stack of states."""
 SCIPY_SPARSE = "scipy.sparse"
 """Imported as ``sp``: sparse results are ``sp.csr_array``."""
+SCIPY_SPECIAL = "scipy.special"
+"""Imported as itself: the special functions only SciPy computes."""
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,8 @@ class Uses:
     """Module helpers the code calls: those of :mod:`difgen.floats`, and the
     template's optional ``naming.CHECK_CSR_OUT``."""
     modules: frozenset[str] = frozenset()
-    """Modules besides NumPy: :data:`MATH`, :data:`TYPING`, :data:`SCIPY_SPARSE`."""
+    """Modules besides NumPy: :data:`MATH`, :data:`TYPING`, :data:`SCIPY_SPARSE`,
+    :data:`SCIPY_SPECIAL`."""
 
     def __or__(self, other: Uses) -> Uses:
         return Uses(self.helpers | other.helpers, self.modules | other.modules)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.special
 
 import primitive_cases as cases
 from difgen.ad.loops import SWEEP
@@ -57,7 +58,7 @@ def test_every_row_prints_and_runs_as_numpy(name: str) -> None:
     x = np.random.default_rng(3).uniform(0.2, 0.8, cases.ROWS[name][1])
     source = [f"{constant} = {value}" for constant, value in pool.items]
     source += [*pool.setup, *code.lines, f"OUTPUTS = [{', '.join(code.outputs)}]"]
-    space: dict[str, Any] = {"np": np, "x": x}
+    space: dict[str, Any] = {"np": np, "scipy": scipy, "x": x}
     exec("\n".join(source), space)  # noqa: S102 (difgen's own printed code)
     got = space["OUTPUTS"]
     expected = graph.evaluate(x)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.special
 import sympy as sp
 
 import primitive_cases as cases
@@ -65,7 +66,8 @@ def _printed(graph: Graph, shape: tuple[int, ...]) -> Any:
     names = [str(s) for s in xs.ravel()]
     source = "".join(floats.definitions(printer.helpers))
     source += f"def fn({', '.join(names)}):\n    return [{', '.join(texts)}]\n"
-    namespace: dict[str, Any] = {"math": math, "np": np}
+    # scipy: the special functions only SciPy computes (the module imports it)
+    namespace: dict[str, Any] = {"math": math, "np": np, "scipy": scipy}
     exec(source, namespace)  # noqa: S102 (difgen's own printed code)
     return namespace["fn"]
 

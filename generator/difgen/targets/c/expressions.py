@@ -59,6 +59,10 @@ C_LIBRARY = frozenset(
         "copysign",
         "hypot",
         "cbrt",
+        "erf",
+        "erfc",
+        "lgamma",
+        "tgamma",
         "INFINITY",
         "NAN",
         "HUGE_VAL",
@@ -106,6 +110,9 @@ class CPrinter(FloatPrinter):
     def _module_format(self, fqn: str, register: bool = True) -> str:
         self._note(fqn)
         return fqn.split(".")[-1]  # math.atan2 -> atan2
+
+    def _scipy_special(self, name: str, *args: str) -> str:
+        raise Unsupported(f"no C form of scipy.special.{name} (SciPy has no C API)")
 
     def _print_known_func(self, expr: Any) -> str:
         if type(expr).__name__ not in self.known_functions:  # Python's, not C's

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -129,6 +130,18 @@ C_KEYWORDS = frozenset(
         "kwnames",
     ]
 )
+
+
+class NoCForm(ConfigError):
+    """An operator's straight-line code has no C form (``reason`` says which
+    function): the sympy backend's module is then built from the graph."""
+
+    def __init__(self, path: Any, line: int | None, message: str, reason: str) -> None:
+        super().__init__(path, line, message)
+        self.reason = reason
+
+    def __reduce__(self) -> Any:
+        return (NoCForm, (self.path, self.line, self.message, self.reason))
 
 
 def check_names(spec: ModuleSpec) -> None:
@@ -435,10 +448,11 @@ def print_operator(
     try:
         native = c_function(op, spec, ys, code, reduction)
     except Unsupported as exc:
-        raise ConfigError(
+        raise NoCForm(
             spec.config_path,
             spec.line_of("emit"),
             f'emit = "c" cannot print {op.name} as C ({exc}); use "scalar"',
+            f"no C form of {op.name} ({exc})",
         ) from None
     native_points = (
         _points_native(op, spec, ys, code, reduction) if spec.points else None

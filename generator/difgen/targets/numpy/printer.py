@@ -475,6 +475,7 @@ class _Statements:
         avals = [(symbolic(a.shape, self.axis), a.dtype) for a in eqn.inputs]
         form = eqn.primitive.numpy
         assert not isinstance(form, Statements)  # printed by STATEMENTS
+        self.modules |= getattr(form, "modules", frozenset())  # as declared
         return form([self.source(a) for a in eqn.inputs], params, avals)
 
     def _temp(self, var: Var) -> str:

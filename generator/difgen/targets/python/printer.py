@@ -108,6 +108,13 @@ class FloatPrinter(PythonCodePrinter):
         self._note(helper)
         return f"{helper}({', '.join(args)})"
 
+    def _scipy_special(self, name: str, *args: str) -> str:
+        """SciPy's ufunc ``scipy.special.<name>`` on floats, as a float (the
+        special functions only SciPy computes: the module imports it, as the
+        printer reports it)."""
+        self.module_imports["scipy.special"].add(name)
+        return f"float(scipy.special.{name}({', '.join(args)}))"
+
     def _module_format(self, fqn: str, register: bool = True) -> str:
         self._note(fqn)  # a known function mapped to a helper (sin -> _sin)
         return str(super()._module_format(fqn, register))

@@ -233,6 +233,56 @@ def _fmod(a: float, b: float) -> float:
         return float(np.fmod(a, b))
 
 
+def _gammaln(a: float) -> float:
+    """scipy.special.gammaln: math.lgamma, +inf at the poles (0, -1, -2...) and
+    where it overflows, -inf at -inf (SciPy's value there)."""
+    if a == -math.inf:
+        return a
+    try:
+        return math.lgamma(a)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+def _gamma(a: float) -> float:
+    """scipy.special.gamma: math.gamma; +-inf at +-0, NaN at the negative integers
+    and -inf, inf where it overflows (SciPy's values, and C99 tgamma's)."""
+    try:
+        return math.gamma(a)
+    except ValueError:
+        return math.copysign(math.inf, a) if a == 0.0 else math.nan
+    except OverflowError:
+        return math.inf
+
+
+def _expit(a: float) -> float:
+    """scipy.special.expit, 1 / (1 + exp(-a)), never overflowing: exp of -|a|."""
+    if a >= 0.0:
+        return 1.0 / (1.0 + math.exp(-a))
+    e = math.exp(a)  # NaN stays NaN
+    return e / (1.0 + e)
+
+
+def _xlogy(a: float, b: float) -> float:
+    """scipy.special.xlogy: 0 where a is 0 and b is not NaN, else a * log(b)."""
+    if a == 0.0 and b == b:
+        return 0.0
+    try:
+        return a * math.log(b)
+    except (ValueError, OverflowError):
+        return a * float(np.log(b))
+
+
+def _xlog1py(a: float, b: float) -> float:
+    """scipy.special.xlog1py: 0 where a is 0 and b is not NaN, else a * log1p(b)."""
+    if a == 0.0 and b == b:
+        return 0.0
+    try:
+        return a * math.log1p(b)
+    except (ValueError, OverflowError):
+        return a * float(np.log1p(b))
+
+
 _INF = math.inf
 _NINF = -math.inf
 _NAN = math.nan
