@@ -69,6 +69,12 @@ def is_relaxed() -> bool:
     return _RELAXED[-1]
 
 
+WATCH_EVERY = 128
+"""Every this many equations a builder records, the innermost watcher runs."""
+
+WATCHERS: list[Callable[[], None]] = []  # the frontend's: see control.watching_loops
+
+
 class Builder:
     """Collects the equations of one graph under construction."""
 
@@ -94,6 +100,8 @@ class Builder:
         self.eqns.append(eqn)
         self.cache[key] = out
         self.producer[out] = eqn
+        if WATCHERS and len(self.eqns) % WATCH_EVERY == 0:
+            WATCHERS[-1]()
         return out
 
 

@@ -14,17 +14,20 @@ user's line.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from difgen import budget
 from difgen.core.ir import Atom, Graph, Lit, SubGraph, Var, dce
 from difgen.core.primitive import PRIMITIVES
 from difgen.core.tracer import (
     BranchBuilder,
     Builder,
+    TracedBranch,
     Tracer,
     as_constant,
     bind,
@@ -32,7 +35,7 @@ from difgen.core.tracer import (
     current_builder,
     tracing_branch,
 )
-from difgen.errors import TraceError
+from difgen.errors import DifgenError, TraceError
 
 
 class Undefined:
@@ -205,6 +208,175 @@ def while_(
             before.write(result[i])
             result[i] = before
     return tuple(result)
+
+
+LOOP_MIN_TRIPS = 32
+"""A ``for`` loop over a build-time ``range`` of at least this many items is traced
+once, as a ``while_loop`` on a traced index; a shorter one unrolls (each iteration
+traced natively), which is best for it: no loop in the generated code, and every
+iteration simplified with its own constants."""
+
+_UNROLLING = [False]
+
+
+@contextlib.contextmanager
+def unrolling() -> Iterator[None]:
+    """Trace with every static ``for`` loop unrolled, whatever its length (reverse
+    over reverse cannot go through a loop's adjoint)."""
+    _UNROLLING.append(True)
+    try:
+        yield
+    finally:
+        _UNROLLING.pop()
+
+
+def for_(
+    body: Callable[..., Any],
+    call: Any,
+    args: tuple[Any, ...],
+    values: tuple[Any, ...],
+    written: tuple[int, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """A ``for target in call(*args)`` loop: the loop variables, then the target.
+
+    ``body(item, *state)`` runs one iteration; ``values`` are the loop variables
+    (what the body assigns or writes into), then the target's value before the loop
+    (what it keeps when there is no iteration). Over the builtin ``range`` of at
+    least :data:`LOOP_MIN_TRIPS` items known at build time, the first iteration runs
+    natively (Python numbers in the state become traced values with their dtype),
+    and the others are traced once on symbolic loop variables and a traced int64
+    index, as one ``while_loop`` on ``index < stop``. A body that cannot be traced so
+    (it uses the index as a Python int, changes a variable's shape or structure, ...)
+    runs natively, every iteration traced in turn, and the build says so once
+    (:func:`difgen.budget.note`). Anything else iterates natively.
+    """
+    state, before = tuple(values[:-1]), values[-1]
+    if call is not range:
+        return _unrolled(body, call(*args), state, before)
+    items = range(*args)
+    if (
+        len(items) < LOOP_MIN_TRIPS
+        or not state
+        or _UNROLLING[-1]
+        or "while_loop" not in PRIMITIVES
+    ):
+        return _unrolled(body, items, state, before)
+    if any(not isinstance(state[i], Tracer) for i in written):
+        _unrolled_note(
+            where, len(items), "it writes into an array difgen does not trace"
+        )
+        return _unrolled(body, items, state, before)
+    state = tuple(body(items[0], *state))
+    rest = items[1:]
+    try:
+        final = _index_loop(body, rest, state, where, names)
+    except TracedBranch as exc:
+        from difgen.frontend.control.rewrite import is_rewritten
+
+        if type(exc) is not TracedBranch or not is_rewritten(exc.code):
+            raise  # a function to rewrite first: the trace starts again
+        _unrolled_note(where, len(items), _reason(exc))
+        return _unrolled(body, rest, state, items[0])
+    except TraceError as exc:
+        _unrolled_note(where, len(items), _reason(exc))
+        return _unrolled(body, rest, state, items[0])
+    except DifgenError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (the user's body on a traced index)
+        _unrolled_note(where, len(items), f"{type(exc).__name__}: {exc}")
+        return _unrolled(body, rest, state, items[0])
+    result = list(final)
+    for i in written:
+        start = values[i]
+        if isinstance(start, Tracer) and isinstance(result[i], Tracer):
+            start.write(result[i])
+            result[i] = start
+    return (*result, items[-1])
+
+
+def _unrolled(
+    body: Callable[..., Any], items: Any, state: tuple[Any, ...], before: Any
+) -> tuple[Any, ...]:
+    """Python's loop: each iteration run (and traced) in turn."""
+    last = before
+    for item in items:
+        state = tuple(body(item, *state))
+        last = item
+    return (*state, last)
+
+
+def _index_loop(
+    body: Callable[..., Any],
+    items: range,
+    state: tuple[Any, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """The iterations ``items`` of ``body`` as one loop on a traced int64 index.
+
+    The loop counts in float64 (a graph's scalar constants are float64, and every
+    count below 2**53 is exact), and the body sees the count as int64, the type of
+    Python's ``range`` items in NumPy arithmetic and indexing."""
+    stop, step = float(items.stop), float(items.step)
+    ints = {k for k, v in enumerate(state) if _python_int(v)}
+    labels = ("index", *names)
+
+    def test(index: Any, *_: Any) -> Any:
+        return index < stop if step > 0 else index > stop
+
+    def step_body(index: Any, *variables: Any) -> tuple[Any, ...]:
+        given = [
+            v.astype(np.int64) if k in ints else v for k, v in enumerate(variables)
+        ]
+        out = list(body(index.astype(np.int64), *given))
+        for k in ints:
+            out[k] = _carried_int(out[k], where, labels[k + 1])
+        return (index + step, *out)
+
+    start = [float(v) if k in ints else v for k, v in enumerate(state)]
+    final = list(_loop(test, step_body, (float(items.start), *start), where, labels))
+    for k in ints:
+        final[k + 1] = final[k + 1].astype(np.int64)
+    return tuple(final[1:])
+
+
+def _python_int(value: Any) -> bool:
+    """A Python (or NumPy) integer, which the loop carries as an exact float64 (a
+    graph's scalar constants are float64) and the body sees as int64."""
+    return isinstance(value, (int, np.integer)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _carried_int(value: Any, where: str, name: str) -> Any:
+    """An integer loop variable after an iteration, as the loop carries it."""
+    if _python_int(value):
+        return float(value)
+    if isinstance(value, Tracer) and value.dtype == np.int64:
+        return value.astype(np.float64)
+    raise TraceError(
+        f"{where}: the loop changes `{name}` from an integer to "
+        f"{type(value).__name__}; a loop variable keeps its type"
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """A refusal's message without its location (the note names the loop's)."""
+    text = str(exc)
+    head, sep, rest = text.partition(": ")
+    return rest if sep and ":" in head and " " not in head else text
+
+
+def _unrolled_note(where: str, trips: int, reason: str) -> None:
+    """Say once per build that the loop at ``where`` stays unrolled, and why."""
+    message = (
+        f"{where}: the `for` loop of {trips} iterations stays unrolled (its body "
+        f"could not be traced once on a traced index: {reason})"
+    )
+    if message not in budget.notes():
+        budget.note(message)
 
 
 def _loop(
