@@ -207,3 +207,32 @@ def test_the_sympy_backend_unrolls_static_loops(tmp_path: Path) -> None:
     np.testing.assert_allclose(
         mod.gradient(x), [2 * a * x[0] + (1 - a) * x[1], (1 - a) * x[0]], rtol=1e-12
     )
+
+
+def test_a_trip_count_from_an_int_context_is_a_loop(tmp_path: Path) -> None:
+    """``range(n)`` of an int64 context: one loop, whatever ``n`` is at run time
+    (no iteration included), integer loop variables kept integers."""
+    import shutil
+
+    shutil.copy(SOURCE, tmp_path / SOURCE.name)
+    (tmp_path / "difgen.toml").write_text(
+        '[difgen]\noutput_dir = "out"\n\n[[module]]\nname = "mod"\n'
+        f'function = "{SOURCE.name}:counted"\noperators = ["jacobian", "pullback"]\n'
+        'input = { shape = [3] }\nbackend = "trace"\n'
+        'contexts = [{ name = "n", shape = [], dtype = "int64" }]\n'
+    )
+    mod, text = build_and_import(tmp_path / "difgen.toml")
+    assert "while " in text
+    x, h = np.array([0.3, 0.5, -0.2]), 1e-6
+    for n in (0, 1, 5, 37):
+        _same(mod.f(x, np.int64(n)), cases.counted(x, n))
+        fd = np.stack(
+            [
+                (cases.counted(x + h * e, n) - cases.counted(x - h * e, n)) / (2 * h)
+                for e in np.eye(3)
+            ],
+            axis=1,
+        )
+        np.testing.assert_allclose(mod.jacobian(x, np.int64(n)), fd, atol=1e-7)
+        u = np.array([1.0, -2.0, 0.5])
+        _same(mod.pullback(x, u, np.int64(n)), u @ mod.jacobian(x, np.int64(n)))

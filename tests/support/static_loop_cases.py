@@ -103,11 +103,19 @@ def listed(x):
 
 
 def triangular(x):
-    """An inner ``range(i)``: the outer loop stays unrolled, the inner too short."""
+    """An inner ``range(i % 4)``: a loop on a traced trip count inside the loop."""
     s = x[0] * 1.0
     for i in range(100):
         for _ in range(i % 4):
             s = s * 0.999 + 0.001 * x[1]
+    return s
+
+
+def shaped(x):
+    """A shape that depends on the index: stays unrolled."""
+    s = x[0] * 1.0
+    for i in range(100):
+        s = s * 0.999 + 0.001 * x[1] * np.sum(np.ones(i % 3 + 1))
     return s
 
 
@@ -137,5 +145,16 @@ CASES = {
     "nested": ("nested", [3], POINTS3),
     "branched": ("branched", [3], POINTS3),
     "written": ("written", [3], POINTS3),
+    "triangular": ("triangular", [2], [np.array([0.4, 2.0]), np.array([-1.0, 0.5])]),
 }
-UNROLLED = {"listed": ("listed", [2]), "triangular": ("triangular", [2])}
+UNROLLED = {"listed": ("listed", [2]), "shaped": ("shaped", [2])}
+
+
+def counted(x, n):
+    """A trip count from an int64 context: a loop whatever its value."""
+    s = x * 1.0
+    k = 0
+    for i in range(n):
+        s = s + 0.01 * np.sin(s[::-1]) * x + 0.001 * i
+        k = k + 2
+    return s * k

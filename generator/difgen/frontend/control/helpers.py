@@ -15,6 +15,7 @@ user's line.
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -255,6 +256,9 @@ def for_(
     state, before = tuple(values[:-1]), values[-1]
     if call is not range:
         return _unrolled(body, call(*args), state, before)
+    if any(isinstance(a, Tracer) and not isinstance(a.atom, Lit) for a in args):
+        *looped, index = _traced_range(body, args, state, where, names)
+        return (*_write_back_loop(looped, values, written), index)
     items = range(*args)
     if (
         len(items) < LOOP_MIN_TRIPS
@@ -271,7 +275,9 @@ def for_(
     state = tuple(body(items[0], *state))
     rest = items[1:]
     try:
-        final = _index_loop(body, rest, state, where, names)
+        final = _index_loop(
+            body, rest.start, rest.stop, rest.step, state, where, names
+        )[1:]
     except TracedBranch as exc:
         from difgen.frontend.control.rewrite import is_rewritten
 
@@ -287,13 +293,21 @@ def for_(
     except Exception as exc:  # noqa: BLE001  (the user's body on a traced index)
         _unrolled_note(where, len(items), f"{type(exc).__name__}: {exc}")
         return _unrolled(body, rest, state, items[0])
+    return (*_write_back_loop(final, values, written), items[-1])
+
+
+def _write_back_loop(
+    final: Any, values: tuple[Any, ...], written: tuple[int, ...]
+) -> list[Any]:
+    """The arrays from before the loop that it writes into receive its result, as
+    NumPy writes in place."""
     result = list(final)
     for i in written:
         start = values[i]
         if isinstance(start, Tracer) and isinstance(result[i], Tracer):
             start.write(result[i])
             result[i] = start
-    return (*result, items[-1])
+    return result
 
 
 def _unrolled(
@@ -309,22 +323,29 @@ def _unrolled(
 
 def _index_loop(
     body: Callable[..., Any],
-    items: range,
+    start: Any,
+    stop: Any,
+    step: int,
     state: tuple[Any, ...],
     where: str,
     names: tuple[str, ...],
 ) -> tuple[Any, ...]:
-    """The iterations ``items`` of ``body`` as one loop on a traced int64 index.
+    """``body`` over ``range(start, stop, step)`` as one loop on a traced index:
+    the index after the loop, then the loop variables.
 
     The loop counts in float64 (a graph's scalar constants are float64, and every
     count below 2**53 is exact), and the body sees the count as int64, the type of
-    Python's ``range`` items in NumPy arithmetic and indexing."""
-    stop, step = float(items.stop), float(items.step)
+    Python's ``range`` items in NumPy arithmetic and indexing. ``start`` and
+    ``stop`` are Python ints or traced int64 scalars (an int context)."""
+    first, last = (
+        v.astype(np.float64) if isinstance(v, Tracer) else float(v)
+        for v in (start, stop)
+    )
     ints = {k for k, v in enumerate(state) if _python_int(v)}
     labels = ("index", *names)
 
     def test(index: Any, *_: Any) -> Any:
-        return index < stop if step > 0 else index > stop
+        return index < last if step > 0 else index > last
 
     def step_body(index: Any, *variables: Any) -> tuple[Any, ...]:
         given = [
@@ -333,13 +354,44 @@ def _index_loop(
         out = list(body(index.astype(np.int64), *given))
         for k in ints:
             out[k] = _carried_int(out[k], where, labels[k + 1])
-        return (index + step, *out)
+        return (index + float(step), *out)
 
-    start = [float(v) if k in ints else v for k, v in enumerate(state)]
-    final = list(_loop(test, step_body, (float(items.start), *start), where, labels))
+    carried = [float(v) if k in ints else v for k, v in enumerate(state)]
+    final = list(_loop(test, step_body, (first, *carried), where, labels))
     for k in ints:
         final[k + 1] = final[k + 1].astype(np.int64)
-    return tuple(final[1:])
+    return tuple(final)
+
+
+def _traced_range(
+    body: Callable[..., Any],
+    args: tuple[Any, ...],
+    state: tuple[Any, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """``for`` over a ``range`` whose start or stop is known at run time only (an
+    int context): one loop, nothing peeled (it may run no iteration), the target's
+    final value the last index (Python keeps the one before the loop when there is
+    no iteration)."""
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    for arg in (start, stop):
+        if isinstance(arg, Tracer) and (arg.dtype != np.int64 or arg.shape != ()):
+            raise TraceError(
+                f"{where}: range() of a {arg.dtype}{list(arg.shape)} value; it takes "
+                "integers (an int64 scalar context)"
+            )
+    if isinstance(step, Tracer) and not isinstance(step.atom, Lit):
+        raise TraceError(
+            f"{where}: a range whose step is known at run time only is not "
+            "supported; its sign must be known at build time"
+        )
+    step = operator.index(step)
+    if step == 0:
+        raise TraceError(f"{where}: range() arg 3 must not be zero")
+    final = _index_loop(body, start, stop, step, state, where, names)
+    index = (final[0] - float(step)).astype(np.int64)
+    return (*final[1:], index)
 
 
 def _python_int(value: Any) -> bool:
