@@ -42,6 +42,13 @@ def _primitives(graph: Any) -> list[str]:
     return names
 
 
+@pytest.fixture(autouse=True)
+def _loops_whatever_their_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases are small loops, which unroll by size (``UNROLL_EQUATIONS``): here
+    they stay loops, to test the loop machinery on them."""
+    monkeypatch.setattr(helpers, "UNROLL_EQUATIONS", 0)
+
+
 def _graph(name: str) -> Any:
     fn, shape, _ = cases.CASES[name]
     return trace(getattr(cases, fn), [(tuple(shape), "float64")])
@@ -191,6 +198,21 @@ def test_a_short_loop_unrolls_as_before() -> None:
     graph = trace(cases.short, [((2,), "float64")])
     assert "while_loop" not in _primitives(graph)
     assert helpers.LOOP_MIN_TRIPS > 10
+
+
+def test_a_loop_unrolls_while_its_unrolled_trace_is_small(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """By default a long loop stays a loop only when unrolling it would trace more
+    than ``UNROLL_EQUATIONS`` equations: unrolled code is faster, and small."""
+    monkeypatch.setattr(helpers, "UNROLL_EQUATIONS", 4096)
+    fn, shape, _ = cases.CASES["euler"]
+    small = trace(getattr(cases, fn), [(tuple(shape), "float64")])
+    per_step = len(small.eqns)
+    assert "while_loop" not in _primitives(small)  # its 40-odd steps unroll
+    monkeypatch.setattr(helpers, "UNROLL_EQUATIONS", max(per_step // 8, 1))
+    looped = trace(getattr(cases, fn), [(tuple(shape), "float64")])
+    assert "while_loop" in _primitives(looped) and len(looped.eqns) < per_step
 
 
 def test_the_sympy_backend_unrolls_static_loops(tmp_path: Path) -> None:

@@ -217,6 +217,14 @@ once, as a ``while_loop`` on a traced index; a shorter one unrolls (each iterati
 traced natively), which is best for it: no loop in the generated code, and every
 iteration simplified with its own constants."""
 
+UNROLL_EQUATIONS = 4096
+"""A loop long enough (:data:`LOOP_MIN_TRIPS`) still unrolls when unrolling traces
+fewer than this many equations (its first iteration's equations times its trip
+count): unrolled code runs faster (no interpreted loop, no tape) and its module is
+still small; past it, the module and the build would grow with the trip count.
+``python -m benchmarks.scale --only euler`` measures both sides: module size,
+build time and evaluation against the number of steps."""
+
 _UNROLLING = [False]
 
 
@@ -272,8 +280,12 @@ def for_(
             where, len(items), "it writes into an array difgen does not trace"
         )
         return _unrolled(body, items, state, before)
+    before_first = len(current_builder().eqns)
     state = tuple(body(items[0], *state))
     rest = items[1:]
+    per_iteration = len(current_builder().eqns) - before_first
+    if per_iteration * len(items) < UNROLL_EQUATIONS:  # small enough unrolled
+        return _unrolled(body, rest, state, items[0])
     try:
         final = _index_loop(
             body, rest.start, rest.stop, rest.step, state, where, names
