@@ -128,6 +128,11 @@ def note(message: str) -> None:
         _TRACKERS[-1].notes.append(message)
 
 
+def notes() -> tuple[str, ...]:
+    """The notes of the module being built so far (none outside a build)."""
+    return tuple(_TRACKERS[-1].notes) if _TRACKERS else ()
+
+
 def current_stage() -> str:
     """The innermost stage in progress (``"setup"`` outside any)."""
     return _STAGES[-1] if _STAGES else "setup"

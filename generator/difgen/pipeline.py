@@ -17,9 +17,11 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
 from difgen.core.ir import Graph
@@ -30,7 +32,7 @@ from difgen.derive.lowering import ExpressionTooLarge
 from difgen.derive.points import PointsGraphs
 from difgen.derive.symbolic import SymbolicDerivation
 from difgen.errors import ConfigError, TraceError
-from difgen.frontend import trace
+from difgen.frontend import control, trace
 from difgen.frontend.tracing import definition
 from difgen.hashing import (
     BODY_HASH_PLACEHOLDER,
@@ -58,9 +60,12 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
     check_arity(spec, fn)
     avals = [(tuple(spec.input.shape), spec.input.dtype)]
     avals += [(tuple(c.shape), c.dtype) for c in spec.contexts]
+    # the sympy backend has no loop form: its static loops unroll, as they always did
+    unrolled = control.unrolling() if spec.backend == "sympy" else nullcontext()
     try:
-        graph = trace(fn, avals)
-        again = trace(fn, avals)
+        with unrolled:
+            graph = trace(fn, avals)
+            again = trace(fn, avals)
     except TraceError as exc:
         raise TraceError(
             f"module {spec.name!r} ({spec.function}): {exc}{_shape_note(spec, exc)}"
@@ -249,7 +254,19 @@ def _generate(
         digest = source_hash(spec, graph)  # of the graph as traced, before any backend
     # Derivation may mark finer stages inside this one (progress names the innermost).
     with stage("derive"):
-        derivation = derive(spec, graph)
+        try:
+            derivation = derive(spec, graph)
+        except ReverseOverReverse:
+            with control.unrolling():
+                again = trace_spec(spec, fn)
+            if fingerprint(again) == fingerprint(graph):
+                raise  # no static loop to unroll: a loop on a traced condition
+            note(
+                f"{spec.function}: reverse mode over reverse cannot go through a "
+                "loop's adjoint, so every static `for` loop is unrolled"
+            )
+            graph, digest = again, source_hash(spec, again)
+            derivation = derive(spec, graph)
     with stage("print"):
         try:
             parts = print_parts(derivation)

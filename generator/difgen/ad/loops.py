@@ -536,8 +536,13 @@ def _sweep_batch(
     return batched_to(result, want[out], k)
 
 
+class ReverseOverReverse(DifgenError):
+    """A ``sweep`` transposed: the build may trace again with static loops unrolled
+    (:func:`difgen.frontend.control.unrolling`), which reverse over reverse takes."""
+
+
 def _sweep_transpose(ct: Any, *args: Any, **params: Any) -> list[Any]:
-    raise DifgenError(
+    raise ReverseOverReverse(
         "reverse mode over the adjoint of a loop on a traced condition (reverse over "
         "reverse) is not supported; second order uses forward over reverse"
     )

@@ -69,6 +69,12 @@ def is_relaxed() -> bool:
     return _RELAXED[-1]
 
 
+WATCH_EVERY = 128
+"""Every this many equations a builder records, the innermost watcher runs."""
+
+WATCHERS: list[Callable[[], None]] = []  # the frontend's: see control.watching_loops
+
+
 class Builder:
     """Collects the equations of one graph under construction."""
 
@@ -94,6 +100,8 @@ class Builder:
         self.eqns.append(eqn)
         self.cache[key] = out
         self.producer[out] = eqn
+        if WATCHERS and len(self.eqns) % WATCH_EVERY == 0:
+            WATCHERS[-1]()
         return out
 
 
@@ -527,6 +535,13 @@ def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+_index_error = _branch_error(
+    "use as an index (of an array difgen does not trace? np.take(table, index, "
+    "axis=0) indexes a constant table at run time)",
+    operator.index,
+)
+
+
 def _as_ndarray(self: Tracer, dtype: Any = None, copy: Any = None) -> np.ndarray:
     """NumPy making an ndarray of a tracer: its value for a constant, else refused.
 
@@ -735,11 +750,12 @@ class Tracer:
         float,
     )
     __int__ = _branch_error("int() (or storing into an integer array)", int)
-    __index__ = _branch_error(
-        "use as an index (of an array difgen does not trace? np.take(table, index, "
-        "axis=0) indexes a constant table at run time)",
-        operator.index,
-    )
+
+    def __index__(self) -> int:
+        if WATCHERS and not isinstance(self.atom, Lit):
+            WATCHERS[-1]()  # range(n) of an int context: a loop, once rewritten
+        return cast(int, _index_error(self))
+
     __complex__ = _branch_error("complex()", complex)
     item = _branch_error(".item()", lambda value, *args: value.item(*args))
     tolist = _branch_error(".tolist()", lambda value: value.tolist())

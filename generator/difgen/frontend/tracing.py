@@ -37,7 +37,7 @@ def trace(
     functions: list[types.FunctionType] = []
     while True:
         try:
-            with control.rewritten(functions):
+            with control.rewritten(functions), control.watching_loops():
                 return _trace_once(fn, avals)
         except TracedBranch as exc:
             functions.append(_to_rewrite(exc, functions))

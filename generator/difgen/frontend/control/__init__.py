@@ -35,10 +35,12 @@ from __future__ import annotations
 from difgen.frontend.control.helpers import (
     Undefined,
     and_,
+    for_,
     if_,
     ifexp,
     not_,
     or_,
+    unrolling,
     value,
     while_,
 )
@@ -50,6 +52,7 @@ from difgen.frontend.control.rewrite import (
     refusal,
     rewrite_function,
     rewritten,
+    watching_loops,
 )
 from difgen.frontend.control.transformer import HELPERS
 
@@ -59,6 +62,7 @@ __all__ = [
     "Undefined",
     "and_",
     "explain",
+    "for_",
     "function_of",
     "if_",
     "ifexp",
@@ -68,6 +72,8 @@ __all__ = [
     "refusal",
     "rewrite_function",
     "rewritten",
+    "unrolling",
     "value",
+    "watching_loops",
     "while_",
 ]

@@ -14,17 +14,21 @@ user's line.
 
 from __future__ import annotations
 
+import contextlib
+import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from difgen import budget
 from difgen.core.ir import Atom, Graph, Lit, SubGraph, Var, dce
 from difgen.core.primitive import PRIMITIVES
 from difgen.core.tracer import (
     BranchBuilder,
     Builder,
+    TracedBranch,
     Tracer,
     as_constant,
     bind,
@@ -32,7 +36,7 @@ from difgen.core.tracer import (
     current_builder,
     tracing_branch,
 )
-from difgen.errors import TraceError
+from difgen.errors import DifgenError, TraceError
 
 
 class Undefined:
@@ -205,6 +209,238 @@ def while_(
             before.write(result[i])
             result[i] = before
     return tuple(result)
+
+
+LOOP_MIN_TRIPS = 32
+"""A ``for`` loop over a build-time ``range`` of at least this many items is traced
+once, as a ``while_loop`` on a traced index; a shorter one unrolls (each iteration
+traced natively), which is best for it: no loop in the generated code, and every
+iteration simplified with its own constants."""
+
+UNROLL_EQUATIONS = 4096
+"""A loop long enough (:data:`LOOP_MIN_TRIPS`) still unrolls when unrolling traces
+fewer than this many equations (its first iteration's equations times its trip
+count): unrolled code runs faster (no interpreted loop, no tape) and its module is
+still small; past it, the module and the build would grow with the trip count.
+``python -m benchmarks.scale --only euler`` measures both sides: module size,
+build time and evaluation against the number of steps."""
+
+_UNROLLING = [False]
+
+
+@contextlib.contextmanager
+def unrolling() -> Iterator[None]:
+    """Trace with every static ``for`` loop unrolled, whatever its length (reverse
+    over reverse cannot go through a loop's adjoint)."""
+    _UNROLLING.append(True)
+    try:
+        yield
+    finally:
+        _UNROLLING.pop()
+
+
+def for_(
+    body: Callable[..., Any],
+    call: Any,
+    args: tuple[Any, ...],
+    values: tuple[Any, ...],
+    written: tuple[int, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """A ``for target in call(*args)`` loop: the loop variables, then the target.
+
+    ``body(item, *state)`` runs one iteration; ``values`` are the loop variables
+    (what the body assigns or writes into), then the target's value before the loop
+    (what it keeps when there is no iteration). Over the builtin ``range`` of at
+    least :data:`LOOP_MIN_TRIPS` items known at build time, the first iteration runs
+    natively (Python numbers in the state become traced values with their dtype),
+    and the others are traced once on symbolic loop variables and a traced int64
+    index, as one ``while_loop`` on ``index < stop``. A body that cannot be traced so
+    (it uses the index as a Python int, changes a variable's shape or structure, ...)
+    runs natively, every iteration traced in turn, and the build says so once
+    (:func:`difgen.budget.note`). Anything else iterates natively.
+    """
+    state, before = tuple(values[:-1]), values[-1]
+    if call is not range:
+        return _unrolled(body, call(*args), state, before)
+    if any(isinstance(a, Tracer) and not isinstance(a.atom, Lit) for a in args):
+        *looped, index = _traced_range(body, args, state, where, names)
+        return (*_write_back_loop(looped, values, written), index)
+    items = range(*args)
+    if (
+        len(items) < LOOP_MIN_TRIPS
+        or not state
+        or _UNROLLING[-1]
+        or "while_loop" not in PRIMITIVES
+    ):
+        return _unrolled(body, items, state, before)
+    if any(not isinstance(state[i], Tracer) for i in written):
+        _unrolled_note(
+            where, len(items), "it writes into an array difgen does not trace"
+        )
+        return _unrolled(body, items, state, before)
+    before_first = len(current_builder().eqns)
+    state = tuple(body(items[0], *state))
+    rest = items[1:]
+    per_iteration = len(current_builder().eqns) - before_first
+    if per_iteration * len(items) < UNROLL_EQUATIONS:  # small enough unrolled
+        return _unrolled(body, rest, state, items[0])
+    try:
+        final = _index_loop(
+            body, rest.start, rest.stop, rest.step, state, where, names
+        )[1:]
+    except TracedBranch as exc:
+        from difgen.frontend.control.rewrite import is_rewritten
+
+        if type(exc) is not TracedBranch or not is_rewritten(exc.code):
+            raise  # a function to rewrite first: the trace starts again
+        _unrolled_note(where, len(items), _reason(exc))
+        return _unrolled(body, rest, state, items[0])
+    except TraceError as exc:
+        _unrolled_note(where, len(items), _reason(exc))
+        return _unrolled(body, rest, state, items[0])
+    except DifgenError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (the user's body on a traced index)
+        _unrolled_note(where, len(items), f"{type(exc).__name__}: {exc}")
+        return _unrolled(body, rest, state, items[0])
+    return (*_write_back_loop(final, values, written), items[-1])
+
+
+def _write_back_loop(
+    final: Any, values: tuple[Any, ...], written: tuple[int, ...]
+) -> list[Any]:
+    """The arrays from before the loop that it writes into receive its result, as
+    NumPy writes in place."""
+    result = list(final)
+    for i in written:
+        start = values[i]
+        if isinstance(start, Tracer) and isinstance(result[i], Tracer):
+            start.write(result[i])
+            result[i] = start
+    return result
+
+
+def _unrolled(
+    body: Callable[..., Any], items: Any, state: tuple[Any, ...], before: Any
+) -> tuple[Any, ...]:
+    """Python's loop: each iteration run (and traced) in turn."""
+    last = before
+    for item in items:
+        state = tuple(body(item, *state))
+        last = item
+    return (*state, last)
+
+
+def _index_loop(
+    body: Callable[..., Any],
+    start: Any,
+    stop: Any,
+    step: int,
+    state: tuple[Any, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """``body`` over ``range(start, stop, step)`` as one loop on a traced index:
+    the index after the loop, then the loop variables.
+
+    The loop counts in float64 (a graph's scalar constants are float64, and every
+    count below 2**53 is exact), and the body sees the count as int64, the type of
+    Python's ``range`` items in NumPy arithmetic and indexing. ``start`` and
+    ``stop`` are Python ints or traced int64 scalars (an int context)."""
+    first, last = (
+        v.astype(np.float64) if isinstance(v, Tracer) else float(v)
+        for v in (start, stop)
+    )
+    ints = {k for k, v in enumerate(state) if _python_int(v)}
+    labels = ("index", *names)
+
+    def test(index: Any, *_: Any) -> Any:
+        return index < last if step > 0 else index > last
+
+    def step_body(index: Any, *variables: Any) -> tuple[Any, ...]:
+        given = [
+            v.astype(np.int64) if k in ints else v for k, v in enumerate(variables)
+        ]
+        out = list(body(index.astype(np.int64), *given))
+        for k in ints:
+            out[k] = _carried_int(out[k], where, labels[k + 1])
+        return (index + float(step), *out)
+
+    carried = [float(v) if k in ints else v for k, v in enumerate(state)]
+    final = list(_loop(test, step_body, (first, *carried), where, labels))
+    for k in ints:
+        final[k + 1] = final[k + 1].astype(np.int64)
+    return tuple(final)
+
+
+def _traced_range(
+    body: Callable[..., Any],
+    args: tuple[Any, ...],
+    state: tuple[Any, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """``for`` over a ``range`` whose start or stop is known at run time only (an
+    int context): one loop, nothing peeled (it may run no iteration), the target's
+    final value the last index (Python keeps the one before the loop when there is
+    no iteration)."""
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    for arg in (start, stop):
+        if isinstance(arg, Tracer) and (arg.dtype != np.int64 or arg.shape != ()):
+            raise TraceError(
+                f"{where}: range() of a {arg.dtype}{list(arg.shape)} value; it takes "
+                "integers (an int64 scalar context)"
+            )
+    if isinstance(step, Tracer) and not isinstance(step.atom, Lit):
+        raise TraceError(
+            f"{where}: a range whose step is known at run time only is not "
+            "supported; its sign must be known at build time"
+        )
+    step = operator.index(step)
+    if step == 0:
+        raise TraceError(f"{where}: range() arg 3 must not be zero")
+    final = _index_loop(body, start, stop, step, state, where, names)
+    index = (final[0] - float(step)).astype(np.int64)
+    return (*final[1:], index)
+
+
+def _python_int(value: Any) -> bool:
+    """A Python (or NumPy) integer, which the loop carries as an exact float64 (a
+    graph's scalar constants are float64) and the body sees as int64."""
+    return isinstance(value, (int, np.integer)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _carried_int(value: Any, where: str, name: str) -> Any:
+    """An integer loop variable after an iteration, as the loop carries it."""
+    if _python_int(value):
+        return float(value)
+    if isinstance(value, Tracer) and value.dtype == np.int64:
+        return value.astype(np.float64)
+    raise TraceError(
+        f"{where}: the loop changes `{name}` from an integer to "
+        f"{type(value).__name__}; a loop variable keeps its type"
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """A refusal's message without its location (the note names the loop's)."""
+    text = str(exc)
+    head, sep, rest = text.partition(": ")
+    return rest if sep and ":" in head and " " not in head else text
+
+
+def _unrolled_note(where: str, trips: int, reason: str) -> None:
+    """Say once per build that the loop at ``where`` stays unrolled, and why."""
+    message = (
+        f"{where}: the `for` loop of {trips} iterations stays unrolled (its body "
+        f"could not be traced once on a traced index: {reason})"
+    )
+    if message not in budget.notes():
+        budget.note(message)
 
 
 def _loop(

@@ -16,16 +16,18 @@ import ast
 import contextlib
 import gc
 import inspect
+import sys
 import textwrap
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from difgen.core.tracer import TracedBranch
+from difgen.core.location import in_difgen_or_numpy
+from difgen.core.tracer import WATCHERS, TracedBranch
 from difgen.errors import TraceError
 from difgen.frontend.control import helpers
-from difgen.frontend.control.transformer import HELPERS, Rewriter, locate
+from difgen.frontend.control.transformer import HELPERS, Rewriter, locate, loopable
 
 
 @dataclass
@@ -151,7 +153,81 @@ _HELPERS_MODULE = types.SimpleNamespace(
     or_=helpers.or_,
     not_=helpers.not_,
     while_=helpers.while_,
+    for_=helpers.for_,
 )
+
+
+class UnrolledLoop(TracedBranch):
+    """A ``for`` loop over a ``range`` is being unrolled in a function not yet
+    rewritten: :func:`difgen.frontend.trace` rewrites it (its loop becomes a
+    call of ``for_``) and traces again, as for a branch on a traced value."""
+
+
+_LOOP_SPANS: dict[types.CodeType, tuple[tuple[int, int], ...]] = {}
+_DECLINED: set[types.CodeType] = set()  # code whose loops stay as Python runs them
+
+
+def _loop_spans(code: types.CodeType) -> tuple[tuple[int, int], ...]:
+    """The first and last lines of the ``for ... in range(...)`` loops of ``code``
+    that the rewrite turns into ``for_`` calls (none when its source is unknown)."""
+    spans = _LOOP_SPANS.get(code)
+    if spans is not None:
+        return spans
+    spans = ()
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        tree = None
+    node = tree.body[0] if tree is not None and tree.body else None
+    if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+        offset = code.co_firstlineno - node.lineno
+        spans = tuple(
+            (loop.lineno + offset, (loop.end_lineno or loop.lineno) + offset)
+            for loop in ast.walk(node)
+            if isinstance(loop, ast.For) and loopable(loop)
+        )
+    _LOOP_SPANS[code] = spans
+    return spans
+
+
+def _watch_loops() -> None:
+    """Raise :class:`UnrolledLoop` when a user's frame is inside a ``for`` loop
+    over a ``range`` of a function that can be rewritten and is not yet."""
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if (
+            code not in _DECLINED
+            and not in_difgen_or_numpy(code.co_filename)
+            and not is_rewritten(code)
+            and any(a <= frame.f_lineno <= b for a, b in _loop_spans(code))
+        ):
+            function = function_of(code)
+            try:
+                if function is None:
+                    raise TraceError("no function object")
+                rewrite_function(function)
+            except TraceError:
+                _DECLINED.add(code)
+            else:
+                raise UnrolledLoop(
+                    f"{code.co_filename}:{frame.f_lineno}: a loop is being unrolled",
+                    code,
+                    frame.f_lineno,
+                    [code],
+                )
+        frame = frame.f_back
+
+
+@contextlib.contextmanager
+def watching_loops() -> Iterator[None]:
+    """Trace with :func:`_watch_loops` called as the equations pile up, so a long
+    ``for`` loop in any function of the user's becomes a loop, not its unrolling."""
+    WATCHERS.append(_watch_loops)
+    try:
+        yield
+    finally:
+        WATCHERS.pop()
 
 
 def explain(exc: TracedBranch) -> str:

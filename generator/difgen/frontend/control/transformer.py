@@ -7,8 +7,9 @@ helpers (:mod:`difgen.frontend.control.helpers`).
   branches (both then end in a ``return``), so an early return is one ``cond`` of
   the returned values;
 - ``while`` becomes a condition function, a body function and a call of
-  ``while_``; a loop's ``break`` and ``continue`` are lowered to flags first
-  (:meth:`Rewriter.lower_exits`);
+  ``while_``; ``for NAME in range(...)`` a body function of (item, loop variables)
+  and a call of ``for_``; a loop's ``break`` and ``continue`` are lowered to flags
+  first (:meth:`Rewriter.lower_exits`);
 - ``a if c else b`` becomes ``ifexp``, ``and``/``or`` ``and_``/``or_`` (Python's
   short-circuit values: ``a and b`` is ``b if a else a``), ``not`` ``not_``, and a
   chained comparison ``a < b < c`` the ``and`` of its pairs.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import ast
 
+_EXIT = "a `break` or `continue` in it leaves a loop"
 HELPERS = "__difgen_control__"  # the global name rewritten code calls through
 MUTATORS = frozenset(
     ("append", "extend", "insert", "pop", "remove", "clear", "update")
@@ -118,11 +120,11 @@ class _Names(ast.NodeVisitor):
 
     def visit_Break(self, node: ast.Break) -> None:
         if not self.loops:
-            self.reason = "a `break` or `continue` in it leaves a loop"
+            self.reason = _EXIT
 
     def visit_Continue(self, node: ast.Continue) -> None:
         if not self.loops:
-            self.reason = "a `break` or `continue` in it leaves a loop"
+            self.reason = _EXIT
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.loops:
@@ -273,6 +275,16 @@ class Rewriter(ast.NodeTransformer):
                 "a `break` or `continue` inside a `with` or `try` block of a loop is "
                 "not supported"
             )
+        if isinstance(stmt, ast.For) and _range_loop(stmt):
+            names = _scan(stmt.body)
+            if names.reason is None and not names.returns:
+                return self.for_loop(stmt, names)
+            self.refused.setdefault(
+                stmt.lineno,
+                "a `for` loop over a range with "
+                + (names.reason or "a `return`")
+                + " stays unrolled",
+            )
         if isinstance(stmt, ast.While):
             names = _scan(stmt.body)
             if names.reason is None and not names.returns and not stmt.orelse:
@@ -388,6 +400,67 @@ class Rewriter(ast.NodeTransformer):
             ast.copy_location(assign, stmt),
         ]
 
+    def for_loop(self, stmt: ast.For, names: _Names) -> list[ast.stmt]:
+        """``for i in range(args): body`` as a body function of (item, loop
+        variables) and a call of :func:`for_`, which gives the loop variables and
+        the final value of ``i``. ``range`` and its arguments are evaluated as
+        Python does, once, before the loop; :func:`for_` iterates over anything
+        that is not the builtin ``range`` natively."""
+        target = stmt.target
+        assert isinstance(target, ast.Name) and isinstance(stmt.iter, ast.Call)
+        params = [
+            p for p in names.assigned + names.written if p != target.id
+        ]  # the target is the item: for_ gives its final value separately
+        params = list(dict.fromkeys(params))
+        self.count += 1
+        item = f"__difgen_item_{self.count}"
+        result = ast.Tuple([ast.Name(p, ast.Load()) for p in params], ast.Load())
+        args = ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=item), *(ast.arg(arg=p) for p in params)],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        )
+        bind = ast.Assign(
+            [ast.Name(target.id, ast.Store())], ast.Name(item, ast.Load())
+        )
+        body = ast.FunctionDef(
+            name=f"__difgen_for_{stmt.lineno}_{self.count}",
+            args=args,
+            body=[bind, *self.block(stmt.body, tail=False), ast.Return(result)],
+            decorator_list=[],
+        )
+        values: list[ast.expr] = [
+            ast.Call(
+                _helper("value"),
+                [_thunk(ast.Name(p, ast.Load())), ast.Constant(p)],
+                [],
+            )
+            for p in [*params, target.id]
+        ]
+        written = [params.index(w) for w in names.written if w != target.id]
+        call = ast.Call(
+            _helper("for_"),
+            [
+                ast.Name(body.name, ast.Load()),
+                self.visit(stmt.iter.func),
+                ast.Tuple([self.visit(a) for a in stmt.iter.args], ast.Load()),
+                ast.Tuple(values, ast.Load()),
+                ast.Tuple([ast.Constant(i) for i in written], ast.Load()),
+                self.where(stmt),
+                ast.Tuple([ast.Constant(p) for p in params], ast.Load()),
+            ],
+            [],
+        )
+        out = ast.Tuple(
+            [ast.Name(p, ast.Store()) for p in [*params, target.id]], ast.Store()
+        )
+        return [
+            ast.copy_location(body, stmt),
+            ast.copy_location(ast.Assign([out], call), stmt),
+        ]
+
     def refuse_loop(self, stmt: ast.For | ast.While) -> None:
         """Loops stay loops: a traced condition in one keeps the bool() error."""
         if isinstance(stmt, ast.While):
@@ -493,6 +566,32 @@ class Rewriter(ast.NodeTransformer):
 
 def _assign(name: str, value: bool) -> ast.Assign:
     return ast.Assign([ast.Name(name, ast.Store())], ast.Constant(value))
+
+
+def loopable(stmt: ast.For) -> bool:
+    """Whether the rewrite turns ``stmt`` into a call of ``for_``."""
+    if not _range_loop(stmt):
+        return False
+    names = _scan(stmt.body)
+    exits = names.reason == _EXIT and _has_exit(stmt.body)  # lowered to flags
+    return (names.reason is None or exits) and not names.returns
+
+
+def _range_loop(stmt: ast.For) -> bool:
+    """``for NAME in range(...):`` with positional arguments and no ``else``: a
+    loop :func:`for_` may trace once (after :meth:`Rewriter.lower_exits`, a
+    ``break``/``continue`` are flags and the target a fresh name)."""
+    call = stmt.iter
+    return (
+        isinstance(stmt.target, ast.Name)
+        and not stmt.orelse
+        and isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "range"
+        and not call.keywords
+        and 1 <= len(call.args) <= 3
+        and not any(isinstance(a, ast.Starred) for a in call.args)
+    )
 
 
 def _has_exit(stmts: list[ast.stmt]) -> bool:
