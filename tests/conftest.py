@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import itertools
 import json
 import shutil
@@ -77,6 +78,14 @@ def import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def operators_source(module: ModuleType) -> str:
+    """The source of a generated module's operators (``__all__``), without the
+    module's argument-check helpers, whose own loops walk a refused list."""
+    return "\n".join(
+        inspect.getsource(getattr(module, name)) for name in module.__all__
+    )
 
 
 def build_and_import(config_path: Path) -> tuple[ModuleType, str]:
