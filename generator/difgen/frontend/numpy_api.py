@@ -765,7 +765,7 @@ def linspace(
 
 def sinc(x: Any) -> Any:
     """``np.sinc``: a primitive (NumPy's value, and derivatives exact at and near 0,
-    where ``sin(pi x) / (pi x)`` is 0/0: see ``primitives.elementwise``)."""
+    where ``sin(pi x) / (pi x)`` is 0/0: see ``primitives.singular``)."""
     return _bind("sinc", lift(x))
 
 
