@@ -1,4 +1,7 @@
-"""Selector primitives: NumPy's float comparisons (opaque SymPy heads) and ``where``."""
+"""Selector primitives: NumPy's float comparisons and ``where``.
+
+The comparisons' SymPy heads (``NpLess``...) are in
+:mod:`difgen.primitives.elementwise`, below every family whose derivatives use them."""
 
 from __future__ import annotations
 
