@@ -39,7 +39,16 @@ import numpy as np
 import difgen.frontend
 from difgen.core.primitive import PRIMITIVES, Absent, Missing, Primitive
 from difgen.core.tracer import Tracer
-from difgen.frontend import array_methods, namespace, numpy_api, special_api
+from difgen.frontend import (
+    array_api,
+    array_methods,
+    namespace,
+    numpy_api,
+    reduction_api,
+    selection_api,
+    shape_api,
+    special_api,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -143,6 +152,16 @@ def _sparsity(prim: Primitive) -> str:
 _STRING = re.compile(r"""["']([a-z_0-9]+)["']""")
 _NP_REF = re.compile(r"\b(?:np|xp)\.((?:linalg\.)?[a-z_0-9]+)")
 _CALL = re.compile(r"\b([a-z_][a-z_0-9]*)\(")
+FRONTEND_MODULES = (
+    selection_api,
+    shape_api,
+    reduction_api,
+    array_api,
+    numpy_api,
+    special_api,
+)
+"""The modules whose helpers a handler may call (numpy_api's entry points are
+written in the first four)."""
 
 
 def _source(fn: Any) -> str:
@@ -222,14 +241,14 @@ def _lambda_text(source: str) -> str:
 
 
 def _followed(source: str) -> list[Any]:
-    """NumPy functions (via the tables) and numpy_api helpers a source calls."""
+    """NumPy functions (via the tables) and frontend helpers a source calls."""
     targets: list[Any] = []
     for ref in _NP_REF.findall(source):
         handler = _handler_for_np(ref)
         if handler is not None:
             targets.append(handler)
     for name in _CALL.findall(source):
-        for module in (numpy_api, special_api):
+        for module in FRONTEND_MODULES:
             helper = getattr(module, name, None)
             if (
                 inspect.isfunction(helper)

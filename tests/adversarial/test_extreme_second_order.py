@@ -45,7 +45,7 @@ from compiled import BuiltConfig
 from conftest import SUPPORT
 from difgen.ad import jvp
 from difgen.frontend import trace
-from difgen.primitives import elementwise
+from difgen.primitives import binary
 
 CONFIGS = [
     ("sympy", "auto", "auto"),
@@ -298,11 +298,11 @@ def test_third_order_of_the_sympy_heads(function: str) -> None:
     NpHypot -> HypotUnit -> HypotSlope -> HypotGap (atan2 -> HypotSlope), each head
     evaluated by its NumPy value."""
     a, b = sp.symbols("a b", real=True)
-    head = elementwise.NpHypot if function == "hypot_pair" else elementwise.Atan2
+    head = binary.NpHypot if function == "hypot_pair" else binary.Atan2
     values = {
-        "HypotUnit": elementwise._hypot_unit_value,
-        "HypotSlope": elementwise._hypot_slope_value,
-        "HypotGap": elementwise._hypot_gap_value,
+        "HypotUnit": binary._hypot_unit_value,
+        "HypotSlope": binary._hypot_slope_value,
+        "HypotGap": binary._hypot_gap_value,
         "NpHypot": np.hypot,
         "atan2": np.arctan2,
     }

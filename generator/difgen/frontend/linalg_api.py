@@ -21,19 +21,11 @@ import numpy as np
 from difgen.core.location import user_location as _where
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
-from difgen.frontend.numpy_api import (
-    FUNCTIONS,
-    Method,
-    _axes,
-    _no_out,
-    expand_dims,
-    matmul,
-    moveaxis,
-    ravel,
-    reshape,
-    stack,
-    sum_,
-)
+from difgen.frontend.arguments import _axes, _no_out
+from difgen.frontend.array_api import matmul
+from difgen.frontend.numpy_api import FUNCTIONS, Method
+from difgen.frontend.reduction_api import sum_
+from difgen.frontend.shape_api import expand_dims, moveaxis, ravel, reshape, stack
 
 
 def _check(condition: bool, message: str) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from difgen.core.location import in_difgen_or_numpy, in_library, user_location
 from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
-from difgen.frontend import numpy_api, special_api
+from difgen.frontend import reduction_api, special_api
 from difgen.frontend.python_scalars import BUILTINS, MATH_REPLACEMENTS, TRACING_MATH
 
 
@@ -150,7 +150,7 @@ OVERRIDES: dict[str, Callable[..., Any]] = {
     # reductions of a Python list of traced arrays (np.mean([x, x + 2])): NumPy's
     # dispatch sees a list, not a tracer, and would build an object array
     **{
-        name: numpy_api.reduce_list(getattr(np, name))
+        name: reduction_api.reduce_list(getattr(np, name))
         for name in ("sum", "mean", "prod", "max", "min", "amax", "amin", "std", "var")
     },
 }

@@ -30,7 +30,7 @@ import numpy as np
 from difgen.core.location import user_location
 from difgen.core.tracer import Tracer, bind_name, contains_tracer, xp
 from difgen.errors import TraceError
-from difgen.frontend import numpy_api
+from difgen.frontend import selection_api
 
 
 def _log(x: Any, base: Any = None) -> Any:
@@ -208,8 +208,8 @@ def _extremum(name: str, real: Callable[..., Any], prim: str) -> Callable[..., A
             )
         result = items[0]
         for item in items[1:]:
-            result = numpy_api.where(
-                numpy_api.not_nan(item), bind_name(prim, item, result), result
+            result = selection_api.where(
+                selection_api.not_nan(item), bind_name(prim, item, result), result
             )
         return result
 

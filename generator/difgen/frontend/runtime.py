@@ -32,7 +32,13 @@ from difgen.core.tracer import (
 )
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
-from difgen.frontend import namespace, numpy_api
+from difgen.frontend import (
+    arguments,
+    namespace,
+    numpy_api,
+    reduction_api,
+    selection_api,
+)
 from difgen.primitives import runtime as rt
 from difgen.primitives.indexing import scatter_add
 
@@ -314,7 +320,7 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
     if method == "accumulate" and name in ("maximum", "minimum"):
         return accumulate(name, *inputs, **kwargs)
     if method == "__call__" and any(is_runtime_int(v) for v in inputs):
-        numpy_api._no_out(kwargs)
+        arguments._no_out(kwargs)
         if name in _UFUNC_INT and all(_is_integral(v) for v in inputs):
             key = "mod" if name in ("remainder", "mod") else name
             return rt.int_arith(_INT_NAMES[key], *inputs)
@@ -352,7 +358,7 @@ def accumulate(
 ) -> Any:
     """``np.maximum.accumulate`` / ``np.minimum.accumulate``: NumPy's values; the
     derivative follows the element each running extremum comes from."""
-    numpy_api._no_out({"out": out, "dtype": dtype})
+    arguments._no_out({"out": out, "dtype": dtype})
     a = lift(a)
     if axis is None:
         a, axis = xp.ravel(a), 0
@@ -395,7 +401,7 @@ def argsort(
 
 def _arg_extreme(name: str) -> Callable[..., Any]:
     def arg(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-        numpy_api._no_out({"out": out})
+        arguments._no_out({"out": out})
         a = lift(a)
         shape = tuple(np.shape(a))
         flat, ax = _flat_axis(a, axis)
@@ -412,7 +418,7 @@ def median(
     overwrite_input: bool = False,
     keepdims: bool = False,
 ) -> Any:
-    numpy_api._no_out({"out": out})
+    arguments._no_out({"out": out})
     a = lift(a)
     shape = tuple(np.shape(a))
     flat, ax = _flat_axis(a, axis)
@@ -430,7 +436,7 @@ def _quantile(fn: str, upper: float) -> Callable[..., Any]:
         keepdims: bool = False,
         **kw: Any,
     ) -> Any:
-        numpy_api._no_out({"out": out})
+        arguments._no_out({"out": out})
         if kw.get("weights") is not None or kw.get("interpolation") is not None:
             raise TraceError(f"{_where()}: np.{fn} with weights or interpolation")
         if method != "linear":
@@ -483,7 +489,7 @@ def _counted(reduce: Callable[..., Any]) -> Callable[..., Any]:
     def apply(a: Any, *args: Any, **kwargs: Any) -> Any:
         a = lift(a)
         if is_runtime(a) and a.dtype != np.float64:
-            if reduce is numpy_api.mean:
+            if reduce is reduction_api.mean:
                 a = rt.bind_row("to_float64", a)
             elif a.dtype == np.bool_:
                 a = rt.bind_row("to_int64", a)
@@ -496,8 +502,8 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Any:
     """``np.clip`` of run-time integers stays integer (``np.maximum``/``np.minimum``
     on int64); everything else is the NumPy frontend's clip."""
     if not is_runtime_int(a):
-        return numpy_api.clip(a, a_min, a_max, **kwargs)
-    numpy_api._no_out(kwargs)
+        return selection_api.clip(a, a_min, a_max, **kwargs)
+    arguments._no_out(kwargs)
     lo, hi = kwargs.get("min", a_min), kwargs.get("max", a_max)
     if lo is not None:
         a = np.maximum(a, lo)
@@ -509,7 +515,7 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Any:
 def take(
     a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"
 ) -> Any:
-    numpy_api._no_out({"out": out})
+    arguments._no_out({"out": out})
     if mode != "raise":
         raise TraceError(f"{_where()}: np.take with mode={mode!r}")
     a = _traced(a)
@@ -571,7 +577,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
         )
     if isinstance(condition, MaskedSelection) or isinstance(x, MaskedSelection):
         raise _selection_error("np.where of a selection")
-    return numpy_api.where(condition, x, y)
+    return selection_api.where(condition, x, y)
 
 
 numpy_api.FUNCTIONS.update(
@@ -590,8 +596,8 @@ numpy_api.FUNCTIONS.update(
         np.argpartition: _refuse_partition("argpartition"),
         np.where: where,
         np.clip: clip,
-        np.sum: numpy_api.Method(_counted(numpy_api.sum_)),
-        np.mean: numpy_api.Method(_counted(numpy_api.mean)),
+        np.sum: numpy_api.Method(_counted(reduction_api.sum_)),
+        np.mean: numpy_api.Method(_counted(reduction_api.mean)),
     }
 )
 
