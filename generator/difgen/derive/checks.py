@@ -13,10 +13,12 @@ whether or not its graph reads the index (:func:`difgen.targets.signatures.index
 A check is recorded for each run-time index operand of the traced function's own
 equations (not those inside a branch or a loop body, which run only when taken)
 that is a context, or a static selection of one (``edges[:, 0]``, ``idx.T``,
-``idx.reshape(...)``): the elements of the context it reads are found by applying
-those selections to the context's flat positions. An index computed from a context
-by arithmetic (``idx + 1``) or from ``x`` (``argmax``) is checked only by the
-operators whose graph computes and reads it.
+``idx.reshape(...)``), or integer arithmetic with a constant on either
+(``idx + 1``, ``2 * idx - 1``, ``idx % n``): the elements of the context it reads
+are found by applying the selections to the context's flat positions, and the
+check applies the arithmetic to them, in the function's order, before comparing
+with the bound. An index computed otherwise (from two contexts, from ``x``:
+``argmax``) is checked only by the operators whose graph computes and reads it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class IndexCheck:
     positions: tuple[int, ...] | None
     axis: int
     size: int
+    arithmetic: tuple[tuple[str, int, bool], ...] = ()
+    """The integer arithmetic from the context's elements to the index, in order:
+    ``int_arith``'s (op, constant, swap) (``swap``: the constant on the left)."""
 
 
 def _source(
@@ -50,7 +55,9 @@ def _source(
     chain: list[Eqn] = []
     while operand not in contexts:
         eqn = producer.get(operand)
-        if eqn is None or not eqn.primitive.view or len(eqn.inputs) != 1:
+        if eqn is None or len(eqn.inputs) != 1:
+            return None
+        if not (eqn.primitive.view or _scalar_arithmetic(eqn)):
             return None
         source = eqn.inputs[0]
         if not isinstance(source, Var):
@@ -60,11 +67,31 @@ def _source(
     return operand, chain[::-1]
 
 
+def _scalar_arithmetic(eqn: Eqn) -> bool:
+    """Integer arithmetic of one operand with one constant number: elementwise, so
+    it commutes with the selections (a constant array broadcasts: not this)."""
+    if eqn.primitive.name != "int_arith":
+        return False
+    return np.ndim(eqn.params.as_dict()["const"]) == 0
+
+
+def _arithmetic(chain: list[Eqn]) -> tuple[tuple[str, int, bool], ...]:
+    """The chain's integer arithmetic, in order, as (op, constant, swap)."""
+    ops = []
+    for eqn in chain:
+        if _scalar_arithmetic(eqn):
+            params = eqn.params.as_dict()
+            ops.append((str(params["op"]), int(params["const"]), bool(params["swap"])))
+    return tuple(ops)
+
+
 def _positions(shape: tuple[int, ...], chain: list[Eqn]) -> tuple[int, ...] | None:
     """The flat positions of a context of ``shape`` that the selections read."""
     size = int(np.prod(shape, dtype=np.int64))
     read = np.arange(size, dtype=np.int64).reshape(shape)
     for eqn in chain:
+        if _scalar_arithmetic(eqn):
+            continue  # changes the values, not which elements are read
         read = np.asarray(eqn.primitive.impl(read, **eqn.params.as_dict()))
     positions = np.unique(read)
     if positions.size == size:
@@ -89,6 +116,8 @@ def index_checks(graph: Graph, names: Sequence[str]) -> tuple[IndexCheck, ...]:
                 continue
             context, chain = found
             positions = _positions(context.shape, chain)
-            check = IndexCheck(contexts[context], positions, read.axis, read.size)
+            check = IndexCheck(
+                contexts[context], positions, read.axis, read.size, _arithmetic(chain)
+            )
             checks.setdefault(check, None)
     return tuple(checks)

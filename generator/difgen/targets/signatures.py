@@ -24,6 +24,7 @@ from difgen.operators import (
     seed_shape,
     sparse_shape,
 )
+from difgen.primitives.runtime import INT_OPS
 from difgen.targets.parts import NOTHING, SPARSE, Uses
 
 SPARSE_TYPE = "sp.csr_array"
@@ -353,8 +354,22 @@ def data_helpers(
 
 
 def _selection(check: IndexCheck) -> str:
-    """The elements of the context a check reads: all of it, a slice of its flat
-    elements where their positions are evenly spaced, else a list of them."""
+    """The indices a check compares: the elements of the context it reads (all of
+    it, a slice of its flat elements where their positions are evenly spaced, else
+    a list of them), through the function's integer arithmetic."""
+    text = _elements(check)
+    for op, const, swap in check.arithmetic:
+        symbol = INT_OPS[op][1]
+        a, b = (str(const), text) if swap else (text, str(const))
+        if symbol.startswith("np."):
+            text = f"{symbol}({a}, {b})"
+        else:
+            text = f"({a} {symbol} {b})"
+    return text
+
+
+def _elements(check: IndexCheck) -> str:
+    """The elements of the context a check reads."""
     name, positions = check.context, check.positions
     if positions is None:
         return name
