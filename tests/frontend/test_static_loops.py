@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 
 import static_loop_cases as cases
-from conftest import SUPPORT, build_and_import, import_file, write_config
+from conftest import (
+    SUPPORT,
+    build_and_import,
+    import_file,
+    operators_source,
+    write_config,
+)
 from difgen import api
 from difgen.core.ir import SubGraph, evaluate
 from difgen.frontend import trace
@@ -111,7 +117,7 @@ def test_looped_derivatives_equal_the_unrolled_ones(
     tmp = tmp_path_factory.getbasetemp()
     looped, text = _module(tmp, name, mode, True, monkeypatch)
     unrolled, flat = _module(tmp, name, mode, False, monkeypatch)
-    assert "while " in text and len(text) < len(flat)
+    assert "while " in operators_source(looped) and len(text) < len(flat)
     shape = cases.CASES[name][1]
     scalar = _graph(name).outputs[0].shape == ()
     rng = np.random.default_rng(21)
@@ -184,8 +190,7 @@ def test_a_body_that_needs_a_python_index_stays_unrolled_and_says_so(
     notes = [n for n in built.notes if "stays unrolled" in n]
     assert len(notes) == 1, built.notes
     assert "static_loop_cases.py:" in notes[0] and "iterations" in notes[0]
-    text = built.path.read_text()
-    assert "while " not in text
+    assert "while " not in operators_source(import_file(built.path))
     x = np.array([0.3, 0.8])
     h = 1e-6
     g = import_file(built.path).gradient(x)
@@ -222,9 +227,10 @@ def test_the_sympy_backend_unrolls_static_loops(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, SOURCE, "linear", [2], ["gradient"], backend="sympy")
     (built,) = api.build(cfg).modules
     text = built.path.read_text()
-    assert "Backend sympy" in text and "while " not in text and not built.notes
-    x = np.array([1.5, 0.3])
     mod = import_file(built.path)
+    assert "Backend sympy" in text and not built.notes
+    assert "while " not in operators_source(mod)
+    x = np.array([1.5, 0.3])
     a = 0.9**40
     np.testing.assert_allclose(
         mod.gradient(x), [2 * a * x[0] + (1 - a) * x[1], (1 - a) * x[0]], rtol=1e-12
@@ -243,8 +249,8 @@ def test_a_trip_count_from_an_int_context_is_a_loop(tmp_path: Path) -> None:
         'input = { shape = [3] }\nbackend = "trace"\n'
         'contexts = [{ name = "n", shape = [], dtype = "int64" }]\n'
     )
-    mod, text = build_and_import(tmp_path / "difgen.toml")
-    assert "while " in text
+    mod, _ = build_and_import(tmp_path / "difgen.toml")
+    assert "while " in operators_source(mod)
     x, h = np.array([0.3, 0.5, -0.2]), 1e-6
     for n in (0, 1, 5, 37):
         _same(mod.f(x, np.int64(n)), cases.counted(x, n))
