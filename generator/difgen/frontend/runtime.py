@@ -1,7 +1,7 @@
 """NumPy's API on run-time integer and boolean data: indexing with traced indices
 and masks, integer arithmetic, dtype conversions, and the sort family.
 
-Registered into the core tracer (:func:`difgen.core.tracer.use_runtime_dispatch`)
+Registered into the core tracer (:func:`difgen.core.dispatch.use_runtime_dispatch`)
 and into the NumPy frontend's tables when imported. Every shape stays static: an
 index array known only at run time has a static shape, and so does a gather through
 it; a boolean mask's *selection* ``x[mask]`` has a length known only at run time, so
@@ -17,19 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core.dispatch import use_numpy_dispatch, use_runtime_dispatch
 from difgen.core.indexing import freeze_index
 from difgen.core.ir import Lit
 from difgen.core.location import user_location as _where
-from difgen.core.tracer import (
-    Tracer,
-    constant,
-    is_runtime,
-    is_runtime_int,
-    lift,
-    use_numpy_dispatch,
-    use_runtime_dispatch,
-    xp,
-)
+from difgen.core.tracer import Tracer, constant, is_runtime, is_runtime_int, lift, xp
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
 from difgen.frontend import (
