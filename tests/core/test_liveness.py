@@ -14,7 +14,7 @@ import pytest
 
 from difgen.ad import build_graph, jvp, vjp
 from difgen.ad.liveness import guards
-from difgen.core.tracer import relaxed
+from difgen.core.builder import relaxed
 from difgen.frontend import trace
 
 LOWER = np.tri(3, k=-1, dtype=bool)

@@ -11,8 +11,8 @@ import pytest
 
 from difgen.ad import build_graph, jvp, jvp_eval, vjp, vjp_eval
 from difgen.core import simplify
+from difgen.core.builder import relaxed
 from difgen.core.ir import Graph, Lit, dce
-from difgen.core.tracer import relaxed
 from difgen.frontend import trace
 from difgen.passes import fingerprint, optimize, retrace
 

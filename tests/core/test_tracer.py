@@ -8,13 +8,8 @@ import numpy as np
 import pytest
 
 import tracer_cases as cases
-from difgen.core.tracer import (
-    Tracer,
-    current_builder,
-    tracing,
-    tracing_branch,
-    use_array_methods,
-)
+from difgen.core.builder import current_builder, tracing
+from difgen.core.tracer import Tracer, tracing_branch, use_array_methods
 from difgen.errors import TraceError
 from difgen.frontend import trace
 from difgen.frontend.array_methods import METHODS

@@ -17,9 +17,9 @@ import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, read
 from difgen.core.batching import batched_to
+from difgen.core.builder import relaxed
 from difgen.core.ir import Graph, Var
 from difgen.core.primitive import Absent
-from difgen.core.tracer import relaxed
 from difgen.errors import DifgenError
 
 

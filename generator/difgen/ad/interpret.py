@@ -17,8 +17,9 @@ import numpy as np
 
 import difgen.frontend
 import difgen.primitives  # noqa: F401  (rules and identities bind rows by name)
+from difgen.core.builder import current_builder, relaxed, tracing
 from difgen.core.ir import Atom, Eqn, Graph, Lit, Var
-from difgen.core.tracer import Tracer, bind, current_builder, finish, relaxed, tracing
+from difgen.core.tracer import Tracer, bind, finish
 
 Aval = tuple[tuple[int, ...], str]
 Env = dict[Var, Any]

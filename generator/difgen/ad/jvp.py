@@ -27,9 +27,9 @@ import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.liveness import guards
+from difgen.core.builder import relaxed
 from difgen.core.ir import Graph, Var
 from difgen.core.primitive import Absent
-from difgen.core.tracer import relaxed
 
 
 def jvp_eval(

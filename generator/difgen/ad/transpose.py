@@ -18,9 +18,10 @@ import numpy as np
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.jvp import jvp, select
 from difgen.ad.liveness import guards
+from difgen.core.builder import current_builder, relaxed
 from difgen.core.ir import Eqn, Graph, Var
 from difgen.core.primitive import Absent, Linear, unbroadcast
-from difgen.core.tracer import Tracer, current_builder, relaxed, xp
+from difgen.core.tracer import Tracer, xp
 from difgen.errors import DifgenError
 
 

@@ -9,36 +9,56 @@ equations are shared (CSE).
 
 NumPy reaches a tracer through ``__array_ufunc__`` and ``__array_function__``. What
 each NumPy function means is the frontend's business (:mod:`difgen.frontend.numpy_api`),
-one layer up, so the frontend registers its two handlers here with
-:func:`use_numpy_dispatch` when it is imported, and installs the ndarray methods
-that are NumPy functions (``x.sum()`` is ``np.sum(x)``, ``x.T``...) with
-:func:`use_array_methods` (:mod:`difgen.frontend.array_methods`; JAX's NumPy layer
-installs its array methods on the core tracer the same way). Python operators need
-no frontend: they bind primitives by name. How a tracer follows NumPy's views is
-:mod:`difgen.core.views`.
+one layer up, so the frontend registers its two handlers with
+:func:`~difgen.core.dispatch.use_numpy_dispatch` when it is imported, and installs
+the ndarray methods that are NumPy functions (``x.sum()`` is ``np.sum(x)``,
+``x.T``...) with :func:`use_array_methods` (:mod:`difgen.frontend.array_methods`;
+JAX's NumPy layer installs its array methods on the core tracer the same way).
+Python operators need no frontend: they bind primitives by name. How a tracer
+follows NumPy's views is :mod:`difgen.core.views`.
+
+Beside this module: the trace stack and the plain :class:`~difgen.core.builder.
+Builder` (:mod:`difgen.core.builder`), where NumPy's calls go
+(:mod:`difgen.core.dispatch`) and the conversions between Python values and the
+trace (:mod:`difgen.core.conversions`). Here: the sub-traces of branches and loops
+(:class:`BranchBuilder`, :func:`tracing_branch`), :func:`bind`, lifting, and the
+:class:`Tracer`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import operator
-import struct
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
 
+from difgen.core.builder import (
+    BUILDERS,
+    WATCHERS,
+    Builder,
+    current_builder,
+    innermost,
+    is_relaxed,
+)
+from difgen.core.conversions import (
+    _as_ndarray,
+    _bool,
+    _branch_error,
+    _constant_lit,
+    _index_error,
+    as_constant,
+)
+from difgen.core.dispatch import _Dispatch
 from difgen.core.indexing import freeze_index
-from difgen.core.ir import Atom, Eqn, FrozenArray, Graph, Lit, Params, Var, dce
-from difgen.core.location import in_difgen_or_numpy, user_location
+from difgen.core.ir import Atom, FrozenArray, Graph, Lit, Var, dce
+from difgen.core.location import user_location
 from difgen.core.primitive import PRIMITIVES, Primitive
 from difgen.core.simplify import simplify
 from difgen.core.views import View, derived, is_basic, is_element
 from difgen.errors import TraceError
 
-BUILDERS: list[Builder] = []
 _VERSIONS = itertools.count(1)  # write counts: unique, so a restored array re-derives
 
 # NumPy without its stubs, for calls on tracers: a Tracer reaches NumPy functions
@@ -46,63 +66,6 @@ _VERSIONS = itertools.count(1)  # write counts: unique, so a restored array re-d
 # array-likes only), so calls whose arguments may be tracers (or forward a user's
 # *args and **kwargs) go through this alias. At run time it is NumPy itself.
 xp: Any = np
-_RELAXED: list[bool] = [False]
-
-
-@contextlib.contextmanager
-def relaxed(on: bool = True) -> Iterator[None]:
-    """Within the block, equations are recorded as derivative computations, which
-    may use the identities that hold for finite values only (``0 * x = 0``).
-
-    The AD transforms wrap their rules in it; re-issuing a recorded equation
-    restores that equation's own mode (``with relaxed(eqn.relaxed)``).
-    """
-    _RELAXED.append(on)
-    try:
-        yield
-    finally:
-        _RELAXED.pop()
-
-
-def is_relaxed() -> bool:
-    """Whether equations recorded now are derivative computations."""
-    return _RELAXED[-1]
-
-
-WATCH_EVERY = 128
-"""Every this many equations a builder records, the innermost watcher runs."""
-
-WATCHERS: list[Callable[[], None]] = []  # the frontend's: see control.watching_loops
-
-
-class Builder:
-    """Collects the equations of one graph under construction."""
-
-    def __init__(self) -> None:
-        self.eqns: list[Eqn] = []
-        self.cache: dict[tuple[Any, ...], Var] = {}
-        self.producer: dict[Var, Eqn] = {}
-
-    def add(self, prim: Primitive, atoms: list[Atom], params: dict[str, Any]) -> Var:
-        frozen = Params.of(params)
-        key = (prim.name, tuple(atoms), frozen)
-        if key in self.cache:
-            return self.cache[key]
-        try:
-            shape, dtype = prim.out_aval([(a.shape, a.dtype) for a in atoms], params)
-        except (ValueError, IndexError, TypeError) as exc:
-            shapes = ", ".join(str(a.shape) for a in atoms)
-            raise TraceError(
-                f"{user_location()}: {prim.name} of shapes {shapes}: {exc}"
-            ) from None
-        out = Var(tuple(int(n) for n in shape), dtype)
-        eqn = Eqn(prim, tuple(atoms), frozen, out, is_relaxed())
-        self.eqns.append(eqn)
-        self.cache[key] = out
-        self.producer[out] = eqn
-        if WATCHERS and len(self.eqns) % WATCH_EVERY == 0:
-            WATCHERS[-1]()
-        return out
 
 
 class BranchBuilder(Builder):
@@ -168,27 +131,6 @@ def _check_open(builder: Builder) -> None:
 
 
 @contextlib.contextmanager
-def innermost(builder: Builder) -> Iterator[Builder]:
-    """``builder`` is the innermost trace while the block runs (the one way a trace
-    is opened: :func:`tracing` and :func:`tracing_branch` both go through it)."""
-    BUILDERS.append(builder)
-    try:
-        yield builder
-    finally:
-        BUILDERS.pop()
-
-
-@contextlib.contextmanager
-def tracing(
-    avals: Sequence[tuple[tuple[int, ...], str]],
-) -> Iterator[tuple[Builder, tuple[Var, ...]]]:
-    """A new trace, innermost while the block runs: its builder and input Vars."""
-    inputs = tuple(Var(tuple(shape), dtype) for shape, dtype in avals)
-    with innermost(Builder()) as builder:
-        yield builder, inputs
-
-
-@contextlib.contextmanager
 def tracing_branch(where: str) -> Iterator[BranchBuilder]:
     """A sub-trace for a branch or a loop step on a traced value (``where`` its
     source line), innermost while the block runs.
@@ -206,13 +148,6 @@ def tracing_branch(where: str) -> Iterator[BranchBuilder]:
         branch.restore()
 
 
-def current_builder() -> Builder:
-    """The builder of the innermost trace in progress."""
-    if not BUILDERS:
-        raise RuntimeError("no trace in progress")
-    return BUILDERS[-1]
-
-
 def finish(builder: Builder, inputs: tuple[Var, ...], result: Any) -> Graph:
     """Close a trace: outputs become atoms, and unused equations are dropped."""
     results = result if isinstance(result, tuple) else (result,)
@@ -227,44 +162,6 @@ def finish(builder: Builder, inputs: tuple[Var, ...], result: Any) -> Graph:
 
 
 # ------------------------------------------------------------------ binding
-def as_constant(value: Any) -> np.ndarray:
-    """A non-traced operand as a float64 (or bool) array."""
-    arr = np.asarray(value)
-    if arr.dtype == object:
-        raise TraceError(f"{user_location()}: cannot use {type(value).__name__} here")
-    if arr.dtype.kind == "c":
-        raise TraceError(
-            f"{user_location()}: complex numbers are not supported: difgen traces "
-            "real float64 values, and dropping the imaginary part would change the "
-            "result"
-        )
-    if arr.dtype.kind not in "biuf":
-        raise TraceError(f"{user_location()}: cannot use a {arr.dtype} value here")
-    return arr if arr.dtype == np.bool_ else arr.astype(np.float64)
-
-
-_SCALAR_LITS: dict[bytes, Lit] = {}  # Lits are immutable: one per float64 scalar
-_MAX_SCALAR_LITS = 100_000
-
-
-def _constant_lit(value: Any) -> Lit:
-    """``Lit(as_constant(value))``, shared for float64 scalars.
-
-    Most constants of a trace are a few scalars (a step size, the coefficients)
-    used over and over; making each Lit copies, converts and hashes the array again.
-    The key is the scalar's bytes, so -0.0 and 0.0 (or two NaNs) stay apart.
-    """
-    if type(value) is float or (
-        type(value) is np.ndarray and value.ndim == 0 and value.dtype == np.float64
-    ):
-        key = struct.pack("<d", float(value))
-        lit = _SCALAR_LITS.get(key)
-        if lit is None:
-            if len(_SCALAR_LITS) >= _MAX_SCALAR_LITS:
-                _SCALAR_LITS.clear()
-            lit = _SCALAR_LITS[key] = Lit(as_constant(value))
-        return lit
-    return Lit(as_constant(value))
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
@@ -374,34 +271,6 @@ def lift(value: Any, force: bool = False) -> Any:
 
 
 # ------------------------------------------------------------ NumPy dispatch
-UfuncHandler = Callable[[Any, str, Any, dict[str, Any]], Any]
-FunctionHandler = Callable[[Any, Any, dict[str, Any]], Any]
-
-
-def _no_frontend(*args: Any) -> Any:
-    raise TraceError(
-        f"{user_location()}: a NumPy function was called on a traced value, but "
-        "difgen.frontend (which gives NumPy's functions their meaning on tracers) "
-        "is not imported"
-    )
-
-
-class _Dispatch:
-    """The frontend's handlers (see :func:`use_numpy_dispatch` and
-    :func:`use_runtime_dispatch`)."""
-
-    ufunc: UfuncHandler = _no_frontend
-    function: FunctionHandler = _no_frontend
-    getitem: Callable[[Tracer, Any], Any] = _no_frontend
-    setitem: Callable[[Tracer, Any, Any], None] = _no_frontend
-    integer: Callable[[str, Any, Any], Any] = _no_frontend
-    astype: Callable[[Tracer, Any], Any] = _no_frontend
-
-
-def use_numpy_dispatch(ufunc: UfuncHandler, function: FunctionHandler) -> None:
-    """Route ``__array_ufunc__`` and ``__array_function__`` of tracers to a frontend."""
-    _Dispatch.ufunc = staticmethod(ufunc)
-    _Dispatch.function = staticmethod(function)
 
 
 _ARRAY_METHODS: set[str] = set()
@@ -418,21 +287,6 @@ def use_array_methods(methods: dict[str, Any]) -> None:
             raise ValueError(f"Tracer.{name} is the tracer's own, not an array method")
         setattr(Tracer, name, method)
         _ARRAY_METHODS.add(name)
-
-
-def use_runtime_dispatch(
-    getitem: Callable[[Tracer, Any], Any],
-    setitem: Callable[[Tracer, Any, Any], None],
-    integer: Callable[[str, Any, Any], Any],
-    astype: Callable[[Tracer, Any], Any],
-) -> None:
-    """Route what touches run-time integer or boolean data to a frontend: indexing
-    with a traced index or mask, arithmetic with a traced int64 operand, and dtype
-    conversions."""
-    _Dispatch.getitem = staticmethod(getitem)
-    _Dispatch.setitem = staticmethod(setitem)
-    _Dispatch.integer = staticmethod(integer)
-    _Dispatch.astype = staticmethod(astype)
 
 
 def is_runtime(value: Any) -> bool:
@@ -467,99 +321,6 @@ def _binop(name: str, reverse: bool = False) -> Callable[[Tracer, Any], Any]:
         return bind(prim, other, self) if reverse else bind(prim, self, other)
 
     return method
-
-
-class TracedBranch(TraceError):
-    """``bool()`` of a traced value: a branch on a value known at run time only.
-
-    The tracer raises it; the frontend catches it, rewrites the function so that its
-    branches become ``cond`` equations, and traces again (:mod:`difgen.frontend.
-    control`). ``code`` and ``line`` say where the branch is.
-    """
-
-    def __init__(self, message: str, code: Any, line: int, outer: list[Any]) -> None:
-        super().__init__(message)
-        self.code = code
-        self.line = line
-        self.outer = outer  # the code of the enclosing user frames, innermost first
-
-
-def _user_frame() -> Any:
-    """The innermost frame of the user's code (outside difgen and NumPy)."""
-    frame = sys._getframe(1)
-    while frame is not None and in_difgen_or_numpy(frame.f_code.co_filename):
-        frame = frame.f_back  # type: ignore[assignment]
-    return frame
-
-
-def _bool(self: Tracer) -> bool:
-    """``bool()``: a constant's truth, or :class:`TracedBranch` for a traced value."""
-    if isinstance(self.atom, Lit):
-        return bool(self.atom.value)
-    frame = _user_frame()
-    raise TracedBranch(
-        f"{user_location()}: bool() of a traced value: the value depends on the "
-        "input, which difgen does not know at build time. A branch on it "
-        "(`if`, `while`, `and`/`or`) cannot be traced here: use "
-        "np.where(cond, a, b).",
-        frame.f_code if frame is not None else None,
-        frame.f_lineno if frame is not None else 0,
-        _outer_codes(frame),
-    )
-
-
-def _outer_codes(frame: Any) -> list[Any]:
-    """The code objects of the user's frames from ``frame`` outwards."""
-    codes = []
-    while frame is not None:
-        if not in_difgen_or_numpy(frame.f_code.co_filename):
-            codes.append(frame.f_code)
-        frame = frame.f_back
-    return codes
-
-
-def _branch_error(kind: str, convert: Callable[..., Any]) -> Callable[..., Any]:
-    """A conversion to a Python value: fine for a constant, an error when traced."""
-
-    def method(self: Tracer, *args: Any) -> Any:
-        if isinstance(self.atom, Lit):
-            return convert(self.atom.value, *args)
-        raise TraceError(
-            f"{user_location()}: {kind} of a traced value: the value depends on the "
-            "input, which difgen does not know at build time, so it cannot become "
-            "a Python number. Keep it a NumPy value: use NumPy functions (np.sin, "
-            "not math.sin) and compare with NumPy operators (branches on them are "
-            "traced)."
-        )
-
-    return method
-
-
-_index_error = _branch_error(
-    "use as an index (of an array difgen does not trace? np.take(table, index, "
-    "axis=0) indexes a constant table at run time)",
-    operator.index,
-)
-
-
-def _as_ndarray(self: Tracer, dtype: Any = None, copy: Any = None) -> np.ndarray:
-    """NumPy making an ndarray of a tracer: its value for a constant, else refused.
-
-    NumPy asks for it where a traced value would be lost: stored into an array
-    that is not traced (``U = BOUND.copy(); U[1:-1] = u`` with ``BOUND`` an array
-    made outside the traced function, which ``ndarray.copy`` copies as a plain
-    NumPy array), or passed to a NumPy call that does not dispatch to difgen.
-    """
-    if isinstance(self.atom, Lit):
-        value = self.atom.value
-        return value.astype(dtype) if dtype is not None else value.copy()
-    raise TraceError(
-        f"{user_location()}: a traced value is converted to a plain NumPy array "
-        "here, which would lose it: it is stored into an array difgen does not "
-        "trace (one copied with .copy() from an array made outside the traced "
-        "function: write np.copy(ARRAY) or np.array(ARRAY) instead, which give a "
-        "traced array), or passed to a NumPy call that difgen does not see"
-    )
 
 
 class Tracer:

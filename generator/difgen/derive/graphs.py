@@ -30,8 +30,9 @@ import numpy as np
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
 from difgen.config import ModuleSpec
 from difgen.core.batching import batched_to
+from difgen.core.builder import current_builder
 from difgen.core.ir import FrozenArray, Graph
-from difgen.core.tracer import Tracer, current_builder
+from difgen.core.tracer import Tracer
 from difgen.derive.sparsity import (
     Coloring,
     PatternTooLarge,

@@ -9,7 +9,7 @@ Which methods forward so is declared with their entry points
 (:data:`OWN`).
 They are NumPy's API, so they live here, one layer above the core: importing the
 frontend installs :data:`METHODS` on :class:`~difgen.core.tracer.Tracer` with
-:func:`~difgen.core.tracer.use_array_methods`, as :func:`~difgen.core.tracer.
+:func:`~difgen.core.tracer.use_array_methods`, as :func:`~difgen.core.dispatch.
 use_numpy_dispatch` registers NumPy's dispatch (and as JAX's NumPy layer installs
 its array methods on the core tracer). The tracer's own methods stay in its class:
 operators, conversions, indexing, ``copy`` (a new array object) and ``astype``.

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core.dispatch import use_numpy_dispatch
 from difgen.core.location import user_location as _where
-from difgen.core.tracer import Tracer, lift, use_numpy_dispatch
+from difgen.core.tracer import Tracer, lift
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
 from difgen.frontend import special_api

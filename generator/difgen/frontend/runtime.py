@@ -1,7 +1,7 @@
 """NumPy's API on run-time integer and boolean data: indexing with traced indices
 and masks, integer arithmetic, dtype conversions, and the sort family.
 
-Registered into the core tracer (:func:`difgen.core.tracer.use_runtime_dispatch`)
+Registered into the core tracer (:func:`difgen.core.dispatch.use_runtime_dispatch`)
 and into the NumPy frontend's tables when imported. Every shape stays static: an
 index array known only at run time has a static shape, and so does a gather through
 it; a boolean mask's *selection* ``x[mask]`` has a length known only at run time, so
@@ -17,19 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core.dispatch import use_numpy_dispatch, use_runtime_dispatch
 from difgen.core.indexing import freeze_index
 from difgen.core.ir import Lit
 from difgen.core.location import user_location as _where
-from difgen.core.tracer import (
-    Tracer,
-    constant,
-    is_runtime,
-    is_runtime_int,
-    lift,
-    use_numpy_dispatch,
-    use_runtime_dispatch,
-    xp,
-)
+from difgen.core.tracer import Tracer, constant, is_runtime, is_runtime_int, lift, xp
 from difgen.core.tracer import bind_name as _bind
 from difgen.errors import TraceError
 from difgen.frontend import (
@@ -39,6 +31,7 @@ from difgen.frontend import (
     reduction_api,
     selection_api,
 )
+from difgen.primitives import integers, masks, sorting
 from difgen.primitives import runtime as rt
 from difgen.primitives.indexing import scatter_add
 
@@ -221,7 +214,7 @@ class MaskedSelection(np.lib.mixins.NDArrayOperatorsMixin):
             raise self._error(f"{op} of a selection of {values.dtype} values")
         if not values.is_var:
             values = values + rt.bind_row("to_float64", self.mask) * 0.0
-        return rt.masked_reduce(_as_float(values), self.mask, op)
+        return masks.masked_reduce(_as_float(values), self.mask, op)
 
     def sum(self, axis: Any = None, **kw: Any) -> Any:
         return self._reduce("sum", axis, kw)
@@ -275,7 +268,7 @@ def integer(name: str, a: Any, b: Any) -> Any:
     integers stay int64, anything with a float becomes float64."""
     op = _INT_NAMES.get(name)
     if op is not None and _is_integral(a) and _is_integral(b):
-        return rt.int_arith(op, a, b)
+        return integers.int_arith(op, a, b)
     if name in _COMPARISONS:  # comparisons take any operands and give bool
         return _bind(name, a, b)
     if name == "pow":
@@ -323,7 +316,7 @@ def handle_ufunc(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -
         arguments._no_out(kwargs)
         if name in _UFUNC_INT and all(_is_integral(v) for v in inputs):
             key = "mod" if name in ("remainder", "mod") else name
-            return rt.int_arith(_INT_NAMES[key], *inputs)
+            return integers.int_arith(_INT_NAMES[key], *inputs)
         if name == "negative" and len(inputs) == 1:
             return -inputs[0]
         if name == "absolute" and len(inputs) == 1:
@@ -396,7 +389,7 @@ def argsort(
     a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any
 ) -> Any:
     a, ax = _flat_axis(lift(a), axis)
-    return rt.argsort(a, ax, kind)
+    return sorting.argsort(a, ax, kind)
 
 
 def _arg_extreme(name: str) -> Callable[..., Any]:
@@ -536,7 +529,7 @@ def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
             "as the array"
         )
     if is_runtime(indices):
-        return rt.take_along(arr, indices, ax)
+        return sorting.take_along(arr, indices, ax)
     idx = np.asarray(_constant_value(indices))
     shape = tuple(np.shape(arr))
     index: list[Any] = []

@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from difgen import guard
+from difgen.core.builder import tracing
+from difgen.core.conversions import TracedBranch
 from difgen.core.ir import Graph
 from difgen.core.location import in_difgen_or_numpy, in_library, library_function
-from difgen.core.tracer import TracedBranch, Tracer, contains_tracer, finish, tracing
+from difgen.core.tracer import Tracer, contains_tracer, finish
 from difgen.errors import DifgenError, TraceError
 from difgen.frontend import control
 from difgen.frontend.namespace import tracing_numpy

@@ -2,7 +2,8 @@
 
 The families are imported in this order on purpose, since it is the order of
 ``PRIMITIVES``: the elementwise families first (unary, binary, selectors, rounding
-and modulo, singular), then the others.
+and modulo, singular), then the others (the run-time families together: gathers
+and scatters, integers, sorting, masks).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from difgen.primitives import (  # noqa: F401
     linalg,
     reductions,
     runtime,
+    integers,
+    sorting,
+    masks,
     special,
     structural,
 )

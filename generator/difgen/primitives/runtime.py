@@ -1,5 +1,5 @@
-"""Primitives on data known only at run time: integer and boolean values, gathers and
-scatter-adds through run-time index arrays, and the sort family.
+"""Primitives on data known only at run time: what the families share, and gathers
+and scatter-adds through run-time index arrays.
 
 Traced values were float64 only; these rows add non-differentiable ``int64`` and
 ``bool`` values (contexts of those dtypes, ``astype(int)``, ``argsort``...). Their
@@ -21,6 +21,13 @@ one ``np.argsort(kind="stable")`` picks (ties: the earlier element first).
 None of these lower to SymPy: scalar code cannot index at run time. The trace
 backend's automatic emission falls back to vector code; ``emit = "scalar"`` and the
 sympy backend refuse, pointing to ``backend = "trace"``.
+
+This module holds what the run-time families share (:func:`runtime_row`, the
+rows by name, :func:`bind_row`), the run-time index, ``gather``, ``scatter_add_dyn``
+and ``set_index_dyn``, and the indices they read (:func:`index_reads`). The other
+families: casts and integer arithmetic in :mod:`difgen.primitives.integers`, the sort
+family in :mod:`difgen.primitives.sorting`, masked reductions in
+:mod:`difgen.primitives.masks`.
 """
 
 from __future__ import annotations
@@ -31,13 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from difgen.core.expr import Aval, Expr, argument, atom, base, infix
+from difgen.core.expr import Aval, Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.ir import Atom, Eqn, FrozenArray
 from difgen.core.primitive import (
     NO_HELPER,
     NO_IDENTITIES,
-    NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Absent,
     Linear,
@@ -47,7 +53,7 @@ from difgen.core.primitive import (
     register,
     unbroadcast,
 )
-from difgen.core.tracer import Tracer, bind
+from difgen.core.tracer import bind
 from difgen.errors import DifgenError
 from difgen.primitives import patterns
 from difgen.primitives.family import size_work
@@ -72,6 +78,19 @@ def _no_sympy(*args: Any, **params: Any) -> Any:
     raise NotImplementedError(RUNTIME_INDEX)
 
 
+_ROWS: dict[str, Primitive] = {}
+"""The rows :func:`runtime_row` declared, by name, in the order declared."""
+
+RUNTIME_PRIMITIVES = _ROWS.keys()
+"""The rows whose graphs cannot be scalarized (see :data:`RUNTIME_INDEX`): every
+row of the run-time families (a view, filled as the families are imported)."""
+
+
+def bind_row(name: str, *args: Any, **params: Any) -> Any:
+    """Bind one of the run-time rows by name."""
+    return bind(_ROWS[name], *args, **params)
+
+
 def runtime_row(
     name: str,
     impl: Rule,
@@ -86,7 +105,7 @@ def runtime_row(
     """A primitive that touches run-time indices: never lowered to SymPy (so never
     scalarized), no algebraic identities (integer arithmetic must not meet the float
     identities: ``a + a`` would become ``2.0 * a``)."""
-    return register(
+    row = register(
         Primitive(
             name=name,
             impl=impl,
@@ -108,6 +127,8 @@ def runtime_row(
             cost="opaque",
         )
     )
+    _ROWS[name] = row
+    return row
 
 
 # ----------------------------------------------------------------- the index
@@ -366,469 +387,6 @@ def set_index_dyn(
 ) -> Any:
     """``out = x.copy(); out[index] = value`` with run-time index operands."""
     return bind(set_index_dyn_p, x, value, *dyn, index=tuple(index))
-
-
-# ------------------------------------------------------------- conversions
-def _unary_batch(name: str) -> Rule:
-    def rule(args: Any, batched: Any, k: int, **params: Any) -> Any:
-        """Elementwise: the batch axis rides along."""
-        return bind_row(name, args[0], **params)
-
-    return rule
-
-
-def bind_row(name: str, *args: Any, **params: Any) -> Any:
-    """Bind one of this module's rows by name."""
-    return bind(_ROWS[name], *args, **params)
-
-
-def _cast_form(dtype: str) -> Rule:
-    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
-        """``x.astype(np.<dtype>)``, as the user wrote it (NumPy's own cast: NaN
-        and out-of-range floats become what NumPy makes of them, with its warning);
-        a 0-d value may be a Python number, which has no ``astype``."""
-        if avals[0][0] == ():
-            return atom(f"np.asarray({argument(args[0])}).astype(np.{dtype})[()]")
-        return atom(f"{base(args[0])}.astype(np.{dtype})")
-
-    return form
-
-
-to_int64_p = runtime_row(
-    "to_int64",
-    lambda x: np.asarray(x).astype(np.int64),
-    _cast_form("int64"),
-    shape_rule=lambda x: (x[0], "int64"),
-    jvp=NOT_DIFFERENTIABLE,
-    batch=_unary_batch("to_int64"),
-    sparsity=patterns.no_dependence,
-)
-to_float64_p = runtime_row(
-    "to_float64",
-    lambda x: np.asarray(x).astype(np.float64),
-    _cast_form("float64"),
-    shape_rule=lambda x: (x[0], "float64"),
-    jvp=NOT_DIFFERENTIABLE,
-    batch=_unary_batch("to_float64"),
-    sparsity=patterns.no_dependence,
-)
-
-
-# -------------------------------------------------------- integer arithmetic
-INT_OPS: dict[str, tuple[Callable[..., Any], str]] = {
-    "add": (np.add, "+"),
-    "sub": (np.subtract, "-"),
-    "mul": (np.multiply, "*"),
-    "floordiv": (np.floor_divide, "//"),
-    "mod": (np.remainder, "%"),
-    "maximum": (np.maximum, "np.maximum"),
-    "minimum": (np.minimum, "np.minimum"),
-}
-
-
-def _const_value(const: Any) -> Any:
-    return const.value if isinstance(const, FrozenArray) else const
-
-
-def _int_operands(args: Sequence[Any], const: Any, swap: bool) -> list[Any]:
-    if len(args) == 2:
-        return list(args)
-    value = np.asarray(_const_value(const), dtype=np.int64)
-    return [value, args[0]] if swap else [args[0], value]
-
-
-def _int_arith_impl(*args: Any, op: str, const: Any, swap: bool) -> Any:
-    a, b = _int_operands([np.asarray(a, dtype=np.int64) for a in args], const, swap)
-    return np.asarray(INT_OPS[op][0](a, b))
-
-
-def _int_arith_shape(*avals: Aval, op: str, const: Any, swap: bool) -> Aval:
-    shapes = [tuple(s) for s, _ in avals]
-    if len(avals) == 1:
-        shapes.append(tuple(np.shape(_const_value(const))))
-    return tuple(np.broadcast_shapes(*shapes)), "int64"
-
-
-def _int_arith_form(
-    args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
-) -> Expr:
-    exprs = list(args)
-    if len(exprs) == 1:
-        const = params["const"]
-        text = repr(const) if isinstance(const, FrozenArray) else str(int(const))
-        literal = atom(text if not text.startswith("-") else f"({text})")
-        exprs = [literal, exprs[0]] if params["swap"] else [exprs[0], literal]
-    symbol = INT_OPS[params["op"]][1]
-    if symbol.startswith("np."):
-        return atom(f"{symbol}({argument(exprs[0])}, {argument(exprs[1])})")
-    if symbol in ("//", "%"):
-        return Expr(f"{_operand(exprs[0], 'l')} {symbol} {_operand(exprs[1], 'r')}", 3)
-    return infix(symbol)(exprs, params, avals)
-
-
-def _operand(e: Expr, side: str) -> str:
-    """An operand of ``//`` or ``%`` (multiplicative precedence)."""
-    wrap = e.prec < 3 or (side == "r" and e.prec == 3)
-    return f"({e.text})" if wrap else e.text
-
-
-def _int_arith_batch(args: Any, batched: Any, k: int, **params: Any) -> Any:
-    raise DifgenError("integer arithmetic on a batch of seeds (seeds are float64)")
-
-
-int_arith_p = runtime_row(
-    "int_arith",
-    _int_arith_impl,
-    _int_arith_form,
-    shape_rule=_int_arith_shape,
-    jvp=NOT_DIFFERENTIABLE,
-    batch=_int_arith_batch,
-    sparsity=patterns.no_dependence,
-)
-
-
-def int_arith(op: str, a: Any, b: Any) -> Any:
-    """``a op b`` on integers, at least one a run-time int64 array, the other an
-    int64 tracer or an integer constant (kept in the params so it prints as an
-    int: a float literal would turn the result into floats)."""
-    if isinstance(a, Tracer) and isinstance(b, Tracer):
-        return bind(int_arith_p, a, b, op=op, const=None, swap=False)
-    traced, const, swap = (a, b, False) if isinstance(a, Tracer) else (b, a, True)
-    value = np.asarray(const)
-    frozen: Any = int(value) if value.ndim == 0 else value.astype(np.int64)
-    return bind(int_arith_p, traced, op=op, const=frozen, swap=swap)
-
-
-# ---------------------------------------------------------------- sort family
-def _axis_call(fn: str, extra: str = "") -> Rule:
-    def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
-        name = fn.format(**params)
-        return atom(f"{name}({argument(args[0])}{extra.format(**params)})")
-
-    return form
-
-
-def _axis_shape(dtype: str | None, keep_axis: bool) -> Rule:
-    def rule(x: Aval, **params: Any) -> Aval:
-        shape = tuple(x[0])
-        if not keep_axis:
-            axis = params["axis"]
-            if shape[axis] == 0:
-                raise ValueError("an empty axis has no order statistic")
-            shape = shape[:axis] + shape[axis + 1 :]
-        return shape, dtype or x[1]
-
-    return rule
-
-
-def _axis_batch(name: str) -> Rule:
-    def rule(args: Any, batched: Any, k: int, **params: Any) -> Any:
-        """The batch axis is axis 0: the sorted axis moves up by one."""
-        return bind_row(name, args[0], **{**params, "axis": int(params["axis"]) + 1})
-
-    return rule
-
-
-def take_along(x: Any, idx: Any, axis: int) -> Any:
-    """``np.take_along_axis(x, idx, axis)`` for a run-time ``idx``: a gather whose
-    other axes are static ``arange`` indices (broadcast against ``idx``)."""
-    shape = tuple(np.shape(x))
-    index: list[Any] = []
-    for d in range(len(shape)):
-        if d == axis:
-            index.append(("dyn", 0))
-        else:
-            view = [1] * len(shape)
-            view[d] = shape[d]
-            index.append(FrozenArray(np.arange(shape[d]).reshape(view)))
-    return gather(x, [idx], tuple(index))
-
-
-def argsort(x: Any, axis: int, kind: str | None) -> Any:
-    """``np.argsort(x, axis, kind)``: the run-time permutation (int64)."""
-    return bind_row("argsort", x, axis=axis, kind=kind)
-
-
-def _stable_order(x: Any, axis: int) -> Any:
-    """The permutation derivatives follow: stable, so ties keep the input order."""
-    return argsort(x, axis, "stable")
-
-
-argsort_p = runtime_row(
-    "argsort",
-    lambda x, axis, kind: np.argsort(x, axis=axis, kind=kind),
-    _axis_call("np.argsort", ", axis={axis}, kind={kind!r}"),
-    shape_rule=_axis_shape("int64", True),
-    jvp=NOT_DIFFERENTIABLE,
-    batch=_axis_batch("argsort"),
-    sparsity=patterns.no_dependence,
-)
-
-
-def _arg_extreme(name: str) -> Primitive:
-    fn = getattr(np, name)
-    return runtime_row(
-        name,
-        lambda x, axis: np.asarray(fn(x, axis=axis)),
-        _axis_call(f"np.{name}", ", axis={axis}"),
-        shape_rule=_axis_shape("int64", False),
-        jvp=NOT_DIFFERENTIABLE,
-        batch=_axis_batch(name),
-        sparsity=patterns.no_dependence,
-    )
-
-
-argmax_p = _arg_extreme("argmax")
-argmin_p = _arg_extreme("argmin")
-
-
-def _sort_jvp(
-    out: Any, primals: list[Any], tangents: list[Any], axis: int, kind: Any
-) -> Any:
-    """The tangent in the (stable) sorted order."""
-    (x,), (dx,) = primals, tangents
-    return None if dx is None else take_along(dx, _stable_order(x, axis), axis)
-
-
-sort_p = runtime_row(
-    "sort",
-    lambda x, axis, kind: np.sort(x, axis=axis, kind=kind),
-    _axis_call("np.sort", ", axis={axis}, kind={kind!r}"),
-    shape_rule=_axis_shape(None, True),
-    jvp=_sort_jvp,
-    batch=_axis_batch("sort"),
-    sparsity=patterns.all_inputs,
-)
-
-
-def _picked(x: Any, dx: Any, axis: int, weights: Sequence[tuple[int, float]]) -> Any:
-    """``sum w * sorted(dx)[k]`` over the sorted positions ``k`` with weights ``w``,
-    reading only those positions of the stable permutation."""
-    order = _stable_order(x, axis)
-    total: Any = None
-    for k, w in weights:
-        at = tuple([slice(None)] * axis + [slice(k, k + 1)])
-        picked = np.squeeze(take_along(dx, order[at], axis), axis=axis)
-        term = picked if w == 1.0 else picked * w
-        total = term if total is None else total + term
-    return total
-
-
-def median_weights(n: int) -> list[tuple[int, float]]:
-    """The sorted positions NumPy's median averages: the middle one or two."""
-    if n % 2:
-        return [(n // 2, 1.0)]
-    return [(n // 2 - 1, 0.5), (n // 2, 0.5)]
-
-
-def _median_jvp(out: Any, primals: list[Any], tangents: list[Any], axis: int) -> Any:
-    """The tangent of the middle element(s) of the stable sort."""
-    (x,), (dx,) = primals, tangents
-    if dx is None:
-        return None
-    return _picked(x, dx, axis, median_weights(np.shape(x)[axis]))
-
-
-median_p = runtime_row(
-    "median",
-    lambda x, axis: np.asarray(np.median(x, axis=axis)),
-    _axis_call("np.median", ", axis={axis}"),
-    shape_rule=_axis_shape(None, False),
-    jvp=_median_jvp,
-    batch=_axis_batch("median"),
-    sparsity=patterns.all_inputs,
-)
-
-
-def quantile_weights(n: int, q: float) -> list[tuple[int, float]]:
-    """The sorted positions (and weights) of NumPy's linear-method quantile."""
-    virtual = q * (n - 1)
-    lo = min(int(np.floor(virtual)), n - 1)
-    t = virtual - lo
-    if lo + 1 >= n or t == 0.0:
-        return [(lo, 1.0)]
-    return [(lo, 1.0 - t), (lo + 1, t)]
-
-
-def _quantile_jvp(
-    out: Any, primals: list[Any], tangents: list[Any], axis: int, q: float, fn: str
-) -> Any:
-    """Linear interpolation between two sorted elements: the same weights on their
-    tangents."""
-    (x,), (dx,) = primals, tangents
-    if dx is None:
-        return None
-    fraction = q / 100.0 if fn == "percentile" else q
-    return _picked(x, dx, axis, quantile_weights(np.shape(x)[axis], fraction))
-
-
-quantile_p = runtime_row(
-    "quantile",
-    lambda x, axis, q, fn: np.asarray(getattr(np, fn)(x, q, axis=axis)),
-    _axis_call("np.{fn}", ", {q!r}, axis={axis}"),
-    shape_rule=_axis_shape(None, False),
-    jvp=_quantile_jvp,
-    batch=_axis_batch("quantile"),
-    sparsity=patterns.all_inputs,
-)
-
-
-def _cum_extreme_jvp(
-    out: Any, primals: list[Any], tangents: list[Any], axis: int, op: str
-) -> Any:
-    """The tangent of the element each running extremum comes from."""
-    (x,), (dx,) = primals, tangents
-    if dx is None:
-        return None
-    return take_along(dx, running_source(x, out, axis, op), axis)
-
-
-def running_source(x: Any, running: Any, axis: int, op: str) -> Any:
-    """The position of the element each running extremum comes from: the earliest
-    attaining it (a NaN, once met, is carried, as ``np.maximum`` carries it).
-
-    A position starts a new run where its element beats the previous running value
-    (or is the first NaN); the source of each running value is the latest such
-    position, itself a running maximum.
-    """
-    shape = tuple(np.shape(x))
-    head = list(shape)
-    head[axis] = 1
-    fill = -np.inf if op == "maximum" else np.inf
-    before = tuple(
-        slice(None) if d != axis else slice(None, -1) for d in range(len(shape))
-    )
-    prev = np.concatenate([np.full(tuple(head), fill), running[before]], axis=axis)
-    beats = x > prev if op == "maximum" else x < prev
-    x_nan, prev_number = x != x, prev == prev  # noqa: PLR0124 (NaN tests)
-    new = beats | (x_nan & prev_number)  # x is the first NaN
-    view = [1] * len(shape)
-    view[axis] = shape[axis]
-    positions = np.where(new, np.arange(float(shape[axis])).reshape(view), 0.0)
-    latest = bind_row("cum_extreme", positions, axis=axis, op="maximum")
-    return bind_row("to_int64", latest)
-
-
-cum_extreme_p = runtime_row(
-    "cum_extreme",
-    lambda x, axis, op: getattr(np, op).accumulate(x, axis=axis),
-    _axis_call("np.{op}.accumulate", ", axis={axis}"),
-    shape_rule=_axis_shape(None, True),
-    jvp=_cum_extreme_jvp,
-    batch=_axis_batch("cum_extreme"),
-    sparsity=patterns.all_inputs,
-)
-
-
-# ----------------------------------------------------------------- masks
-def _masked_impl(x: Any, mask: Any, op: str) -> Any:
-    return np.asarray(getattr(np, op)(np.asarray(x)[np.asarray(mask)]))
-
-
-def _masked_form(
-    args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
-) -> Expr:
-    """The user's own expression, so the summation order is NumPy's."""
-    return atom(f"np.{params['op']}({base(args[0])}[{argument(args[1])}])")
-
-
-def _mask_over(mask: Any, shape: tuple[int, ...]) -> Any:
-    """A mask over the leading axes, broadcast over the trailing ones."""
-    extra = len(shape) - np.ndim(mask)
-    return np.reshape(mask, np.shape(mask) + (1,) * extra)
-
-
-def _masked_jvp(out: Any, primals: list[Any], tangents: list[Any], op: str) -> Any:
-    """Linear in the values."""
-    return None if tangents[0] is None else masked_reduce(tangents[0], primals[1], op)
-
-
-def _masked_transpose(ct: Any, x: Any, mask: Any, op: str) -> list[Any]:
-    """The cotangent (over the count, for a mean) at the selected positions."""
-    if op == "mean":
-        count = bind_row("count_nonzero", mask)
-        extra = int(np.prod(x.shape[np.ndim(mask) :], dtype=np.int64))
-        ct = ct / (bind_row("to_float64", count) * float(extra))
-    picked = np.where(_mask_over(mask, x.shape), ct, 0.0)
-    return [np.broadcast_to(picked, x.shape), None]
-
-
-def _masked_batch(args: Any, batched: Any, k: int, op: str) -> Any:
-    """A batch of tangents (the mask is primal, never batched): the masked sum of
-    each, as ``sum(where(mask, t, 0))`` over the non-batch axes (a derivative, so
-    NumPy's summation order of the selection need not be kept)."""
-    _unbatched_indices("masked_reduce", batched[1:])
-    t, mask = args
-    picked = np.where(_mask_over(mask, tuple(np.shape(t))[1:]), t, 0.0)
-    total = np.sum(picked, axis=tuple(range(1, np.ndim(t))))
-    if op == "sum":
-        return total
-    count = bind_row("to_float64", bind_row("count_nonzero", mask))
-    extra = int(np.prod(np.shape(t)[1 + np.ndim(mask) :], dtype=np.int64))
-    return total / (count * float(extra))
-
-
-def _masked_shape(x: Aval, mask: Aval, op: str) -> Aval:
-    if mask[1] != "bool" or tuple(x[0][: len(mask[0])]) != tuple(mask[0]):
-        raise ValueError(f"mask {mask} does not select from {x}")
-    return (), "float64"
-
-
-masked_reduce_p = runtime_row(
-    "masked_reduce",
-    _masked_impl,
-    _masked_form,
-    shape_rule=_masked_shape,
-    jvp=_masked_jvp,
-    transpose=_masked_transpose,
-    batch=_masked_batch,
-    sparsity=patterns.all_inputs,
-)
-
-
-def masked_reduce(x: Any, mask: Any, op: str) -> Any:
-    """``np.sum(x[mask])`` or ``np.mean(x[mask])`` with a run-time mask."""
-    return bind(masked_reduce_p, x, mask, op=op)
-
-
-def _count_batch(args: Any, batched: Any, k: int) -> Any:
-    raise DifgenError("counting a run-time mask over a batch of seeds")
-
-
-count_nonzero_p = runtime_row(
-    "count_nonzero",
-    lambda mask: np.asarray(np.count_nonzero(mask), dtype=np.int64),
-    lambda args, params, avals: atom(
-        f"np.int64(np.count_nonzero({argument(args[0])}))"
-    ),
-    shape_rule=lambda mask: ((), "int64"),
-    jvp=NOT_DIFFERENTIABLE,
-    batch=_count_batch,
-    sparsity=patterns.no_dependence,
-)
-
-_ROWS = {
-    p.name: p
-    for p in (
-        gather_p,
-        scatter_add_dyn_p,
-        set_index_dyn_p,
-        to_int64_p,
-        to_float64_p,
-        int_arith_p,
-        argsort_p,
-        argmax_p,
-        argmin_p,
-        sort_p,
-        median_p,
-        quantile_p,
-        cum_extreme_p,
-        masked_reduce_p,
-        count_nonzero_p,
-    )
-}
-RUNTIME_PRIMITIVES = frozenset(_ROWS)
-"""The rows whose graphs cannot be scalarized (see :data:`RUNTIME_INDEX`)."""
 
 
 # ------------------------------------------------------ the indices they read

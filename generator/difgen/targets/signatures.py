@@ -24,7 +24,7 @@ from difgen.operators import (
     seed_shape,
     sparse_shape,
 )
-from difgen.primitives.runtime import INT_OPS
+from difgen.primitives.integers import INT_OPS
 from difgen.targets.parts import NOTHING, SPARSE, Uses
 
 SPARSE_TYPE = "sp.csr_array"

@@ -2,7 +2,7 @@
 
 A branch on a value difgen knows at build time is plain Python and traces as
 always. Only when a traced value reaches ``bool()`` (the tracer raises
-:class:`~difgen.core.tracer.TracedBranch`) does :func:`difgen.frontend.trace`
+:class:`~difgen.core.conversions.TracedBranch`) does :func:`difgen.frontend.trace`
 rewrite the function where that happened, and trace again:
 
 - ``if``/``elif``/``else`` statements become two nested functions (one per branch)

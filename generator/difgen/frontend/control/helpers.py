@@ -23,19 +23,11 @@ from typing import Any
 import numpy as np
 
 from difgen import budget
+from difgen.core.builder import Builder, current_builder
+from difgen.core.conversions import TracedBranch, as_constant
 from difgen.core.ir import Atom, Graph, Lit, SubGraph, Var, dce
 from difgen.core.primitive import PRIMITIVES
-from difgen.core.tracer import (
-    BranchBuilder,
-    Builder,
-    TracedBranch,
-    Tracer,
-    as_constant,
-    bind,
-    bind_name,
-    current_builder,
-    tracing_branch,
-)
+from difgen.core.tracer import BranchBuilder, Tracer, bind, bind_name, tracing_branch
 from difgen.errors import DifgenError, TraceError
 
 

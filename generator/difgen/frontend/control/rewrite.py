@@ -23,8 +23,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from difgen.core.builder import WATCHERS
+from difgen.core.conversions import TracedBranch
 from difgen.core.location import in_difgen_or_numpy
-from difgen.core.tracer import WATCHERS, TracedBranch
 from difgen.errors import TraceError
 from difgen.frontend.control import helpers
 from difgen.frontend.control.transformer import HELPERS, Rewriter, locate, loopable
