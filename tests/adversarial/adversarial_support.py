@@ -177,7 +177,8 @@ class Project:
         return self.cli("check", "difgen.toml")
 
     def popen(self, *argv: str, **kwargs: Any) -> subprocess.Popen[str]:
-        """``python -m difgen ARGV`` in the project, output piped, text mode."""
+        """``python -m difgen ARGV`` in the project, output piped, text mode, with
+        Ctrl-C's signal as a terminal delivers it (see :func:`_as_in_a_terminal`)."""
         return subprocess.Popen(
             [sys.executable, "-m", "difgen", *argv],
             cwd=self.root,
@@ -185,6 +186,8 @@ class Project:
             stderr=subprocess.PIPE,
             text=True,
             env=subprocess_env(),
+            # one signal call between fork and exec: no lock a thread could hold
+            preexec_fn=_as_in_a_terminal,  # noqa: PLW1509
             **kwargs,
         )
 
@@ -231,6 +234,14 @@ class Project:
                 continue
             files[path.relative_to(self.root).as_posix()] = path.read_bytes()
         return files
+
+
+def _as_in_a_terminal() -> None:
+    """SIGINT back to its default in the child: a test suite started in the
+    background of a non-interactive shell (``cmd &``, as some CI runners do) has
+    SIGINT ignored, the child would inherit that, and the Ctrl-C tests would test
+    the runner instead of difgen."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def subprocess_env() -> dict[str, str]:
