@@ -10,15 +10,14 @@ passing the float gives the one-point answers NumPy gives (and the same as passi
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
 import difgen
+from conftest import import_file
 
 FUNCTIONS = """\
 import numpy as np
@@ -57,14 +56,6 @@ mode = "{mode}"
 """
 
 
-def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module", params=["forward", "reverse"])
 def modules(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -73,7 +64,9 @@ def modules(
     (root / "functions.py").write_text(FUNCTIONS)
     (root / "difgen.toml").write_text(CONFIG.format(mode=request.param))
     difgen.build(root / "difgen.toml")
-    return {name: _load(root / "out" / f"{name}.py") for name in ("inverse", "scaled")}
+    return {
+        name: import_file(root / "out" / f"{name}.py") for name in ("inverse", "scaled")
+    }
 
 
 def _same(got: object, expected: object) -> None:
