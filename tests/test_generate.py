@@ -155,6 +155,24 @@ def test_wrt_picks_the_differentiated_argument() -> None:
     assert module.hessian(beta, X, y).shape == (2, 2)
 
 
+def kinked(a, w):
+    s = np.sum(a * w)
+    if s > 0:  # a branch on a traced value: the tracer rewrites this function
+        return s * s
+    return -s
+
+
+def test_a_branch_is_traced_through_the_wrapper_of_wrt() -> None:
+    module = difgen.generate(
+        kinked, np.ones(3), np.ones(3), wrt=1, operators=["gradient"]
+    )
+    a = np.array([1.0, 2.0, -0.5])
+    for w in (np.ones(3), -np.ones(3)):
+        np.testing.assert_allclose(
+            module.gradient(w, a), jax_derivative(kinked, 1, a, w, wrt=1), rtol=1e-15
+        )
+
+
 def test_contexts_of_each_dtype() -> None:
     """float64, int64 and bool contexts, from arrays and from Python numbers."""
     x = np.array([0.5, -1.0, 2.0, 0.25, 3.0, -2.0])
