@@ -282,6 +282,42 @@ def test_output_dir_with_emit_c_writes_the_source_and_the_extension() -> None:
     assert module.COMPILED
 
 
+def squares(x):
+    return np.sum(x**2)
+
+
+def cubes(x):
+    return np.sum(x**3)
+
+
+def test_a_changed_c_module_loads_from_a_new_cache_directory() -> None:
+    """Unlike one regenerated into the same output_dir (the README says why)."""
+    first = difgen.generate(
+        squares, np.zeros(3), operators=["gradient"], emit="c", name="m"
+    )
+    second = difgen.generate(
+        cubes, np.zeros(3), operators=["gradient"], emit="c", name="m"
+    )
+    assert first.COMPILED and second.COMPILED
+    assert Path(first.__file__).parent != Path(second.__file__).parent
+    np.testing.assert_array_equal(second.gradient(np.ones(3)), [3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(first.gradient(np.ones(3)), [2.0, 2.0, 2.0])
+    difgen.generate(
+        squares, np.zeros(3), operators=["gradient"], emit="c", output_dir="o"
+    )
+    with pytest.warns(RuntimeWarning, match="rebuilt after this process loaded it"):
+        same_path = difgen.generate(
+            cubes,
+            np.zeros(3),
+            operators=["gradient"],
+            emit="c",
+            output_dir="o",
+            name="squares",
+        )
+    assert not same_path.COMPILED
+    np.testing.assert_array_equal(same_path.gradient(np.ones(3)), [3.0, 3.0, 3.0])
+
+
 @pytest.mark.parametrize(
     ("options", "keyword", "message"),
     [
