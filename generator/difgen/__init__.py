@@ -5,8 +5,11 @@
 shapes, seeds and mode decided at build time.
 
 From Python, :func:`difgen.build`, :func:`difgen.check` and :func:`difgen.verify`
-do what the commands do and return typed results (:mod:`difgen.api`). ``import
-difgen`` stays cheap: SymPy and the pipeline are imported by the first build.
+do what the commands do and return typed results (:mod:`difgen.api`);
+:func:`difgen.generate` traces a function at example arguments and returns the
+generated module loaded in this process, writing nothing (:mod:`difgen.inprocess`).
+``import difgen`` stays cheap: SymPy and the pipeline are imported by the first
+build.
 
 >>> import difgen
 >>> difgen.check("difgen.toml").ok  # doctest: +SKIP
@@ -16,6 +19,7 @@ True
 from __future__ import annotations
 
 from difgen.api import build, check, verify
+from difgen.inprocess import generate
 from difgen.version import VERSION as __version__
 
-__all__ = ["__version__", "build", "check", "verify"]
+__all__ = ["__version__", "build", "check", "generate", "verify"]

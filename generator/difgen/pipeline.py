@@ -229,13 +229,16 @@ def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     return print_parts(derive(spec, graph))
 
 
-def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:
-    """The complete text of the generated module for one config entry."""
+def generate_module(
+    spec: ModuleSpec, config: Config | None, fn: Callable[..., Any]
+) -> str:
+    """The complete text of the generated module for one config entry (``config``
+    None: made in-process by :func:`difgen.generate`, from no config file)."""
     return _generate(spec, config, fn)[0][1]
 
 
 def generate_files(
-    spec: ModuleSpec, config: Config, fn: Callable[..., Any]
+    spec: ModuleSpec, config: Config | None, fn: Callable[..., Any]
 ) -> list[tuple[str, str]]:
     """``(file suffix, text)`` of every file of one config entry: the module
     (``".py"``), and with ``emit = "c"`` also its C source (``"__c.c"``), whose
@@ -246,7 +249,7 @@ def generate_files(
 
 
 def _generate(
-    spec: ModuleSpec, config: Config, fn: Callable[..., Any]
+    spec: ModuleSpec, config: Config | None, fn: Callable[..., Any]
 ) -> list[tuple[str, str]]:
     """The stages of one module's build (see :func:`generate_files`)."""
     with stage("trace"):

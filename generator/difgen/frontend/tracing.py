@@ -11,6 +11,8 @@ becomes a :class:`~difgen.errors.TraceError` naming the function and the line, a
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -96,7 +98,11 @@ def _array_like(value: Any) -> bool:
 
 
 def definition(fn: Callable[..., Any]) -> str:
-    """``file:line`` of the ``def`` of ``fn`` (or its name when it has no code)."""
+    """``file:line`` of the ``def`` of ``fn`` (or its name when it has no code);
+    of the function it wraps when it has ``__wrapped__`` (difgen.generate calls
+    the user's function through one, with the differentiated argument first)."""
+    with contextlib.suppress(ValueError):  # a cycle of __wrapped__
+        fn = inspect.unwrap(fn)
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is None:
         method = getattr(type(fn), "__call__", None)  # noqa: B004  (for __code__)

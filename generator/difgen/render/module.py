@@ -173,13 +173,15 @@ def config_reference(spec: ModuleSpec, config: Config) -> str:
 
 def render_module(
     spec: ModuleSpec,
-    config: Config,
+    config: Config | None,
     parts: ModuleParts,
     source_hash: str,
     c_hash: str | None = None,
 ) -> str:
     """The complete, black-formatted text of a generated module.
 
+    ``config`` None: the module is made in-process by :func:`difgen.generate`,
+    and its docstring says so instead of naming a config file to rebuild it from.
     ``BODY_HASH`` is filled in last, over the formatted text, so that ``difgen
     check`` can recompute it from the file and spot hand edits.
     """
@@ -212,7 +214,7 @@ def render_module(
         input_desc=_shape_desc(spec.input.shape),
         output_desc=_shape_desc(parts.output_shape),
         contexts=contexts,
-        config=config_reference(spec, config),
+        config=None if config is None else config_reference(spec, config),
         name=spec.name,
         imports=imports_of(uses, c_hash is not None),
         scipy=SCIPY_SPARSE in uses.modules,
