@@ -393,7 +393,11 @@ class GraphCode:
     uses: Uses = NOTHING
 
 
-HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
+HOIST_LIMIT = 1 << 18  # elements (2 MB): larger constant arrays stay per call
+CONTIGUOUS_HOIST = 1 << 16
+"""Hoisted values of more elements are stored C-contiguous: a view (a transpose,
+a slice) that every call reads would be strided on every pass. (Smaller ones
+are the size every module hoisted before; they keep their text.)"""
 
 
 @dataclass(frozen=True)
@@ -510,7 +514,12 @@ class _Statements:
 
     def hoist(self, var: Var, emitted: Expr | list[str]) -> None:
         """Computed once at import, by the module's setup."""
-        block = emitted if isinstance(emitted, list) else [f"OUT = {emitted.text}"]
+        if isinstance(emitted, list):
+            block = emitted
+        elif var.size > CONTIGUOUS_HOIST:
+            block = [f"OUT = np.ascontiguousarray({emitted.text})"]
+        else:
+            block = [f"OUT = {emitted.text}"]
         self.names[var] = atom(self.pool.hoist(block))
 
     def block(self, var: Var, emitted: list[str]) -> None:
