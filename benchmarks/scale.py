@@ -478,15 +478,26 @@ def _fmt(v: Any, fmt: str) -> str:
 
 
 def table(
-    rows: list[tuple[Build, dict[str, Any]]], load: float, memory_gb: float
+    rows: list[tuple[Build, dict[str, Any]]],
+    load: float,
+    memory_gb: float,
+    updated: str | None = None,
 ) -> str:
-    """The Markdown report."""
+    """The Markdown report (``updated``: the family this run re-measured, the
+    other rows kept from the previous run)."""
+    again = (
+        f"; this run re-measured the {updated} rows (`--only {updated} --update`) and "
+        "kept the others, measured in earlier runs (each row's `load` in scale.json)"
+        if updated
+        else ""
+    )
     lines = [
         "# Cost against problem size",
         "",
         (
             "`python -m benchmarks.scale`: each row built in a fresh process limited to "
-            f"{memory_gb:g} GB of address space (load average {load:.1f} at the start); "
+            f"{memory_gb:g} GB of address space (load average {load:.1f} at the start"
+            f"{again}); "
             "wall seconds of `difgen.build` (compiling included for C), the process's "
             "peak memory, the bytes written (module and C source), colors used by the "
             "sparse derivative, the best evaluation time of the operator and of the "
@@ -556,6 +567,22 @@ def plot(rows: list[tuple[Build, dict[str, Any]]], path: Path) -> None:
     plt.close(fig)
 
 
+def merged(
+    previous: Path, rows: list[tuple[Build, dict[str, Any]]], quick: bool
+) -> list[tuple[Build, dict[str, Any]]]:
+    """The rows of ``previous`` (a scale.json) with those measured now in their
+    place, in the table's order."""
+    fields = ("family", "size", "emit")
+    kept: dict[Build, dict[str, Any]] = {}
+    if previous.exists():
+        for entry in json.loads(previous.read_text()):
+            build = Build(*(entry[f] for f in fields))
+            kept[build] = {k: v for k, v in entry.items() if k not in fields}
+    kept.update(dict(rows))
+    order = {b: i for i, b in enumerate(builds(quick))}
+    return sorted(kept.items(), key=lambda item: order.get(item[0], len(order)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.scale", description=__doc__
@@ -569,6 +596,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", help="a family: brusselator, arrowhead or euler")
     parser.add_argument("--output", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="with --only: replace that family's rows in scale.json and scale.md, "
+        "keeping the other rows (else --only writes scale_<family>.*)",
+    )
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--row", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -581,13 +614,16 @@ def main(argv: list[str] | None = None) -> int:
         for build in builds(args.quick):
             if args.only and build.family != args.only:
                 continue
-            result = run(build, Path(tmp), args.limit, args.memory)
+            result = {**run(build, Path(tmp), args.limit, args.memory), "load": load}
             rows.append((build, result))
             shown = result.get("error") or f"{result['build_s']:.2f} s build"
             print(f"{build.label}: {shown}", file=sys.stderr)
     args.output.mkdir(parents=True, exist_ok=True)
-    text = table(rows, load, args.memory)
-    suffix = f"_{args.only}" if args.only else ""
+    updated = args.only if args.update and args.only else None
+    if updated:
+        rows = merged(args.output / "scale.json", rows, args.quick)
+    text = table(rows, load, args.memory, updated)
+    suffix = f"_{args.only}" if args.only and not updated else ""
     (args.output / f"scale{suffix}.md").write_text(text)
     (args.output / f"scale{suffix}.json").write_text(
         json.dumps([{**asdict(b), **r} for b, r in rows], indent=1)

@@ -220,7 +220,9 @@ def print_parts(derivation: Derivation) -> ModuleParts:
         parts.functions += numpy_points.build(
             spec, derivation.points, module.output_shape, pool, parts.functions
         )
-        parts = dataclasses.replace(parts, constants=pool.items, setup=pool.setup)
+        parts = dataclasses.replace(
+            parts, constants=pool.items, setup=pool.setup, uses=pool.uses
+        )
     return parts
 
 

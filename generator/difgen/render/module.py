@@ -26,11 +26,13 @@ from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
 from difgen.render import blackfast
 from difgen.targets.parts import (
+    BASE64,
     MATH,
     NOTHING,
     SCIPY_SPARSE,
     SCIPY_SPECIAL,
     TYPING,
+    ZLIB,
     Function,
     ModuleParts,
     Uses,
@@ -110,6 +112,8 @@ IMPORTS = {
     TYPING: "from typing import Any",
     SCIPY_SPARSE: "import scipy.sparse as sp  # type: ignore[import-untyped]",
     SCIPY_SPECIAL: "import scipy.special  # type: ignore[import-untyped]",
+    BASE64: "import base64",
+    ZLIB: "import zlib",
 }
 """The import of each module a printer may report (:class:`~difgen.targets.parts.Uses`)."""
 
@@ -117,10 +121,11 @@ TEMPLATE_HELPERS = frozenset({naming.CHECK_CSR_OUT})
 """The template's helpers that a module defines only when a printer reports them."""
 
 
-def module_uses(functions: Sequence[Function]) -> Uses:
-    """What the functions' code names, as their printers reported it; a module or
-    helper render does not know is a printer's bug (the module would not run)."""
-    uses = NOTHING
+def module_uses(functions: Sequence[Function], constants: Uses = NOTHING) -> Uses:
+    """What the functions' code and the module ``constants`` name, as their
+    printers reported it; a module or helper render does not know is a printer's
+    bug (the module would not run)."""
+    uses = constants
     for f in functions:
         uses |= f.uses
     unknown = sorted(
@@ -141,12 +146,16 @@ def imports_of(uses: Uses, compiled: bool = False) -> list[str]:
     defines any helper of :mod:`difgen.floats` (most are written with it); with
     ``compiled`` (emit = "c") those of the extension's loader."""
     lines = []
+    if BASE64 in uses.modules:  # a compressed index table, decoded at import
+        lines.append(IMPORTS[BASE64])
     if compiled:
         lines += ["import importlib.machinery", "import importlib.util"]
     if MATH in uses.modules or uses.helpers & set(floats.NAMES):
         lines.append(IMPORTS[MATH])
     if compiled:
         lines += ["import os", "import warnings"]
+    if ZLIB in uses.modules:
+        lines.append(IMPORTS[ZLIB])
     if TYPING in uses.modules:  # the state stack of a loop's adjoint
         lines.append(IMPORTS[TYPING])
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
@@ -192,7 +201,7 @@ def render_module(
         )
         for f in parts.functions
     ]
-    uses = module_uses(functions)
+    uses = module_uses(functions, parts.uses)
     contexts = ", ".join(
         f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
     )

@@ -195,6 +195,7 @@ def print_graphs(
         emission=_label(kinds),
         constants=pool.items,
         setup=pool.setup,
+        uses=pool.uses,
     )
 
 
@@ -218,4 +219,5 @@ def print_symbolic(
         emission="scalar",
         constants=pool.items,
         setup=pool.setup,
+        uses=pool.uses,
     )

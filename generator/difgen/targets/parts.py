@@ -20,6 +20,10 @@ SCIPY_SPARSE = "scipy.sparse"
 """Imported as ``sp``: sparse results are ``sp.csr_array``."""
 SCIPY_SPECIAL = "scipy.special"
 """Imported as itself: the special functions only SciPy computes."""
+ZLIB = "zlib"
+BASE64 = "base64"
+"""With :data:`ZLIB`, imported as themselves: a large index table's compressed
+block is decoded at import (:mod:`difgen.targets.tables`)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class Uses:
 NOTHING = Uses()
 SPARSE = Uses(modules=frozenset({SCIPY_SPARSE}))
 """What code naming ``sp.csr_array`` uses."""
+PACKED = Uses(modules=frozenset({ZLIB, BASE64}))
+"""What a compressed index table's decoding names (:func:`difgen.targets.tables.packed`)."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +116,12 @@ class Function:
 
 
 class Constants:
-    """Module-level constants, deduplicated by their source text."""
+    """Module-level constants, deduplicated by their source text; ``uses`` is
+    what their sources name besides NumPy, as the printer that wrote them
+    reported it (the module imports it)."""
 
     def __init__(self) -> None:
+        self.uses: Uses = NOTHING
         self.items: list[tuple[str, str]] = []
         self._names: dict[str, str] = {}
         self.setup: list[str] = []
@@ -147,6 +156,8 @@ class ModuleParts:
     emission: str
     constants: list[tuple[str, str]] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)
+    uses: Uses = NOTHING
+    """What the module constants' sources name (:attr:`Constants.uses`)."""
     index_checks: tuple[IndexCheck, ...] = ()
     """The run-time index checks the function performs, which every operator
     performs at entry (:mod:`difgen.derive.checks`)."""

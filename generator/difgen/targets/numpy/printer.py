@@ -27,8 +27,17 @@ from difgen.core.ir import FrozenArray, Graph, Lit, Var
 from difgen.core.primitive import Statements
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
+from difgen.targets import tables
 from difgen.targets.numpy.epilogue import LastResult, returns
-from difgen.targets.parts import NOTHING, SPARSE, TYPING, Constants, Function, Uses
+from difgen.targets.parts import (
+    NOTHING,
+    PACKED,
+    SPARSE,
+    TYPING,
+    Constants,
+    Function,
+    Uses,
+)
 from difgen.targets.signatures import (
     SPARSE_TYPE,
     docstring,
@@ -40,6 +49,10 @@ from difgen.targets.signatures import (
 INLINE_SIZE = 8  # arrays up to this many elements are written in place
 INLINE_LENGTH = 72  # a single-use expression longer than this gets its own line
 MAX_RUNS = 4  # integer arrays made of at most this many arange runs print as such
+LARGE_TABLE = 4096
+"""Integer tables of more elements are module constants printed by
+:mod:`difgen.targets.tables` (block runs as a formula, else one compressed block),
+so that a module's size does not grow with its sparsity pattern."""
 
 
 def _constant(pool: Constants, source: str) -> str:
@@ -150,11 +163,17 @@ def _arange(runs: list[tuple[int, int, int]], as_float: bool) -> str:
 
 
 def array_source(
-    value: np.ndarray, cast: str = "", axis: PointsAxis | None = None
+    value: np.ndarray,
+    cast: str = "",
+    axis: PointsAxis | None = None,
+    pool: Constants | None = None,
 ) -> str:
     """Compact source text for a constant array (its size does not show), with
     ``cast`` (such as ``".astype(np.int32)"``) applied to it; its shape names the
-    points ``axis`` where it has it.
+    points ``axis`` where it has it. An integer table of more than
+    :data:`LARGE_TABLE` elements that is a module constant of ``pool`` is printed
+    by :mod:`difgen.targets.tables` (``pool`` records what a compressed block's
+    decoding names).
 
     >>> array_source(np.array([3, 1, 2]), ".astype(np.int32)")
     'np.array([3, 1, 2]).astype(np.int32)'
@@ -185,6 +204,11 @@ def array_source(
     item: Callable[[Any], str] = (lambda v: str(int(v))) if is_int else number
     if flat.size <= INLINE_SIZE:
         return f"np.array({_nested(value, item)}){cast}"
+    if is_int and pool is not None and flat.size > LARGE_TABLE:
+        if (found := tables.formula(flat)) is not None:
+            return found + reshape + cast
+        pool.uses |= PACKED
+        return tables.packed(flat) + reshape + cast
     if is_int and (periodic := _periodic(flat)) is not None:
         return periodic + reshape + cast
     return _wrapped([item(v) for v in flat], reshape + cast)
@@ -315,8 +339,8 @@ def csr_format(
     """The :class:`CsrFormat` of a ``kind`` result of this pattern, its index
     constants (int32 or int64: :func:`index_itemsize`) added to ``pool``."""
     cast = ".astype(np.int32)" if index_itemsize(shape, len(indices)) == 4 else ""
-    name_i = pool.add(array_source(indices, cast), f"{kind.upper()}_INDICES")
-    name_p = pool.add(array_source(indptr, cast), f"{kind.upper()}_INDPTR")
+    name_i = pool.add(array_source(indices, cast, pool=pool), f"{kind.upper()}_INDICES")
+    name_p = pool.add(array_source(indptr, cast, pool=pool), f"{kind.upper()}_INDPTR")
     return CsrFormat(name_i, name_p, shape)
 
 
@@ -338,10 +362,10 @@ def _index_param(value: Any, pool: Constants) -> Any:
     if isinstance(value, FrozenArray):
         if value.value.size <= INLINE_SIZE:
             return _Named(value, _nested(value.value, lambda v: str(int(v))))
-        source = array_source(value.value)
+        source = array_source(value.value, pool=pool)
         if len(source) <= 40 and "\n" not in source:
             return _Named(value, source)
-        return _Named(value, _constant(pool, array_source(value.value)))
+        return _Named(value, _constant(pool, source))
     if isinstance(value, tuple):
         return tuple(_index_param(v, pool) for v in value)
     return value
@@ -352,7 +376,7 @@ def lit_source(lit: Lit, pool: Constants, axis: PointsAxis | None = None) -> Exp
     (the points ``axis`` named in its shape)."""
     if lit.value.ndim == 0:
         return literal(number(lit.value[()]))
-    source = array_source(lit.value, axis=axis)
+    source = array_source(lit.value, axis=axis, pool=pool)
     if lit.value.size <= INLINE_SIZE or (len(source) <= 40 and "\n" not in source):
         return literal(source)
     return atom(_constant(pool, source))
@@ -369,7 +393,11 @@ class GraphCode:
     uses: Uses = NOTHING
 
 
-HOIST_LIMIT = 1 << 16  # elements (512 KB): larger constant arrays stay per call
+HOIST_LIMIT = 1 << 18  # elements (2 MB): larger constant arrays stay per call
+CONTIGUOUS_HOIST = 1 << 16
+"""Hoisted values of more elements are stored C-contiguous: a view (a transpose,
+a slice) that every call reads would be strided on every pass. (Smaller ones
+are the size every module hoisted before; they keep their text.)"""
 
 
 @dataclass(frozen=True)
@@ -486,7 +514,12 @@ class _Statements:
 
     def hoist(self, var: Var, emitted: Expr | list[str]) -> None:
         """Computed once at import, by the module's setup."""
-        block = emitted if isinstance(emitted, list) else [f"OUT = {emitted.text}"]
+        if isinstance(emitted, list):
+            block = emitted
+        elif var.size > CONTIGUOUS_HOIST:
+            block = [f"OUT = np.ascontiguousarray({emitted.text})"]
+        else:
+            block = [f"OUT = {emitted.text}"]
         self.names[var] = atom(self.pool.hoist(block))
 
     def block(self, var: Var, emitted: list[str]) -> None:
