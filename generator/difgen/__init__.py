@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 from difgen.api import build, check, verify
+from difgen.custom import custom_jvp
 from difgen.version import VERSION as __version__
 
-__all__ = ["__version__", "build", "check", "verify"]
+__all__ = ["__version__", "build", "check", "custom_jvp", "verify"]
