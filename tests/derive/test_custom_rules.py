@@ -36,9 +36,37 @@ CASES: dict[str, tuple[tuple[int, ...], bool]] = {
     "in_while_loop": ((3,), True),
 }
 
-FIRST = ["pushforward", "pullback", "jacobian"]
-SCALAR_OUT = ["gradient", "value_and_gradient", "hvp", "hessian"]
-SCALAR_IN = ["derivative", "second_derivative"]
+FIRST = [
+    "pushforward",
+    "value_and_pushforward",
+    "pullback",
+    "value_and_pullback",
+    "jacobian",
+    "value_and_jacobian",
+]
+SCALAR_OUT = [
+    "gradient",
+    "value_and_gradient",
+    "hvp",
+    "hessian",
+    "value_gradient_and_hessian",
+]
+SCALAR_IN = ["derivative", "value_and_derivative", "second_derivative"]
+SCALAR_IN += ["value_derivative_and_second_derivative"]
+
+PARTS = {
+    "value_gradient_and_hessian": ("f", "gradient", "hessian"),
+    "value_derivative_and_second_derivative": ("f", "derivative", "second_derivative"),
+}
+"""What a combined operator returns, part by part (``value_and_X``: f, X)."""
+
+
+def _parts(op: str) -> tuple[str, ...]:
+    if op in PARTS:
+        return PARTS[op]
+    if op.startswith("value_and_"):
+        return ("f", op.removeprefix("value_and_"))
+    return (op,)
 
 
 def _operators(name: str, mode: str = "auto") -> list[str]:
@@ -49,7 +77,7 @@ def _operators(name: str, mode: str = "auto") -> list[str]:
     if name == "in_while_loop" and mode == "reverse":
         # reverse over a loop's adjoint is not offered (second order is forward
         # over reverse): hvp and hessian refuse it with or without a rule
-        ops = [op for op in ops if op not in ("hvp", "hessian")]
+        ops = [op for op in ops if not {"hvp", "hessian"} & set(_parts(op))]
     if shape == ():
         ops += SCALAR_IN
     return ops
@@ -67,6 +95,9 @@ def _point(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 def _expected(twin: Any, op: str, x: np.ndarray, seeds: dict[str, Any]) -> Any:
     """JAX's result, in forward mode only (JAX has no reverse mode through a
     ``while_loop``): its rules, as difgen's, are JVP rules."""
+    parts = _parts(op)
+    if len(parts) > 1:
+        return tuple(_expected(twin, part, x, seeds) for part in parts)
     import jax
 
     xj = jax.numpy.asarray(x)
@@ -84,8 +115,6 @@ def _expected(twin: Any, op: str, x: np.ndarray, seeds: dict[str, Any]) -> Any:
         return jac
     if op in ("gradient", "derivative"):
         return jac
-    if op == "value_and_gradient":
-        return (y, jac)
     hessian = np.asarray(jax.jacfwd(jax.jacfwd(twin))(xj))
     if op == "hvp":
         return (hessian.reshape(n, n) @ seeds["v"].ravel()).reshape(x.shape)
@@ -96,17 +125,19 @@ def _expected(twin: Any, op: str, x: np.ndarray, seeds: dict[str, Any]) -> Any:
 
 def _call(module: Any, op: str, x: np.ndarray, seeds: dict[str, Any]) -> Any:
     fn = getattr(module, op)
-    if op == "pushforward":
+    base = _parts(op)[-1]
+    if base == "pushforward":
         return fn(x, seeds["dx"])
-    if op == "pullback":
+    if base == "pullback":
         return fn(x, seeds["dy"])
-    if op == "hvp":
+    if base == "hvp":
         return fn(x, seeds["v"])
     return fn(x)
 
 
 def _compare(got: Any, want: Any, what: str, rtol: float = 1e-9) -> None:
     if isinstance(want, tuple):
+        assert len(got) == len(want), what
         for g, w in zip(got, want):
             _compare(g, w, what, rtol)
         return
@@ -318,3 +349,49 @@ def test_a_closure_over_a_traced_value_is_refused() -> None:
 
     with pytest.raises(TraceError, match="by closure"):
         trace(f, [((2,), "float64")])
+
+
+def test_a_batched_call_keeps_its_rule() -> None:
+    """vmap of a call is a call of the batched function and rule: its JVP is
+    still the rule's, row by row."""
+    from difgen.ad import vmap
+
+    graph = trace(fns.nested, [((3,), "float64")])
+    batched = vmap(graph, [True], 4)
+    assert CALL in [e.primitive for e in batched.eqns]
+    rng = np.random.default_rng(1)
+    xs, ts = rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, (4, 3))
+    one = jvp(graph)
+    rows = [one.evaluate(x, t)[1] for x, t in zip(xs, ts)]
+    np.testing.assert_allclose(jvp(batched).evaluate(xs, ts)[1], rows, rtol=1e-13)
+
+
+def test_points_and_sparse_results_go_through_the_rule(tmp_path: Path) -> None:
+    """The points variants batch the inlined operator graphs; the sparsity rule of
+    a call finds softplus's diagonal hessian."""
+    cfg = write_config(
+        tmp_path / "points",
+        SOURCE,
+        "softplus_sum",
+        (5,),
+        ["gradient", "hessian"],
+        backend="trace",
+        points=True,
+    )
+    dense, _ = build_and_import(cfg)
+    cfg = write_config(
+        tmp_path / "sparse",
+        SOURCE,
+        "softplus_sum",
+        (5,),
+        ["hessian"],
+        backend="trace",
+        sparse=True,
+    )
+    sparse, _ = build_and_import(cfg)
+    xs = np.random.default_rng(2).uniform(-1, 1, (6, 5))
+    rows = [dense.gradient(x) for x in xs]
+    np.testing.assert_allclose(dense.gradient_points(xs), rows, rtol=1e-13)
+    h = sparse.hessian(xs[0])
+    assert h.nnz == 5
+    np.testing.assert_allclose(h.toarray(), dense.hessian(xs[0]), rtol=1e-13)
