@@ -395,3 +395,33 @@ def test_points_and_sparse_results_go_through_the_rule(tmp_path: Path) -> None:
     h = sparse.hessian(xs[0])
     assert h.nnz == 5
     np.testing.assert_allclose(h.toarray(), dense.hessian(xs[0]), rtol=1e-13)
+
+
+def test_branches_on_traced_values_inside_and_around_a_call(tmp_path: Path) -> None:
+    cfg = write_config(
+        tmp_path, SOURCE, "in_branch", (3,), ["gradient", "hessian"], backend="trace"
+    )
+    module, _ = build_and_import(cfg)
+    for x in ([0.5, 0.2, -0.1], [0.5, -0.9, -0.1], [-0.5, 0.2, 0.1]):
+        x = np.array(x)
+        if x[0] > 0.0:
+            up = np.sum(x) > 0.0
+            dramp = 2.0 * x if up else -np.ones(3)
+            ramp = x * x if up else -x
+            grad = dramp * np.cos(x) - ramp * np.sin(x)
+            d2 = (2.0 if up else 0.0) * np.cos(x) - 2 * dramp * np.sin(x)
+            d2 = d2 - ramp * np.cos(x)
+        else:
+            s = 1.0 / (1.0 + np.exp(-x))
+            grad, d2 = s, s * (1 - s)
+        np.testing.assert_allclose(module.gradient(x), grad, rtol=1e-12)
+        np.testing.assert_allclose(module.hessian(x), np.diag(d2), rtol=1e-12)
+
+
+def test_a_rule_calling_an_untraceable_function_says_to_compute_the_value() -> None:
+    with pytest.raises(TraceError) as caught:
+        trace(fns.uses_opaque, [((3,), "float64")])
+    message = str(caught.value)
+    assert "the rule opaque_jvp of" in message and "calls" in message
+    assert "compute the value in the rule without calling the function" in message
+    assert "float()" in message  # why difgen could not trace it

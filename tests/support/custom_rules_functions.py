@@ -265,3 +265,44 @@ def jax_twins() -> dict[str, Any]:
         "two_arguments": lambda x: j_scaled_exp(x[:2], x[2:] ** 2),
         "in_while_loop": j_in_while_loop,
     }
+
+
+# ------------------------------------------------- branches on traced values
+@difgen.custom_jvp
+def ramp(x):
+    # a branch on a traced value inside the custom function: rewritten as a cond
+    if np.sum(x) > 0.0:
+        return x * x
+    return -x
+
+
+@ramp.defjvp
+def ramp_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    if np.sum(x) > 0.0:
+        return x * x, 2.0 * x * dx
+    return -x, -dx
+
+
+def in_branch(x):
+    # the call inside a branch on a traced value, and a branch inside the call
+    if x[0] > 0.0:
+        return np.sum(ramp(x) * np.cos(x))
+    return np.sum(logexp(x))
+
+
+# ------------------- a rule that calls a function difgen cannot trace
+@difgen.custom_jvp
+def opaque(x):
+    return np.array([math.exp(float(v)) for v in np.ravel(x)])
+
+
+@opaque.defjvp
+def opaque_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    y = opaque(x)  # fine in JAX, where the function is traced; not here
+    return y, y * dx
+
+
+def uses_opaque(x):
+    return np.sum(opaque(x))
