@@ -78,10 +78,11 @@ def handle(fn: custom_jvp, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
         if outer is not fn:
             continue
         if failure:
+            rule = getattr(fn.jvp, "__qualname__", "?")
             raise TraceError(
-                f"{user_location()}: the rule of {name_of(fn)} calls {name_of(fn)}, "
-                f"which difgen cannot trace ({failure}); compute the value in the "
-                "rule without calling the function"
+                f"{user_location()}: the rule {rule} of {name_of(fn)} calls "
+                f"{name_of(fn)}, which difgen cannot trace ({failure}); "
+                f"{_IN_RULE_REFUSAL}"
             )
         return fn.fun(*args, **kwargs)  # the rule asks for the value: inlined
     if fn.jvp is None:
@@ -197,12 +198,12 @@ def _trace_rule(
             graph, captured = _sub_trace(rule, [*avals, *tangent_avals], where, run)
     except (TracedBranch, KeyboardInterrupt, budget.BuildTimeout):
         raise
+    except TraceError as exc:
+        if _IN_RULE_REFUSAL in str(exc):
+            raise  # already says what happened, and where
+        raise _rule_failed(fn, rule, exc, failure) from None
     except Exception as exc:  # noqa: BLE001  (anything the user's code raises)
-        why = f" (difgen cannot trace {name_of(fn)} itself: {failure})" * bool(failure)
-        raise TraceError(
-            f"{where_of(rule)}: the rule {rule.__qualname__} of {name_of(fn)} "
-            f"raised {_describe(exc)} while difgen traced it{why}"
-        ) from None
+        raise _rule_failed(fn, rule, exc, failure) from None
     _refuse_captures(fn, captured, rule)
     if len(graph.outputs) != 2:
         raise TraceError(
@@ -218,6 +219,19 @@ def _trace_rule(
             f"{dy.dtype}{list(dy.shape)}; they must be float64 arrays of one shape"
         )
     return graph
+
+
+_IN_RULE_REFUSAL = "compute the value in the rule without calling the function"
+
+
+def _rule_failed(
+    fn: custom_jvp, rule: Callable[..., Any], exc: BaseException, failure: str
+) -> TraceError:
+    why = f" (difgen cannot trace {name_of(fn)} itself: {failure})" * bool(failure)
+    return TraceError(
+        f"{where_of(rule)}: the rule {rule.__qualname__} of {name_of(fn)} "
+        f"raised {_describe(exc)} while difgen traced it{why}"
+    )
 
 
 @contextmanager
