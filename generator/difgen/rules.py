@@ -95,7 +95,7 @@ def _check_one(
     """None when the rule passed here; why it could not be checked otherwise.
     A rule that is wrong raises."""
     name, rule = key
-    fn = frontend.FUNCTIONS[name]
+    fn = frontend.FUNCTIONS[key]
     # not linear in the tangents: refused before any difference is taken
     calls.check_linear(rule, name, len(operands))
     name = fn.fun.__qualname__

@@ -76,7 +76,7 @@ def _shape_rule(*avals: Aval, fun: SubGraph, rule: SubGraph, name: str) -> Aval:
 
 def rule_name(rule: SubGraph, name: str) -> str:
     """How messages name a rule: the function and where the rule is defined."""
-    fn = frontend_custom.FUNCTIONS.get(name)
+    fn = frontend_custom.FUNCTIONS.get((name, rule))
     if fn is not None and fn.jvp is not None:
         return (
             f"the derivative rule {fn.jvp.__qualname__} of {fn.fun.__qualname__} "

@@ -37,9 +37,10 @@ from difgen.core.tracer import Tracer, bind, lift, tracing_branch
 from difgen.custom import TRACING, custom_jvp
 from difgen.errors import TraceError
 
-FUNCTIONS: dict[str, custom_jvp] = {}
-"""Every custom function a trace called, by the name its equations carry (the
-build-time check of the rule calls the function itself on NumPy values)."""
+FUNCTIONS: dict[tuple[str, SubGraph], custom_jvp] = {}
+"""Every custom function a trace called, by the ``name`` and ``rule`` its equations
+carry (the build-time check of the rule calls the function itself on NumPy values;
+two closures of one ``def`` differ by their rules' constants)."""
 
 CALL: list[Primitive] = []
 """The ``custom_jvp_call`` declaration, which :mod:`difgen.ad.custom` (with the
@@ -129,14 +130,15 @@ def handle(fn: custom_jvp, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
         if message not in budget.notes():  # the function is traced twice
             budget.note(message)
     name = name_of(fn)
-    FUNCTIONS[name] = fn
+    rule = SubGraph(rule_graph, where_of(fn.jvp))
+    FUNCTIONS[name, rule] = fn
     if not CALL:
         raise TraceError(f"{where}: custom_jvp_call is not declared (import difgen.ad)")
     return bind(
         CALL[0],
         *primals,
         fun=SubGraph(fun_graph, where_of(fn.fun)),
-        rule=SubGraph(rule_graph, where_of(fn.jvp)),
+        rule=rule,
         name=name,
     )
 
