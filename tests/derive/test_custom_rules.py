@@ -425,3 +425,10 @@ def test_a_rule_calling_an_untraceable_function_says_to_compute_the_value() -> N
     assert "the rule opaque_jvp of" in message and "calls" in message
     assert "compute the value in the rule without calling the function" in message
     assert "float()" in message  # why difgen could not trace it
+
+
+def test_a_wrong_rule_inside_a_loop_is_caught_too(tmp_path: Path) -> None:
+    """The check records each call's operands at any depth of the reference
+    interpreter: here only inside a while loop's body."""
+    with pytest.raises(TraceError, match=r"wrong_sin_jvp of wrong_sin .*disagrees"):
+        _build(tmp_path, "wrong_rule_in_loop", backend="trace")

@@ -306,3 +306,11 @@ def opaque_jvp(primals, tangents):
 
 def uses_opaque(x):
     return np.sum(opaque(x))
+
+
+def wrong_rule_in_loop(x):
+    # the wrong rule is called inside a loop on a traced condition only
+    y = x * 2.0
+    while np.sum(y * y) > 0.1:
+        y = 0.5 * wrong_sin(y)
+    return np.sum(y)
