@@ -21,6 +21,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
@@ -43,6 +44,7 @@ from difgen.hashing import (
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
 from difgen.render.module import render_module
+from difgen.rules import check_rules
 from difgen.targets import choose
 from difgen.targets.c import extension as c_code
 from difgen.targets.numpy import points as numpy_points
@@ -165,7 +167,19 @@ def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
     """
     module: SymbolicDerivation | GraphDerivation
     fallback = False
-    if spec.backend == "sympy":
+    rules = uses_rules(graph)
+    if spec.backend == "sympy" and rules is not None:
+        # SymPy would differentiate the function, not the user's rule
+        emit = "c" if spec.emit == "c" else "vector"
+        note(
+            f"sympy backend: {rules} has a user derivative rule (difgen.custom_jvp), "
+            f"which SymPy cannot differentiate by; built from the graph instead "
+            f'({"C loops" if emit == "c" else "vector code"}, as backend = "trace" '
+            "builds it)"
+        )
+        spec = dataclasses.replace(spec, emit=emit)
+        fallback = True
+    elif spec.backend == "sympy":
         _refuse_runtime_data(spec, graph)
         try:
             module = symbolic.derive(spec, graph)
@@ -188,7 +202,8 @@ def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
         with stage("points"):
             points_graphs = points.derive(spec, operators)
     checks = index_checks(graph, [c.name for c in spec.contexts])
-    return Derivation(spec, module, points_graphs, fallback, checks)
+    why = "user derivative rules" if rules is not None else "sympy over budget"
+    return Derivation(spec, module, points_graphs, fallback, checks, why)
 
 
 def _refuse_runtime_data(spec: ModuleSpec, graph: Graph) -> None:
@@ -257,6 +272,7 @@ def _generate(
     with stage("trace"):
         graph = trace_spec(spec, fn)
         digest = source_hash(spec, graph)  # of the graph as traced, before any backend
+        check_rules(spec, graph)  # user derivative rules against differences
     # Derivation may mark finer stages inside this one (progress names the innermost).
     with stage("derive"):
         try:

@@ -317,6 +317,15 @@ def error(generated: Any, reference: Any) -> float:
     return diff / scale
 
 
+def sample_point(spec: ModuleSpec, draw: int = 0) -> tuple[Array, list[Array]]:
+    """A deterministic point ``(x, contexts)`` drawn as :func:`verify_module` draws
+    its points (uniform in [-1, 1], :func:`_context` for contexts), for build-time
+    checks: ``draw`` numbers the points of one module."""
+    rng = np.random.default_rng([draw, zlib.crc32(spec.name.encode())])
+    x = rng.uniform(-1.0, 1.0, tuple(spec.input.shape))
+    return x, [_context(c.shape, c.dtype, rng) for c in spec.contexts]
+
+
 def _context(shape: Shape, dtype: str, rng: np.random.Generator) -> Array:
     """A random context: floats in [-1, 1], random booleans, and zeros for integers
     (they are mostly indices, and 0 is the one index valid for every non-empty

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from difgen.ad import control, loops  # noqa: F401  (register cond and the loops)
+from difgen.ad import control, custom, loops  # noqa: F401  (cond, calls, loops)
 from difgen.ad.batching import vmap, vmap_eval
 from difgen.ad.interpret import build_graph, eval_graph
 from difgen.ad.jvp import jvp, jvp_eval

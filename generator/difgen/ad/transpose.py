@@ -38,7 +38,27 @@ def vjp_eval(
     """
     n, m = len(graph.inputs), len(graph.outputs)
     wrt = tuple(wrt) if wrt is not None else (True,) + (False,) * (n - 1)
-    lin = jvp(graph, wrt)
+    outs, cts = transpose_eval(jvp(graph, wrt), n, m, primals, cotangents)
+    given = iter(cts)
+    return outs, [next(given) if w else None for w in wrt]
+
+
+def transpose_eval(
+    lin: Graph,
+    n: int,
+    m: int,
+    primals: Sequence[Any],
+    cotangents: Sequence[Any],
+) -> tuple[list[Any], list[Any]]:
+    """The primal outputs of a tangent graph and the cotangents of its tangent
+    inputs, in the current trace.
+
+    ``lin`` is ``(*primals, *tangents) -> (*outputs, *output_tangents)`` with ``n``
+    primal inputs and ``m`` primal outputs, linear in the tangents (a JVP graph, or
+    a user's derivative rule); ``cotangents`` holds one per output tangent. The
+    result holds one cotangent per tangent input (None: zero). An equation that is
+    not linear in the tangents raises :class:`DifgenError`.
+    """
     linear: set[Var] = set(lin.inputs[n:])
     env: Env = dict(zip(lin.inputs[:n], primals))
     linear_eqns: list[Eqn] = []
@@ -89,8 +109,7 @@ def vjp_eval(
                         f"{np.shape(c)} for an input of shape {atom.shape}"
                     )
                 _accumulate(cts, atom, c)
-    seeds = iter(lin.inputs[n:])
-    return outs, [_total(cts.get(next(seeds), [])) if w else None for w in wrt]
+    return outs, [_total(cts.get(seed, [])) for seed in lin.inputs[n:]]
 
 
 def _accumulate(cts: dict[Var, list[Any]], var: Var, ct: Any) -> None:

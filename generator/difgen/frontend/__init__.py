@@ -7,7 +7,7 @@ graph-building core (:mod:`difgen.core`) and the primitive tables.
 
 from __future__ import annotations
 
-from difgen.frontend import array_methods, linalg_api, numpy_api, runtime
+from difgen.frontend import array_methods, custom, linalg_api, numpy_api, runtime
 from difgen.frontend.tracing import trace
 
-__all__ = ["array_methods", "linalg_api", "numpy_api", "runtime", "trace"]
+__all__ = ["array_methods", "custom", "linalg_api", "numpy_api", "runtime", "trace"]
