@@ -193,7 +193,7 @@ def while_(
         if not pred:
             return state
         state = tuple(body(*state))
-    final = _loop(test, body, state, where, names)
+    final = _loop(test, body, state, where, names, implicit=_IMPLICIT[-1])
     result = list(final)
     for i in written:
         before = values[i]
@@ -218,6 +218,51 @@ still small; past it, the module and the build would grow with the trip count.
 build time and evaluation against the number of steps."""
 
 _UNROLLING = [False]
+
+IMPLICIT_MODES = ("off", "on", "auto")
+_IMPLICIT = ["off"]
+
+
+@contextlib.contextmanager
+def implicit_loops(mode: str) -> Iterator[None]:
+    """Trace with ``while`` loops on a traced condition differentiated implicitly:
+    ``"on"`` every one (a loop whose exit test is not a tolerance on a residual is
+    refused), ``"auto"`` those whose exit test is one (each named in a build note),
+    ``"off"`` none (the derivative of the iterations taken)."""
+    if mode not in IMPLICIT_MODES:
+        raise ValueError(f"unknown implicit mode {mode!r}")
+    _IMPLICIT.append(mode)
+    try:
+        yield
+    finally:
+        _IMPLICIT.pop()
+
+
+def _implicit_loop(mode: str, cond: Graph, n_state: int, where: str) -> bool:
+    """Whether the loop is differentiated implicitly (refused or noted as ``mode``
+    says): its exit test must compare a residual's size with a tolerance."""
+    if mode == "off":
+        return False
+    from difgen.ad.implicit import residual_of
+
+    if residual_of(cond, n_state) is None:
+        if mode == "on":
+            raise TraceError(
+                f"{where}: implicit = true, but the exit test of this `while` loop "
+                "is not recognised as a tolerance on a residual (`abs(r) > tol`, "
+                "`np.max(np.abs(r)) > tol`, `np.linalg.norm(r) > tol`, alone or "
+                "joined by `and`, with r computed from the loop's variables and "
+                'tol not); write the test that way, or use implicit = "auto" to '
+                "differentiate this loop through its iterations"
+            )
+        return False
+    message = (
+        f"{where}: the `while` loop is differentiated implicitly (the "
+        "implicit-function derivative at its final state, no tape)"
+    )
+    if message not in budget.notes():
+        budget.note(message)
+    return True
 
 
 @contextlib.contextmanager
@@ -441,8 +486,10 @@ def _loop(
     state: tuple[Any, ...],
     where: str,
     names: tuple[str, ...],
+    implicit: str = "off",
 ) -> tuple[Any, ...]:
-    """Trace the condition and the body on symbolic loop variables; bind the loop."""
+    """Trace the condition and the body on symbolic loop variables; bind the loop
+    (marked ``implicit`` when :func:`_implicit_loop` says so)."""
     if "while_loop" not in PRIMITIVES:
         raise TraceError(f"{where}: while_loop is not registered (import difgen.ad)")
     leaves, tree = _flatten(state)
@@ -507,6 +554,8 @@ def _loop(
         for a in inits
     ]
     const_args = [Tracer(owner, var) for var, owner in consts.items()]
+    is_implicit = _implicit_loop(implicit, cond_graph, len(slots), where)
+    marked = {"implicit": True} if is_implicit else {}
     results = list(leaves)
     for j, slot in enumerate(slots):
         results[slot] = bind(
@@ -517,6 +566,7 @@ def _loop(
             body=SubGraph(body_graph, where),
             n_state=len(slots),
             index=j,
+            **marked,
         )
     return tuple(_unflatten(tree, iter(results))) if tree is not None else (results[0],)
 
