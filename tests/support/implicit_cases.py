@@ -1,0 +1,98 @@
+"""Converged loops for implicit differentiation (issue 22, item 6).
+
+Each function solves an equation by iterating until a tolerance test fails; the
+tests build them with ``implicit = true`` and compare with the analytic derivative
+of the solution (Kepler's ``1 / (1 - e cos E)``) or with finite differences.
+"""
+
+import numpy as np
+
+E_KEPLER = 0.6
+
+
+def kepler(M, e):
+    """Eccentric anomalies: E - e sin E = M, Newton's step as the state."""
+    E = M + e * np.sin(M)
+    step = np.ones(M.shape)
+    while np.max(np.abs(step)) > 1e-13:
+        step = (E - e * np.sin(E) - M) / (1.0 - e * np.cos(E))
+        E = E - step
+    return E
+
+
+def kepler_energy(M):
+    """A scalar of the anomalies (gradient, hessian, hvp)."""
+    E = kepler(M, E_KEPLER)
+    return np.sum(E**2) + np.sum(np.sin(E))
+
+
+def kepler_me(x):
+    """Mean anomalies and the eccentricity differentiated together (x = [M, e])."""
+    M, e = x[:-1], x[-1]
+    E = kepler(M, e)
+    return np.sum(E * np.cos(E)) + e * np.sum(E)
+
+
+def newton_sqrt(a):
+    """sqrt(a) by Newton on the residual x*x - a: the exit test is that residual."""
+    x = a + 1.0
+    while abs(x * x - a) > 1e-14 * a:
+        x = x - (x * x - a) / (2.0 * x)
+    return x
+
+
+def kepler_capped(M):
+    """Two Newton steps at most: stops before converging (max iterations)."""
+    E = M + E_KEPLER * np.sin(M)
+    step = np.ones(M.shape)
+    i = 0.0
+    while np.max(np.abs(step)) > 1e-13 and i < 2.0:
+        step = (E - E_KEPLER * np.sin(E) - M) / (1.0 - E_KEPLER * np.cos(E))
+        E = E - step
+        i = i + 1.0
+    return E
+
+
+def tanh_fixed_point(b, W):
+    """x = tanh(W x + b), a contraction (|W| < 1): a vector fixed point whose exit
+    test is the norm of the change."""
+    x = np.zeros(b.shape)
+    change = np.ones(b.shape)
+    while np.linalg.norm(change) > 1e-14:
+        new = np.tanh(W @ x + b)
+        change = new - x
+        x = new
+    return x
+
+
+def tanh_fixed_point_energy(b, W):
+    x = tanh_fixed_point(b, W)
+    return np.sum(x**2) + np.sum(x * b)
+
+
+def counter_loop(x):
+    """A loop on a traced condition that is not a tolerance on a residual."""
+    y = x * 1.0
+    while np.sum(y) < 10.0:
+        y = y * 2.0
+    return y
+
+
+def two_loops(x):
+    """One converged loop and one that is not a tolerance test ("auto")."""
+    y = x * 1.0
+    while np.sum(y) < 10.0:
+        y = y * 2.0
+    return kepler(y, E_KEPLER)
+
+
+def big_fixed_point(b):
+    """70 unknowns coupled by a matrix: more than the dense solve takes."""
+    W = 0.1 * np.ones((70, 70)) / 70.0
+    x = np.zeros(b.shape)
+    change = np.ones(b.shape)
+    while np.max(np.abs(change)) > 1e-12:
+        new = np.tanh(W @ x + b)
+        change = new - x
+        x = new
+    return x
