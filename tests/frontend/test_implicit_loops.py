@@ -289,3 +289,78 @@ def test_implicit_false_is_the_module_without_the_key(tmp_path: Path) -> None:
 def _line(needle: str) -> int:
     lines = SOURCE.read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+@pytest.mark.parametrize(
+    "function", ["kepler_brentq", "kepler_newton", "kepler_secant"]
+)
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_scipy_root_finders_are_loops_with_implicit_derivatives(
+    tmp_path: Path, function: str, mode: str
+) -> None:
+    """No option needed: a root finder's derivative is the implicit one."""
+    ops = ["derivative", "second_derivative", "value_and_derivative"]
+    cfg = write_config(tmp_path, SOURCE, function, [], ops, backend="trace", mode=mode)
+    mod, _ = build_and_import(cfg)
+    assert "scipy" not in operators_source(mod)  # the loop is emitted
+    e = cases.E_KEPLER
+    for M in (0.2, 2.0, 5.5):
+        E = float(cases.kepler(np.array(M), e))
+        w = 1.0 / (1.0 - e * np.cos(E))
+        value, d = mod.value_and_derivative(M)
+        np.testing.assert_allclose(value, getattr(cases, function)(M), rtol=1e-14)
+        np.testing.assert_allclose(value, E, rtol=1e-13)
+        np.testing.assert_allclose(d, w, rtol=1e-12)
+        np.testing.assert_allclose(mod.derivative(M), w, rtol=1e-12)
+        np.testing.assert_allclose(
+            mod.second_derivative(M), -e * np.sin(E) * w**3, rtol=1e-10, atol=1e-12
+        )
+
+
+def test_scipy_fixed_point_del2_elementwise(tmp_path: Path) -> None:
+    ops = ["jacobian", "pullback"]
+    mod, _ = _build(tmp_path, "tanh_scipy_fixed_point", [3], ops, implicit=False)
+    b = np.array([0.1, -0.5, 1.0])
+    x = mod.f(b)
+    np.testing.assert_allclose(x, cases.tanh_scipy_fixed_point(b), rtol=1e-13)
+    s = 1.0 - x**2
+    expected = np.diag(s / (1.0 - 0.5 * s))
+    np.testing.assert_allclose(mod.jacobian(b), expected, rtol=1e-12, atol=1e-12)
+    u = np.array([1.0, 2.0, -1.0])
+    np.testing.assert_allclose(mod.pullback(b, u), expected @ u, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("function", "needle"),
+    [
+        ("brentq_full_output", "scipy.optimize.brentq(..., full_output=True)"),
+        ("calls_root", "scipy.optimize.root is not supported"),
+    ],
+)
+def test_unsupported_solver_calls_name_the_call_and_argument(
+    tmp_path: Path, function: str, needle: str
+) -> None:
+    cfg = write_config(tmp_path, SOURCE, function, [], ["derivative"], backend="trace")
+    with pytest.raises(TraceError) as info:
+        api.build(cfg)
+    assert needle in str(info.value) and "implicit_cases.py:" in str(info.value)
+
+
+def test_the_sympy_backend_builds_the_loop_from_the_graph(tmp_path: Path) -> None:
+    """The sympy backend has no loop form: the module is built from the graph (a
+    build note says so), with the same implicit derivative."""
+    mod, _ = _build(tmp_path, "kepler_energy", [5], ["gradient"], backend="sympy")
+    assert "reversed(" not in operators_source(mod)
+    E = _anomalies(M5, cases.E_KEPLER)
+    w = 1.0 / (1.0 - cases.E_KEPLER * np.cos(E))
+    np.testing.assert_allclose(mod.gradient(M5), (2.0 * E + np.cos(E)) * w, 1e-12)
+
+
+def test_the_checked_in_example_is_kepler_implicit() -> None:
+    path = Path(__file__).resolve().parents[2] / "generated" / "kepler_implicit.py"
+    mod = import_file(path)
+    M, e = np.array([0.3, 1.2, 3.0, 5.0]), 0.7
+    E = _anomalies(M, e)
+    expected = np.diag(1.0 / (1.0 - e * np.cos(E)))
+    np.testing.assert_allclose(mod.jacobian(M, e), expected, rtol=1e-12, atol=1e-12)
+    assert "reversed(" not in operators_source(mod)

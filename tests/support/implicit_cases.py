@@ -96,3 +96,52 @@ def big_fixed_point(b):
         change = new - x
         x = new
     return x
+
+
+def kepler_brentq(M):
+    """Kepler's equation by scipy.optimize.brentq on [M - 1, M + 1]."""
+    from scipy.optimize import brentq
+
+    return brentq(
+        lambda E, m: E - E_KEPLER * np.sin(E) - m, M - 1.0, M + 1.0, args=(M,)
+    )
+
+
+def kepler_newton(M):
+    """By scipy.optimize.newton with the derivative."""
+    import scipy.optimize
+
+    return scipy.optimize.newton(
+        lambda E: E - E_KEPLER * np.sin(E) - M,
+        M,
+        fprime=lambda E: 1.0 - E_KEPLER * np.cos(E),
+        tol=1e-14,
+    )
+
+
+def kepler_secant(M):
+    """By scipy.optimize.newton without a derivative: the secant method."""
+    import scipy.optimize
+
+    return scipy.optimize.newton(lambda E: E - E_KEPLER * np.sin(E) - M, M, tol=1e-14)
+
+
+def tanh_scipy_fixed_point(b):
+    """x = tanh(0.5 x + b) elementwise, by scipy.optimize.fixed_point (del2)."""
+    from scipy.optimize import fixed_point
+
+    return fixed_point(lambda x: np.tanh(0.5 * x + b), np.zeros(b.shape), xtol=1e-14)
+
+
+def brentq_full_output(M):
+    from scipy.optimize import brentq
+
+    return brentq(
+        lambda E: E - E_KEPLER * np.sin(E) - M, M - 1.0, M + 1.0, full_output=True
+    )
+
+
+def calls_root(M):
+    from scipy.optimize import root
+
+    return root(lambda E: E - E_KEPLER * np.sin(E) - M, M).x

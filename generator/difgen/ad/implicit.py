@@ -260,10 +260,14 @@ def implicit_jvp(
     body: SubGraph,
     n_state: int,
     index: int,
+    residual: SubGraph | None = None,
 ) -> Any:
     """The tangent of ``state[index]`` of a converged loop (see the module doc).
 
     ``final(j)`` gives the loop's final ``state[j]`` (the same loop, another output).
+    A solver's loop gives its ``residual`` (zero at the solution): the unknowns are
+    the state it reads, and the solver's other slots (a bracket, counters) have no
+    derivative of their own.
     """
     n, graph = n_state, body.graph
     nc = len(primals) - n
@@ -279,6 +283,17 @@ def implicit_jvp(
     reads = {i for i in _inputs_read(graph, act_outs) if i < n}
     unknowns = [i for i in act if i in reads]
     held = {i for i in range(n) if i not in act}
+    given: tuple[Graph, bool] | None = None
+    if residual is not None:
+        rgraph = residual.graph
+        unknowns = [i for i in act if i in _inputs_read(rgraph, rgraph.outputs)]
+        if index not in unknowns:
+            return None  # the solver's own slots: only the solution is used
+        shape = rgraph.inputs[unknowns[0]].shape
+        diagonal = len(unknowns) == 1 and (
+            shape == () or _elementwise_in(rgraph, unknowns[0], shape)
+        )
+        given = rgraph, diagonal
     values: dict[int, Any] = {index: out}
 
     def state(j: int) -> Any:
@@ -289,7 +304,9 @@ def implicit_jvp(
     consts = list(primals[n:])
     ds: dict[int, Any] = {}
     if unknowns:
-        fgraph, diagonal = _residual_graph(cond.graph, graph, n, unknowns, held)
+        fgraph, diagonal = given or _residual_graph(
+            cond.graph, graph, n, unknowns, held
+        )
         fread = _inputs_read(fgraph, fgraph.outputs)
         args = [
             state(j) if j in fread and j < n else _zeros(fgraph, j) for j in range(n)

@@ -59,6 +59,7 @@ def _loop_impl(
     n_state: int,
     index: int,
     implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Any:
     state, consts = list(ops[:n_state]), list(ops[n_state:])
     while bool(_run(cond.graph, [*state, *consts])[0]):
@@ -73,6 +74,7 @@ def _loop_shape(
     n_state: int,
     index: int,
     implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Aval:
     out = body.graph.outputs[index]
     return out.shape, out.dtype
@@ -107,11 +109,13 @@ def _loop_jvp(
     n_state: int,
     index: int,
     implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Any:
     """A ``while_loop`` over (state, tangents): the JVP of the path taken; for a
     loop bound with ``implicit=True``, the implicit-function derivative at its
     final state instead (:mod:`difgen.ad.implicit`), with no loop over tangents."""
     if implicit:
+        given = {} if residual is None else {"residual": residual}
 
         def final(j: int) -> Any:
             return bind(
@@ -122,9 +126,12 @@ def _loop_jvp(
                 n_state=n_state,
                 index=j,
                 implicit=True,
+                **given,
             )
 
-        return implicit_jvp(out, primals, tangents, final, cond, body, n_state, index)
+        return implicit_jvp(
+            out, primals, tangents, final, cond, body, n_state, index, residual
+        )
     n = n_state
     fs = _float_slots(body.graph, n)
     if index not in fs:
@@ -218,6 +225,7 @@ def _loop_transpose(
     n_state: int,
     index: int,
     implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> list[Any]:
     """The tangent loop's transpose: one ``sweep`` per linear input."""
     n = n_state
@@ -376,9 +384,15 @@ def _loop_batch(
     n_state: int,
     index: int,
     implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Any:
     flags = _fixed_point(body.graph, list(batched), n_state, k)
-    marked = {"implicit": True} if implicit else {}
+    marked: dict[str, Any] = {"implicit": True} if implicit else {}
+    if residual is not None:
+        rflags = _probe(residual.graph, flags, k)
+        marked["residual"] = SubGraph(
+            _batched(residual.graph, flags, k, rflags), residual.where
+        )
     _refuse_batched_cond(cond, flags, k)
     want = flags[:n_state]
     return batched_to(

@@ -203,6 +203,27 @@ def while_(
     return tuple(result)
 
 
+def root_loop(
+    test: Callable[..., Any],
+    body: Callable[..., Any],
+    state: tuple[Any, ...],
+    residual: Callable[..., Any],
+    where: str,
+) -> tuple[Any, ...]:
+    """A solver's loop (``scipy.optimize.brentq``, ``newton``, ``fixed_point``
+    traced by :mod:`difgen.frontend.optimize_api`): as :func:`while_`, and once the
+    condition is traced a ``while_loop`` differentiated implicitly whatever the
+    module's setting, on ``residual(*state)``, which is zero at the solution."""
+    while True:
+        pred = _predicate(test(*state), where)
+        if isinstance(pred, Tracer):
+            break
+        if not pred:
+            return state
+        state = tuple(body(*state))
+    return _loop(test, body, state, where, (), residual=residual)
+
+
 LOOP_MIN_TRIPS = 32
 """A ``for`` loop over a build-time ``range`` of at least this many items is traced
 once, as a ``while_loop`` on a traced index; a shorter one unrolls (each iteration
@@ -487,9 +508,11 @@ def _loop(
     where: str,
     names: tuple[str, ...],
     implicit: str = "off",
+    residual: Callable[..., Any] | None = None,
 ) -> tuple[Any, ...]:
     """Trace the condition and the body on symbolic loop variables; bind the loop
-    (marked ``implicit`` when :func:`_implicit_loop` says so)."""
+    (marked ``implicit`` when :func:`_implicit_loop` says so, or when the caller
+    gives the ``residual`` whose root the loop finds: a solver's)."""
     if "while_loop" not in PRIMITIVES:
         raise TraceError(f"{where}: while_loop is not registered (import difgen.ad)")
     leaves, tree = _flatten(state)
@@ -532,7 +555,10 @@ def _loop(
                 f"{where}: the loop on a traced condition changes `{label[i]}`, a "
                 f"{type(a).__name__}; difgen can loop over arrays and numbers only"
             )
-    for trace in (cond_trace, body_trace):
+    traces = [cond_trace, body_trace]
+    if residual is not None:
+        traces.append(_trace_step(residual, leaves, tree, slots, inits, where, False))
+    for trace in traces:
         if trace.builder.journal:
             raise TraceError(
                 f"{where}: the loop on a traced condition writes into an array from "
@@ -540,7 +566,7 @@ def _loop(
                 "variable"
             )
     consts: dict[Var, Builder] = {}
-    for trace in (cond_trace, body_trace):
+    for trace in traces:
         for outer, owner in trace.builder.owners.items():
             consts.setdefault(outer, owner)
     cond_graph = _step_graph(cond_trace, [pred_atom], list(consts))
@@ -554,8 +580,16 @@ def _loop(
         for a in inits
     ]
     const_args = [Tracer(owner, var) for var, owner in consts.items()]
-    is_implicit = _implicit_loop(implicit, cond_graph, len(slots), where)
-    marked = {"implicit": True} if is_implicit else {}
+    marked: dict[str, Any] = {}
+    if residual is not None:
+        (value,) = traces[2].leaves
+        root = _as_atom(value)
+        if root is None or root.dtype != "float64":
+            raise TraceError(f"{where}: the solver's function must return floats")
+        rgraph = _step_graph(traces[2], [root], list(consts))
+        marked = {"implicit": True, "residual": SubGraph(rgraph, where)}
+    elif _implicit_loop(implicit, cond_graph, len(slots), where):
+        marked = {"implicit": True}
     results = list(leaves)
     for j, slot in enumerate(slots):
         results[slot] = bind(
