@@ -364,3 +364,28 @@ def test_the_checked_in_example_is_kepler_implicit() -> None:
     expected = np.diag(1.0 / (1.0 - e * np.cos(E)))
     np.testing.assert_allclose(mod.jacobian(M, e), expected, rtol=1e-12, atol=1e-12)
     assert "reversed(" not in operators_source(mod)
+
+
+@pytest.mark.parametrize("function", ["dottie_all", "dottie_any"])
+def test_any_and_all_exit_tests_are_tolerances(tmp_path: Path, function: str) -> None:
+    """A root of cos(x) - x - b: dx/db = -1 / (sin x + 1)."""
+    mod, _ = _build(tmp_path, function, [3], ["jacobian", "pullback"])
+    b = np.array([-0.3, 0.2, 1.0])
+    x = mod.f(b)
+    expected = np.diag(-1.0 / (np.sin(x) + 1.0))
+    np.testing.assert_allclose(mod.jacobian(b), expected, rtol=1e-12, atol=1e-12)
+    assert "reversed(" not in operators_source(mod)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_an_error_kept_in_a_loop_variable_is_a_tolerance(
+    tmp_path: Path, mode: str
+) -> None:
+    """x = cos(x) / 2 + b: dx/db = (I + diag(sin x) / 2)^-1, coupled through the
+    norm only in the test, so the update is elementwise: a division."""
+    mod, _ = _build(tmp_path, "half_cos_error_state", [3], ["jacobian"], mode=mode)
+    b = np.array([-0.3, 0.2, 1.0])
+    x = mod.f(b)
+    expected = np.diag(1.0 / (1.0 + 0.5 * np.sin(x)))
+    np.testing.assert_allclose(mod.jacobian(b), expected, rtol=1e-12, atol=1e-12)
+    assert "np.linalg.solve" not in operators_source(mod)

@@ -145,3 +145,30 @@ def calls_root(M):
     from scipy.optimize import root
 
     return root(lambda E: E - E_KEPLER * np.sin(E) - M, M).x
+
+
+def dottie_all(b):
+    """cos(x) - x = b elementwise by Newton, until np.all(|r| < tol)."""
+    x = b * 0.0
+    while not np.all(np.abs(np.cos(x) - x - b) < 1e-14):
+        x = x - (np.cos(x) - x - b) / (-np.sin(x) - 1.0)
+    return x
+
+
+def dottie_any(b):
+    """The same until no np.any(|r| > tol)."""
+    x = b * 0.0
+    while np.any(np.abs(np.cos(x) - x - b) > 1e-14):
+        x = x - (np.cos(x) - x - b) / (-np.sin(x) - 1.0)
+    return x
+
+
+def half_cos_error_state(b):
+    """x = cos(x) / 2 + b, the change's norm kept in a variable of the loop."""
+    x = b * 0.0
+    err = 1.0
+    while err > 1e-15:
+        new = 0.5 * np.cos(x) + b
+        err = np.linalg.norm(new - x)
+        x = new
+    return x

@@ -120,36 +120,117 @@ def _magnitude_of(defs: dict[Var, Eqn], atom: Atom) -> Atom | None:
     return _squared_norm_of(defs, atom)
 
 
-def residual_of(cond: Graph, n_state: int) -> Var | None:
-    """The residual ``r`` whose size the loop's exit test compares with a tolerance
-    (a value computed from the state; the tolerance is not), or None.
+_WITHIN = {"lt": 0, "le": 0, "gt": 1, "ge": 1}
+"""Comparisons ``X < tol`` (converged): the position of ``X``."""
 
-    In a conjunction (``while norm(r) > tol and i < 100``) the first tolerance test
-    found counts; the other tests may be anything (an iteration cap).
-    """
-    defs = _defs(cond)
-    stack = list(cond.outputs[:1])
-    while stack:
-        atom = stack.pop(0)
-        eqn = defs.get(atom) if isinstance(atom, Var) else None
-        if eqn is None:
-            continue
-        name = eqn.primitive.name
-        if name == "logical_and":
-            stack.extend(eqn.inputs)
-            continue
-        if name not in _TESTS:
-            continue
-        pos = _TESTS[name]
-        size, tol = eqn.inputs[pos], eqn.inputs[1 - pos]
-        if any(i < n_state for i in _inputs_read(cond, [tol])):
-            continue  # the "tolerance" moves with the state: not a tolerance
-        r = _magnitude_of(defs, size)
-        if not isinstance(r, Var) or r.dtype != "float64":
-            continue
-        if any(i < n_state for i in _inputs_read(cond, [r])):
+
+def _is_lit(atom: Atom, value: float) -> bool:
+    return isinstance(atom, Lit) and np.array_equal(atom.value, value)
+
+
+def _indicator(defs: dict[Var, Eqn], atom: Atom) -> Atom | None:
+    """``t`` when ``atom`` is ``where(t, 1.0, 0.0)`` (a boolean counted)."""
+    eqn = defs.get(atom) if isinstance(atom, Var) else None
+    if eqn is None or eqn.primitive.name != "where":
+        return None
+    t, one, zero = eqn.inputs
+    return t if _is_lit(one, 1.0) and _is_lit(zero, 0.0) else None
+
+
+class _Tests:
+    """The tolerance tests of one loop: the condition's graph, and the body's (a
+    test may compare a state variable that the body computes as a size)."""
+
+    def __init__(self, cond: Graph, body: Graph | None, n_state: int) -> None:
+        self.cond, self.body, self.n = cond, body, n_state
+        self.defs = _defs(cond)
+
+    def _eqn(self, atom: Atom, name: str | None = None) -> Eqn | None:
+        """The equation defining ``atom`` (if it is a ``name``)."""
+        eqn = self.defs.get(atom) if isinstance(atom, Var) else None
+        if eqn is None or (name is not None and eqn.primitive.name != name):
+            return None
+        return eqn
+
+    def _moves(self, atom: Atom) -> bool:
+        return any(i < self.n for i in _inputs_read(self.cond, [atom]))
+
+    def _size(self, size: Atom, tol: Atom) -> Var | bool | None:
+        """The residual of ``size`` compared with ``tol``: a Var of the condition,
+        True for a size the body computed into a state variable, else None."""
+        if self._moves(tol):
+            return None  # the "tolerance" moves with the state: not a tolerance
+        r = _magnitude_of(self.defs, size)
+        if isinstance(r, Var) and r.dtype == "float64" and self._moves(r):
             return r
-    return None
+        if self.body is not None and size in self.cond.inputs[: self.n]:
+            slot = self.cond.inputs.index(size)
+            inner = _magnitude_of(_defs(self.body), self.body.outputs[slot])
+            reads = _inputs_read(self.body, [inner]) if isinstance(inner, Var) else ()
+            if any(i < self.n for i in reads):
+                return True
+        return None
+
+    def exceeds(self, atom: Atom) -> Var | bool | None:
+        """``atom`` is true while a size exceeds its tolerance (not converged)."""
+        eqn = self._eqn(atom)
+        if eqn is None:
+            return None
+        name, a = eqn.primitive.name, eqn.inputs
+        if name == "logical_and":  # an iteration cap beside the tolerance
+            for part in a:
+                found = self.exceeds(part)
+                if found is not None:
+                    return found
+            return None
+        if name == "logical_not":
+            return self.within(a[0])
+        if name in _TESTS:
+            pos = _TESTS[name]
+            count = self._eqn(a[pos], "reduce_sum")
+            if count is not None and _is_lit(a[1 - pos], 0.0) and name in ("gt", "lt"):
+                t = _indicator(self.defs, count.inputs[0])  # np.any(t)
+                if t is not None:
+                    return self.exceeds(t)
+            return self._size(a[pos], a[1 - pos])
+        return None
+
+    def within(self, atom: Atom) -> Var | bool | None:
+        """``atom`` is true once every size is within its tolerance (converged)."""
+        eqn = self._eqn(atom)
+        if eqn is None:
+            return None
+        name, a = eqn.primitive.name, eqn.inputs
+        if name == "logical_not":
+            return self.exceeds(a[0])
+        if name == "eq" and _is_lit(a[1], 0.0):  # np.all(t): no element fails
+            count = self._eqn(a[0], "reduce_sum")
+            fails = None if count is None else self._eqn(count.inputs[0], "sub")
+            if fails is not None and _is_lit(fails.inputs[0], 1.0):
+                t = _indicator(self.defs, fails.inputs[1])
+                if t is not None:
+                    return self.within(t)
+            return None
+        if name in _WITHIN:
+            pos = _WITHIN[name]
+            return self._size(a[pos], a[1 - pos])
+        return None
+
+
+def recognised(cond: Graph, body: Graph, n_state: int) -> bool:
+    """Whether the loop's exit test is a tolerance on a residual: ``abs(r) > tol``,
+    ``max(abs(r))``, ``sum(abs(r))``, ``norm(r)`` or its square against a tolerance
+    that does not move with the state, ``np.any(abs(r) > tol)``,
+    ``not np.all(abs(r) < tol)``, joined by ``and`` with other tests (an iteration
+    cap), or a state variable the body computes as such a size (``err > tol``)."""
+    return _Tests(cond, body, n_state).exceeds(cond.outputs[0]) is not None
+
+
+def residual_of(cond: Graph, n_state: int) -> Var | None:
+    """The residual ``r`` of the condition whose size its exit test compares with a
+    tolerance (a value computed from the state; the tolerance is not), or None."""
+    found = _Tests(cond, None, n_state).exceeds(cond.outputs[0])
+    return found if isinstance(found, Var) else None
 
 
 def _linear_state(graph: Graph, given: Sequence[bool], n: int) -> list[bool]:

@@ -259,20 +259,24 @@ def implicit_loops(mode: str) -> Iterator[None]:
         _IMPLICIT.pop()
 
 
-def _implicit_loop(mode: str, cond: Graph, n_state: int, where: str) -> bool:
+def _implicit_loop(
+    mode: str, cond: Graph, body: Graph, n_state: int, where: str
+) -> bool:
     """Whether the loop is differentiated implicitly (refused or noted as ``mode``
     says): its exit test must compare a residual's size with a tolerance."""
     if mode == "off":
         return False
-    from difgen.ad.implicit import residual_of
+    from difgen.ad.implicit import recognised
 
-    if residual_of(cond, n_state) is None:
+    if not recognised(cond, body, n_state):
         if mode == "on":
             raise TraceError(
                 f"{where}: implicit = true, but the exit test of this `while` loop "
                 "is not recognised as a tolerance on a residual (`abs(r) > tol`, "
-                "`np.max(np.abs(r)) > tol`, `np.linalg.norm(r) > tol`, alone or "
-                "joined by `and`, with r computed from the loop's variables and "
+                "`np.max(np.abs(r)) > tol`, `np.linalg.norm(r) > tol`, "
+                "`np.any(np.abs(r) > tol)`, or a variable the body computes so, "
+                "alone or joined by `and`, with r computed from the loop's "
+                "variables and "
                 'tol not); write the test that way, or use implicit = "auto" to '
                 "differentiate this loop through its iterations"
             )
@@ -588,7 +592,7 @@ def _loop(
             raise TraceError(f"{where}: the solver's function must return floats")
         rgraph = _step_graph(traces[2], [root], list(consts))
         marked = {"implicit": True, "residual": SubGraph(rgraph, where)}
-    elif _implicit_loop(implicit, cond_graph, len(slots), where):
+    elif _implicit_loop(implicit, cond_graph, body_graph, len(slots), where):
         marked = {"implicit": True}
     results = list(leaves)
     for j, slot in enumerate(slots):
