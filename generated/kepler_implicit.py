@@ -14,13 +14,12 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "0b431ad209775f52"
-BODY_HASH = "321951d1ae00453f"
+BODY_HASH = "aa2ff2da6caf9acd"
 INPUT_SHAPE: tuple[int, ...] = (4,)
 OUTPUT_SHAPE: tuple[int, ...] = (4,)
 
 # Input-independent parts of the operators, computed once at import.
 K0 = np.eye(4)
-K1 = -K0
 
 __all__ = ["f", "jacobian", "pullback", "pushforward", "value_and_jacobian"]
 
@@ -205,7 +204,7 @@ def pushforward(
         t5 = (t4 - e * np.sin(t4) - x) / (1.0 - e * np.cos(t4))
         t3, t4 = t5, t4 - t5
     t6 = np.array(t4)
-    result: NDArray[np.float64] = -(-dx / (1.0 - e * np.cos(t6)))
+    result: NDArray[np.float64] = dx / (1.0 - e * np.cos(t6))
     return result
 
 
@@ -227,7 +226,7 @@ def pullback(
         t5 = (t4 - e * np.sin(t4) - x) / (1.0 - e * np.cos(t4))
         t3, t4 = t5, t4 - t5
     t6 = np.array(t4)
-    result: NDArray[np.float64] = -(-dy / (1.0 - e * np.cos(t6)))
+    result: NDArray[np.float64] = dy / (1.0 - e * np.cos(t6))
     return result
 
 
@@ -247,7 +246,7 @@ def jacobian(
         t5 = (t4 - e * np.sin(t4) - x) / (1.0 - e * np.cos(t4))
         t3, t4 = t5, t4 - t5
     t6 = np.array(t4)
-    result: NDArray[np.float64] = (-(K1 / (1.0 - e * np.cos(t6)))).T
+    result: NDArray[np.float64] = (K0 / (1.0 - e * np.cos(t6))).T
     if out is None:
         return result
     _check_out(out, (4, 4), "jacobian: out")
@@ -272,7 +271,7 @@ def value_and_jacobian(
         t3, t4 = t5, t4 - t5
     t6 = np.array(t4)
     value = t6
-    result: NDArray[np.float64] = (-(K1 / (1.0 - e * np.cos(t6)))).T
+    result: NDArray[np.float64] = (K0 / (1.0 - e * np.cos(t6))).T
     if out is None:
         return value, result
     _check_out(out, (4, 4), "value_and_jacobian: out")

@@ -407,7 +407,7 @@ def implicit_jvp(
                     f"the loop at {cond.where} was differentiated implicitly, but "
                     "its residual does not depend on the loop's state"
                 )
-            ds[u] = -(b[0] / a)
+            ds[u] = (-b[0]) / a
         else:
             ds.update(_dense_solve(fgraph, args, b, unknowns, n, cond.where))
     if index in ds:
