@@ -9,6 +9,7 @@ Oracles: Kepler's analytic derivatives (``dE/dM = 1 / (1 - e cos E)``,
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -389,3 +390,16 @@ def test_an_error_kept_in_a_loop_variable_is_a_tolerance(
     expected = np.diag(1.0 / (1.0 + 0.5 * np.sin(x)))
     np.testing.assert_allclose(mod.jacobian(b), expected, rtol=1e-12, atol=1e-12)
     assert "np.linalg.solve" not in operators_source(mod)
+
+
+def test_solver_loops_stay_quiet_at_exact_roots(tmp_path: Path) -> None:
+    """Both sides of a select are computed: the emitted secant never divides by
+    zero, even when it starts on a root (the module raises and warns nothing)."""
+    mod, _ = _build(tmp_path, "secant_exact_start", [], ["derivative"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mod.f(0.0) == 0.0
+        np.testing.assert_allclose(mod.derivative(0.0), 1.0 / (1.0 - cases.E_KEPLER))
+        np.testing.assert_allclose(
+            mod.derivative(2.0), 1.0 / (1.0 - 0.6 * np.cos(mod.f(2.0)))
+        )

@@ -172,3 +172,10 @@ def half_cos_error_state(b):
         err = np.linalg.norm(new - x)
         x = new
     return x
+
+
+def secant_exact_start(M):
+    """The secant method started at an exact root (M = 0 solves E - e sin E = 0)."""
+    import scipy.optimize
+
+    return scipy.optimize.newton(lambda E: E - E_KEPLER * np.sin(E) - M, M * 0.0)

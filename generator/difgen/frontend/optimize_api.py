@@ -184,11 +184,15 @@ def newton(
 
     def stest(p0: Any, q0: Any, p1: Any, q1: Any, gap: Any, i: Any) -> Any:
         going = np.logical_and(gap > tol + rtol * np.abs(p1), q1 != q0)
+        going = np.logical_and(going, q1 != 0.0)  # p1 is a root
         return np.logical_and(going, i < cap)
 
     def sbody(p0: Any, q0: Any, p1: Any, q1: Any, gap: Any, i: Any) -> Any:
         big = np.abs(q1) > np.abs(q0)
-        r = np.where(big, q0 / q1, q1 / q0)
+        # both quotients are computed: neither may divide by zero (quiet modules)
+        r = np.where(
+            big, q0 / np.where(q1 == 0.0, 1.0, q1), q1 / np.where(q0 == 0.0, 1.0, q0)
+        )
         p = np.where(big, (-r * p1 + p0) / (1.0 - r), (-r * p0 + p1) / (1.0 - r))
         return (p1, q1, p, func(p, *args), np.abs(p - p1), i + 1.0)
 
