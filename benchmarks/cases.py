@@ -244,12 +244,17 @@ def all_cases() -> list[Case]:
             P.kepler_newton,
             P.kepler_newton_gradient,
             P.make_kepler(),
-            difgen=(("difgen trace", "kepler_newton"),),
+            difgen=(
+                ("difgen trace", "kepler_newton"),
+                ("difgen trace implicit", "kepler_newton_implicit"),
+            ),
             limit_name="hand-written implicit derivative",
             note=(
                 "A while loop on a traced condition: difgen's gradient runs the "
                 "iterations forward, keeping each state on a list, then backward "
-                "through them (the derivative of the iterations taken); the "
+                "through them (the derivative of the iterations taken); with "
+                "implicit = true it runs the iterations once and applies the "
+                "implicit-function derivative at the final state, with no tape. The "
                 "hand-written row solves, then applies the implicit-function "
                 "derivative 1 / (1 - e cos E). JAX cannot differentiate a Python "
                 "loop on a traced condition (nor reverse-differentiate lax.while_loop), "

@@ -237,6 +237,21 @@ BARS += [
         "mlp_gradient",
     )
 ]
+# issue 22: a converged loop differentiated implicitly (implicit = true), at most the
+# hand-written implicit derivative (the same solve, then 2 E / (1 - e cos E))
+BARS += [
+    (
+        (
+            "kepler_newton_gradient: difgen trace implicit / hand-written implicit "
+            "derivative"
+        ),
+        "kepler_newton_gradient",
+        "difgen trace implicit",
+        LIMIT,
+        "<=",
+        1.0,
+    ),
+]
 FLOOR = "empty Python function (same arguments)"  # peers.FLOOR
 BARS += [
     (

@@ -63,6 +63,7 @@ _MODULE_KEYS = (
     "emit",
     "timeout",
     "points",
+    "implicit",
 )
 _ARRAY_KEYS = ("shape", "dtype")
 _CONTEXT_KEYS = ("name", "shape", "dtype", "per_point")
@@ -112,6 +113,11 @@ class ModuleSpec:
     timeout: float | None = None
     points: bool = False
     """Also emit ``<operator>_points`` variants over a leading axis of points."""
+    implicit: str = "off"
+    """How ``while`` loops on a traced condition are differentiated: ``"off"``
+    through the iterations taken, ``"on"`` (``implicit = true``) by the
+    implicit-function theorem at the final state, every loop's exit test being a
+    tolerance on a residual, ``"auto"`` implicitly where the exit test is one."""
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
@@ -517,6 +523,7 @@ class _Reader:
                     "result has no leading axis of points; build the sparse "
                     "operators in a module of their own",
                 )
+        implicit = self.implicit(table, at + ("implicit",))
         timeout = table.get("timeout")
         if timeout is not None and (
             type(timeout) not in (int, float) or not 0 < timeout < 1e9
@@ -561,9 +568,26 @@ class _Reader:
             emit=self.choice(table, at + ("emit",), EMITS, "auto"),
             timeout=None if timeout is None else float(timeout),
             points=points,
+            implicit=implicit,
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
+        )
+
+    def implicit(self, table: dict[str, Any], key: Key) -> str:
+        """``implicit = true | false | "auto"`` as ``"on"``, ``"off"``, ``"auto"``."""
+        if "implicit" not in table:
+            return "off"
+        value = table["implicit"]
+        if value is True or value is False:
+            return "on" if value else "off"
+        if value == "auto":
+            return "auto"
+        raise self.error(
+            key,
+            "'implicit' must be true (every `while` loop on a traced condition is "
+            'differentiated implicitly), false, or "auto" (those whose exit test is '
+            f"a tolerance on a residual); got {_show(value)}",
         )
 
     def operators(

@@ -65,7 +65,7 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
     # the sympy backend has no loop form: its static loops unroll, as they always did
     unrolled = control.unrolling() if spec.backend == "sympy" else nullcontext()
     try:
-        with unrolled:
+        with unrolled, control.implicit_loops(spec.implicit):
             graph = trace(fn, avals)
             again = trace(fn, avals)
     except TraceError as exc:

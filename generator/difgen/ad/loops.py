@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from difgen.ad.batching import vmap_eval
+from difgen.ad.implicit import implicit_jvp
 from difgen.ad.interpret import build_graph, eval_graph, is_zero
 from difgen.ad.jvp import jvp
 from difgen.ad.transpose import vjp_eval
@@ -52,7 +53,13 @@ def _run(graph: Graph, args: Sequence[Any]) -> list[Any]:
 
 # ------------------------------------------------------------------ while_loop
 def _loop_impl(
-    *ops: Any, cond: SubGraph, body: SubGraph, n_state: int, index: int
+    *ops: Any,
+    cond: SubGraph,
+    body: SubGraph,
+    n_state: int,
+    index: int,
+    implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Any:
     state, consts = list(ops[:n_state]), list(ops[n_state:])
     while bool(_run(cond.graph, [*state, *consts])[0]):
@@ -61,7 +68,13 @@ def _loop_impl(
 
 
 def _loop_shape(
-    *avals: Aval, cond: SubGraph, body: SubGraph, n_state: int, index: int
+    *avals: Aval,
+    cond: SubGraph,
+    body: SubGraph,
+    n_state: int,
+    index: int,
+    implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Aval:
     out = body.graph.outputs[index]
     return out.shape, out.dtype
@@ -95,8 +108,30 @@ def _loop_jvp(
     body: SubGraph,
     n_state: int,
     index: int,
+    implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Any:
-    """A ``while_loop`` over (state, tangents): the JVP of the path taken."""
+    """A ``while_loop`` over (state, tangents): the JVP of the path taken; for a
+    loop bound with ``implicit=True``, the implicit-function derivative at its
+    final state instead (:mod:`difgen.ad.implicit`), with no loop over tangents."""
+    if implicit:
+        given = {} if residual is None else {"residual": residual}
+
+        def final(j: int) -> Any:
+            return bind(
+                WHILE_LOOP,
+                *primals,
+                cond=cond,
+                body=body,
+                n_state=n_state,
+                index=j,
+                implicit=True,
+                **given,
+            )
+
+        return implicit_jvp(
+            out, primals, tangents, final, cond, body, n_state, index, residual
+        )
     n = n_state
     fs = _float_slots(body.graph, n)
     if index not in fs:
@@ -183,7 +218,14 @@ def bind_loop(
 
 
 def _loop_transpose(
-    ct: Any, *args: Any, cond: SubGraph, body: SubGraph, n_state: int, index: int
+    ct: Any,
+    *args: Any,
+    cond: SubGraph,
+    body: SubGraph,
+    n_state: int,
+    index: int,
+    implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> list[Any]:
     """The tangent loop's transpose: one ``sweep`` per linear input."""
     n = n_state
@@ -341,8 +383,16 @@ def _loop_batch(
     body: SubGraph,
     n_state: int,
     index: int,
+    implicit: bool = False,
+    residual: SubGraph | None = None,
 ) -> Any:
     flags = _fixed_point(body.graph, list(batched), n_state, k)
+    marked: dict[str, Any] = {"implicit": True} if implicit else {}
+    if residual is not None:
+        rflags = _probe(residual.graph, flags, k)
+        marked["residual"] = SubGraph(
+            _batched(residual.graph, flags, k, rflags), residual.where
+        )
     _refuse_batched_cond(cond, flags, k)
     want = flags[:n_state]
     return batched_to(
@@ -353,6 +403,7 @@ def _loop_batch(
             body=SubGraph(_batched(body.graph, flags, k, want), body.where),
             n_state=n_state,
             index=index,
+            **marked,
         ),
         want[index],
         k,

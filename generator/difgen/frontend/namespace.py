@@ -23,7 +23,7 @@ import numpy as np
 from difgen.core.location import in_difgen_or_numpy, in_library, user_location
 from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
-from difgen.frontend import reduction_api, special_api
+from difgen.frontend import optimize_api, reduction_api, special_api
 from difgen.frontend.python_scalars import BUILTINS, MATH_REPLACEMENTS, TRACING_MATH
 
 
@@ -334,6 +334,31 @@ def _safe(cell: Any) -> Any:
         return None
 
 
+def _optimize_named_in(fn: Callable[..., Any]) -> Any:
+    """``scipy.optimize``, imported when the user's code names it but has not
+    imported it yet (``from scipy.optimize import brentq`` inside the function),
+    so that its root finders are replaced before the call; else None."""
+    codes = [getattr(fn, "__code__", None)]
+    for g in _user_globals(fn):
+        codes += [
+            getattr(v, "__code__", None) for v in g.values() if inspect.isfunction(v)
+        ]
+    seen: set[int] = set()
+    while codes:
+        code = codes.pop()
+        if not isinstance(code, types.CodeType) or id(code) in seen:
+            continue
+        seen.add(id(code))
+        if any("optimize" in name for name in code.co_names):
+            try:
+                import scipy.optimize
+            except ImportError:
+                return None
+            return scipy.optimize
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return None
+
+
 @contextlib.contextmanager
 def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
     """Bind ``np`` (and ``from numpy import zeros``-style names), ``math`` (and
@@ -354,6 +379,15 @@ def tracing_numpy(fn: Callable[..., Any]) -> Iterator[None]:
                 scipy_functions[id(original)] = traced
                 saved.append((special.__dict__, name, original))
                 special.__dict__[name] = traced
+    optimize = sys.modules.get("scipy.optimize") or _optimize_named_in(fn)
+    if optimize is not None:  # its root finders, as loops differentiated implicitly
+        for name in optimize_api.FUNCTIONS:
+            original = optimize.__dict__.get(name)
+            if original is not None:
+                traced = optimize_api.replacement(name, original)
+                scipy_functions[id(original)] = traced
+                saved.append((optimize.__dict__, name, original))
+                optimize.__dict__[name] = traced
     for g in _user_globals(fn):
         for name, value in list(g.items()):
             if value is np:

@@ -193,7 +193,7 @@ def while_(
         if not pred:
             return state
         state = tuple(body(*state))
-    final = _loop(test, body, state, where, names)
+    final = _loop(test, body, state, where, names, implicit=_IMPLICIT[-1])
     result = list(final)
     for i in written:
         before = values[i]
@@ -201,6 +201,27 @@ def while_(
             before.write(result[i])
             result[i] = before
     return tuple(result)
+
+
+def root_loop(
+    test: Callable[..., Any],
+    body: Callable[..., Any],
+    state: tuple[Any, ...],
+    residual: Callable[..., Any],
+    where: str,
+) -> tuple[Any, ...]:
+    """A solver's loop (``scipy.optimize.brentq``, ``newton``, ``fixed_point``
+    traced by :mod:`difgen.frontend.optimize_api`): as :func:`while_`, and once the
+    condition is traced a ``while_loop`` differentiated implicitly whatever the
+    module's setting, on ``residual(*state)``, which is zero at the solution."""
+    while True:
+        pred = _predicate(test(*state), where)
+        if isinstance(pred, Tracer):
+            break
+        if not pred:
+            return state
+        state = tuple(body(*state))
+    return _loop(test, body, state, where, (), residual=residual)
 
 
 LOOP_MIN_TRIPS = 32
@@ -218,6 +239,55 @@ still small; past it, the module and the build would grow with the trip count.
 build time and evaluation against the number of steps."""
 
 _UNROLLING = [False]
+
+IMPLICIT_MODES = ("off", "on", "auto")
+_IMPLICIT = ["off"]
+
+
+@contextlib.contextmanager
+def implicit_loops(mode: str) -> Iterator[None]:
+    """Trace with ``while`` loops on a traced condition differentiated implicitly:
+    ``"on"`` every one (a loop whose exit test is not a tolerance on a residual is
+    refused), ``"auto"`` those whose exit test is one (each named in a build note),
+    ``"off"`` none (the derivative of the iterations taken)."""
+    if mode not in IMPLICIT_MODES:
+        raise ValueError(f"unknown implicit mode {mode!r}")
+    _IMPLICIT.append(mode)
+    try:
+        yield
+    finally:
+        _IMPLICIT.pop()
+
+
+def _implicit_loop(
+    mode: str, cond: Graph, body: Graph, n_state: int, where: str
+) -> bool:
+    """Whether the loop is differentiated implicitly (refused or noted as ``mode``
+    says): its exit test must compare a residual's size with a tolerance."""
+    if mode == "off":
+        return False
+    from difgen.ad.implicit import recognised
+
+    if not recognised(cond, body, n_state):
+        if mode == "on":
+            raise TraceError(
+                f"{where}: implicit = true, but the exit test of this `while` loop "
+                "is not recognised as a tolerance on a residual (`abs(r) > tol`, "
+                "`np.max(np.abs(r)) > tol`, `np.linalg.norm(r) > tol`, "
+                "`np.any(np.abs(r) > tol)`, or a variable the body computes so, "
+                "alone or joined by `and`, with r computed from the loop's "
+                "variables and "
+                'tol not); write the test that way, or use implicit = "auto" to '
+                "differentiate this loop through its iterations"
+            )
+        return False
+    message = (
+        f"{where}: the `while` loop is differentiated implicitly (the "
+        "implicit-function derivative at its final state, no tape)"
+    )
+    if message not in budget.notes():
+        budget.note(message)
+    return True
 
 
 @contextlib.contextmanager
@@ -441,8 +511,12 @@ def _loop(
     state: tuple[Any, ...],
     where: str,
     names: tuple[str, ...],
+    implicit: str = "off",
+    residual: Callable[..., Any] | None = None,
 ) -> tuple[Any, ...]:
-    """Trace the condition and the body on symbolic loop variables; bind the loop."""
+    """Trace the condition and the body on symbolic loop variables; bind the loop
+    (marked ``implicit`` when :func:`_implicit_loop` says so, or when the caller
+    gives the ``residual`` whose root the loop finds: a solver's)."""
     if "while_loop" not in PRIMITIVES:
         raise TraceError(f"{where}: while_loop is not registered (import difgen.ad)")
     leaves, tree = _flatten(state)
@@ -485,7 +559,10 @@ def _loop(
                 f"{where}: the loop on a traced condition changes `{label[i]}`, a "
                 f"{type(a).__name__}; difgen can loop over arrays and numbers only"
             )
-    for trace in (cond_trace, body_trace):
+    traces = [cond_trace, body_trace]
+    if residual is not None:
+        traces.append(_trace_step(residual, leaves, tree, slots, inits, where, False))
+    for trace in traces:
         if trace.builder.journal:
             raise TraceError(
                 f"{where}: the loop on a traced condition writes into an array from "
@@ -493,7 +570,7 @@ def _loop(
                 "variable"
             )
     consts: dict[Var, Builder] = {}
-    for trace in (cond_trace, body_trace):
+    for trace in traces:
         for outer, owner in trace.builder.owners.items():
             consts.setdefault(outer, owner)
     cond_graph = _step_graph(cond_trace, [pred_atom], list(consts))
@@ -507,6 +584,16 @@ def _loop(
         for a in inits
     ]
     const_args = [Tracer(owner, var) for var, owner in consts.items()]
+    marked: dict[str, Any] = {}
+    if residual is not None:
+        (value,) = traces[2].leaves
+        root = _as_atom(value)
+        if root is None or root.dtype != "float64":
+            raise TraceError(f"{where}: the solver's function must return floats")
+        rgraph = _step_graph(traces[2], [root], list(consts))
+        marked = {"implicit": True, "residual": SubGraph(rgraph, where)}
+    elif _implicit_loop(implicit, cond_graph, body_graph, len(slots), where):
+        marked = {"implicit": True}
     results = list(leaves)
     for j, slot in enumerate(slots):
         results[slot] = bind(
@@ -517,6 +604,7 @@ def _loop(
             body=SubGraph(body_graph, where),
             n_state=len(slots),
             index=j,
+            **marked,
         )
     return tuple(_unflatten(tree, iter(results))) if tree is not None else (results[0],)
 
