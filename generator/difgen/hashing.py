@@ -38,7 +38,13 @@ _LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines", "timeout"})
 """Fields that do not change the generated text: where the entry is, and how long
 its build may take."""
 
-_OPT_IN_DEFAULTS: dict[str, object] = {"points": False, "per_point": False}
+_OPT_IN_DEFAULTS: dict[str, object] = {
+    "points": False,
+    "per_point": False,
+    "inputs": (),
+    "has_aux": False,
+    "flat": False,
+}
 """Keys added after modules were first hashed, left out of the fingerprint at their
 default: a module that does not use the feature keeps its SOURCE_HASH (its text
 does not change either), and turning the feature on changes the hash."""
@@ -228,4 +234,6 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
+    if isinstance(value, type):  # a NamedTuple or dataclass of an input's tree
+        return f"{value.__module__}.{value.__qualname__}"
     return value
