@@ -586,12 +586,22 @@ class _Reader:
         backend = self.choice(table, at + ("backend",), BACKENDS, "sympy")
         contexts = self.contexts(table, at + ("contexts",))
         taken = {i.name for i in inputs}
+        if has_aux:
+            for index, item in enumerate(inputs):
+                if item.name == "aux":
+                    raise self.error(
+                        at + ("inputs", index, "name"),
+                        "with has_aux = true the generated operators name the aux "
+                        "value 'aux'; give this input another name",
+                    )
+            taken.add("aux")
         for index, context in enumerate(contexts):
             if context.name in taken:
                 raise self.error(
                     at + ("contexts", index, "name"),
                     f"context '{context.name}' has the name of a differentiated "
-                    "input; every argument needs a name of its own",
+                    "input (or of the aux value); every argument needs a name of "
+                    "its own",
                 )
         for index, context in enumerate(contexts):
             if context.per_point and not points:
@@ -762,7 +772,7 @@ class _Reader:
                 raise self.error(at, f"{label} is missing the required key 'name'")
             name = self.get(entry, at + ("name",), str, "a string")
             problem = naming.context_name_problem(name, [name])
-            if problem is not None:
+            if problem is not None and name != naming.INPUT:  # x is the input
                 raise self.error(
                     at + ("name",),
                     f"'{label}.name' becomes a parameter of every generated "
