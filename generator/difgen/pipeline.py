@@ -437,4 +437,4 @@ def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> 
     graph = trace_spec(spec, fn)
     if stage == "traced":
         return str(graph)
-    return graphs.ir_stage(spec, graph, stage)
+    return graphs.ir_stage(spec, split_outputs(graph)[0], stage)

@@ -206,11 +206,8 @@ def _structure_imports(
     kinds = {k for k, _, _ in structured.classes(spec, structure, parts.output_shape)}
     stdlib = ["import dataclasses"] if "dataclass" in kinds else []
     stdlib.append("from collections.abc import Callable, Mapping")
-    typing = (
-        "from typing import Any, NamedTuple"
-        if "namedtuple" in kinds
-        else ("from typing import Any")
-    )
+    names = "Any, NamedTuple, NoReturn" if "namedtuple" in kinds else "Any, NoReturn"
+    typing = f"from typing import {names}"
     rest = [line for line in lines if line != IMPORTS[TYPING]]
     cut = rest.index("")
     head = sorted(rest[:cut] + stdlib, key=lambda line: line.startswith("from"))

@@ -134,14 +134,16 @@ def wrappers(
         x = naming.flat(naming.INPUT)
         values = ", ".join(args)
         body = [
-            f'{x} = _ravel("{name}", {tuple(args)!r}, {TREE_NAMES["in"]}, ({values},))'
+            f"{x} = "
+            + _scalar(
+                in_tree,
+                f'_ravel("{name}", {tuple(args)!r}, {TREE_NAMES["in"]}, ({values},))',
+            )
         ]
         for seed in op.seeds:
             role = SEED_TREES[seed]
-            body.append(
-                f'{naming.flat(seed)} = _ravel("{name}", ("{seed}",), '
-                f"{TREE_NAMES[role]}, ({seed},))"
-            )
+            ravel = f'_ravel("{name}", ("{seed}",), {TREE_NAMES[role]}, ({seed},))'
+            body.append(f"{naming.flat(seed)} = {_scalar(by_role[role], ravel)}")
         call = ", ".join([x, *map(naming.flat, op.seeds), *contexts])
         body.append(f"result = {private(name)}({call})")
         pieces, annotations = [], []
@@ -180,6 +182,11 @@ def wrappers(
             )
         )
     return result
+
+
+def _scalar(tree: Tree, expression: str) -> str:
+    """A flat argument as the flat operators take it: a float for one scalar."""
+    return f"float({expression})" if tree == Leaf(()) else expression
 
 
 def _doc(
