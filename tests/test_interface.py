@@ -76,21 +76,27 @@ def test_gradient_needs_one_scalar_output(tmp_path: Path) -> None:
     spec, fn = _spec(tmp_path, "pair", "input = { shape = [3] }\n", '["gradient"]')
     with pytest.raises(
         ConfigError,
-        match=r"operator 'gradient' needs one scalar "
-        r"output, but f.py:pair returns a tuple of 2 values",
+        match=r"f.py:pair returns 2 values \(a tuple: \[0\] \(3,\), \[1\]\['s'\] "
+        r"\(\), \[1\]\['t'\] \(3,\)\), but operator 'gradient' needs one scalar output",
     ):
         pipeline.trace_interface(spec, fn)
 
 
 def test_has_aux_needs_a_pair(tmp_path: Path) -> None:
     spec, fn = _spec(tmp_path, "values", "input = { shape = [3] }\nhas_aux = true\n")
-    with pytest.raises(TraceError, match=r"has_aux = true, so it must return a pair"):
+    with pytest.raises(
+        TraceError,
+        match=r"f.py:\d+: the module has has_aux = true, so the function must return a pair \(value, aux\); it returned one array",
+    ):
         pipeline.trace_interface(spec, fn)
 
 
 def test_an_integer_result_is_refused(tmp_path: Path) -> None:
     spec, fn = _spec(tmp_path, "counted", "input = { shape = [3] }\n")
-    with pytest.raises(TraceError, match=r"returns the value\[1\] of dtype int64"):
+    with pytest.raises(
+        TraceError,
+        match=r"f.py:\d+: the function returns the value\[1\] of dtype int64",
+    ):
         pipeline.trace_interface(spec, fn)
 
 

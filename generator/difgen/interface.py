@@ -26,6 +26,7 @@ from difgen.config import InputSpec, ModuleSpec
 from difgen.core.tracer import Tracer
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend.namespace import TRACING_NUMPY
+from difgen.frontend.tracing import definition
 from difgen.structure import Leaf, Node, Tree
 
 
@@ -151,16 +152,17 @@ class FlatFunction:
         else:
             args = list(structure.unravel(structure.tuple_of(self.trees), x))
         result = self.fn(*args, *contexts)
+        where = definition(self.fn)
         aux_tree = None
         if self.spec.has_aux:
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TraceError(
-                    f"{self.spec.function} has has_aux = true, so it must return "
-                    f"a pair (value, aux); it returned {_kind(result)}"
+                    f"{where}: the module has has_aux = true, so the function must "
+                    f"return a pair (value, aux); it returned {_kind(result)}"
                 )
             result, aux = result
-            aux_tree = _traced_tree(self.spec, aux, "aux")
-        output = _traced_tree(self.spec, result, "the value")
+            aux_tree = _traced_tree(where, aux, "aux")
+        output = _traced_tree(where, result, "the value")
         self.found = _Found(output, aux_tree)
         flat = _ravel_traced(output, result)
         if self.part == "both" and aux_tree is not None:
@@ -169,25 +171,32 @@ class FlatFunction:
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, (Tracer, np.ndarray)):
+        return "one array"
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)} values"
     return f"a {type(value).__name__}"
 
 
-def _traced_tree(spec: ModuleSpec, value: Any, what: str) -> Tree:
+def _traced_tree(where: str, value: Any, what: str) -> Tree:
     """The tree of a traced result: leaves are traced arrays, NumPy arrays and
-    numbers, all float64."""
-    if isinstance(value, Tracer):
-        return _traced_leaf(spec, value, what)
+    numbers. A bare leaf's dtype is the pipeline's to check (a ConfigError at
+    ``function``); a leaf of a container must be float64."""
     if isinstance(value, (dict, tuple, list)) or (
         dataclasses.is_dataclass(value) and not isinstance(value, type)
     ):
         try:
             described = structure.describe(_placeholders(value), what)
         except structure.StructureError as exc:
-            raise TraceError(f"{spec.function} returns {exc}") from None
-        return _check_leaves(spec, described, value, what)
-    return _traced_leaf(spec, value, what)
+            raise TraceError(
+                f"{where}: the function returns {exc}, which difgen cannot use"
+            ) from None
+        for (path, _), item in zip(
+            structure.leaves(described), structure.flatten(described, value)
+        ):
+            _traced_leaf(where, item, structure.path_text(what, path), True)
+        return described
+    return _traced_leaf(where, value, what, False)
 
 
 def _placeholders(value: Any) -> Any:
@@ -210,24 +219,28 @@ def _placeholders(value: Any) -> Any:
     return value
 
 
-def _check_leaves(spec: ModuleSpec, tree: Tree, value: Any, what: str) -> Tree:
-    for (path, _), item in zip(structure.leaves(tree), structure.flatten(tree, value)):
-        _traced_leaf(spec, item, structure.path_text(what, path))
-    return tree
-
-
-def _traced_leaf(spec: ModuleSpec, value: Any, what: str) -> Leaf:
+def _traced_leaf(where: str, value: Any, what: str, float64: bool) -> Leaf:
+    """The leaf of a traced array or a constant; with ``float64`` its dtype must be."""
     if isinstance(value, Tracer):
-        dtype = str(value.dtype)
-        shape = tuple(value.shape)
+        dtype, shape = str(value.dtype), tuple(value.shape)
     else:
-        array = np.asarray(value)
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):
+            array = np.asarray(None)
+        if array.dtype.kind not in "biuf":
+            raise TraceError(
+                f"{where}: the function returns a {type(value).__name__}"
+                f"{'' if what == 'the value' else ' as ' + what}, which difgen cannot "
+                "use: it needs float64 arrays or numbers (or a tuple, list or dict "
+                "of them)"
+            )
         dtype = "float64" if array.dtype.kind == "f" else str(array.dtype)
         shape = array.shape
-    if dtype != "float64":
+    if float64 and dtype != "float64":
         raise TraceError(
-            f"{spec.function} returns {what} of dtype {dtype}; difgen differentiates "
-            "float64 values (and returns float64 aux values)"
+            f"{where}: the function returns {what} of dtype {dtype}; difgen "
+            "differentiates float64 values (and returns float64 aux values)"
         )
     return Leaf(shape)
 

@@ -109,13 +109,14 @@ def trace_interface(
         flat_fn.found.aux,
         spec.flat,
     )
+    for out, what in zip(graph.outputs, ("value", "aux value")):
+        if out.dtype != "float64":
+            raise ConfigError(
+                spec.config_path,
+                spec.line_of("function"),
+                f"{spec.function} returns a {out.dtype} {what}; expected float64",
+            )
     out = graph.outputs[0]
-    if out.dtype != "float64":
-        raise ConfigError(
-            spec.config_path,
-            spec.line_of("function"),
-            f"{spec.function} returns a {out.dtype} value; expected float64",
-        )
     check_structure(spec, interface)
     check_output_fit(spec, tuple(out.shape))
     return graph, interface
@@ -169,9 +170,9 @@ def check_structure(spec: ModuleSpec, interface: Interface) -> None:
     if bad and not scalar and not isinstance(interface.output, Leaf):
         raise ConfigError(
             spec.config_path,
-            spec.line_of("operators"),
-            f"operator {', '.join(map(repr, bad))} needs one scalar output, but "
-            f"{spec.function} returns {_describe_tree(interface.output)}; use "
+            spec.line_of("function"),
+            f"{spec.function} returns {_describe_tree(interface.output)}, but "
+            f"operator {', '.join(map(repr, bad))} needs one scalar output; use "
             "'jacobian' (or 'pullback') for several outputs",
         )
 
@@ -183,7 +184,7 @@ def _describe_tree(tree: structure.Tree) -> str:
         f"{structure.path_text('', path) or 'value'} {leaf.shape}"
         for path, leaf in structure.leaves(tree)
     )
-    return f"a {tree.kind} of {len(tree.keys)} values ({shown})"
+    return f"{len(tree.keys)} values (a {tree.kind}: {shown})"
 
 
 _SHAPE_TROUBLE = re.compile(r"shape|broadcast|out of bounds", re.IGNORECASE)
