@@ -267,6 +267,10 @@ def test_namedtuple_dataclass_and_aux_match_jax(
     built: dict[str, types.ModuleType], name: str
 ) -> None:
     module = built[name]
+    if name == "aux_sympy_c":  # compiled, and aux stays the NumPy _aux_flat
+        assert module.COMPILED, module.C_FALLBACK_REASON
+        assert type(module._gradient_flat).__name__ == "builtin_function_or_method"
+        assert type(module._aux_flat).__name__ == "function"
     p, layer, X = _aux_args()
     f = jax_version(fns.classes_with_aux)
     (value, aux), grad = jax.value_and_grad(f, argnums=(0, 1), has_aux=True)(
