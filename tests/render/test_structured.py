@@ -464,3 +464,15 @@ def test_dataclass_fields_follow_the_class(built: dict[str, types.ModuleType]) -
     doc = built["aux_trace"].__doc__ or ""
     assert doc.index("p['W']") < doc.index("p['b']")
     assert dataclasses.is_dataclass(built["aux_trace"].Layer)
+
+
+def test_verify_and_check_take_structured_modules(
+    built: dict[str, types.ModuleType],
+) -> None:
+    """difgen verify checks the flat operators (aux modules too); difgen check
+    finds the modules up to date."""
+    config = Path(built["mlp_trace"].__file__ or "").parents[1] / "difgen.toml"
+    names = ["mlp_trace", "two_trace", "aux_trace", "flat_aux", "old_tuple"]
+    result = difgen.verify(config, names, points=1)
+    assert result.ok, result
+    assert difgen.check(config, names).ok
