@@ -54,6 +54,14 @@ def mlp_loss(theta, X, y):
     return np.mean(residual**2)
 
 
+def mlp_params_loss(params, X, y):
+    """The same loss written the natural way: a dict of the four parameter arrays
+    (W1 (8, 4), b1 (8,), w2 (8,), b2 scalar), differentiated as a dict."""
+    hidden = np.tanh(X @ params["W1"].T + params["b1"])
+    residual = hidden @ params["w2"] + params["b2"] - y
+    return np.mean(residual**2)
+
+
 BRUSSELATOR_N = 16
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from difgen import naming
+from difgen import naming, structure
 from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, REQUESTABLE, TABLE, result_shape
 from difgen.toml_lines import Key, Locator
@@ -64,9 +64,13 @@ _MODULE_KEYS = (
     "timeout",
     "points",
     "implicit",
+    "inputs",
+    "has_aux",
+    "flat",
 )
 _ARRAY_KEYS = ("shape", "dtype")
 _CONTEXT_KEYS = ("name", "shape", "dtype", "per_point")
+_INPUT_KEYS = ("name", "shape", "dtype", "tree", "kind", "type")
 _FUNCTION_FORMS = '"package.module:attr" or "path/to/file.py:attr"'
 
 
@@ -89,6 +93,15 @@ class ContextSpec:
     """With ``points = true``: the points variants take this context with a leading
     axis, one value per point (a parameter sweep); otherwise one value shared by
     all points."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One differentiated argument of ``inputs``: its parameter name and its tree
+    (a bare :class:`~difgen.structure.Leaf` for ``{ name = "y0", shape = [3] }``)."""
+
+    name: str
+    tree: structure.Tree
 
 
 @dataclass(frozen=True)
@@ -118,9 +131,29 @@ class ModuleSpec:
     through the iterations taken, ``"on"`` (``implicit = true``) by the
     implicit-function theorem at the final state, every loop's exit test being a
     tolerance on a residual, ``"auto"`` implicitly where the exit test is one."""
+    inputs: tuple[InputSpec, ...] = ()
+    """The differentiated arguments (``inputs = [...]``), in order; empty for the
+    one array ``input``. ``input`` is then the shape of their flat vector
+    (:func:`difgen.structure.flat_shape` of :meth:`input_tree`)."""
+    has_aux: bool = False
+    """The function returns ``(out, aux)``: aux is returned, not differentiated."""
+    flat: bool = False
+    """The operators take and return the flat vectors (for optimizers)."""
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
+
+    def input_tree(self) -> structure.Tree:
+        """The tree of the differentiated arguments: the one input's own tree, a
+        tuple of several (``jax.grad(argnums=(0, 1))``), a bare leaf for ``input``."""
+        if not self.inputs:
+            return structure.Leaf(tuple(self.input.shape), self.input.dtype)
+        return structure.tuple_of([i.tree for i in self.inputs])
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The parameter names of the differentiated arguments (``x`` for ``input``)."""
+        return tuple(i.name for i in self.inputs) or (naming.INPUT,)
 
     def line_of(self, key: str) -> int:
         """Line of ``key`` in the config file, or of the ``[[module]]`` header.
@@ -477,7 +510,13 @@ class _Reader:
     def module(self, table: dict[str, Any], index: int) -> ModuleSpec:
         at: Key = ("module", index)
         self.check_keys(table, at, _MODULE_KEYS)
-        for required in ("name", "function", "operators", "input"):
+        if "input" in table and "inputs" in table:
+            raise self.error(
+                at + ("inputs",),
+                "'input' and 'inputs' are both given; use 'input' for one array, "
+                "'inputs' for several arguments or trees, not both",
+            )
+        for required in ("name", "function", "operators"):
             if required not in table:
                 raise self.error(
                     at, f"{self.module_table} is missing the required key '{required}'"
@@ -496,8 +535,20 @@ class _Reader:
                 at + ("function",),
                 f"'function' must be {_FUNCTION_FORMS}; got {_show(function)}",
             )
-        array = self.array(table, at + ("input",))
-        operators = self.operators(table, at + ("operators",), array.shape)
+        if "input" not in table and "inputs" not in table:
+            raise self.error(
+                at,
+                f"{self.module_table} is missing the required key 'input' (or "
+                "'inputs', for several differentiated arguments)",
+            )
+        inputs: tuple[InputSpec, ...] = ()
+        if "inputs" in table:
+            inputs = self.inputs(table, at + ("inputs",))
+            tree = structure.tuple_of([i.tree for i in inputs])
+            array = ArraySpec(structure.flat_shape(tree))
+        else:
+            array = self.array(table, at + ("input",))
+        operators = self.operators(table, at + ("operators",), array.shape, inputs)
         batch = table.get("batch", 1)
         if type(batch) is not int or batch < 1:
             raise self.error(
@@ -532,8 +583,33 @@ class _Reader:
                 at + ("timeout",),
                 f"'timeout' must be a positive number of seconds; got {_show(timeout)}",
             )
+        has_aux = flat = False
+        if "has_aux" in table:
+            has_aux = self.get(table, at + ("has_aux",), bool, "true or false")
+        if "flat" in table:
+            flat = self.get(table, at + ("flat",), bool, "true or false")
+        if inputs or has_aux or flat:
+            self.refuse_with_structure(table, at, inputs, has_aux, flat)
         backend = self.choice(table, at + ("backend",), BACKENDS, "sympy")
         contexts = self.contexts(table, at + ("contexts",))
+        taken = {i.name for i in inputs}
+        if has_aux:
+            for index, item in enumerate(inputs):
+                if item.name == "aux":
+                    raise self.error(
+                        at + ("inputs", index, "name"),
+                        "with has_aux = true the generated operators name the aux "
+                        "value 'aux'; give this input another name",
+                    )
+            taken.add("aux")
+        for index, context in enumerate(contexts):
+            if context.name in taken:
+                raise self.error(
+                    at + ("contexts", index, "name"),
+                    f"context '{context.name}' has the name of a differentiated "
+                    "input (or of the aux value); every argument needs a name of "
+                    "its own",
+                )
         for index, context in enumerate(contexts):
             if context.per_point and not points:
                 raise self.error(
@@ -569,6 +645,9 @@ class _Reader:
             timeout=None if timeout is None else float(timeout),
             points=points,
             implicit=implicit,
+            inputs=inputs,
+            has_aux=has_aux,
+            flat=flat,
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
@@ -591,7 +670,11 @@ class _Reader:
         )
 
     def operators(
-        self, table: dict[str, Any], key: Key, shape: tuple[int, ...]
+        self,
+        table: dict[str, Any],
+        key: Key,
+        shape: tuple[int, ...],
+        inputs: tuple[InputSpec, ...] = (),
     ) -> tuple[str, ...]:
         names = table[str(key[-1])]
         if type(names) is not list or not names:
@@ -610,6 +693,14 @@ class _Reader:
                     key,
                     f"unknown operator '{op}'; {_suggest(op, REQUESTABLE)}"
                     f"expected one of: {', '.join(REQUESTABLE)}",
+                )
+            if OPERATORS[op].scalar_input and shape != () and inputs:
+                raise self.error(
+                    key,
+                    f"operator '{op}' needs one scalar input, but 'inputs' "
+                    f"differentiates {structure.size(structure.tuple_of([i.tree for i in inputs]))} "
+                    "numbers; use 'jacobian' or 'pushforward' (or 'gradient' for a "
+                    "scalar output), which take every input",
                 )
             if OPERATORS[op].scalar_input and shape != ():
                 raise self.error(
@@ -663,6 +754,145 @@ class _Reader:
             )
         return tuple(shape), dtype
 
+    def refuse_with_structure(
+        self,
+        table: dict[str, Any],
+        at: Key,
+        inputs: tuple[InputSpec, ...],
+        has_aux: bool,
+        flat: bool,
+    ) -> None:
+        """``points``, ``sparse`` and ``batch`` keep to one array input and output."""
+        why = "inputs" if inputs else "has_aux" if has_aux else "flat"
+        for name, off in (("points", False), ("sparse", False), ("batch", 1)):
+            if table.get(name, off) != off:
+                raise self.error(
+                    at + (name,),
+                    f"'{name}' is not offered with '{why}' in this version: the "
+                    "points, sparse and batched operators take one array input "
+                    "and return one array; build them in a module of their own "
+                    "over one flat input",
+                )
+
+    def inputs(self, table: dict[str, Any], key: Key) -> tuple[InputSpec, ...]:
+        """The ``inputs`` array: each a name and a shape or a tree."""
+        tables = self.get(
+            table,
+            key,
+            list,
+            'an array of tables like [{ name = "params", tree = { W = { shape = '
+            "[3] } } }]",
+        )
+        if not tables:
+            raise self.error(key, "'inputs' must not be empty")
+        specs: list[InputSpec] = []
+        for index, entry in enumerate(tables):
+            at = key + (index,)
+            label = _dotted(at[2:])
+            if not isinstance(entry, dict):
+                raise self.error(at, f"'{label}' must be a table; got {_show(entry)}")
+            self.check_keys(entry, at, _INPUT_KEYS)
+            if "name" not in entry:
+                raise self.error(at, f"{label} is missing the required key 'name'")
+            name = self.get(entry, at + ("name",), str, "a string")
+            problem = naming.context_name_problem(name, [name])
+            if problem is not None and name != naming.INPUT:  # x is the input
+                raise self.error(
+                    at + ("name",),
+                    f"'{label}.name' becomes a parameter of every generated "
+                    f"function, and {problem}; got {_show(name)}",
+                )
+            if any(other.name == name for other in specs):
+                raise self.error(at + ("name",), f"duplicate input name '{name}'")
+            if ("shape" in entry) == ("tree" in entry):
+                raise self.error(
+                    at,
+                    f"{label} needs exactly one of 'shape' (one array) and 'tree' "
+                    "(a dict, list or class of arrays)",
+                )
+            tree: structure.Tree
+            if "shape" in entry:
+                for extra in ("kind", "type"):
+                    if extra in entry:
+                        raise self.error(
+                            at + (extra,), f"'{label}.{extra}' applies to a 'tree' only"
+                        )
+                shape, dtype = self.shape_and_dtype(
+                    {k: v for k, v in entry.items() if k != "name"},
+                    at,
+                    _ARRAY_KEYS,
+                )
+                tree = structure.Leaf(shape, dtype)
+            else:
+                tree = self.tree(entry["tree"], at + ("tree",), top=True)
+                tree = self.tree_kind(entry, at, tree)
+            specs.append(InputSpec(name, tree))
+        return tuple(specs)
+
+    def tree(self, value: Any, key: Key, top: bool = False) -> structure.Tree:
+        """A tree of the TOML spelling: a table with an array ``shape`` (and maybe
+        ``dtype``) is a leaf, another table a dict, an array a list."""
+        label = _dotted(key[2:])
+        if isinstance(value, dict) and isinstance(value.get("shape"), list):
+            shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS)
+            return structure.Leaf(shape, dtype)
+        if isinstance(value, dict):
+            names = sorted(value)
+            kind = "dict"
+        elif isinstance(value, list):
+            names = list(range(len(value)))
+            kind = "list"
+        else:
+            raise self.error(
+                key,
+                f"'{label}' must be a leaf {{ shape = [...] }}, a table of trees or "
+                f"an array of trees; got {_show(value)}",
+            )
+        if not names:
+            raise self.error(
+                key, f"'{label}' is an empty {kind}: it has nothing to differentiate"
+            )
+        children = tuple(self.tree(value[n], key + (n,)) for n in names)
+        return structure.Node(kind, tuple(names), children)
+
+    def tree_kind(
+        self, entry: dict[str, Any], at: Key, tree: structure.Tree
+    ) -> structure.Tree:
+        """``kind = "tuple"`` makes an array tree a tuple; ``type = "file.py:Cls"``
+        makes a table tree a NamedTuple or a dataclass (which one, and its field
+        order, are known when the pipeline imports the class)."""
+        label = _dotted(at[2:])
+        if "kind" in entry:
+            kind = self.choice(entry, at + ("kind",), ("tuple", "list"), "list")
+            if not isinstance(tree, structure.Node) or tree.kind != "list":
+                raise self.error(
+                    at + ("kind",),
+                    f"'{label}.kind' applies to an array tree (tree = [...])",
+                )
+            tree = structure.Node(kind, tree.keys, tree.children)
+        if "type" in entry:
+            ref = self.get(entry, at + ("type",), str, _FUNCTION_FORMS)
+            parts = split_function_ref(ref)
+            if parts is None:
+                raise self.error(
+                    at + ("type",),
+                    f"'{label}.type' must be {_FUNCTION_FORMS}; got {_show(ref)}",
+                )
+            if not isinstance(tree, structure.Node) or tree.kind != "dict":
+                raise self.error(
+                    at + ("type",),
+                    f"'{label}.type' names a NamedTuple or dataclass, whose fields "
+                    "are a table tree (tree = { field = { shape = [...] } })",
+                )
+            tree = structure.Node(
+                "dataclass",
+                tree.keys,
+                tree.children,
+                type_name=parts[1].rpartition(".")[2],
+                type_ref=ref,
+            )
+        return tree
+
     def contexts(self, table: dict[str, Any], key: Key) -> tuple[ContextSpec, ...]:
         if key[-1] not in table:
             return ()
@@ -707,7 +937,10 @@ class _Reader:
 
     def key_lines(self, table: dict[str, Any], at: Key) -> tuple[tuple[str, int], ...]:
         keys: list[Key] = [(name,) for name in table]
-        keys += [("input", name) for name in table["input"]]
+        keys += [("input", name) for name in table.get("input", ())]
+        for index, entry in enumerate(table.get("inputs", ())):
+            keys += [("inputs", index)]
+            keys += [("inputs", index, name) for name in entry]
         for index, context in enumerate(table.get("contexts", ())):
             keys += [("contexts", index)]
             keys += [("contexts", index, name) for name in context]

@@ -42,6 +42,9 @@ _OPT_IN_DEFAULTS: dict[str, object] = {
     "points": False,
     "per_point": False,
     "implicit": "off",
+    "inputs": (),
+    "has_aux": False,
+    "flat": False,
 }
 """Keys added after modules were first hashed, left out of the fingerprint at their
 default: a module that does not use the feature keeps its SOURCE_HASH (its text
@@ -232,4 +235,6 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
+    if isinstance(value, type):  # a NamedTuple or dataclass of an input's tree
+        return f"{value.__module__}.{value.__qualname__}"
     return value

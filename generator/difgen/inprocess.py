@@ -52,7 +52,7 @@ PLACEHOLDER = "<difgen.generate>"
 """The config path of a module made by :func:`generate`: errors carrying it are
 located at an argument or keyword by :func:`_located`."""
 
-DERIVED_KEYS = ("function", "input", "contexts")
+DERIVED_KEYS = ("function", "input", "inputs", "contexts")
 """The ``[[module]]`` keys that the function and its example arguments give."""
 EXPLICIT_KEYS = ("operators", "backend", "emit")
 """The ``[[module]]`` keys that are named parameters of :func:`generate`."""

@@ -60,6 +60,24 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
             f"cannot load function '{ref}': {message}",
         )
 
+    value, attr = load_object(spec, ref, fail)
+    if not callable(value):
+        raise fail(f"'{attr}' is not a function (it has type {type(value).__name__})")
+    problem = _untraceable(value)
+    if problem is not None:
+        raise fail(
+            f"'{attr}' is {problem}; name a Python function that difgen can trace"
+        )
+    return cast("Callable[..., Any]", value)
+
+
+def load_object(
+    spec: ModuleSpec, ref: str, fail: Callable[[str], ConfigError]
+) -> tuple[Any, str]:
+    """The object named by ``ref`` (``"pkg.mod:attr"`` or ``"file.py:attr"``,
+    resolved as ``function`` is) and its attribute path; ``fail`` makes the
+    ConfigError of a reference that does not resolve."""
+
     parts = split_function_ref(ref)
     if parts is None:
         raise fail('expected "package.module:attr" or "path/to/file.py:attr"')
@@ -82,14 +100,7 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
         if not hasattr(value, name):
             raise fail(f"{module_ref} has no attribute '{attr}'")
         value = getattr(value, name)
-    if not callable(value):
-        raise fail(f"'{attr}' is not a function (it has type {type(value).__name__})")
-    problem = _untraceable(value)
-    if problem is not None:
-        raise fail(
-            f"'{attr}' is {problem}; name a Python function that difgen can trace"
-        )
-    return cast("Callable[..., Any]", value)
+    return value, attr
 
 
 _USER_IMPORTS: dict[str, tuple[ModuleType, Path, bytes]] = {}

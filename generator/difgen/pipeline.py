@@ -21,11 +21,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from difgen import structure
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import note, stage
-from difgen.config import Config, ModuleSpec, check_output_fit
-from difgen.core.ir import Graph
+from difgen.config import Config, ModuleSpec, check_output_fit, split_function_ref
+from difgen.core.ir import Graph, dce
 from difgen.derive import graphs, points, symbolic
 from difgen.derive.checks import IndexCheck, index_checks
 from difgen.derive.graphs import GraphDerivation
@@ -41,14 +42,19 @@ from difgen.hashing import (
     source_hash,
     stamp_body_hash,
 )
+from difgen.interface import FlatFunction, Interface, resolve_classes
+from difgen.load import load_object
+from difgen.operators import OPERATORS
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
 from difgen.render.module import render_module
+from difgen.render.structured import StructuredParts
 from difgen.rules import check_rules
+from difgen.structure import Leaf
 from difgen.targets import choose
 from difgen.targets.c import extension as c_code
 from difgen.targets.numpy import points as numpy_points
-from difgen.targets.parts import Constants, ModuleParts
+from difgen.targets.parts import Constants, Function, ModuleParts
 from difgen.version import VERSION
 
 
@@ -58,16 +64,33 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
     The function is traced twice: a function that computes different constants on
     two calls (random draws, a clock, state kept between calls) would have one
     call's values baked into the generated module, so it is refused.
+
+    The function is called through :class:`difgen.interface.FlatFunction`, which
+    cuts the flat input into its arguments and lays its result end to end; with
+    ``has_aux = true`` the graph has a second output, the aux value laid end to
+    end (:func:`split_outputs` parts them), so that the module's ``SOURCE_HASH``
+    covers both.
     """
+    return trace_interface(spec, fn)[0]
+
+
+def trace_interface(
+    spec: ModuleSpec, fn: Callable[..., Any]
+) -> tuple[Graph, Interface]:
+    """The traced graph (see :func:`trace_spec`) and the structure of the
+    function's arguments and results."""
+    spec = resolve_classes(spec, lambda ref: _load_class(spec, fn, ref))
     check_arity(spec, fn)
     avals = [(tuple(spec.input.shape), spec.input.dtype)]
     avals += [(tuple(c.shape), c.dtype) for c in spec.contexts]
+    trees = [spec.input_tree()] if not spec.inputs else [i.tree for i in spec.inputs]
+    flat_fn = FlatFunction(fn, spec, trees, "both" if spec.has_aux else "output")
     # the sympy backend has no loop form: its static loops unroll, as they always did
     unrolled = control.unrolling() if spec.backend == "sympy" else nullcontext()
     try:
         with unrolled, control.implicit_loops(spec.implicit):
-            graph = trace(fn, avals)
-            again = trace(fn, avals)
+            graph = trace(flat_fn, avals)
+            again = trace(flat_fn, avals)
     except TraceError as exc:
         raise TraceError(
             f"module {spec.name!r} ({spec.function}): {exc}{_shape_note(spec, exc)}"
@@ -80,21 +103,90 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
             "one call's values into the generated module. Pass such values as a "
             "context instead"
         )
-    if len(graph.outputs) != 1:
-        raise ConfigError(
-            spec.config_path,
-            spec.line_of("function"),
-            f"{spec.function} returns {len(graph.outputs)} values; expected one array",
-        )
+    assert flat_fn.found is not None  # the trace called it
+    interface = Interface(
+        spec.input_names,
+        tuple(trees),
+        flat_fn.found.output,
+        flat_fn.found.aux,
+        spec.flat,
+    )
+    for out, what in zip(graph.outputs, ("value", "aux value")):
+        if out.dtype != "float64":
+            raise ConfigError(
+                spec.config_path,
+                spec.line_of("function"),
+                f"{spec.function} returns a {out.dtype} {what}; expected float64",
+            )
     out = graph.outputs[0]
-    if out.dtype != "float64":
+    check_structure(spec, interface)
+    check_output_fit(spec, tuple(out.shape))
+    return graph, interface
+
+
+def split_outputs(graph: Graph) -> tuple[Graph, Graph | None]:
+    """The graph of the differentiated output and, with ``has_aux``, the graph of
+    the aux value, each with only the equations it needs."""
+    if len(graph.outputs) == 1:
+        return graph, None
+    main = dce(Graph(graph.inputs, graph.outputs[:1], graph.eqns))
+    return main, dce(Graph(graph.inputs, graph.outputs[1:], graph.eqns))
+
+
+def _load_class(spec: ModuleSpec, fn: Callable[..., Any], ref: str) -> Any:
+    """The class named by an input's ``type``: from the function's own module when
+    it is defined there (the very class the function's code names), else loaded
+    as ``function`` is."""
+    found = split_function_ref(ref)
+    own = split_function_ref(spec.function)
+    globals_ = getattr(getattr(fn, "__func__", fn), "__globals__", {})
+    if found and own and found[0] == own[0] and found[1] in globals_:
+        return globals_[found[1]]
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(
+            spec.config_path,
+            spec.line_of("inputs"),
+            f"cannot load the input type '{ref}': {message}",
+        )
+
+    return load_object(spec, ref, fail)[0]
+
+
+def check_structure(spec: ModuleSpec, interface: Interface) -> None:
+    """What a structured result refuses: points, sparse and batched operators
+    (one array output each), and the operators of one scalar output when the
+    function returns a tuple or a tree."""
+    if not isinstance(interface.output, Leaf) and not spec.flat:
+        for key, off in (("points", False), ("sparse", False), ("batch", 1)):
+            if getattr(spec, key) != off:
+                raise ConfigError(
+                    spec.config_path,
+                    spec.line_of(key),
+                    f"'{key}' is not offered for a function returning several "
+                    f"values in this version: {spec.function} returns "
+                    f"{_describe_tree(interface.output)}",
+                )
+    scalar = isinstance(interface.output, Leaf) and interface.output.shape == ()
+    bad = [op for op in spec.operators if OPERATORS[op].scalar_output]
+    if bad and not scalar and not isinstance(interface.output, Leaf):
         raise ConfigError(
             spec.config_path,
             spec.line_of("function"),
-            f"{spec.function} returns a {out.dtype} value; expected float64",
+            f"{spec.function} returns {_describe_tree(interface.output)}, but "
+            f"operator {', '.join(map(repr, bad))} needs one scalar output; use "
+            "'jacobian' (or 'pullback') for several outputs",
         )
-    check_output_fit(spec, tuple(out.shape))
-    return graph
+
+
+def _describe_tree(tree: structure.Tree) -> str:
+    if isinstance(tree, Leaf):
+        return f"an array of shape {tree.shape}"
+    shown = ", ".join(
+        f"{structure.path_text('', path) or 'value'} {leaf.shape}"
+        for path, leaf in structure.leaves(tree)
+    )
+    return f"{len(tree.keys)} values (a {tree.kind}: {shown})"
 
 
 _SHAPE_TROUBLE = re.compile(r"shape|broadcast|out of bounds", re.IGNORECASE)
@@ -107,6 +199,11 @@ def _shape_note(spec: ModuleSpec, exc: TraceError) -> str:
     if not _SHAPE_TROUBLE.search(str(exc)):
         return ""
     keys = [("input.shape", spec.input.shape)]
+    if spec.inputs:
+        keys = [
+            (f"inputs.{i}", structure.flat_shape(item.tree))
+            for i, item in enumerate(spec.inputs)
+        ]
     keys += [(f"contexts.{i}.shape", c.shape) for i, c in enumerate(spec.contexts)]
     shown = ", ".join(
         f"{key} = {list(shape)} at {spec.config_path}:{spec.line_of(key)}"
@@ -120,7 +217,7 @@ def _shape_note(spec: ModuleSpec, exc: TraceError) -> str:
 
 def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
     """The function must take the input and exactly the configured contexts."""
-    names = ["x", *(c.name for c in spec.contexts)]
+    names = [*spec.input_names, *(c.name for c in spec.contexts)]
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -129,13 +226,16 @@ def check_arity(spec: ModuleSpec, fn: Callable[..., Any]) -> None:
         signature.bind(*names)
     except TypeError as exc:
         key = "contexts" if spec.contexts else "function"
-        given = ", ".join(f"{n} (context)" for n in names[1:])
+        given = ", ".join(f"{c.name} (context)" for c in spec.contexts)
+        what = "the input"
+        if spec.inputs:
+            what = f"the inputs {', '.join(spec.input_names)}"
         raise ConfigError(
             spec.config_path,
             spec.line_of(key),
-            f"{spec.function} takes {signature}, but difgen calls it with the input"
+            f"{spec.function} takes {signature}, but difgen calls it with {what}"
             f"{' and ' + given if given else ' alone'} ({exc}); list one context "
-            "per parameter after the input, in order",
+            "per parameter after the inputs, in order",
         ) from None
 
 
@@ -219,10 +319,12 @@ def _refuse_runtime_data(spec: ModuleSpec, graph: Graph) -> None:
         )
 
 
-def print_parts(derivation: Derivation) -> ModuleParts:
+def print_parts(derivation: Derivation, pool: Constants | None = None) -> ModuleParts:
     """Every operator printed in the emission chosen for it, then the points
-    variants, all sharing one pool of module constants."""
-    spec, module, pool = derivation.spec, derivation.module, Constants()
+    variants, all sharing one pool of module constants (``pool``: a new one
+    unless given)."""
+    spec, module = derivation.spec, derivation.module
+    pool = Constants() if pool is None else pool
     if isinstance(module, SymbolicDerivation):
         parts = choose.print_symbolic(spec, module, pool)
     else:
@@ -239,6 +341,25 @@ def print_parts(derivation: Derivation) -> ModuleParts:
             parts, constants=pool.items, setup=pool.setup, uses=pool.uses
         )
     return parts
+
+
+def print_aux(spec: ModuleSpec, graph: Graph, pool: Constants) -> Function:
+    """The function computing the aux value (``has_aux``) from the flat input and
+    the contexts: the aux graph's ``f``, as the trace backend prints it in NumPy
+    (it is not differentiated, and it stays Python with ``emit = "c"``)."""
+    aux_spec = dataclasses.replace(
+        spec,
+        backend="trace",
+        emit="vector",
+        mode="auto",
+        operators=(),
+        inputs=(),
+        has_aux=False,
+        flat=False,
+    )
+    parts = choose.print_graphs(aux_spec, graphs.derive(aux_spec, graph), pool)
+    (function,) = [f for f in parts.functions if f.name == "f"]
+    return function
 
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
@@ -270,8 +391,10 @@ def _generate(
 ) -> list[tuple[str, str]]:
     """The stages of one module's build (see :func:`generate_files`)."""
     with stage("trace"):
-        graph = trace_spec(spec, fn)
-        digest = source_hash(spec, graph)  # of the graph as traced, before any backend
+        traced, interface = trace_interface(spec, fn)
+        # of the graph as traced (aux included), before any backend
+        digest = source_hash(spec, traced)
+        graph, aux_graph = split_outputs(traced)
         check_rules(spec, graph)  # user derivative rules against differences
     # Derivation may mark finer stages inside this one (progress names the innermost).
     with stage("derive"):
@@ -279,18 +402,20 @@ def _generate(
             derivation = derive(spec, graph)
         except ReverseOverReverse:
             with control.unrolling():
-                again = trace_spec(spec, fn)
+                again_traced = trace_spec(spec, fn)
+            again = split_outputs(again_traced)[0]
             if fingerprint(again) == fingerprint(graph):
                 raise  # no static loop to unroll: a loop on a traced condition
             note(
                 f"{spec.function}: reverse mode over reverse cannot go through a "
                 "loop's adjoint, so every static `for` loop is unrolled"
             )
-            graph, digest = again, source_hash(spec, again)
+            graph, digest = again, source_hash(spec, again_traced)
             derivation = derive(spec, graph)
+    pool = Constants()
     with stage("print"):
         try:
-            parts = print_parts(derivation)
+            parts = print_parts(derivation, pool)
         except c_code.NoCForm as exc:
             if not isinstance(derivation.module, SymbolicDerivation):
                 raise
@@ -306,17 +431,26 @@ def _generate(
                 fallback=True,
                 why="no C form",
             )
-            parts = print_parts(derivation)
+            pool = Constants()
+            parts = print_parts(derivation, pool)
+        aux = None if aux_graph is None else print_aux(spec, aux_graph, pool)
+    wrapped = (
+        StructuredParts(interface, aux) if interface.wrapped or spec.flat else None
+    )
     with stage("render"):
         if spec.emit != "c":
-            return [(".py", render_module(spec, config, parts, digest))]
+            return [
+                (".py", render_module(spec, config, parts, digest, structure=wrapped))
+            ]
         c_text = stamp_body_hash(
             c_code.render_c_module(
                 spec, parts.functions, VERSION, digest, BODY_HASH_PLACEHOLDER
             )
         )
         c_hash = body_hash(c_text)
-        py_text = render_module(spec, config, parts, digest, c_hash=c_hash)
+        py_text = render_module(
+            spec, config, parts, digest, c_hash=c_hash, structure=wrapped
+        )
         return [(".py", py_text), (c_code.SUFFIX + ".c", c_text)]
 
 
@@ -325,4 +459,4 @@ def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> 
     graph = trace_spec(spec, fn)
     if stage == "traced":
         return str(graph)
-    return graphs.ir_stage(spec, graph, stage)
+    return graphs.ir_stage(spec, split_outputs(graph)[0], stage)

@@ -265,12 +265,12 @@ def _points_check(
         rng.uniform(-1.0, 1.0, ((points,) if c.per_point else ()) + tuple(c.shape))
         for c in spec.contexts
     ]
-    out = getattr(module, naming.points(name))(*(_plain(a) for a in args))
+    out = _operator(module, naming.points(name))(*(_plain(a) for a in args))
     stacked = out if len(op.results) > 1 else (out,)
     loop = []
     for i in range(points):
         one = [_plain(a[i] if p else a) for a, p in zip(args, per_point)]
-        single = getattr(module, name)(*one)
+        single = _operator(module, name)(*one)
         loop.append(single if len(op.results) > 1 else (single,))
     return OperatorCheck(
         naming.points(name),
@@ -389,6 +389,12 @@ Reference = Callable[[_Stencil], list[Array]]
 """A result's references, one per direction or entry, from one stencil."""
 
 
+def _operator(module: ModuleType, name: str) -> Any:
+    """The operator ``name`` over the flat input: a structured module's flat
+    operator (``_gradient_flat``) when it has one, else the operator itself."""
+    return getattr(module, f"_{name}_flat", None) or getattr(module, name)
+
+
 class _Point:
     """One random point: the arguments, and references computed from the graph."""
 
@@ -429,7 +435,7 @@ class _Point:
             for name in self.spec.operators:
                 op = OPERATORS[name]
                 if not op.seeds and kind in op.results:
-                    self._first[kind] = self._bound(getattr(module, name), op, kind)
+                    self._first[kind] = self._bound(_operator(module, name), op, kind)
                     break
         return self._first[kind]
 
@@ -454,7 +460,7 @@ class _Point:
             for s in op.seeds
         }
         args = [self.x, *(seeds[s] for s in op.seeds), *self.contexts]
-        out = getattr(module, name)(*(_plain(a) for a in args))
+        out = _operator(module, name)(*(_plain(a) for a in args))
         results = out if len(op.results) > 1 else (out,)
         for kind, value in zip(op.results, results):
             dense = self.dense(kind, value)

@@ -178,7 +178,7 @@ def test_keyboard_interrupt_in_second_module_writes_nothing(project: Project) ->
 RETURNS = [
     ("none", "def f(x):\n    return None", "NoneType"),
     ("string", 'def f(x):\n    return "s"', "cannot use"),
-    ("dict", 'def f(x):\n    return {"a": x}', "dict"),
+    ("dict", 'def f(x):\n    return {"a": x, "b": "s"}', "str"),
     ("object", "def f(x):\n    return object()", "object"),
 ]
 

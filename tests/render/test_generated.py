@@ -79,7 +79,8 @@ for path, context_shapes in json.loads(sys.argv[1]).items():
     x = np.linspace(0.1, 0.9, int(np.prod(m.INPUT_SHAPE))).reshape(m.INPUT_SHAPE)
     x = float(x) if m.INPUT_SHAPE == () else x
     ctx = [float(0.5) if s == [] else np.full(s, 0.5) for s in context_shapes]
-    results[path] = np.asarray(m.f(x, *ctx)).tolist()
+    f = getattr(m, "_f_flat", m.f)  # a structured module's flat f takes x
+    results[path] = np.asarray(f(x, *ctx)).tolist()
 print(json.dumps(results))
 """
 

@@ -24,7 +24,8 @@ from difgen.config import Config, ModuleSpec
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
-from difgen.render import blackfast
+from difgen.render import blackfast, structured
+from difgen.render.structured import AUX, StructuredParts, private
 from difgen.targets.parts import (
     BASE64,
     MATH,
@@ -174,6 +175,54 @@ def _shape_desc(shape: Sequence[int], dtype: str = "float64") -> str:
     return "scalar (float)" if not shape else f"array of shape {tuple(shape)}"
 
 
+def _structure_context(
+    spec: ModuleSpec,
+    parts: ModuleParts,
+    structure: StructuredParts | None,
+    public: list[str],
+) -> dict[str, object]:
+    """What the template's structured parts need (nothing for a flat module)."""
+    if structure is None:
+        return {"structured": False, "c_target": "name"}
+    ys = parts.output_shape
+    inputs, output, layout = structured.docstring_parts(spec, structure, ys)
+    wrapped = structure.interface.wrapped
+    return {
+        "structured": True,
+        "wrapped": wrapped,
+        "flat": spec.flat,
+        "structure_inputs": inputs,
+        "structure_output": output,
+        "layout": layout,
+        "classes": structured.classes(spec, structure, ys) if wrapped else [],
+        "trees": structured.tree_constants(spec, structure, ys) if wrapped else [],
+        "public_operators": (
+            structured.wrappers(spec, structure, public, ys) if wrapped else []
+        ),
+        "c_target": '"_" + name + "_flat"' if wrapped else "name",
+    }
+
+
+def _structure_imports(
+    lines: list[str],
+    structure: StructuredParts | None,
+    spec: ModuleSpec,
+    parts: ModuleParts,
+) -> list[str]:
+    """The imports of the public operators' helpers added to ``lines``."""
+    if structure is None or not structure.interface.wrapped:
+        return lines
+    kinds = {k for k, _, _ in structured.classes(spec, structure, parts.output_shape)}
+    stdlib = ["import dataclasses"] if "dataclass" in kinds else []
+    stdlib.append("from collections.abc import Callable, Mapping")
+    names = "Any, NamedTuple, NoReturn" if "namedtuple" in kinds else "Any, NoReturn"
+    typing = f"from typing import {names}"
+    rest = [line for line in lines if line != IMPORTS[TYPING]]
+    cut = rest.index("")
+    head = sorted(rest[:cut] + stdlib, key=lambda line: line.startswith("from"))
+    return [*head, typing, *rest[cut:]]
+
+
 def config_reference(spec: ModuleSpec, config: Config) -> str:
     """The config path as seen from the output directory (no absolute paths)."""
     rel = os.path.relpath(config.path.resolve(), config.output_dir.resolve())
@@ -186,6 +235,7 @@ def render_module(
     parts: ModuleParts,
     source_hash: str,
     c_hash: str | None = None,
+    structure: StructuredParts | None = None,
 ) -> str:
     """The complete, black-formatted text of a generated module.
 
@@ -193,6 +243,11 @@ def render_module(
     and its docstring says so instead of naming a config file to rebuild it from.
     ``BODY_HASH`` is filled in last, over the formatted text, so that ``difgen
     check`` can recompute it from the file and spot hand edits.
+
+    With ``structure`` (several inputs, trees, several outputs, aux, ``flat``) the
+    docstring says the structure and the flat layout, and when the public
+    operators wrap the flat ones (:mod:`difgen.render.structured`) the flat ones
+    are renamed privately and the wrappers follow them.
     """
     functions = [
         dataclasses.replace(
@@ -201,6 +256,22 @@ def render_module(
         )
         for f in parts.functions
     ]
+    wrapped = structure is not None and structure.interface.wrapped
+    public = sorted(f.name for f in functions if f.block_of is None)
+    aux_fn = [] if structure is None or structure.aux is None else [structure.aux]
+    numpy_floats = _numpy_floats([*functions, *aux_fn], spec, parts)
+    if structure is not None and structure.aux is not None:
+        aux = structure.aux
+        functions.append(
+            dataclasses.replace(
+                aux, name=AUX, body=(*_checks(aux, spec, parts), *aux.body)
+            )
+        )
+    if wrapped:
+        functions = [
+            f if f.name == AUX else dataclasses.replace(f, name=private(f.name))
+            for f in functions
+        ]
     uses = module_uses(functions, parts.uses)
     contexts = ", ".join(
         f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
@@ -222,10 +293,13 @@ def render_module(
         ),
         input_desc=_shape_desc(spec.input.shape),
         output_desc=_shape_desc(parts.output_shape),
+        **_structure_context(spec, parts, structure, public),
         contexts=contexts,
         config=None if config is None else config_reference(spec, config),
         name=spec.name,
-        imports=imports_of(uses, c_hash is not None),
+        imports=_structure_imports(
+            imports_of(uses, c_hash is not None), structure, spec, parts
+        ),
         scipy=SCIPY_SPARSE in uses.modules,
         scipy_special=SCIPY_SPECIAL in uses.modules,
         c_hash=c_hash,
@@ -238,11 +312,11 @@ def render_module(
         output_shape=repr(tuple(parts.output_shape)),
         constants=parts.constants,
         setup=parts.setup,
-        all_names=repr(sorted(f.name for f in functions if f.block_of is None)),
+        all_names=repr(public),
         helpers=naming,
         points=any(f.points_of is not None for f in functions),
         float_helpers=floats.definitions(uses.helpers)
-        + data_helpers(spec, parts.index_checks, _numpy_floats(functions, spec, parts)),
+        + data_helpers(spec, parts.index_checks, numpy_floats),
     )
     skeleton = [dataclasses.replace(f, body=b) for f, b in zip(functions, bodies)]
     text = blackfast.format_with_runs(
