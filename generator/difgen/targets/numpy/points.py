@@ -81,12 +81,16 @@ benchmarks.calibration`` measures the call and the n = 100 gradient in blocks of
 
 
 def _code(
-    graph: Graph, out_flags: Sequence[bool], names: Sequence[str], pool: Constants
+    graph: Graph,
+    out_flags: Sequence[bool],
+    names: Sequence[str],
+    pool: Constants,
+    size: int,
 ) -> tuple[list[str], list[str], Uses]:
-    """(statements, result expressions, what they name) of a batched graph; every
-    result a fresh array with the points in front, the points axis printed as
-    ``npoints``."""
-    k = PointsAxis(graph.inputs[0].shape[0], naming.NPOINTS)
+    """(statements, result expressions, what they name) of a batched graph at
+    ``size`` points; every result a fresh array with the points in front, the
+    points axis printed as ``npoints``."""
+    k = PointsAxis(size, naming.NPOINTS)
     code = print_graph(graph, names, pool, lead=k, axis=k)
     results = []
     for out, expr, batched in zip(graph.outputs, code.outputs, out_flags):
@@ -101,7 +105,7 @@ def _code(
     return list(code.lines), results, code.uses
 
 
-def bytes_per_point(graph: Graph) -> int:
+def bytes_per_point(graph: Graph, k: int | None = None) -> int:
     """The most bytes per point that the batched values of ``graph`` keep live at
     once, equation by equation: the arguments (the caller holds them throughout)
     and the temporaries until their last reader; a view costs nothing but keeps
@@ -109,9 +113,11 @@ def bytes_per_point(graph: Graph) -> int:
 
     NumPy frees a temporary when its last reader is done and its allocator hands
     the memory to the next one, so the peak of the live values, not their sum, is
-    what one block keeps in the cache.
+    what one block keeps in the cache. ``k`` is the number of points the graph
+    was batched at (by default the leading axis of its first input, ``x``).
     """
-    k = graph.inputs[0].shape[0]
+    if k is None:
+        k = graph.inputs[0].shape[0]
     views = {e.out for e in graph.eqns if e.primitive.view}
 
     def size(v: Var) -> int:
@@ -141,7 +147,7 @@ def bytes_per_point(graph: Graph) -> int:
     return peak
 
 
-def block_size(graph: Graph, layout_size: int) -> int:
+def block_size(graph: Graph, layout_size: int, k: int | None = None) -> int:
     """How many points one block holds: the largest power of two whose
     temporaries fit :data:`BLOCK_BYTES`, at least :data:`MIN_BLOCK`, and a power
     of two above ``layout_size`` (a point's elements) when the arguments are laid
@@ -149,7 +155,7 @@ def block_size(graph: Graph, layout_size: int) -> int:
     call over all the points takes, which decides the order of NumPy's reductions and whether
     a product goes to BLAS, so the blocks round exactly as that call does. A
     power of two, because blocks start at its multiples (``_point_blocks``)."""
-    return _block_points(bytes_per_point(graph), layout_size)
+    return _block_points(bytes_per_point(graph, k), layout_size)
 
 
 def _block_points(per_point: int, layout_size: int) -> int:
@@ -219,6 +225,7 @@ def _blocked(
 def _columns(
     spec: ModuleSpec,
     op: Operator,
+    ys: Shape,
     expressions: tuple[ScalarCode, Reduced] | None,
 ) -> tuple[list[str], frozenset[str], int, list[tuple[Shape, str]]] | None:
     """(body, helpers, bytes a point, result shapes and dtypes) of a straight-line
@@ -230,10 +237,15 @@ def _columns(
         return None
     code, reduction = expressions
     per_point = frozenset(
-        [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts if c.per_point)]
+        [
+            *([naming.INPUT] if spec.input.per_point else []),
+            *op.seeds,
+            *(c.name for c in spec.contexts if c.per_point),
+        ]
     )
     try:
-        body, helpers = columns.column_body(code, reduction, per_point)
+        first = points_arguments(op, spec, ys).per_point[0]
+        body, helpers = columns.column_body(code, reduction, per_point, first)
     except columns.NoColumnForm as exc:
         note(
             f"{naming.points(op.name)}: the batched graph, not {op.name}'s "
@@ -268,7 +280,7 @@ def points_function(
     params, annotation = points_signature(op, spec, ys)
     name = naming.points_block(op.name)
     args = points_arguments(op, spec, ys)
-    on_columns = _columns(spec, op, expressions)
+    on_columns = _columns(spec, op, ys, expressions)
     if on_columns is not None:
         body, helpers, per_point_bytes, shapes = on_columns
         block = Function(
@@ -291,9 +303,10 @@ def points_function(
         )
         return block, variant
     trial = copy.deepcopy(pool)
-    body, results, uses = _code(g1, f1, names, pool)
+    k1, k2 = derived.sentinels
+    body, results, uses = _code(g1, f1, names, pool, k1)
     if (
-        (body, results) != _code(g2, f2, names, trial)[:2]
+        (body, results) != _code(g2, f2, names, trial, k2)[:2]
         or pool.items != trial.items
         or pool.setup != trial.setup
     ):
@@ -306,7 +319,7 @@ def points_function(
             "module",
         )
     if any(naming.NPOINTS in line for line in (*body, *results)):
-        body.insert(0, f"{naming.NPOINTS} = {naming.INPUT}.shape[0]")
+        body.insert(0, f"{naming.NPOINTS} = {args.per_point[0]}.shape[0]")
     if len(results) == 1:
         last = LastResult(f": NDArray[np.float64] = {results[0]}", naming.RESULT)
         body += returns(op.results, results, last, False)
@@ -329,7 +342,9 @@ def points_function(
         params,
         annotation,
         points_docstring(op, spec, ys),
-        tuple(_blocked(name, names, args, block_size(g1, args.layout_size), shapes)),
+        tuple(
+            _blocked(name, names, args, block_size(g1, args.layout_size, k1), shapes)
+        ),
         points_of=op.name,
     )
     return block, variant
