@@ -1,0 +1,345 @@
+"""Points over some arguments only (``input.per_point = false``, JAX's ``in_axes``).
+
+``gradient_points(theta, X, y)`` with ``theta`` shared and ``X``, ``y`` per point is
+the per-example gradient: it must equal ``jax.vmap(jax.grad(f), in_axes=(None, 0,
+0))`` at 1e-12, on both backends, without tiling ``theta``; the jacobian,
+pushforward and hvp variants likewise; int64 labels and bool masks per point are
+taken in their dtype; and the checks refuse mismatched numbers of points naming
+both arguments, take zero points, and a config in which no argument carries the
+points is refused at the config file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+import types
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import in_axes_functions
+from conftest import SUPPORT, build_and_import
+from difgen.config import load_config
+from difgen.errors import ConfigError
+
+SOURCE = SUPPORT / "in_axes_functions.py"
+TOLERANCE = 1e-12
+
+# name: (input shape, contexts as (name, shape, dtype), operators)
+CASES: dict[str, tuple[list[int], list[tuple[str, list[int], str]], list[str]]] = {
+    "logistic": (
+        [3],
+        [("X", [3], "float64"), ("y", [], "float64")],
+        ["gradient", "value_and_gradient", "hvp", "hessian"],
+    ),
+    "mlp": ([21], [("X", [3], "float64"), ("y", [], "float64")], ["gradient", "hvp"]),
+    "residuals": (
+        [6],
+        [("X", [3], "float64"), ("y", [2], "float64")],
+        ["jacobian", "pushforward", "pullback"],
+    ),
+    "cross_entropy": (
+        [12],
+        [("X", [4], "float64"), ("y", [], "int64")],
+        ["gradient", "hvp"],
+    ),
+    "masked": ([4], [("X", [4], "float64"), ("mask", [4], "bool")], ["gradient"]),
+}
+SYMPY = ("logistic", "mlp", "residuals")  # no run-time data: both backends
+
+
+def write_config(
+    directory: Path,
+    function: str,
+    input_shape: Sequence[int],
+    contexts: Sequence[tuple[str, Sequence[int], str]],
+    operators: Sequence[str],
+    backend: str = "trace",
+    input_per_point: bool = False,
+    context_per_point: bool = True,
+    points: bool = True,
+    emit: str = "auto",
+) -> Path:
+    """A one-module config whose contexts are all per point (or all shared)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SOURCE, directory / SOURCE.name)
+    flag = "true" if context_per_point else "false"
+    ctx = ", ".join(
+        f'{{ name = "{name}", shape = {list(shape)}, dtype = "{dtype}", '
+        f"per_point = {flag} }}"
+        for name, shape, dtype in contexts
+    )
+    lines = [
+        "[difgen]",
+        'output_dir = "out"',
+        "[[module]]",
+        'name = "mod"',
+        f'function = "{SOURCE.name}:{function}"',
+        f'backend = "{backend}"',
+        f'emit = "{emit}"',
+        "operators = [" + ", ".join(f'"{op}"' for op in operators) + "]",
+        (
+            f"input = {{ shape = {list(input_shape)}, "
+            f"per_point = {'true' if input_per_point else 'false'} }}"
+        ),
+        f"contexts = [{ctx}]",
+    ]
+    if points:
+        lines.append("points = true")
+    path = directory / "difgen.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Any]:
+    cache: dict[tuple[str, str], tuple[ModuleType, str]] = {}
+
+    def get(name: str, backend: str) -> tuple[ModuleType, str]:
+        if (name, backend) not in cache:
+            xs, contexts, operators = CASES[name]
+            path = write_config(
+                tmp_path_factory.mktemp(f"{name}_{backend}"),
+                name,
+                xs,
+                contexts,
+                operators,
+                backend,
+            )
+            cache[name, backend] = build_and_import(path)
+        return cache[name, backend]
+
+    return get
+
+
+def _jax() -> Any:
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def under_jax(name: str) -> Callable[..., Any]:
+    """The support function with its ``np`` bound to ``jax.numpy``."""
+    import jax.numpy as jnp
+
+    fn = getattr(in_axes_functions, name)
+    globals_ = dict(fn.__globals__)
+    globals_["np"] = jnp
+    return types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__)
+
+
+def arguments(name: str, k: int, seed: int = 0) -> list[np.ndarray]:
+    """theta (shared), then each context with ``k`` points."""
+    rng = np.random.default_rng(seed)
+    xs, contexts, _ = CASES[name]
+    args = [rng.normal(size=xs)]
+    for _, shape, dtype in contexts:
+        if dtype == "int64":
+            args.append(rng.integers(-3, 3, (k, *shape)))  # negative labels wrap
+        elif dtype == "bool":
+            args.append(rng.random((k, *shape)) > 0.4)
+        else:
+            args.append(rng.normal(size=(k, *shape)))
+    return args
+
+
+def jax_reference(name: str, operator: str, args: list[Any], seed: Any) -> Any:
+    """The operator at every point by ``jax.vmap`` over the data, theta shared."""
+    jax = _jax()
+    f = under_jax(name)
+    theta, *data = args
+    axes = (None, *(0 for _ in data))
+    if operator == "gradient":
+        return jax.vmap(jax.grad(f), in_axes=axes)(theta, *data)
+    if operator == "hessian":
+        return jax.vmap(jax.hessian(f), in_axes=axes)(theta, *data)
+    if operator == "jacobian":
+        return jax.vmap(jax.jacfwd(f), in_axes=axes)(theta, *data)
+
+    def one(s: Any, *d: Any) -> Any:
+        g = (lambda t: f(t, *d)) if operator != "hvp" else jax.grad(lambda t: f(t, *d))
+        if operator == "pullback":
+            return jax.vjp(g, theta)[1](s)[0]
+        return jax.jvp(g, (theta,), (s,))[1]
+
+    return jax.vmap(one)(seed, *data)
+
+
+def _backends(name: str) -> list[str]:
+    return ["sympy", "trace"] if name in SYMPY else ["trace"]
+
+
+PAIRS = [(n, b, op) for n in CASES for b in _backends(n) for op in CASES[n][2]]
+
+
+@pytest.mark.parametrize(("name", "backend", "operator"), PAIRS)
+@pytest.mark.parametrize("k", [1, 7, 5000])
+def test_per_example_operators_equal_jax_vmap(
+    built: Any, name: str, backend: str, operator: str, k: int
+) -> None:
+    module, _ = built(name, backend)
+    args = arguments(name, k)
+    theta, *data = args
+    rng = np.random.default_rng(1)
+    seed = None
+    if operator in ("hvp", "pushforward"):
+        seed = rng.normal(size=(k, *theta.shape))
+    elif operator == "pullback":
+        seed = rng.normal(size=(k, 2))
+    if operator == "value_and_gradient":
+        value, got = module.value_and_gradient_points(*args)
+        value_ref = _jax().vmap(under_jax(name), in_axes=(None, 0, 0))(*args)
+        np.testing.assert_allclose(value, value_ref, rtol=TOLERANCE, atol=TOLERANCE)
+        want = jax_reference(name, "gradient", args, None)
+    else:
+        variant = getattr(module, f"{operator}_points")
+        got = variant(theta, seed, *data) if seed is not None else variant(*args)
+        want = jax_reference(name, operator, args, seed)
+    assert got.shape == (k, *np.shape(want)[1:])
+    np.testing.assert_allclose(got, want, rtol=TOLERANCE, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_rows_equal_the_one_point_operator(built: Any, name: str) -> None:
+    """Row i is the one-point operator at the shared theta and point i's data."""
+    module, _ = built(name, "trace")
+    args = arguments(name, 6, seed=3)
+    theta, *data = args
+    rows = module.gradient_points(*args) if hasattr(module, "gradient") else None
+    if rows is None:
+        rows = module.jacobian_points(*args)
+        one = module.jacobian
+    else:
+        one = module.gradient
+    for i in range(6):
+        point = [d[i] if d[i].ndim else d[i].item() for d in data]
+        np.testing.assert_allclose(rows[i], one(theta, *point), rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["logistic", "cross_entropy"])
+def test_theta_is_not_tiled(built: Any, name: str) -> None:
+    """The points variant takes theta of its one-point shape, and no Python loop
+    runs over the points: its code is one vectorized block."""
+    module, _ = built(name, "trace")
+    params = inspect.signature(module.gradient_points).parameters
+    assert list(params) == ["x", *(c for c, _, _ in CASES[name][1])]
+    assert "Shared by every point: x." in module.gradient_points.__doc__
+    block = inspect.getsource(module._gradient_points_block)
+    assert "for " not in block
+    k = 3
+    args = arguments(name, k)
+    with pytest.raises(ValueError, match="gradient_points: x: expected shape"):
+        module.gradient_points(np.tile(args[0], (k, 1)), *args[1:])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_zero_points(built: Any, name: str) -> None:
+    module, _ = built(name, "trace")
+    args = arguments(name, 0)
+    op = CASES[name][2][0]
+    if op == "jacobian":
+        assert module.jacobian_points(*args).shape == (0, 2, 6)
+    else:
+        assert module.gradient_points(*args).shape == (0, *args[0].shape)
+
+
+@pytest.mark.parametrize("name", ["logistic", "cross_entropy", "masked"])
+def test_mismatched_points_name_both_arguments(built: Any, name: str) -> None:
+    module, _ = built(name, "trace")
+    theta, first, second = arguments(name, 5)
+    a, b = (c for c, _, _ in CASES[name][1])
+    with pytest.raises(ValueError) as info:
+        module.gradient_points(theta, first, second[:3])
+    message = str(info.value)
+    assert f"gradient_points: {b}:" in message and f"but {a} has 5" in message
+    assert "3 points" in message
+
+
+def test_hvp_seed_sets_the_number_of_points(built: Any) -> None:
+    """With x shared, the seed is the first per-point argument of hvp_points: a
+    context with another number of points is named against it."""
+    module, _ = built("logistic", "trace")
+    theta, X, y = arguments("logistic", 5)
+    with pytest.raises(ValueError, match=r"hvp_points: X: has 4 points .*but v has 5"):
+        module.hvp_points(theta, np.ones((5, 3)), X[:4], y)
+
+
+def test_labels_are_checked_per_point(built: Any) -> None:
+    module, _ = built("cross_entropy", "trace")
+    theta, X, y = arguments("cross_entropy", 5)
+    bad = y.copy()
+    bad[3] = 3
+    with pytest.raises(IndexError, match="index 3 is out of bounds"):
+        module.gradient_points(theta, X, bad)
+    with pytest.raises(TypeError, match="gradient_points: y: expected int64"):
+        module.gradient_points(theta, X, y.astype(np.float64))
+    # other integer types convert, as for a shared int context
+    np.testing.assert_array_equal(
+        module.gradient_points(theta, X, y.astype(np.int32)),
+        module.gradient_points(theta, X, y),
+    )
+
+
+def test_masks_are_bool_per_point(built: Any) -> None:
+    module, _ = built("masked", "trace")
+    theta, X, mask = arguments("masked", 4)
+    with pytest.raises(TypeError, match="gradient_points: mask: expected bool"):
+        module.gradient_points(theta, X, mask.astype(np.int64))
+
+
+def test_x_shared_and_one_float_per_point(tmp_path: Path) -> None:
+    """A scalar weight is the only per-point argument: it sets the points."""
+    path = write_config(tmp_path, "weighted", [3], [("w", [], "float64")], ["gradient"])
+    module, _ = build_and_import(path)
+    theta = np.array([0.3, -1.2, 2.0])
+    w = np.array([1.0, -2.0, 0.5, 0.0])
+    want = w[:, None] * 2.0 * np.sin(theta) * np.cos(theta)
+    np.testing.assert_allclose(module.gradient_points(theta, w), want, rtol=1e-15)
+
+
+def test_no_argument_with_points_is_refused(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path,
+        "logistic",
+        *CASES["logistic"][:2],
+        ["gradient"],
+        context_per_point=False,
+    )
+    with pytest.raises(ConfigError, match="no argument carries the points axis"):
+        load_config(path)
+
+
+def test_input_per_point_needs_points(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path, "logistic", *CASES["logistic"][:2], ["gradient"], points=False
+    )
+    with pytest.raises(ConfigError, match="applies to the points variants only"):
+        load_config(path)
+
+
+def test_input_per_point_must_be_a_bool(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "logistic", *CASES["logistic"][:2], ["gradient"])
+    path.write_text(
+        path.read_text().replace("per_point = false }", 'per_point = "no" }', 1)
+    )
+    with pytest.raises(ConfigError, match=r"'input\.per_point' must be true or false"):
+        load_config(path)
+
+
+def test_default_keeps_x_per_point(tmp_path: Path) -> None:
+    """``per_point = true`` on the input is the default: the same module."""
+    path = write_config(
+        tmp_path / "a", "logistic", *CASES["logistic"][:2], ["gradient"],
+        input_per_point=True,
+    )  # fmt: skip
+    text = path.read_text().replace(", per_point = true }", " }", 1)
+    other = tmp_path / "b"
+    other.mkdir()
+    shutil.copy(SOURCE, other / SOURCE.name)
+    (other / "difgen.toml").write_text(text)
+    assert build_and_import(path)[1] == build_and_import(other / "difgen.toml")[1]
