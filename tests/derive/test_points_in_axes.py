@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import inspect
 import shutil
-import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,78 +21,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-import in_axes_functions
-from conftest import SUPPORT, build_and_import
+import difgen
+from conftest import build_and_import
 from difgen.config import load_config
 from difgen.errors import ConfigError
-
-SOURCE = SUPPORT / "in_axes_functions.py"
-TOLERANCE = 1e-12
-
-# name: (input shape, contexts as (name, shape, dtype), operators)
-CASES: dict[str, tuple[list[int], list[tuple[str, list[int], str]], list[str]]] = {
-    "logistic": (
-        [3],
-        [("X", [3], "float64"), ("y", [], "float64")],
-        ["gradient", "value_and_gradient", "hvp", "hessian"],
-    ),
-    "mlp": ([21], [("X", [3], "float64"), ("y", [], "float64")], ["gradient", "hvp"]),
-    "residuals": (
-        [6],
-        [("X", [3], "float64"), ("y", [2], "float64")],
-        ["jacobian", "pushforward", "pullback"],
-    ),
-    "cross_entropy": (
-        [12],
-        [("X", [4], "float64"), ("y", [], "int64")],
-        ["gradient", "hvp"],
-    ),
-    "masked": ([4], [("X", [4], "float64"), ("mask", [4], "bool")], ["gradient"]),
-}
-SYMPY = ("logistic", "mlp", "residuals")  # no run-time data: both backends
-
-
-def write_config(
-    directory: Path,
-    function: str,
-    input_shape: Sequence[int],
-    contexts: Sequence[tuple[str, Sequence[int], str]],
-    operators: Sequence[str],
-    backend: str = "trace",
-    input_per_point: bool = False,
-    context_per_point: bool = True,
-    points: bool = True,
-    emit: str = "auto",
-) -> Path:
-    """A one-module config whose contexts are all per point (or all shared)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(SOURCE, directory / SOURCE.name)
-    flag = "true" if context_per_point else "false"
-    ctx = ", ".join(
-        f'{{ name = "{name}", shape = {list(shape)}, dtype = "{dtype}", '
-        f"per_point = {flag} }}"
-        for name, shape, dtype in contexts
-    )
-    lines = [
-        "[difgen]",
-        'output_dir = "out"',
-        "[[module]]",
-        'name = "mod"',
-        f'function = "{SOURCE.name}:{function}"',
-        f'backend = "{backend}"',
-        f'emit = "{emit}"',
-        "operators = [" + ", ".join(f'"{op}"' for op in operators) + "]",
-        (
-            f"input = {{ shape = {list(input_shape)}, "
-            f"per_point = {'true' if input_per_point else 'false'} }}"
-        ),
-        f"contexts = [{ctx}]",
-    ]
-    if points:
-        lines.append("points = true")
-    path = directory / "difgen.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+from in_axes_cases import (
+    CASES,
+    SOURCE,
+    SYMPY,
+    TOLERANCE,
+    arguments,
+    jax_module,
+    jax_reference,
+    under_jax,
+    write_config,
+)
 
 
 @pytest.fixture(scope="module")
@@ -115,59 +57,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Any]
         return cache[name, backend]
 
     return get
-
-
-def _jax() -> Any:
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
-def under_jax(name: str) -> Callable[..., Any]:
-    """The support function with its ``np`` bound to ``jax.numpy``."""
-    import jax.numpy as jnp
-
-    fn = getattr(in_axes_functions, name)
-    globals_ = dict(fn.__globals__)
-    globals_["np"] = jnp
-    return types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__)
-
-
-def arguments(name: str, k: int, seed: int = 0) -> list[np.ndarray]:
-    """theta (shared), then each context with ``k`` points."""
-    rng = np.random.default_rng(seed)
-    xs, contexts, _ = CASES[name]
-    args = [rng.normal(size=xs)]
-    for _, shape, dtype in contexts:
-        if dtype == "int64":
-            args.append(rng.integers(-3, 3, (k, *shape)))  # negative labels wrap
-        elif dtype == "bool":
-            args.append(rng.random((k, *shape)) > 0.4)
-        else:
-            args.append(rng.normal(size=(k, *shape)))
-    return args
-
-
-def jax_reference(name: str, operator: str, args: list[Any], seed: Any) -> Any:
-    """The operator at every point by ``jax.vmap`` over the data, theta shared."""
-    jax = _jax()
-    f = under_jax(name)
-    theta, *data = args
-    axes = (None, *(0 for _ in data))
-    if operator == "gradient":
-        return jax.vmap(jax.grad(f), in_axes=axes)(theta, *data)
-    if operator == "hessian":
-        return jax.vmap(jax.hessian(f), in_axes=axes)(theta, *data)
-    if operator == "jacobian":
-        return jax.vmap(jax.jacfwd(f), in_axes=axes)(theta, *data)
-
-    def one(s: Any, *d: Any) -> Any:
-        g = (lambda t: f(t, *d)) if operator != "hvp" else jax.grad(lambda t: f(t, *d))
-        if operator == "pullback":
-            return jax.vjp(g, theta)[1](s)[0]
-        return jax.jvp(g, (theta,), (s,))[1]
-
-    return jax.vmap(one)(seed, *data)
 
 
 def _backends(name: str) -> list[str]:
@@ -193,7 +82,7 @@ def test_per_example_operators_equal_jax_vmap(
         seed = rng.normal(size=(k, 2))
     if operator == "value_and_gradient":
         value, got = module.value_and_gradient_points(*args)
-        value_ref = _jax().vmap(under_jax(name), in_axes=(None, 0, 0))(*args)
+        value_ref = jax_module().vmap(under_jax(name), in_axes=(None, 0, 0))(*args)
         np.testing.assert_allclose(value, value_ref, rtol=TOLERANCE, atol=TOLERANCE)
         want = jax_reference(name, "gradient", args, None)
     else:
@@ -343,3 +232,21 @@ def test_default_keeps_x_per_point(tmp_path: Path) -> None:
     shutil.copy(SOURCE, other / SOURCE.name)
     (other / "difgen.toml").write_text(text)
     assert build_and_import(path)[1] == build_and_import(other / "difgen.toml")[1]
+
+
+@pytest.mark.parametrize("name", ["logistic", "cross_entropy", "masked"])
+def test_difgen_verify_checks_the_variants(tmp_path: Path, name: str) -> None:
+    """``difgen verify`` calls each variant with x shared and data per point in
+    its dtype (a scalar int64 label as an int), against the one-point loop."""
+    xs, contexts, operators = CASES[name]
+    path = write_config(tmp_path, name, xs, contexts, operators)
+    difgen.build(path)
+    result = difgen.verify(path)
+    checked = {op.operator for m in result.modules for op in m.operators}
+    assert {f"{op}_points" for op in operators} <= checked
+    assert result.ok, [
+        (op.operator, op.worst)
+        for m in result.modules
+        for op in m.operators
+        if not op.passed
+    ]
