@@ -250,3 +250,17 @@ def test_difgen_verify_checks_the_variants(tmp_path: Path, name: str) -> None:
         for op in m.operators
         if not op.passed
     ]
+
+
+def test_fingerprint_keeps_the_default_and_tells_shared_x() -> None:
+    """A module at the default (x per point) keeps its fingerprint, so its
+    SOURCE_HASH and text stay; sharing x changes it, so a build redoes it."""
+    from difgen.config import ArraySpec, ModuleSpec
+    from difgen.hashing import spec_fingerprint
+
+    spec = ModuleSpec("m", "f:f", "trace", "auto", ("gradient",), ArraySpec((3,)))
+    shared = ModuleSpec(
+        "m", "f:f", "trace", "auto", ("gradient",), ArraySpec((3,), per_point=False)
+    )
+    assert "per_point" not in spec_fingerprint(spec)
+    assert '"per_point":false' in spec_fingerprint(shared)
