@@ -38,6 +38,16 @@ CASES: dict[str, tuple[list[int], list[tuple[str, list[int], str]], list[str]]] 
         [("X", [4], "float64"), ("y", [], "int64")],
         ["gradient", "hvp"],
     ),
+    "embedding": (
+        [15],
+        [("idx", [2], "int64"), ("w", [3], "float64")],
+        ["gradient", "hvp"],
+    ),
+    "columns": (
+        [15],
+        [("idx", [2], "int64"), ("w", [3], "float64")],
+        ["gradient", "hvp"],
+    ),
     "masked": ([4], [("X", [4], "float64"), ("mask", [4], "bool")], ["gradient"]),
 }
 SYMPY = ("logistic", "mlp", "residuals")  # no run-time data: both backends

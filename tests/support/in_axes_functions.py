@@ -42,3 +42,13 @@ def masked(theta, X, mask):
 def weighted(theta, w):
     """Shared x, one float weight per point (the only per-point argument)."""
     return w * np.sum(np.sin(theta) ** 2)
+
+
+def embedding(theta, idx, w):
+    """Rows of a shared table picked by int64 indices per point (x[idx])."""
+    return np.sum(np.tanh(theta.reshape(5, 3)[idx] @ w))
+
+
+def columns(theta, idx, w):
+    """Columns picked per point (x[:, idx]: the index after a slice)."""
+    return np.sum(np.sin(theta.reshape(3, 5)[:, idx]) * w[:, None])
