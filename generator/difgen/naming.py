@@ -72,6 +72,8 @@ AS_FLOAT64 = "_as_float64"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
 AS_POINTS_LIKE = "_as_points_like"
+AS_POINTS_C = "_as_points_c"
+POINTS_FIRST = "_POINTS_FIRST"
 POINTS_LAYOUT = "_points_layout"
 POINT_BLOCKS = "_point_blocks"
 AS_INTS = "_as_ints"
@@ -89,6 +91,8 @@ HELPERS = (
     CHECK_OUT,
     AS_POINTS,
     AS_POINTS_LIKE,
+    AS_POINTS_C,
+    POINTS_FIRST,
     POINTS_LAYOUT,
     POINT_BLOCKS,
     AS_INTS,

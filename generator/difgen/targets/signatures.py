@@ -17,6 +17,7 @@ from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.derive.checks import IndexCheck
 from difgen.operators import (
+    OPERATORS,
     Operator,
     Shape,
     is_sparse,
@@ -210,6 +211,15 @@ def points_over_some(spec: ModuleSpec) -> bool:
         not spec.input.per_point
         or any(c.per_point and c.dtype != "float64" for c in spec.contexts)
     )
+
+
+def _first_per_point(op: Operator, spec: ModuleSpec) -> str:
+    """The argument that sets the number of points of ``op``'s points variant."""
+    if spec.input.per_point:
+        return naming.INPUT
+    if op.seeds:
+        return op.seeds[0]
+    return next(c.name for c in spec.contexts if c.per_point)
 
 
 def _points_annotation(shape: Shape, dtype: str) -> str:
@@ -425,6 +435,17 @@ def data_helpers(
             .replace("AS_BOOLS", naming.AS_BOOLS)
             .replace("VALUES", naming.VALUES)
         )
+    if points_over_some(spec) and spec.emit == "c":
+        firsts = {
+            naming.points(name): _first_per_point(OPERATORS[name], spec)
+            for name in ("f", *spec.operators)
+        }
+        sources.append(
+            _AS_POINTS_C.replace("AS_POINTS_C", naming.AS_POINTS_C)
+            .replace("AS_POINTS_LIKE", naming.AS_POINTS_LIKE)
+            .replace("POINTS_FIRST", naming.POINTS_FIRST)
+            .replace("FIRSTS", repr(firsts))
+        )
     if checks:
         sources.append(_CHECK_INDEX.replace("CHECK_INDEX", naming.CHECK_INDEX))
     if numpy_floats:
@@ -556,6 +577,20 @@ _AS_POINTS_LIKE = '''def AS_POINTS_LIKE(
     if dtype == "bool":
         return AS_BOOLS(name, array, full)
     return AS_ARRAY(name, array, full)'''
+
+
+_AS_POINTS_C = '''POINTS_FIRST = FIRSTS
+"""The argument that sets the number of points of each points variant."""
+
+
+def AS_POINTS_C(
+    name: str, value: object, shape: tuple[int, ...], count: int | None = None
+) -> NDArray[np.float64]:
+    """What the compiled points variants call for a float64 argument off their
+    fast path: :func:`AS_POINTS_LIKE`, naming the argument that set the number of
+    points (``name`` is the variant and the argument: "gradient_points: y")."""
+    like = None if count is None else POINTS_FIRST[name.partition(": ")[0]]
+    return AS_POINTS_LIKE(name, value, shape, "float64", count, like)  # type: ignore[return-value]'''
 
 
 _CHECK_INDEX = '''def CHECK_INDEX(name: str, index: NDArray[np.int64], size: int, axis: int) -> None:

@@ -136,8 +136,12 @@ def test_shared_x_is_read_once_in_c(built: Built) -> None:
 def test_same_refusals(built: Built, compiled: bool) -> None:
     loaded = built.get("logistic_trace", compiled)
     theta, X, y = arguments("logistic", 5)
-    with pytest.raises(ValueError, match="gradient_points: y: "):
+    with pytest.raises(
+        ValueError, match=r"gradient_points: y: has 3 points .*but X has 5"
+    ):
         loaded.gradient_points(theta, X, y[:3])
+    with pytest.raises(ValueError, match=r"hvp_points: X: has 4 points .*but v has 5"):
+        loaded.hvp_points(theta, np.ones((5, 3)), X[:4], y)
     with pytest.raises(ValueError, match="gradient_points: x: expected shape"):
         loaded.gradient_points(np.tile(theta, (5, 1)), X, y)
     with pytest.raises(

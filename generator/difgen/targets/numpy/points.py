@@ -60,6 +60,7 @@ from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,
     points_docstring,
+    points_over_some,
     points_signature,
 )
 
@@ -376,6 +377,16 @@ def build(
     return built
 
 
+def _c_helpers(spec: ModuleSpec) -> tuple[tuple[str, str], ...]:
+    """What the extension's ``_bind`` is given for the points variants: in a
+    module whose points variants share ``x`` or take int64 or bool data per
+    point, the module's ``_as_points_c`` (its errors name the argument that set
+    the number of points, as the Python variant's do), else ``_as_points``."""
+    if points_over_some(spec):
+        return ((naming.AS_POINTS, naming.AS_POINTS_C),)
+    return c_points.HELPERS
+
+
 def with_native(
     spec: ModuleSpec,
     variant: Function,
@@ -396,5 +407,5 @@ def with_native(
         native=source,
         native_doc=signature + variant.doc,
         native_runtime=runtime,
-        wrappers=c_points.HELPERS,
+        wrappers=_c_helpers(spec),
     )
