@@ -71,7 +71,7 @@ AS_SCALAR = "_as_scalar"
 AS_FLOAT64 = "_as_float64"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
-AS_POINTS_LIKE = "_as_points_like"
+POINTS_COUNT = "_points_count"
 AS_POINTS_C = "_as_points_c"
 POINTS_FIRST = "_POINTS_FIRST"
 POINTS_LAYOUT = "_points_layout"
@@ -90,7 +90,7 @@ HELPERS = (
     AS_FLOAT64,
     CHECK_OUT,
     AS_POINTS,
-    AS_POINTS_LIKE,
+    POINTS_COUNT,
     AS_POINTS_C,
     POINTS_FIRST,
     POINTS_LAYOUT,
@@ -295,7 +295,7 @@ def check_module(text: str, elsewhere: dict[str, set[str]] | None = None) -> Non
                     AS_SCALAR,
                     AS_FLOAT64,
                     AS_POINTS,
-                    AS_POINTS_LIKE,
+                    AS_POINTS_C,
                     POINTS_LAYOUT,
                     AS_INTS,
                     AS_BOOLS,

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import inspect
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -264,3 +266,27 @@ def test_fingerprint_keeps_the_default_and_tells_shared_x() -> None:
     )
     assert "per_point" not in spec_fingerprint(spec)
     assert '"per_point":false' in spec_fingerprint(shared)
+
+
+def test_generated_modules_pass_mypy_strict(built: Any, tmp_path: Path) -> None:
+    """The points variants over some arguments are typed as the rest: int64 and
+    bool data per point, an index after a slice, the sympy backend's columns."""
+    paths = []
+    for name, backend in [
+        ("cross_entropy", "trace"),
+        ("masked", "trace"),
+        ("columns", "trace"),
+        ("embedding", "trace"),
+        ("logistic", "sympy"),
+        ("residuals", "trace"),
+    ]:
+        path = tmp_path / f"{name}_{backend}.py"
+        path.write_text(built(name, backend)[1])
+        paths.append(str(path))
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *paths],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -346,7 +346,11 @@ def _scatter_form(
     index = _index_text(params["index"], args[1:], _SCATTER_POINTS)
     # NumPy's stubs type np.add.at's index as one array: a tuple index is valid
     # NumPy that they reject
-    ignore = "  # type: ignore[arg-type]" if len(params["index"]) > 1 else ""
+    items = params["index"]
+    rejected = len(items) > 1
+    if any(is_points(i) for i in items):  # arrays only: the stubs take those
+        rejected = not all(is_points(i) or is_dyn(i) for i in items)
+    ignore = "  # type: ignore[arg-type]" if rejected else ""
     return [
         f"OUT = np.zeros({tuple(params['shape'])!r})",
         f"np.add.at(OUT, np.s_[{index}], {argument(args[0])}){ignore}",

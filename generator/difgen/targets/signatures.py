@@ -205,7 +205,7 @@ def _points_arguments(
 def points_over_some(spec: ModuleSpec) -> bool:
     """Whether a points module shares ``x`` between points or takes int64 or bool
     data per point: its points variants check their per-point arguments with
-    :data:`naming.AS_POINTS_LIKE`, whose errors name the argument that set the
+    :data:`naming.POINTS_COUNT`, whose errors name the argument that set the
     number of points (modules without either keep their text)."""
     return spec.points and (
         not spec.input.per_point
@@ -344,15 +344,19 @@ def _points_like_checks(
             dims = ", ".join([naming.NPOINTS, *(str(n) for n in shape)])
             test = f"{name}.shape != ({dims}{',' if not shape else ''})"
             count, like = naming.NPOINTS, repr(first)
+        said = label(function, name)
+        points = f"{naming.POINTS_COUNT}({said}, {name}, {shape!r}, {count}, {like})"
+        dims = ", ".join([points, *(str(n) for n in shape)])
+        full = f"({dims})" if shape else f"({dims},)"
+        helper = {"int64": naming.AS_INTS, "bool": naming.AS_BOOLS}.get(
+            dtype, naming.AS_ARRAY
+        )
         lines += [
             (
                 f"if type({name}) is not {naming.NDARRAY} or {test} or "
                 f"{_dtype_test(name, dtype)}:"
             ),
-            (
-                f"    {name} = {naming.AS_POINTS_LIKE}({label(function, name)}, "
-                f"{name}, {shape!r}, {dtype!r}, {count}, {like})"
-            ),
+            f"    {name} = {helper}({said}, {name}, {full})",
         ]
         if i == 0:
             lines.append(f"{naming.NPOINTS} = {name}.shape[0]")
@@ -369,8 +373,9 @@ class PointsArguments:
     """Arguments with the points axis in front: ``x``, the seeds, per-point contexts
     (the others are contexts shared by every point)."""
     layout: tuple[str, ...]
-    """The per-point arrays (not scalars) whose points axis goes innermost in
-    memory when there are more than ``layout_size`` points.
+    """The per-point float arrays (not scalars, not int64 or bool data, which
+    index rather than stream) whose points axis goes innermost in memory when
+    there are more than ``layout_size`` points.
 
     NumPy runs its inner loop along the last axis of a C-ordered array: on
     ``(k, 10)`` arrays that is 10 elements per loop where Fortran order gives
@@ -383,7 +388,8 @@ class PointsArguments:
 def points_arguments(op: Operator, spec: ModuleSpec, ys: Shape) -> PointsArguments:
     """The per-point and the re-laid-out arguments of ``op``'s points variant."""
     per_point, _ = _points_arguments(op, spec, ys)
-    arrays = [(name, shape) for name, shape in per_point if shape]
+    data = {c.name for c in spec.contexts if c.dtype != "float64"}
+    arrays = [(name, shape) for name, shape in per_point if shape and name not in data]
     return PointsArguments(
         tuple(name for name, _ in per_point),
         tuple(name for name, _ in arrays),
@@ -414,8 +420,6 @@ def data_helpers(
     check run-time indices, and of the float check of vector code, only in modules
     whose vector code takes a float (so every other module's text is unchanged)."""
     dtypes = {c.dtype for c in spec.contexts}
-    if points_over_some(spec):
-        dtypes |= {"int64", "bool"}  # the per-point check calls both helpers
     sources = []
     if "int64" in dtypes:
         sources.append(
@@ -429,11 +433,9 @@ def data_helpers(
         )
     if points_over_some(spec):
         sources.append(
-            _AS_POINTS_LIKE.replace("AS_POINTS_LIKE", naming.AS_POINTS_LIKE)
-            .replace("AS_ARRAY", naming.AS_ARRAY)
-            .replace("AS_INTS", naming.AS_INTS)
-            .replace("AS_BOOLS", naming.AS_BOOLS)
-            .replace("VALUES", naming.VALUES)
+            _POINTS_COUNT.replace("POINTS_COUNT", naming.POINTS_COUNT).replace(
+                "VALUES", naming.VALUES
+            )
         )
     if points_over_some(spec) and spec.emit == "c":
         firsts = {
@@ -442,7 +444,8 @@ def data_helpers(
         }
         sources.append(
             _AS_POINTS_C.replace("AS_POINTS_C", naming.AS_POINTS_C)
-            .replace("AS_POINTS_LIKE", naming.AS_POINTS_LIKE)
+            .replace("POINTS_COUNT", naming.POINTS_COUNT)
+            .replace("AS_ARRAY", naming.AS_ARRAY)
             .replace("POINTS_FIRST", naming.POINTS_FIRST)
             .replace("FIRSTS", repr(firsts))
         )
@@ -548,35 +551,30 @@ _AS_BOOLS = '''def AS_BOOLS(name: str, value: object, shape: tuple[int, ...]) ->
         raise TypeError(f"{name}: expected bool values, got {array.dtype} values")
     if array.shape != shape:
         raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
-    return array'''
+    return array.astype(np.bool_, copy=False)'''
 
 
-_AS_POINTS_LIKE = '''def AS_POINTS_LIKE(
+_POINTS_COUNT = '''def POINTS_COUNT(
     name: str,
     value: object,
     shape: tuple[int, ...],
-    dtype: str,
     count: int | None = None,
     like: str | None = None,
-) -> NDArray[np.float64] | NDArray[np.int64] | NDArray[np.bool_]:
-    """``value`` as an array of ``dtype`` of ``count`` points of ``shape`` (any
-    number when ``count`` is None); TypeError or ValueError naming it, and naming
-    ``like``, the argument that set the number of points, when it has another."""
-    array = VALUES(name, value, bools=dtype == "bool")
-    expected = "(k" + "".join(f", {n}" for n in shape) + ("," if not shape else "") + ")"
+) -> int:
+    """The number of points of ``value``, an array of points of ``shape``: any
+    number when ``count`` is None, else ``count``; ValueError naming it, and
+    naming ``like``, the argument that set the number of points, when it has
+    another. Its dtype is checked by the helper it is then given to."""
+    array = VALUES(name, value, bools=True)
     if array.ndim != len(shape) + 1 or array.shape[1:] != shape:
+        expected = "(k" + "".join(f", {n}" for n in shape) + ("," if not shape else "") + ")"
         raise ValueError(f"{name}: expected shape {expected} for k points, got shape {array.shape}")
     if count is not None and array.shape[0] != count:
         raise ValueError(
             f"{name}: has {array.shape[0]} points (shape {array.shape}), but {like} has "
             f"{count}: every per-point argument needs the same number of points"
         )
-    full = (array.shape[0], *shape)
-    if dtype == "int64":
-        return AS_INTS(name, array, full)
-    if dtype == "bool":
-        return AS_BOOLS(name, array, full)
-    return AS_ARRAY(name, array, full)'''
+    return int(array.shape[0])'''
 
 
 _AS_POINTS_C = '''POINTS_FIRST = FIRSTS
@@ -587,10 +585,10 @@ def AS_POINTS_C(
     name: str, value: object, shape: tuple[int, ...], count: int | None = None
 ) -> NDArray[np.float64]:
     """What the compiled points variants call for a float64 argument off their
-    fast path: :func:`AS_POINTS_LIKE`, naming the argument that set the number of
+    fast path: :func:`POINTS_COUNT`, naming the argument that set the number of
     points (``name`` is the variant and the argument: "gradient_points: y")."""
     like = None if count is None else POINTS_FIRST[name.partition(": ")[0]]
-    return AS_POINTS_LIKE(name, value, shape, "float64", count, like)  # type: ignore[return-value]'''
+    return AS_ARRAY(name, value, (POINTS_COUNT(name, value, shape, count, like), *shape))'''
 
 
 _CHECK_INDEX = '''def CHECK_INDEX(name: str, index: NDArray[np.int64], size: int, axis: int) -> None:
