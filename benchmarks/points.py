@@ -17,6 +17,12 @@ speed-up is given as the ratio of the minima and as the median of the paired
 ratios. Throughputs are medians. Results are checked against the loop before
 anything is timed. Prints a Markdown report.
 
+``python -m benchmarks.points --per-example`` runs only the per-example rows:
+``gradient_points(w, X, y)`` with the parameters shared (``input.per_point =
+false``) and the examples per point, compiled (``emit = "c"``), against
+``jax.jit(jax.vmap(jax.grad(f), in_axes=(None, 0, 0)))`` on the same source; the
+bar is a ratio of at most 1.0x (:data:`PER_EXAMPLE_BAR`).
+
 Why one run read 9-11x and a quiet ``timeit`` 30-37x before the points variants
 worked in blocks: ``gradient_points`` on 10^4 points of 10 worked on 0.8 MB
 arrays (the input in Fortran order, the result, each temporary), several MB live
@@ -216,6 +222,125 @@ def dask_throughput(
 
 TARGET = 20.0  # the issue: 10^4 points at least 20x faster than the loop
 
+PER_EXAMPLE = {
+    # row: (function in problems.py, parameters, features per example)
+    "logistic, 20 features": ("logistic_example", 20, 20),
+    "MLP 14-64-1, 1025 parameters": ("mlp_example", 1025, 14),
+}
+PER_EXAMPLE_MODULE = """
+[[module]]
+name = "{name}"
+function = "problems.py:{function}"
+backend = "trace"
+emit = "c"
+operators = ["gradient"]
+input = {{ shape = [{p}], per_point = false }}
+contexts = [{{ name = "X", shape = [{n}], per_point = true }}, \
+{{ name = "y", shape = [], per_point = true }}]
+points = true
+"""
+PER_EXAMPLE_BAR = 1.0
+"""Issue 22 item 8: the compiled per-example gradient at most 1.0x JAX's."""
+
+
+def build_per_example(directory: Path) -> dict[str, ModuleType]:
+    """Build, compile and import the per-example gradient modules."""
+    from difgen import build as difgen_build
+
+    shutil.copy(PROBLEMS, directory / PROBLEMS.name)
+    names = {row: f"per_example_{i}" for i, row in enumerate(PER_EXAMPLE)}
+    modules = "".join(
+        PER_EXAMPLE_MODULE.format(name=names[row], function=f, p=p, n=n)
+        for row, (f, p, n) in PER_EXAMPLE.items()
+    )
+    config = directory / "difgen.toml"
+    config.write_text(CONFIG.format(modules=modules))
+    difgen_build(config, compile=True)
+    sys.path.insert(0, str(directory / "out"))
+    built = {row: importlib.import_module(name) for row, name in names.items()}
+    for mod in built.values():
+        if not mod.COMPILED or mod.PYTHON_OPERATORS:
+            raise RuntimeError(f"not all compiled: {mod.C_FALLBACK_REASON}")
+    return built
+
+
+def per_example_versus_jax(
+    mod: ModuleType, function: str, p: int, n: int, k: int, repeat: int
+) -> LoopVersusPoints:
+    """JAX's jitted vmap of grad (``loop``) and ``gradient_points`` (``points``) on
+    ``k`` examples, checked against each other, warmed up and timed in
+    alternation as :func:`loop_versus_points` times its two sides."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    from benchmarks import problems
+
+    source = getattr(problems, function)
+    f = type(source)(source.__code__, {**source.__globals__, "np": jnp})
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(p) * 0.3
+    X = rng.standard_normal((k, n))
+    y = rng.standard_normal(k)
+    jitted = jax.jit(jax.vmap(jax.grad(f), in_axes=(None, 0, 0)))
+    np.testing.assert_allclose(
+        mod.gradient_points(w, X, y), np.asarray(jitted(w, X, y)), rtol=1e-12,
+        atol=1e-12,
+    )  # fmt: skip
+    points = mod.gradient_points
+
+    def by_jax() -> None:
+        jitted(w, X, y).block_until_ready()
+
+    def by_difgen() -> None:
+        points(w, X, y)
+
+    by_jax(), by_difgen()
+    number = max(1, round(_run(by_jax, 1) / _run(by_difgen, 1)))
+    jax_number = max(1, round(_run(by_difgen, number) / _run(by_jax, 1)))
+    result = LoopVersusPoints([], [])
+    for _ in range(repeat):
+        result.loop.append(_run(by_jax, jax_number))
+        result.points.append(_run(by_difgen, number))
+    return result
+
+
+def per_example_main(k: int, repeat: int) -> int:
+    """The per-example rows: a Markdown table and the verdict against the bar."""
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        modules = build_per_example(Path(tmp))
+        print(f"# Per-example gradients, {k:,} examples ({os.cpu_count()} CPUs)\n")
+        print(
+            f"{repeat} interleaved samples per side; ratio = difgen / JAX time "
+            f"(bar: at most {PER_EXAMPLE_BAR:g}x), of the minima and the median of "
+            "the paired ratios.\n"
+        )
+        print(
+            "| problem | jax.jit(vmap(grad)) us (min / median) | gradient_points, C, "
+            "us (min / median) | ratio, min | ratio, median |"
+        )
+        print("|---|---:|---:|---:|---:|")
+        verdicts = []
+        for row, (function, p, n) in PER_EXAMPLE.items():
+            r = per_example_versus_jax(modules[row], function, p, n, k, repeat)
+            ratio_min = 1.0 / r.ratio_min
+            ratio_median = statistics.median(b / a for a, b in zip(r.loop, r.points))
+            print(
+                f"| {row} | {min(r.loop) * 1e6:.0f} / "
+                f"{statistics.median(r.loop) * 1e6:.0f} "
+                f"| {min(r.points) * 1e6:.0f} / {statistics.median(r.points) * 1e6:.0f} "
+                f"| {ratio_min:.2f}x | {ratio_median:.2f}x |"
+            )
+            ok = ratio_min <= PER_EXAMPLE_BAR and ratio_median <= PER_EXAMPLE_BAR
+            verdicts.append(f"{row}: {'PASS' if ok else 'FAIL'}")
+        print(
+            f"\nBar (both ratios <= {PER_EXAMPLE_BAR:g}x): {', '.join(verdicts)}; "
+            f"load average (1 min) {load:.2f} before, {os.getloadavg()[0]:.2f} after."
+        )
+    return 0
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.points")
@@ -224,7 +349,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk", type=int, default=20_000, help="Dask chunk")
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--no-dask", action="store_true", help="the loop part only")
+    parser.add_argument(
+        "--per-example",
+        action="store_true",
+        help="only the per-example gradients against jax.jit(vmap(grad))",
+    )
+    parser.add_argument(
+        "--examples", type=int, default=1_000, help="per-example test size"
+    )
     args = parser.parse_args(argv)
+    if args.per_example:
+        return per_example_main(args.examples, args.repeat)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         modules = build(Path(tmp))

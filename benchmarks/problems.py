@@ -140,6 +140,22 @@ def make_mlp():
     return p, X, t
 
 
+def logistic_example(w, x, y):
+    """One example's logistic loss: per-example gradients (benchmarks.points)."""
+    z = x @ w
+    return np.log1p(np.exp(z)) - y * z
+
+
+def mlp_example(p, x, t):
+    """One example's squared error of the MLP above (benchmarks.points)."""
+    W1 = p[: N_IN * N_HIDDEN].reshape(N_IN, N_HIDDEN)
+    b1 = p[N_IN * N_HIDDEN : N_IN * N_HIDDEN + N_HIDDEN]
+    W2 = p[N_IN * N_HIDDEN + N_HIDDEN : N_PARAMS - 1]
+    b2 = p[N_PARAMS - 1]
+    r = np.tanh(x @ W1 + b1) @ W2 + b2 - t
+    return r * r
+
+
 # --- Lorenz -----------------------------------------------------------------------
 
 

@@ -68,7 +68,7 @@ _MODULE_KEYS = (
     "has_aux",
     "flat",
 )
-_ARRAY_KEYS = ("shape", "dtype")
+_ARRAY_KEYS = ("shape", "dtype", "per_point")
 _CONTEXT_KEYS = ("name", "shape", "dtype", "per_point")
 _INPUT_KEYS = ("name", "shape", "dtype", "tree", "kind", "type")
 _FUNCTION_FORMS = '"package.module:attr" or "path/to/file.py:attr"'
@@ -80,6 +80,11 @@ class ArraySpec:
 
     shape: tuple[int, ...]
     dtype: str = "float64"
+    per_point: bool = True
+    """With ``points = true``: whether the points variants take ``x`` with a
+    leading axis of points (the default), or one ``x`` shared by every point
+    (``per_point = false``: JAX's ``in_axes=None``), the points then carried by
+    the per-point contexts (per-example gradients of shared parameters)."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,8 @@ class ContextSpec:
     dtype: str = "float64"
     per_point: bool = False
     """With ``points = true``: the points variants take this context with a leading
-    axis, one value per point (a parameter sweep); otherwise one value shared by
-    all points."""
+    axis, one value per point (a parameter sweep, data per example, labels, masks;
+    any dtype); otherwise one value shared by all points."""
 
 
 @dataclass(frozen=True)
@@ -617,13 +622,6 @@ class _Reader:
                     f"context '{context.name}' has per_point = true, which applies "
                     "to the points variants only; add points = true to the module",
                 )
-            if context.per_point and context.dtype != "float64":
-                raise self.error(
-                    at + ("contexts", index, "per_point"),
-                    f"context '{context.name}' has dtype {context.dtype}: per-point "
-                    "contexts are float64 only; share it between points (drop "
-                    "per_point) or pass it as float64",
-                )
             if context.dtype != "float64" and backend == "sympy":
                 raise self.error(
                     at + ("contexts", index, "dtype"),
@@ -631,6 +629,20 @@ class _Reader:
                     "integer or boolean data (indices, masks) cannot be lowered to "
                     'scalar code; use backend = "trace"',
                 )
+        if not array.per_point and not points:
+            raise self.error(
+                at + ("input", "per_point"),
+                "input.per_point = false applies to the points variants only; add "
+                "points = true to the module",
+            )
+        if points and not array.per_point and not any(c.per_point for c in contexts):
+            raise self.error(
+                at + ("input", "per_point"),
+                "input.per_point = false and no context has per_point = true: no "
+                "argument carries the points axis, so the points variants would "
+                "have no number of points; give a context per_point = true, or "
+                "drop input.per_point = false",
+            )
         return ModuleSpec(
             name=name,
             function=function,
@@ -714,7 +726,10 @@ class _Reader:
     def array(self, table: dict[str, Any], key: Key) -> ArraySpec:
         value = self.get(table, key, dict, "a table like { shape = [3] }")
         shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS)
-        return ArraySpec(shape=shape, dtype=dtype)
+        per_point = True
+        if "per_point" in value:
+            per_point = self.get(value, key + ("per_point",), bool, "true or false")
+        return ArraySpec(shape=shape, dtype=dtype, per_point=per_point)
 
     def shape_and_dtype(
         self,

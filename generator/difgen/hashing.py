@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from difgen.config import ModuleSpec
+from difgen.config import ArraySpec, ModuleSpec
 from difgen.core.ir import FrozenArray, Graph, Lit, SubGraph, Var
 from difgen.version import VERSION
 
@@ -49,6 +49,10 @@ _OPT_IN_DEFAULTS: dict[str, object] = {
 """Keys added after modules were first hashed, left out of the fingerprint at their
 default: a module that does not use the feature keeps its SOURCE_HASH (its text
 does not change either), and turning the feature on changes the hash."""
+
+_INPUT_OPT_IN_DEFAULTS: dict[str, object] = {"per_point": True}
+"""The same for the fields of the input (:class:`~difgen.config.ArraySpec`), whose
+``per_point`` is true unless the config says otherwise."""
 
 BODY_HASH_PLACEHOLDER = "0" * HASH_LENGTH
 """What the template writes before :func:`stamp_body_hash` fills in the digest:
@@ -218,18 +222,23 @@ def _feed_value(digest: _Digest, value: Any) -> None:
         )
 
 
-def _at_opt_in_default(name: str, value: Any) -> bool:
+def _at_opt_in_default(
+    name: str, value: Any, defaults: dict[str, object] = _OPT_IN_DEFAULTS
+) -> bool:
     """Whether a field is an opt-in key at its default (see _OPT_IN_DEFAULTS)."""
-    return name in _OPT_IN_DEFAULTS and value == _OPT_IN_DEFAULTS[name]
+    return name in defaults and value == defaults[name]
 
 
 def _plain(value: Any) -> Any:
     """Dataclasses and tuples as JSON-ready dicts and lists."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        defaults = (
+            _INPUT_OPT_IN_DEFAULTS if isinstance(value, ArraySpec) else _OPT_IN_DEFAULTS
+        )
         return {
             f.name: _plain(getattr(value, f.name))
             for f in dataclasses.fields(value)
-            if not _at_opt_in_default(f.name, getattr(value, f.name))
+            if not _at_opt_in_default(f.name, getattr(value, f.name), defaults)
         }
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}

@@ -71,6 +71,9 @@ AS_SCALAR = "_as_scalar"
 AS_FLOAT64 = "_as_float64"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
+POINTS_COUNT = "_points_count"
+AS_POINTS_C = "_as_points_c"
+POINTS_FIRST = "_POINTS_FIRST"
 POINTS_LAYOUT = "_points_layout"
 POINT_BLOCKS = "_point_blocks"
 AS_INTS = "_as_ints"
@@ -87,6 +90,9 @@ HELPERS = (
     AS_FLOAT64,
     CHECK_OUT,
     AS_POINTS,
+    POINTS_COUNT,
+    AS_POINTS_C,
+    POINTS_FIRST,
     POINTS_LAYOUT,
     POINT_BLOCKS,
     AS_INTS,
@@ -289,6 +295,7 @@ def check_module(text: str, elsewhere: dict[str, set[str]] | None = None) -> Non
                     AS_SCALAR,
                     AS_FLOAT64,
                     AS_POINTS,
+                    AS_POINTS_C,
                     POINTS_LAYOUT,
                     AS_INTS,
                     AS_BOOLS,

@@ -255,21 +255,23 @@ def _points_check(
     """``<name>_points`` at ``points`` random points against the loop of ``name``."""
     op = OPERATORS[name]
     xs = tuple(spec.input.shape)
-    args = [rng.uniform(-1.0, 1.0, (points, *xs))]
+    lead = (points,) if spec.input.per_point else ()
+    args = [rng.uniform(-1.0, 1.0, (*lead, *xs))]
     args += [
         rng.uniform(-1.0, 1.0, (points, *seed_shape(s, xs, ys, spec.batch)))
         for s in op.seeds
     ]
-    per_point = [True] * len(args) + [c.per_point for c in spec.contexts]
+    per_point = [spec.input.per_point] + [True] * len(op.seeds)
+    per_point += [c.per_point for c in spec.contexts]
     args += [
-        rng.uniform(-1.0, 1.0, ((points,) if c.per_point else ()) + tuple(c.shape))
+        _context(((points,) if c.per_point else ()) + tuple(c.shape), c.dtype, rng)
         for c in spec.contexts
     ]
-    out = _operator(module, naming.points(name))(*(_plain(a) for a in args))
+    out = _operator(module, naming.points(name))(*(_plain_data(a) for a in args))
     stacked = out if len(op.results) > 1 else (out,)
     loop = []
     for i in range(points):
-        one = [_plain(a[i] if p else a) for a, p in zip(args, per_point)]
+        one = [_plain_data(a[i] if p else a) for a, p in zip(args, per_point)]
         single = _operator(module, name)(*one)
         loop.append(single if len(op.results) > 1 else (single,))
     return OperatorCheck(
@@ -444,7 +446,7 @@ class _Point:
         index = op.results.index(kind) if len(op.results) > 1 else None
 
         def first(x: Array) -> Array:
-            out = operator(_plain(x), *(_plain(c) for c in self.contexts))
+            out = operator(_plain(x), *(_plain_data(c) for c in self.contexts))
             return np.asarray(out if index is None else out[index], dtype=np.float64)
 
         return first
@@ -460,7 +462,7 @@ class _Point:
             for s in op.seeds
         }
         args = [self.x, *(seeds[s] for s in op.seeds), *self.contexts]
-        out = _operator(module, name)(*(_plain(a) for a in args))
+        out = _operator(module, name)(*(_plain_data(a) for a in args))
         results = out if len(op.results) > 1 else (out,)
         for kind, value in zip(op.results, results):
             dense = self.dense(kind, value)
@@ -566,6 +568,13 @@ class _Point:
 def _plain(value: Array) -> Any:
     """A scalar argument as a Python float (what the generated code expects)."""
     return float(value) if np.ndim(value) == 0 else value
+
+
+def _plain_data(value: Array) -> Any:
+    """:func:`_plain`, but a scalar int64 or bool stays an int or a bool."""
+    if np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biu":
+        return np.asarray(value).item()
+    return _plain(value)
 
 
 def _basis(shape: Shape) -> Iterator[Array]:

@@ -32,9 +32,11 @@ appear nowhere in the operator's IR are taken."""
 
 
 def batch_flags(op: Operator, spec: ModuleSpec) -> list[bool]:
-    """Which inputs of the operator graph carry the points axis: ``x``, the seeds
-    and the per-point contexts."""
-    return [True] * (1 + len(op.seeds)) + [c.per_point for c in spec.contexts]
+    """Which inputs of the operator graph carry the points axis: ``x`` (unless
+    ``input.per_point = false`` shares it between points), the seeds and the
+    per-point contexts."""
+    flags = [spec.input.per_point] + [True] * len(op.seeds)
+    return flags + [c.per_point for c in spec.contexts]
 
 
 def batched_graph(

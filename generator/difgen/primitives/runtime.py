@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Aval, Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.ir import Atom, Eqn, FrozenArray
@@ -137,27 +138,55 @@ def is_dyn(item: Any) -> bool:
     return isinstance(item, tuple) and len(item) == 2 and item[0] == "dyn"
 
 
+def is_points(item: Any) -> bool:
+    """Whether a frozen index item is the points marker ``("points", k, rank)``: the
+    positions ``0..k-1`` of the leading axis of points, shaped ``(k, 1, ..., 1)``
+    (``rank`` ones) to broadcast against per-point run-time indices (the batch
+    rules of :func:`gather` and :func:`scatter_add_dyn` put it in front when the
+    indices themselves carry the points)."""
+    return isinstance(item, tuple) and len(item) == 3 and item[0] == "points"
+
+
+def _points_positions(item: Any) -> np.ndarray:
+    _, k, rank = item
+    return np.arange(k, dtype=np.int64).reshape((k,) + (1,) * rank)
+
+
 def substitute(index: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...]:
     """The NumPy index: static items rebuilt, markers replaced by their operands."""
-    static = to_index(tuple(None if is_dyn(i) else i for i in index))
-    return tuple(dyn[i[1]] if is_dyn(i) else s for i, s in zip(index, static))
+    static = to_index(tuple(None if is_dyn(i) or is_points(i) else i for i in index))
+    return tuple(
+        dyn[i[1]] if is_dyn(i) else _points_positions(i) if is_points(i) else s
+        for i, s in zip(index, static)
+    )
 
 
 def _placeholders(index: tuple[Any, ...], shapes: Sequence[Any]) -> tuple[Any, ...]:
     """The index with each marker replaced by a constant of its operand's shape, for
     the static helpers that only need shapes (region rank, advanced-first)."""
     return tuple(
-        FrozenArray(np.zeros(shapes[i[1]], dtype=np.int64)) if is_dyn(i) else i
+        (
+            FrozenArray(np.zeros(shapes[i[1]], dtype=np.int64))
+            if is_dyn(i)
+            else FrozenArray(_points_positions(i)) if is_points(i) else i
+        )
         for i in index
     )
 
 
-def _index_text(index: tuple[Any, ...], dyn: Sequence[Expr]) -> str:
-    """Source of the index, run-time operands by their expressions."""
-    parts = [
-        argument(dyn[item[1]]) if is_dyn(item) else index_source((item,))
-        for item in index
-    ]
+def _index_text(index: tuple[Any, ...], dyn: Sequence[Expr], points: str = "") -> str:
+    """Source of the index, run-time operands by their expressions; the points
+    marker as ``np.arange`` of ``points`` (the text of the number of points,
+    read from an array at run time, so that it prints for any number)."""
+    parts = []
+    for item in index:
+        if is_dyn(item):
+            parts.append(argument(dyn[item[1]]))
+        elif is_points(item):
+            shape = ", ".join(["-1", *("1" for _ in range(item[2]))])
+            parts.append(f"np.arange({points}).reshape({shape})")
+        else:
+            parts.append(index_source((item,)))
     return ", ".join(parts) if len(parts) > 1 else parts[0]
 
 
@@ -170,6 +199,42 @@ def _region_shape(
 ) -> tuple[int, ...]:
     probe = _placeholders(index, _dyn_shapes(dyn))
     return tuple(dummy(tuple(shape), "float64")[to_index(probe)].shape)
+
+
+def _points_index(
+    index: tuple[Any, ...], shapes: Sequence[tuple[int, ...]], k: int
+) -> tuple[tuple[Any, ...], int, list[int] | None]:
+    """The per-point ``index`` (its run-time operands ``shapes`` without the
+    points) behind the points marker, for operands that carry the points: (the
+    batched index, the rank the operands are lifted to behind the points, and
+    the axes to transpose the batched region by to lay it out as the per-point
+    region with the points in front, or None when it is laid out so already).
+
+    NumPy puts the broadcast dims of the index arrays first when they are
+    separated by a slice; the marker in front separates them from the index
+    arrays of an ``x[:, idx]``, whose per-point region has them after the
+    slices' dims."""
+    probe = _placeholders(index, shapes)
+    rank = _array_index_ndim(probe)
+    where = [i for i, item in enumerate(probe) if isinstance(item, (FrozenArray, int))]
+    if not where or where[0] == 0 or advanced_first(probe):
+        return (("points", k, rank), *index), rank, None
+    if any(item is Ellipsis for item in probe[: where[0]]):
+        raise DifgenError(
+            "a run-time index per point after an Ellipsis: write the axes "
+            "as slices (x[:, :, idx])"
+        )
+    before = sum(1 for item in probe[: where[0]] if not isinstance(item, int))
+    order = [0, *range(1 + rank, 1 + rank + before), *range(1, 1 + rank)]
+    return (("points", k, rank), *index), rank, order
+
+
+def _lifted_indices(
+    args: Sequence[Any], batched: Sequence[bool], k: int, rank: int
+) -> list[Any]:
+    """Run-time index operands with the points in front, lifted to ``rank``
+    behind them, so that they broadcast as the per-point index arrays do."""
+    return [lift_batched(batched_to(a, b, k), rank) for a, b in zip(args, batched)]
 
 
 def _unbatched_indices(name: str, batched: Sequence[bool]) -> None:
@@ -195,7 +260,8 @@ def _gather_shape(x: Aval, *dyn: Aval, index: Any) -> Aval:
 def _gather_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> Expr:
-    return atom(f"{base(args[0])}[{_index_text(params['index'], args[1:])}]")
+    points = f"{base(args[0])}.shape[0]"
+    return atom(f"{base(args[0])}[{_index_text(params['index'], args[1:], points)}]")
 
 
 def _gather_jvp(out: Any, primals: list[Any], tangents: list[Any], index: Any) -> Any:
@@ -210,9 +276,30 @@ def _gather_transpose(ct: Any, x: Any, *dyn: Any, index: Any) -> list[Any]:
     return [scatter_add_dyn(ct, dyn, index, x.shape), *(None for _ in dyn)]
 
 
+def _axes(order: list[int], ndim: int) -> list[int]:
+    """``order`` completed with the remaining axes, in place, up to ``ndim``."""
+    return [*order, *range(len(order), ndim)]
+
+
+def _inverse(order: list[int]) -> list[int]:
+    inverse = [0] * len(order)
+    for i, axis in enumerate(order):
+        inverse[axis] = i
+    return inverse
+
+
 def _gather_batch(args: Any, batched: Any, k: int, index: Any) -> Any:
-    """The array carries the batch: index behind a leading full slice."""
-    _unbatched_indices("gather", batched[1:])
+    """The array carries the batch: index behind a leading full slice. Indices
+    that carry it (labels per point) index behind the points marker instead,
+    each point's own row of the array at its own indices."""
+    if any(batched[1:]):
+        shapes = [
+            np.shape(d)[1:] if b else np.shape(d) for d, b in zip(args[1:], batched[1:])
+        ]
+        full_index, rank, order = _points_index(index, shapes, k)
+        dyn = _lifted_indices(args[1:], batched[1:], k, rank)
+        out = gather(batched_to(args[0], batched[0], k), dyn, full_index)
+        return out if order is None else np.transpose(out, _axes(order, np.ndim(out)))
     full = ("slice", None, None, None)
     out = gather(args[0], list(args[1:]), (full, *index))
     probe = _placeholders(index, [np.shape(d) for d in args[1:]])
@@ -247,15 +334,23 @@ def _scatter_impl(value: Any, *dyn: Any, index: Any, shape: Any) -> Any:
     return out
 
 
+_SCATTER_POINTS = "OUT.shape[0]"
+"""The number of points in a scatter's form: the leading axis of its result."""
+
+
 def _scatter_form(
     args: Sequence[Expr], params: Mapping[str, Any], avals: Sequence[Aval]
 ) -> list[str]:
     """Zeros, then ``np.add.at``, which adds once per repeated position (a plain
     ``OUT[idx] += v`` would add a repeated position once)."""
-    index = _index_text(params["index"], args[1:])
+    index = _index_text(params["index"], args[1:], _SCATTER_POINTS)
     # NumPy's stubs type np.add.at's index as one array: a tuple index is valid
     # NumPy that they reject
-    ignore = "  # type: ignore[arg-type]" if len(params["index"]) > 1 else ""
+    items = params["index"]
+    rejected = len(items) > 1
+    if any(is_points(i) for i in items):  # arrays only: the stubs take those
+        rejected = not all(is_points(i) or is_dyn(i) for i in items)
+    ignore = "  # type: ignore[arg-type]" if rejected else ""
     return [
         f"OUT = np.zeros({tuple(params['shape'])!r})",
         f"np.add.at(OUT, np.s_[{index}], {argument(args[0])}){ignore}",
@@ -282,8 +377,21 @@ def _scatter_transpose(ct: Any, value: Any, *dyn: Any, index: Any, shape: Any) -
 
 
 def _scatter_batch(args: Any, batched: Any, k: int, index: Any, shape: Any) -> Any:
-    """Scatter behind a leading full slice into ``(k, *shape)``."""
-    _unbatched_indices("scatter_add_dyn", batched[1:])
+    """Scatter behind a leading full slice into ``(k, *shape)``; indices that
+    carry the batch scatter behind the points marker, each point into its own
+    row at its own indices."""
+    if any(batched[1:]):
+        shapes = [
+            np.shape(d)[1:] if b else np.shape(d) for d, b in zip(args[1:], batched[1:])
+        ]
+        full_index, rank, order = _points_index(index, shapes, k)
+        dyn = _lifted_indices(args[1:], batched[1:], k, rank)
+        probe = _placeholders(full_index, [np.shape(d) for d in dyn])
+        region = dummy((k, *shape), "float64")[to_index(probe)].ndim
+        value = lift_batched(batched_to(args[0], batched[0], k), region - 1)
+        if order is not None:
+            value = np.transpose(value, _inverse(_axes(order, region)))
+        return scatter_add_dyn(value, dyn, full_index, (k, *shape))
     probe = _placeholders(index, [np.shape(d) for d in args[1:]])
     region = dummy(tuple(shape), "float64")[to_index(probe)].ndim
     value = _batch_axis_to_region(args[0], probe, region)

@@ -44,6 +44,7 @@ from difgen.targets.signatures import (
     float_arguments,
     index_checks,
     points_argument_checks,
+    points_index_checks,
 )
 from difgen.version import VERSION
 
@@ -55,10 +56,10 @@ def _checks(f: Function, spec: ModuleSpec, parts: ModuleParts) -> list[str]:
         return []
     if f.points_of is not None:
         lines = points_argument_checks(OPERATORS[f.points_of], spec, ys)
-    else:
-        lines = argument_checks(
-            OPERATORS[f.name], spec, ys, skip=f.checked, numpy_floats=f.numpy_floats
-        )
+        return lines + points_index_checks(parts.index_checks, spec)
+    lines = argument_checks(
+        OPERATORS[f.name], spec, ys, skip=f.checked, numpy_floats=f.numpy_floats
+    )
     return lines + index_checks(parts.index_checks)
 
 

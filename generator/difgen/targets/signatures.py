@@ -17,6 +17,7 @@ from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.derive.checks import IndexCheck
 from difgen.operators import (
+    OPERATORS,
     Operator,
     Shape,
     is_sparse,
@@ -188,15 +189,44 @@ def _points_arguments(
 ) -> tuple[list[tuple[str, Shape]], list[tuple[str, Shape]]]:
     """(per-point arguments, shared arguments), each with its one-point shape.
 
-    ``x`` and the seeds are per point; a context is per point when its config says
-    ``per_point = true``, else one value shared by every point.
+    ``x`` is per point unless ``input.per_point = false``, the seeds are per point,
+    a context is per point when its config says ``per_point = true``; the others
+    are one value shared by every point.
     """
     xs, batch = tuple(spec.input.shape), spec.batch
-    per_point = [(naming.INPUT, xs)]
+    per_point = [(naming.INPUT, xs)] if spec.input.per_point else []
     per_point += [(s, tuple(seed_shape(s, xs, ys, batch))) for s in op.seeds]
     per_point += [(c.name, tuple(c.shape)) for c in spec.contexts if c.per_point]
-    shared = [(c.name, tuple(c.shape)) for c in spec.contexts if not c.per_point]
+    shared = [] if spec.input.per_point else [(naming.INPUT, xs)]
+    shared += [(c.name, tuple(c.shape)) for c in spec.contexts if not c.per_point]
     return per_point, shared
+
+
+def points_over_some(spec: ModuleSpec) -> bool:
+    """Whether a points module shares ``x`` between points or takes int64 or bool
+    data per point: its points variants check their per-point arguments with
+    :data:`naming.POINTS_COUNT`, whose errors name the argument that set the
+    number of points (modules without either keep their text)."""
+    return spec.points and (
+        not spec.input.per_point
+        or any(c.per_point and c.dtype != "float64" for c in spec.contexts)
+    )
+
+
+def _first_per_point(op: Operator, spec: ModuleSpec) -> str:
+    """The argument that sets the number of points of ``op``'s points variant."""
+    if spec.input.per_point:
+        return naming.INPUT
+    if op.seeds:
+        return op.seeds[0]
+    return next(c.name for c in spec.contexts if c.per_point)
+
+
+def _points_annotation(shape: Shape, dtype: str) -> str:
+    """A per-point argument's annotation: an array of its dtype."""
+    if dtype in _DATA:
+        return f"NDArray[{_DATA[dtype][1]}]"
+    return "NDArray[np.float64]"
 
 
 def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
@@ -205,12 +235,14 @@ def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, st
     The parameters keep their names and order, so keyword calls carry over from
     the one-point operator; every result is an array with the points in front.
     """
-    params = [f"{naming.INPUT}: NDArray[np.float64]"]
+    xs = tuple(spec.input.shape)
+    x_type = "NDArray[np.float64]" if spec.input.per_point else annotation(xs)
+    params = [f"{naming.INPUT}: {x_type}"]
     params += [f"{s}: NDArray[np.float64]" for s in op.seeds]
     params += [
         f"{c.name}: "
         + (
-            "NDArray[np.float64]"
+            _points_annotation(tuple(c.shape), c.dtype)
             if c.per_point
             else context_annotation(tuple(c.shape), c.dtype)
         )
@@ -236,18 +268,23 @@ def points_docstring(op: Operator, spec: ModuleSpec, ys: Shape) -> str:
     shapes = ", ".join(
         f"{k} {_with_points(result_shape(k, xs, ys, spec.batch))}" for k in op.results
     )
-    return f"{op.doc}, at k points. Per point: {names}. Returns {shapes}."
+    shared = "" if spec.input.per_point else f" Shared by every point: {naming.INPUT}."
+    return f"{op.doc}, at k points. Per point: {names}.{shared} Returns {shapes}."
 
 
 def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[str]:
     """The argument checks of a points variant.
 
-    ``x`` may have any number of points ``k`` (0 included); the rest of its shape is
-    exact. Every other per-point argument must have exactly ``k`` points, and
-    shared contexts are checked as in the one-point operator.
+    The first per-point argument (``x`` unless it is shared) may have any number
+    of points ``k`` (0 included); the rest of its shape is exact. Every other
+    per-point argument must have exactly ``k`` points, and shared arguments are
+    checked as in the one-point operator.
     """
     per_point, shared = _points_arguments(op, spec, ys)
     function = naming.points(op.name)
+    dtypes = {c.name: c.dtype for c in spec.contexts}
+    if points_over_some(spec):
+        return _points_like_checks(function, per_point, shared, dtypes)
     name, shape = per_point[0]
     lines = [
         (
@@ -272,9 +309,59 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
                 f"{shape!r}, {naming.NPOINTS})"
             ),
         ]
-    dtypes = {c.name: c.dtype for c in spec.contexts}
     for name, shape in shared:
         lines += _exact_check(function, name, shape, dtypes[name])
+    return lines
+
+
+def _dtype_test(name: str, dtype: str) -> str:
+    """The fast path's dtype comparison of an argument of ``dtype``."""
+    if dtype in _DATA:
+        return f"{name}.dtype.type is not {_DATA[dtype][1]}"
+    return f"{name}.dtype is not {naming.F64}"
+
+
+def _points_like_checks(
+    function: str,
+    per_point: Sequence[tuple[str, Shape]],
+    shared: Sequence[tuple[str, Shape]],
+    dtypes: dict[str, str],
+) -> list[str]:
+    """:func:`points_argument_checks` of a module that :func:`points_over_some`:
+    each per-point argument of its dtype, the later ones with as many points as
+    the first, named in their error."""
+    first = per_point[0][0]
+    lines = []
+    for i, (name, shape) in enumerate(per_point):
+        dtype = dtypes.get(name, "float64")
+        if i == 0:
+            test = (
+                f"len({name}.shape) != {len(shape) + 1} or "
+                f"{name}.shape[1:] != {shape!r}"
+            )
+            count, like = "None", "None"
+        else:
+            dims = ", ".join([naming.NPOINTS, *(str(n) for n in shape)])
+            test = f"{name}.shape != ({dims}{',' if not shape else ''})"
+            count, like = naming.NPOINTS, repr(first)
+        said = label(function, name)
+        points = f"{naming.POINTS_COUNT}({said}, {name}, {shape!r}, {count}, {like})"
+        dims = ", ".join([points, *(str(n) for n in shape)])
+        full = f"({dims})" if shape else f"({dims},)"
+        helper = {"int64": naming.AS_INTS, "bool": naming.AS_BOOLS}.get(
+            dtype, naming.AS_ARRAY
+        )
+        lines += [
+            (
+                f"if type({name}) is not {naming.NDARRAY} or {test} or "
+                f"{_dtype_test(name, dtype)}:"
+            ),
+            f"    {name} = {helper}({said}, {name}, {full})",
+        ]
+        if i == 0:
+            lines.append(f"{naming.NPOINTS} = {name}.shape[0]")
+    for name, shape in shared:
+        lines += _exact_check(function, name, shape, dtypes.get(name, "float64"))
     return lines
 
 
@@ -286,8 +373,9 @@ class PointsArguments:
     """Arguments with the points axis in front: ``x``, the seeds, per-point contexts
     (the others are contexts shared by every point)."""
     layout: tuple[str, ...]
-    """The per-point arrays (not scalars) whose points axis goes innermost in
-    memory when there are more than ``layout_size`` points.
+    """The per-point float arrays (not scalars, not int64 or bool data, which
+    index rather than stream) whose points axis goes innermost in memory when
+    there are more than ``layout_size`` points.
 
     NumPy runs its inner loop along the last axis of a C-ordered array: on
     ``(k, 10)`` arrays that is 10 elements per loop where Fortran order gives
@@ -300,7 +388,8 @@ class PointsArguments:
 def points_arguments(op: Operator, spec: ModuleSpec, ys: Shape) -> PointsArguments:
     """The per-point and the re-laid-out arguments of ``op``'s points variant."""
     per_point, _ = _points_arguments(op, spec, ys)
-    arrays = [(name, shape) for name, shape in per_point if shape]
+    data = {c.name for c in spec.contexts if c.dtype != "float64"}
+    arrays = [(name, shape) for name, shape in per_point if shape and name not in data]
     return PointsArguments(
         tuple(name for name, _ in per_point),
         tuple(name for name, _ in arrays),
@@ -342,6 +431,24 @@ def data_helpers(
                 "VALUES", naming.VALUES
             )
         )
+    if points_over_some(spec):
+        sources.append(
+            _POINTS_COUNT.replace("POINTS_COUNT", naming.POINTS_COUNT).replace(
+                "VALUES", naming.VALUES
+            )
+        )
+    if points_over_some(spec) and spec.emit == "c":
+        firsts = {
+            naming.points(name): _first_per_point(OPERATORS[name], spec)
+            for name in ("f", *spec.operators)
+        }
+        sources.append(
+            _AS_POINTS_C.replace("AS_POINTS_C", naming.AS_POINTS_C)
+            .replace("POINTS_COUNT", naming.POINTS_COUNT)
+            .replace("AS_ARRAY", naming.AS_ARRAY)
+            .replace("POINTS_FIRST", naming.POINTS_FIRST)
+            .replace("FIRSTS", repr(firsts))
+        )
     if checks:
         sources.append(_CHECK_INDEX.replace("CHECK_INDEX", naming.CHECK_INDEX))
     if numpy_floats:
@@ -353,11 +460,12 @@ def data_helpers(
     return sources
 
 
-def _selection(check: IndexCheck) -> str:
+def _selection(check: IndexCheck, per_point: bool = False) -> str:
     """The indices a check compares: the elements of the context it reads (all of
     it, a slice of its flat elements where their positions are evenly spaced, else
-    a list of them), through the function's integer arithmetic."""
-    text = _elements(check)
+    a list of them; of every point's for a ``per_point`` context), through the
+    function's integer arithmetic."""
+    text = _elements(check, per_point)
     for op, const, swap in check.arithmetic:
         symbol = INT_OPS[op][1]
         a, b = (str(const), text) if swap else (text, str(const))
@@ -368,11 +476,21 @@ def _selection(check: IndexCheck) -> str:
     return text
 
 
-def _elements(check: IndexCheck) -> str:
-    """The elements of the context a check reads."""
+def _elements(check: IndexCheck, per_point: bool = False) -> str:
+    """The elements of the context a check reads (at every point of a
+    ``per_point`` one)."""
     name, positions = check.context, check.positions
     if positions is None:
         return name
+    if per_point:
+        name = f"{name}.reshape({naming.NPOINTS}, -1)"
+        start, steps = positions[0], {b - a for a, b in itertools.pairwise(positions)}
+        if len(steps) <= 1:
+            step = steps.pop() if steps else 1
+            stop = positions[-1] + 1
+            text = f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}"
+            return f"{name}[:, {text}]"
+        return f"{name}[:, {list(positions)!r}]"
     start, steps = positions[0], {b - a for a, b in itertools.pairwise(positions)}
     if len(steps) <= 1:
         step = steps.pop() if steps else 1
@@ -391,6 +509,23 @@ def index_checks(checks: Sequence[IndexCheck]) -> list[str]:
         f"{naming.CHECK_INDEX}({c.context!r}, {_selection(c)}, {c.size}, {c.axis})"
         for c in checks
     ]
+
+
+def points_index_checks(checks: Sequence[IndexCheck], spec: ModuleSpec) -> list[str]:
+    """:func:`index_checks` in a points variant: a per-point context's indices
+    are checked at every point (none at zero points, where there is no index)."""
+    per_point = {c.name for c in spec.contexts if c.per_point}
+    lines = []
+    for c in checks:
+        if c.context not in per_point:
+            lines += index_checks([c])
+            continue
+        call = (
+            f"{naming.CHECK_INDEX}({c.context!r}, {_selection(c, True)}, "
+            f"{c.size}, {c.axis})"
+        )
+        lines += [f"if {naming.NPOINTS}:", f"    {call}"]
+    return lines
 
 
 _AS_INTS = '''def AS_INTS(name: str, value: object, shape: tuple[int, ...]) -> NDArray[np.int64]:
@@ -416,7 +551,44 @@ _AS_BOOLS = '''def AS_BOOLS(name: str, value: object, shape: tuple[int, ...]) ->
         raise TypeError(f"{name}: expected bool values, got {array.dtype} values")
     if array.shape != shape:
         raise ValueError(f"{name}: expected shape {shape}, got shape {array.shape}")
-    return array'''
+    return array.astype(np.bool_, copy=False)'''
+
+
+_POINTS_COUNT = '''def POINTS_COUNT(
+    name: str,
+    value: object,
+    shape: tuple[int, ...],
+    count: int | None = None,
+    like: str | None = None,
+) -> int:
+    """The number of points of ``value``, an array of points of ``shape``: any
+    number when ``count`` is None, else ``count``; ValueError naming it, and
+    naming ``like``, the argument that set the number of points, when it has
+    another. Its dtype is checked by the helper it is then given to."""
+    array = VALUES(name, value, bools=True)
+    if array.ndim != len(shape) + 1 or array.shape[1:] != shape:
+        expected = "(k" + "".join(f", {n}" for n in shape) + ("," if not shape else "") + ")"
+        raise ValueError(f"{name}: expected shape {expected} for k points, got shape {array.shape}")
+    if count is not None and array.shape[0] != count:
+        raise ValueError(
+            f"{name}: has {array.shape[0]} points (shape {array.shape}), but {like} has "
+            f"{count}: every per-point argument needs the same number of points"
+        )
+    return int(array.shape[0])'''
+
+
+_AS_POINTS_C = '''POINTS_FIRST = FIRSTS
+"""The argument that sets the number of points of each points variant."""
+
+
+def AS_POINTS_C(
+    name: str, value: object, shape: tuple[int, ...], count: int | None = None
+) -> NDArray[np.float64]:
+    """What the compiled points variants call for a float64 argument off their
+    fast path: :func:`POINTS_COUNT`, naming the argument that set the number of
+    points (``name`` is the variant and the argument: "gradient_points: y")."""
+    like = None if count is None else POINTS_FIRST[name.partition(": ")[0]]
+    return AS_ARRAY(name, value, (POINTS_COUNT(name, value, shape, count, like), *shape))'''
 
 
 _CHECK_INDEX = '''def CHECK_INDEX(name: str, index: NDArray[np.int64], size: int, axis: int) -> None:

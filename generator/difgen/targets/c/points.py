@@ -65,7 +65,7 @@ def arguments(
     """The points variant's parameters in signature order (that of the one-point
     operator): ``x``, the seeds, the contexts."""
     xs, batch = tuple(spec.input.shape), spec.batch
-    args = [PointsArgument(naming.INPUT, xs, True)]
+    args = [PointsArgument(naming.INPUT, xs, spec.input.per_point)]
     args += [
         PointsArgument(s, tuple(seed_shape(s, xs, ys, batch)), True) for s in op.seeds
     ]
@@ -75,7 +75,8 @@ def arguments(
 
 def _check_lines(function: str, args: list[PointsArgument], use: Used) -> list[str]:
     """Convert and check the arguments in the Python variant's order: the
-    per-point ones (``x`` first: it sets the number of points), then the shared.
+    per-point ones (the first, ``x`` unless it is shared, sets the number of
+    points), then the shared.
 
     ``dg_in[j]`` holds argument ``j`` as a C-contiguous float64 array (a new
     reference; ``PyObject *`` so that one release frees inputs and results alike)
@@ -83,11 +84,12 @@ def _check_lines(function: str, args: list[PointsArgument], use: Used) -> list[s
     """
     lines = [f"npy_intp {PREFIX}k = 0;"]
     order = [a for a in args if a.per_point] + [a for a in args if not a.per_point]
+    first = args.index(order[0])
     for arg in order:
         j = args.index(arg)
         argv, slot = f"{PREFIX}argv[{j}]", f"{PREFIX}in[{j}]"
         if arg.per_point:
-            count = "-1" if j == 0 else f"{PREFIX}k"
+            count = "-1" if j == first else f"{PREFIX}k"
             lines += [
                 f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
                 (
@@ -97,7 +99,7 @@ def _check_lines(function: str, args: list[PointsArgument], use: Used) -> list[s
                 ),
                 f"if ({slot} == NULL) goto {PREFIX}fail;",
             ]
-            if j == 0:
+            if j == first:
                 lines.append(f"{PREFIX}k = PyArray_DIM((PyArrayObject *){slot}, 0);")
         elif arg.shape == ():
             into = f"{PREFIX}s_{arg.name}"

@@ -137,13 +137,17 @@ def _columns(
 
 
 def column_body(
-    code: ScalarCode, reduction: Reduced, per_point: frozenset[str]
+    code: ScalarCode,
+    reduction: Reduced,
+    per_point: frozenset[str],
+    first: str = naming.INPUT,
 ) -> tuple[list[str], frozenset[str]]:
     """The statements of the block function of an operator's points variant,
     computing ``reduction`` on columns and returning every result (in the
     operator's order) with the points in front, and the helpers and constants of
     :mod:`difgen.floats` they name.
 
+    ``first`` is the per-point argument whose leading axis is the number of points.
     Raises :class:`NoColumnForm` when an expression has no column form.
     """
     printer = ColumnPrinter()
@@ -153,7 +157,7 @@ def column_body(
         used |= e.free_symbols
     for e in reduced:
         used |= sp.sympify(e).free_symbols
-    body = [f"{naming.NPOINTS} = {naming.INPUT}.shape[0]"]
+    body = [f"{naming.NPOINTS} = {first}.shape[0]"]
     for n in code.order:
         body += _columns(n, code.arrays[n], used, n in per_point)
     body += [f"{t} = {printer.doprint(e)}" for t, e in temps]

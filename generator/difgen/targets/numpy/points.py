@@ -60,6 +60,7 @@ from difgen.targets.signatures import (
     PointsArguments,
     points_arguments,
     points_docstring,
+    points_over_some,
     points_signature,
 )
 
@@ -81,12 +82,16 @@ benchmarks.calibration`` measures the call and the n = 100 gradient in blocks of
 
 
 def _code(
-    graph: Graph, out_flags: Sequence[bool], names: Sequence[str], pool: Constants
+    graph: Graph,
+    out_flags: Sequence[bool],
+    names: Sequence[str],
+    pool: Constants,
+    size: int,
 ) -> tuple[list[str], list[str], Uses]:
-    """(statements, result expressions, what they name) of a batched graph; every
-    result a fresh array with the points in front, the points axis printed as
-    ``npoints``."""
-    k = PointsAxis(graph.inputs[0].shape[0], naming.NPOINTS)
+    """(statements, result expressions, what they name) of a batched graph at
+    ``size`` points; every result a fresh array with the points in front, the
+    points axis printed as ``npoints``."""
+    k = PointsAxis(size, naming.NPOINTS)
     code = print_graph(graph, names, pool, lead=k, axis=k)
     results = []
     for out, expr, batched in zip(graph.outputs, code.outputs, out_flags):
@@ -101,7 +106,7 @@ def _code(
     return list(code.lines), results, code.uses
 
 
-def bytes_per_point(graph: Graph) -> int:
+def bytes_per_point(graph: Graph, k: int | None = None) -> int:
     """The most bytes per point that the batched values of ``graph`` keep live at
     once, equation by equation: the arguments (the caller holds them throughout)
     and the temporaries until their last reader; a view costs nothing but keeps
@@ -109,9 +114,11 @@ def bytes_per_point(graph: Graph) -> int:
 
     NumPy frees a temporary when its last reader is done and its allocator hands
     the memory to the next one, so the peak of the live values, not their sum, is
-    what one block keeps in the cache.
+    what one block keeps in the cache. ``k`` is the number of points the graph
+    was batched at (by default the leading axis of its first input, ``x``).
     """
-    k = graph.inputs[0].shape[0]
+    if k is None:
+        k = graph.inputs[0].shape[0]
     views = {e.out for e in graph.eqns if e.primitive.view}
 
     def size(v: Var) -> int:
@@ -141,7 +148,7 @@ def bytes_per_point(graph: Graph) -> int:
     return peak
 
 
-def block_size(graph: Graph, layout_size: int) -> int:
+def block_size(graph: Graph, layout_size: int, k: int | None = None) -> int:
     """How many points one block holds: the largest power of two whose
     temporaries fit :data:`BLOCK_BYTES`, at least :data:`MIN_BLOCK`, and a power
     of two above ``layout_size`` (a point's elements) when the arguments are laid
@@ -149,7 +156,7 @@ def block_size(graph: Graph, layout_size: int) -> int:
     call over all the points takes, which decides the order of NumPy's reductions and whether
     a product goes to BLAS, so the blocks round exactly as that call does. A
     power of two, because blocks start at its multiples (``_point_blocks``)."""
-    return _block_points(bytes_per_point(graph), layout_size)
+    return _block_points(bytes_per_point(graph, k), layout_size)
 
 
 def _block_points(per_point: int, layout_size: int) -> int:
@@ -219,6 +226,7 @@ def _blocked(
 def _columns(
     spec: ModuleSpec,
     op: Operator,
+    ys: Shape,
     expressions: tuple[ScalarCode, Reduced] | None,
 ) -> tuple[list[str], frozenset[str], int, list[tuple[Shape, str]]] | None:
     """(body, helpers, bytes a point, result shapes and dtypes) of a straight-line
@@ -230,10 +238,15 @@ def _columns(
         return None
     code, reduction = expressions
     per_point = frozenset(
-        [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts if c.per_point)]
+        [
+            *([naming.INPUT] if spec.input.per_point else []),
+            *op.seeds,
+            *(c.name for c in spec.contexts if c.per_point),
+        ]
     )
     try:
-        body, helpers = columns.column_body(code, reduction, per_point)
+        first = points_arguments(op, spec, ys).per_point[0]
+        body, helpers = columns.column_body(code, reduction, per_point, first)
     except columns.NoColumnForm as exc:
         note(
             f"{naming.points(op.name)}: the batched graph, not {op.name}'s "
@@ -268,7 +281,7 @@ def points_function(
     params, annotation = points_signature(op, spec, ys)
     name = naming.points_block(op.name)
     args = points_arguments(op, spec, ys)
-    on_columns = _columns(spec, op, expressions)
+    on_columns = _columns(spec, op, ys, expressions)
     if on_columns is not None:
         body, helpers, per_point_bytes, shapes = on_columns
         block = Function(
@@ -291,9 +304,10 @@ def points_function(
         )
         return block, variant
     trial = copy.deepcopy(pool)
-    body, results, uses = _code(g1, f1, names, pool)
+    k1, k2 = derived.sentinels
+    body, results, uses = _code(g1, f1, names, pool, k1)
     if (
-        (body, results) != _code(g2, f2, names, trial)[:2]
+        (body, results) != _code(g2, f2, names, trial, k2)[:2]
         or pool.items != trial.items
         or pool.setup != trial.setup
     ):
@@ -306,7 +320,7 @@ def points_function(
             "module",
         )
     if any(naming.NPOINTS in line for line in (*body, *results)):
-        body.insert(0, f"{naming.NPOINTS} = {naming.INPUT}.shape[0]")
+        body.insert(0, f"{naming.NPOINTS} = {args.per_point[0]}.shape[0]")
     if len(results) == 1:
         last = LastResult(f": NDArray[np.float64] = {results[0]}", naming.RESULT)
         body += returns(op.results, results, last, False)
@@ -329,7 +343,9 @@ def points_function(
         params,
         annotation,
         points_docstring(op, spec, ys),
-        tuple(_blocked(name, names, args, block_size(g1, args.layout_size), shapes)),
+        tuple(
+            _blocked(name, names, args, block_size(g1, args.layout_size, k1), shapes)
+        ),
         points_of=op.name,
     )
     return block, variant
@@ -361,6 +377,16 @@ def build(
     return built
 
 
+def _c_helpers(spec: ModuleSpec) -> tuple[tuple[str, str], ...]:
+    """What the extension's ``_bind`` is given for the points variants: in a
+    module whose points variants share ``x`` or take int64 or bool data per
+    point, the module's ``_as_points_c`` (its errors name the argument that set
+    the number of points, as the Python variant's do), else ``_as_points``."""
+    if points_over_some(spec):
+        return ((naming.AS_POINTS, naming.AS_POINTS_C),)
+    return c_points.HELPERS
+
+
 def with_native(
     spec: ModuleSpec,
     variant: Function,
@@ -381,5 +407,5 @@ def with_native(
         native=source,
         native_doc=signature + variant.doc,
         native_runtime=runtime,
-        wrappers=c_points.HELPERS,
+        wrappers=_c_helpers(spec),
     )
