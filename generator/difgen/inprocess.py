@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from difgen import api, budget, naming
+from difgen import api, budget, naming, structure
 from difgen.budget import reporting, time_limit
 from difgen.config import _MODULE_KEYS, Config, ModuleSpec, _Reader
 from difgen.errors import ConfigError, DifgenError, UsageError
@@ -69,7 +69,7 @@ def generate(
     f: Callable[..., Any],
     *example_args: Any,
     operators: Sequence[str],
-    wrt: int = 0,
+    wrt: int | tuple[int, ...] = 0,
     backend: str = "trace",
     emit: str = "auto",
     output_dir: str | os.PathLike[str] | None = None,
@@ -82,7 +82,11 @@ def generate(
     module's: argument ``wrt`` (an index) is the differentiated input ``x``, every
     other one a context named after its parameter of ``f``. The operators take
     ``x`` first, then the contexts in ``f``'s order, as for a ``[[module]]`` of
-    ``difgen.toml`` whose ``input`` and ``contexts`` say the same. ``operators``,
+    ``difgen.toml`` whose ``input`` and ``contexts`` say the same. ``wrt`` a tuple
+    of indices (JAX's ``argnums``), or a differentiated argument that is a tree
+    (dict, tuple, list, NamedTuple, dataclass of arrays and numbers), make the
+    module of the config's ``inputs``: the operators take those arguments first,
+    in ``wrt``'s order, and return their structure. ``operators``,
     ``backend``, ``emit`` and every keyword of ``module_options`` (``name``,
     ``mode``, ``batch``, ``sparse``, ``points``, ``timeout``) mean, and are checked,
     exactly as the key of that name in ``difgen.toml`` (one of ``module_options``
@@ -166,21 +170,18 @@ def _module_table(
         )
     title = re.sub(r"\W", "_", getattr(f, "__name__", type(f).__name__))
     call = f"{GENERATE}({title}, ...)"
-    if isinstance(wrt, (tuple, list)):
-        raise UsageError(
-            f"{GENERATE}({title}, ..., wrt={wrt!r}): several differentiated "
-            "arguments are not supported yet on this branch; give one index"
-        )
-    if type(wrt) is not int or not 0 <= wrt < len(args):
-        raise UsageError(
-            f"{GENERATE}({title}, ..., wrt={wrt!r}): wrt must be the index of one "
-            f"of the {len(args)} example arguments (0 to {len(args) - 1})"
-        )
+    indices = _wrt_indices(wrt, len(args), title)
     names = _parameter_names(f, args, call)
-    examples = [
-        _example(value, _argument(call, i, n))
+    trees = {
+        i: _tree(args[i], _argument(call, i, names[i]))
+        for i in indices
+        if isinstance(wrt, tuple) or _is_pytree(args[i])
+    }
+    examples = {
+        i: _example(value, _argument(call, i, n))
         for i, (value, n) in enumerate(zip(args, names))
-    ]
+        if i not in trees
+    }
     for key in options:
         if key in DERIVED_KEYS:
             raise UsageError(
@@ -197,17 +198,27 @@ def _module_table(
             if value is not None or key not in MODULE_OPTIONS  # None: the default
         }
     )
-    shape, dtype = examples[wrt]
-    table["input"] = {"shape": shape, "dtype": dtype}
-    places[("input",)] = _argument(call, wrt, names[wrt])
+    if trees:  # several inputs or trees: the config's `inputs`
+        table["inputs"] = []
+        for index in indices:
+            places[("inputs", len(table["inputs"]))] = _argument(
+                call, index, names[index]
+            )
+            table["inputs"].append(
+                {"name": names[index], **_input_entry(trees[index], call)}
+            )
+    else:
+        shape, dtype = examples[indices[0]]
+        table["input"] = {"shape": shape, "dtype": dtype}
+        places[("input",)] = _argument(call, indices[0], names[indices[0]])
     contexts: list[dict[str, Any]] = []
-    for index, (shape, dtype) in enumerate(examples):
-        if index != wrt:
+    for index, (shape, dtype) in examples.items():
+        if index not in indices:
             places[("contexts", len(contexts))] = _argument(call, index, names[index])
             contexts.append({"name": names[index], "shape": shape, "dtype": dtype})
     if contexts:
         table["contexts"] = contexts
-    return ModuleTable(table, places, _differentiated_first(f, wrt))
+    return ModuleTable(table, places, _differentiated_first(f, indices))
 
 
 def _argument(call: str, index: int, name: str) -> str:
@@ -246,14 +257,11 @@ def _parameter_names(
 
 def _example(value: Any, where: str) -> tuple[list[int], str]:
     """The shape and dtype name of an example argument."""
-    pytree = isinstance(value, (dict, list, tuple)) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
-    )
-    if pytree:
+    if _is_pytree(value):
         raise UsageError(
-            f"{where}: a {type(value).__name__}; pytree arguments (dict, tuple, "
-            "list, NamedTuple, dataclass) are not supported yet on this branch: "
-            "pass NumPy arrays or Python numbers"
+            f"{where}: a {type(value).__name__}; a context is one array: "
+            "differentiate this argument (list its index in wrt=) or pass its "
+            "arrays as arguments of their own"
         )
     try:
         array = np.asarray(value)
@@ -289,17 +297,83 @@ def _default_name(f: Callable[..., Any]) -> str:
     return f"{name or 'f'}_derivatives"
 
 
-def _differentiated_first(f: Callable[..., Any], wrt: int) -> Callable[..., Any]:
-    """``f`` as the pipeline calls it, with the differentiated argument first: ``f``
-    itself when it is already first. The wrapper's ``__wrapped__`` makes
-    signatures and messages name ``f``."""
-    if wrt == 0:
+def _differentiated_first(
+    f: Callable[..., Any], indices: tuple[int, ...]
+) -> Callable[..., Any]:
+    """``f`` as the pipeline calls it, with the differentiated arguments first (in
+    ``wrt``'s order), then the contexts: ``f`` itself when they already are. The
+    wrapper's ``__wrapped__`` makes signatures and messages name ``f``."""
+    if indices == tuple(range(len(indices))):
         return f
 
-    def differentiated_first(x: Any, *contexts: Any) -> Any:
-        return f(*contexts[:wrt], x, *contexts[wrt:])
+    def differentiated_first(*arguments: Any) -> Any:
+        given = dict(zip(indices, arguments))
+        contexts = iter(arguments[len(indices) :])
+        total = len(arguments)
+        return f(*(given[i] if i in given else next(contexts) for i in range(total)))
 
     return functools.update_wrapper(differentiated_first, f)
+
+
+def _wrt_indices(wrt: Any, count: int, title: str) -> tuple[int, ...]:
+    """``wrt`` as the indices of the differentiated arguments: one index, or a
+    tuple of distinct ones (JAX's ``argnums``)."""
+    items = wrt if isinstance(wrt, tuple) else (wrt,)
+    bad = not items or any(type(i) is not int or not 0 <= i < count for i in items)
+    if bad or len(set(items)) != len(items):
+        raise UsageError(
+            f"{GENERATE}({title}, ..., wrt={wrt!r}): wrt must be the index of one "
+            f"of the {count} example arguments (0 to {count - 1}) or a tuple of "
+            "distinct ones"
+        )
+    return items
+
+
+def _is_pytree(value: Any) -> bool:
+    """A container of arrays (dict, tuple, list, NamedTuple, dataclass), which
+    only a differentiated argument may be."""
+    return isinstance(value, (dict, list, tuple)) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    )
+
+
+def _tree(value: Any, where: str) -> structure.Tree:
+    """The tree of a differentiated example argument (:func:`structure.describe`),
+    its errors located at the argument."""
+    try:
+        return structure.describe(value, "value")
+    except structure.StructureError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+
+
+def _input_entry(tree: structure.Tree, call: str) -> dict[str, Any]:
+    """One entry of the config's ``inputs`` spelling ``tree`` (the keys besides
+    ``name``): ``shape``, or ``tree`` with ``kind = "tuple"`` or the ``type`` of a
+    NamedTuple or a dataclass."""
+    if isinstance(tree, structure.Leaf):
+        return {"shape": list(tree.shape), "dtype": tree.dtype}
+    entry: dict[str, Any] = {"tree": _toml_tree(tree, call, top=True)}
+    if tree.kind == "tuple":
+        entry["kind"] = "tuple"
+    if tree.cls is not None:
+        entry["type"] = f"{tree.cls.__module__}:{tree.cls.__qualname__}"
+    return entry
+
+
+def _toml_tree(tree: structure.Tree, call: str, top: bool = False) -> Any:
+    """A tree as the config's ``tree`` value: a leaf ``{shape, dtype}``, a table
+    for a dict (or a class's fields), an array for a list or a tuple."""
+    if isinstance(tree, structure.Leaf):
+        return {"shape": list(tree.shape), "dtype": tree.dtype}
+    if tree.cls is not None and not top:
+        raise UsageError(
+            f"{call}: a {tree.cls.__name__} inside another container: a NamedTuple "
+            "or a dataclass can only be a whole argument"
+        )
+    children = [_toml_tree(child, call) for child in tree.children]
+    if tree.kind in ("list", "tuple"):
+        return children
+    return dict(zip((str(k) for k in tree.keys), children))
 
 
 class _Places(Locator):

@@ -139,7 +139,8 @@ def _load_class(spec: ModuleSpec, fn: Callable[..., Any], ref: str) -> Any:
     as ``function`` is."""
     found = split_function_ref(ref)
     own = split_function_ref(spec.function)
-    globals_ = getattr(getattr(fn, "__func__", fn), "__globals__", {})
+    own_fn = inspect.unwrap(getattr(fn, "__func__", fn))  # difgen.generate wraps
+    globals_ = getattr(own_fn, "__globals__", {})
     if found and own and found[0] == own[0] and found[1] in globals_:
         return globals_[found[1]]
 
