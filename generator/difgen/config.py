@@ -24,7 +24,7 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +36,15 @@ from difgen.toml_lines import Key, Locator
 BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
 EMITS = ("auto", "scalar", "vector", "c")
-DTYPES = ("float64",)
-"""The dtypes of the differentiated input."""
-CONTEXT_DTYPES = ("float64", "int64", "bool")
+DTYPES = ("float64", "float32")
+"""The dtypes of the differentiated input: the module computes in that float type
+(a float32 module's code computes in float32 end to end; see
+:mod:`difgen.precision`)."""
+CONTEXT_DTYPES = ("float64", "float32", "int64", "bool")
 """The dtypes of contexts: integer and boolean data (labels, edge lists, masks) is
 not differentiated, and is known only at run time (the trace backend indexes with it
-in the generated code)."""
+in the generated code). A float32 context of a float64 module is converted to
+float64 at entry, exactly, as NumPy promotes it."""
 
 CONFIG_NAME = "difgen.toml"
 PYPROJECT_NAME = "pyproject.toml"
@@ -527,6 +530,11 @@ class _Reader:
             )
         backend = self.choice(table, at + ("backend",), BACKENDS, "sympy")
         contexts = self.contexts(table, at + ("contexts",))
+        if array.dtype == "float64":  # NumPy promotes float32 data to float64
+            contexts = tuple(
+                replace(c, dtype="float64") if c.dtype == "float32" else c
+                for c in contexts
+            )
         for index, context in enumerate(contexts):
             if context.per_point and not points:
                 raise self.error(
@@ -541,13 +549,15 @@ class _Reader:
                     "contexts are float64 only; share it between points (drop "
                     "per_point) or pass it as float64",
                 )
-            if context.dtype != "float64" and backend == "sympy":
+            if context.dtype in ("int64", "bool") and backend == "sympy":
                 raise self.error(
                     at + ("contexts", index, "dtype"),
                     f"context '{context.name}' has dtype {context.dtype}: run-time "
                     "integer or boolean data (indices, masks) cannot be lowered to "
                     'scalar code; use backend = "trace"',
                 )
+        if array.dtype == "float32":
+            self.check_float32(table, at, backend, sparse, points, contexts)
         return ModuleSpec(
             name=name,
             function=function,
@@ -565,6 +575,69 @@ class _Reader:
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
         )
+
+    def check_float32(
+        self,
+        table: dict[str, Any],
+        at: Key,
+        backend: str,
+        sparse: bool,
+        points: bool,
+        contexts: tuple[ContextSpec, ...],
+    ) -> None:
+        """What a float32 module (``input.dtype = "float32"``) cannot be combined
+        with, refused at the key that asks for it, saying why."""
+        dtype_key = at + ("input", "dtype")
+        if backend != "trace":
+            where = at + ("backend",) if "backend" in table else dtype_key
+            raise self.error(
+                where,
+                'input.dtype = "float32" needs backend = "trace": the sympy '
+                "backend prints Python floats (float64) and C doubles; the trace "
+                "backend's vector code computes in float32",
+            )
+        emit = table.get("emit", "auto")
+        if emit in ("scalar", "c"):
+            why = (
+                "straight-line scalar code computes with Python floats, which are "
+                "float64"
+                if emit == "scalar"
+                else "the C target computes in double only in this version"
+            )
+            raise self.error(
+                at + ("emit",),
+                f'emit = "{emit}" cannot compute a float32 module: {why}; use '
+                'emit = "vector" (or "auto"), which computes in float32',
+            )
+        if sparse:
+            raise self.error(
+                at + ("sparse",),
+                "sparse = true is float64 only in this version (its CSR results "
+                "are float64); drop it or declare input.dtype float64",
+            )
+        if points:
+            raise self.error(
+                at + ("points",),
+                "points = true is float64 only in this version (the points "
+                "variants are float64 code); drop it or declare input.dtype float64",
+            )
+        for index, context in enumerate(contexts):
+            if context.dtype == "float32":
+                continue
+            why = (
+                "NumPy would promote the float32 input to float64 when it meets a "
+                "float64 array, so the module would not compute in float32; "
+                'declare it dtype = "float32" (it is converted exactly if your '
+                "data is float32) or the input float64"
+                if context.dtype == "float64"
+                else "int64 and bool contexts are supported in float64 modules "
+                "only in this version"
+            )
+            raise self.error(
+                at + ("contexts", index, "dtype"),
+                f"context '{context.name}' is {context.dtype} in a float32 module: "
+                f"{why}",
+            )
 
     def operators(
         self, table: dict[str, Any], key: Key, shape: tuple[int, ...]
@@ -629,11 +702,7 @@ class _Reader:
             )
         dtype = value.get("dtype", "float64")
         if dtype not in dtypes:
-            what = (
-                "only float64 is supported in this version"
-                if dtypes == DTYPES
-                else f"expected one of {', '.join(dtypes)}"
-            )
+            what = f"expected one of {', '.join(dtypes)}"
             raise self.error(
                 key + ("dtype",), f"'{label}.dtype' is {_show(dtype)}, but {what}"
             )

@@ -21,6 +21,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from difgen import precision
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit
@@ -58,8 +59,10 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
     call's values baked into the generated module, so it is refused.
     """
     check_arity(spec, fn)
-    avals = [(tuple(spec.input.shape), spec.input.dtype)]
-    avals += [(tuple(c.shape), c.dtype) for c in spec.contexts]
+    # The IR has one float type: a float32 module is traced like a float64 one and
+    # computes in float32 in the code printed for it (difgen.precision).
+    avals = [(tuple(spec.input.shape), _traced_dtype(spec.input.dtype))]
+    avals += [(tuple(c.shape), _traced_dtype(c.dtype)) for c in spec.contexts]
     # the sympy backend has no loop form: its static loops unroll, as they always did
     unrolled = control.unrolling() if spec.backend == "sympy" else nullcontext()
     try:
@@ -89,10 +92,16 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
         raise ConfigError(
             spec.config_path,
             spec.line_of("function"),
-            f"{spec.function} returns a {out.dtype} value; expected float64",
+            f"{spec.function} returns a {out.dtype} value; expected "
+            f"{spec.input.dtype}",
         )
     check_output_fit(spec, tuple(out.shape))
     return graph
+
+
+def _traced_dtype(dtype: str) -> str:
+    """The IR's type of an argument of this dtype: float32 is its float type too."""
+    return "float64" if dtype == "float32" else dtype
 
 
 _SHAPE_TROUBLE = re.compile(r"shape|broadcast|out of bounds", re.IGNORECASE)
@@ -226,7 +235,8 @@ def print_parts(derivation: Derivation) -> ModuleParts:
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """The module's printed parts from its traced graph (derive, then print)."""
-    return print_parts(derive(spec, graph))
+    with precision.computing_in(spec.input.dtype):
+        return print_parts(derive(spec, graph))
 
 
 def generate_module(spec: ModuleSpec, config: Config, fn: Callable[..., Any]) -> str:
@@ -248,7 +258,15 @@ def generate_files(
 def _generate(
     spec: ModuleSpec, config: Config, fn: Callable[..., Any]
 ) -> list[tuple[str, str]]:
-    """The stages of one module's build (see :func:`generate_files`)."""
+    """The stages of one module's build (see :func:`generate_files`), the print
+    and render stages in the module's float type."""
+    with precision.computing_in(spec.input.dtype):
+        return _stages(spec, config, fn)
+
+
+def _stages(
+    spec: ModuleSpec, config: Config, fn: Callable[..., Any]
+) -> list[tuple[str, str]]:
     with stage("trace"):
         graph = trace_spec(spec, fn)
         digest = source_hash(spec, graph)  # of the graph as traced, before any backend

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.expr import Aval, Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.ir import Atom, Eqn, FrozenArray
@@ -257,7 +258,7 @@ def _scatter_form(
     # NumPy that they reject
     ignore = "  # type: ignore[arg-type]" if len(params["index"]) > 1 else ""
     return [
-        f"OUT = np.zeros({tuple(params['shape'])!r})",
+        f"OUT = np.zeros({tuple(params['shape'])!r}{precision.float_dtype_arg()})",
         f"np.add.at(OUT, np.s_[{index}], {argument(args[0])}){ignore}",
     ]
 

@@ -1,0 +1,71 @@
+"""The float type a module computes in: float64, or float32 (``input.dtype``).
+
+The IR has one float type. A float32 module is traced, derived and optimized like a
+float64 one; it is the emitted code that computes in float32: its arguments are
+checked as float32 arrays, every float array it creates (constants, seeds, zeros,
+bases) is made with ``dtype=np.float32``, a scalar constant is written as a Python
+float (NumPy 2 treats Python scalars as weak, NEP 50, so ``x * 0.5`` stays float32),
+and its scalar results are ``np.float32`` values. NumPy then computes every
+operation of the module in float32, as the user's function does on float32 data.
+
+What the printers need to know is only which float type that is. They run inside
+:func:`computing_in` (the pipeline's print and render stages), and read it with
+:func:`module_float`; outside of it a module is float64, and every float64 module
+prints exactly as before float32 existed.
+
+>>> module_float()
+'float64'
+>>> with computing_in("float32"):
+...     module_float(), float_dtype_arg(), array_type()
+('float32', ', dtype=np.float32', 'NDArray[np.float32]')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+FLOAT_DTYPES = ("float64", "float32")
+
+_MODULE_FLOAT: ContextVar[str] = ContextVar("module_float", default="float64")
+
+
+@contextmanager
+def computing_in(dtype: str) -> Iterator[None]:
+    """Print (and render) the module inside this block in float ``dtype``."""
+    if dtype not in FLOAT_DTYPES:
+        raise ValueError(f"no module computes in {dtype}")
+    token = _MODULE_FLOAT.set(dtype)
+    try:
+        yield
+    finally:
+        _MODULE_FLOAT.reset(token)
+
+
+def module_float() -> str:
+    """``"float64"`` or ``"float32"``: the float type of the module being printed."""
+    return _MODULE_FLOAT.get()
+
+
+def is_float32() -> bool:
+    return _MODULE_FLOAT.get() == "float32"
+
+
+def float_dtype_arg() -> str:
+    """``", dtype=np.float32"`` for the calls that make a float array (``np.zeros``,
+    ``np.array`` of floats...) in a float32 module; nothing in a float64 one, where
+    NumPy's default is the module's type."""
+    return ", dtype=np.float32" if is_float32() else ""
+
+
+def array_type() -> str:
+    """The annotation of the module's float arrays."""
+    return f"NDArray[np.{module_float()}]"
+
+
+def scalar_result(expr: str) -> str:
+    """A scalar result: a Python float in a float64 module (as always), an
+    ``np.float32`` in a float32 one (a float32 function's derivatives are float32,
+    as JAX returns them)."""
+    return f"np.float32({expr})" if is_float32() else f"float({expr})"
