@@ -66,7 +66,7 @@ def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
     # the sympy backend has no loop form: its static loops unroll, as they always did
     unrolled = control.unrolling() if spec.backend == "sympy" else nullcontext()
     try:
-        with unrolled:
+        with unrolled, precision.computing_in(spec.input.dtype):
             graph = trace(fn, avals)
             again = trace(fn, avals)
     except TraceError as exc:

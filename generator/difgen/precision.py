@@ -9,9 +9,13 @@ and its scalar results are ``np.float32`` values. NumPy then computes every
 operation of the module in float32, as the user's function does on float32 data.
 
 What the printers need to know is only which float type that is. They run inside
-:func:`computing_in` (the pipeline's print and render stages), and read it with
-:func:`module_float`; outside of it a module is float64, and every float64 module
-prints exactly as before float32 existed.
+:func:`computing_in` (the pipeline's trace, print and render stages), and read it
+with :func:`module_float`; outside of it a module is float64, and every float64
+module prints exactly as before float32 existed. While tracing, the frontend takes
+``dtype=np.float32`` and ``.astype(np.float32)`` of a float32 module's values as
+the no-ops they are (:func:`is_traced_float`); a float32 constant (``np.ones(3,
+dtype=np.float32)``) is a constant of the IR's float type, whose values float32
+holds exactly.
 
 >>> module_float()
 'float64'
@@ -25,6 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
 
 FLOAT_DTYPES = ("float64", "float32")
 
@@ -50,6 +57,16 @@ def module_float() -> str:
 
 def is_float32() -> bool:
     return _MODULE_FLOAT.get() == "float32"
+
+
+def is_traced_float(dtype: Any) -> bool:
+    """Whether ``dtype`` is the float type of the module being traced: float64, or
+    float32 in a float32 module (where ``x.astype(np.float32)`` changes nothing)."""
+    if dtype is None:
+        return False
+    return np.dtype(dtype) == np.float64 or (
+        is_float32() and np.dtype(dtype) == np.float32
+    )
 
 
 def float_dtype_arg() -> str:

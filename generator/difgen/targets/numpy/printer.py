@@ -352,6 +352,10 @@ def _index_param(value: Any, pool: Constants) -> Any:
 def lit_source(lit: Lit, pool: Constants, axis: PointsAxis | None = None) -> Expr:
     """A literal: numbers in place, small arrays in place, the rest as constants
     (the points ``axis`` named in its shape)."""
+    if lit.value.ndim == 0 and precision.is_float32() and lit.value.dtype.kind == "f":
+        # a Python float is weak next to a float32 array, but not in a call whose
+        # float operands are all literals (np.where(m, 1.0, 0.0) is float64)
+        return atom(f"np.float32({number(lit.value[()])})")
     if lit.value.ndim == 0:
         return literal(number(lit.value[()]))
     source = array_source(lit.value, axis=axis)
