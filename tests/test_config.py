@@ -213,16 +213,6 @@ BAD_CONFIGS = [
         ),
     ),
     (
-        "float32-int-context",
-        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
-        + 'backend = "trace"\ncontexts = [{ name = "c", shape = [2], dtype = "int64" }]\n',
-        7,
-        (
-            "context 'c' is int64 in a float32 module: int64 and bool contexts are "
-            "supported in float64 modules only"
-        ),
-    ),
-    (
         "context-dtype",
         MODULE + 'contexts = [{ name = "c", shape = [], dtype = "int64" }]\n',
         6,

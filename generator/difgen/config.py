@@ -622,21 +622,15 @@ class _Reader:
                 "variants are float64 code); drop it or declare input.dtype float64",
             )
         for index, context in enumerate(contexts):
-            if context.dtype == "float32":
-                continue
-            why = (
-                "NumPy would promote the float32 input to float64 when it meets a "
-                "float64 array, so the module would not compute in float32; "
-                'declare it dtype = "float32" (it is converted exactly if your '
-                "data is float32) or the input float64"
-                if context.dtype == "float64"
-                else "int64 and bool contexts are supported in float64 modules "
-                "only in this version"
-            )
+            if context.dtype != "float64":
+                continue  # float32 data, and int64 or bool data (indices, masks)
             raise self.error(
                 at + ("contexts", index, "dtype"),
-                f"context '{context.name}' is {context.dtype} in a float32 module: "
-                f"{why}",
+                f"context '{context.name}' is float64 in a float32 module: NumPy "
+                "would promote the float32 input to float64 when it meets a float64 "
+                "array, so the module would not compute in float32; declare it "
+                'dtype = "float32" (it is converted exactly if your data is '
+                "float32) or the input float64",
             )
 
     def operators(

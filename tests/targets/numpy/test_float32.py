@@ -291,6 +291,11 @@ def ratio(x):
 
 def scale(x, s):
     return x * s
+
+
+def gathered(x, idx, mask):
+    y = np.sum(x[idx] * 2.0) + np.where(mask, x, 0.0)
+    return np.sum(y**2) + np.mean(x[mask]) + idx.sum() * x[0] + np.sum(idx * x[:3])
 """
 
 
@@ -401,3 +406,40 @@ def test_a_float32_context_of_a_float64_module_is_promoted(tmp_path: Path) -> No
     jac = m.jacobian(np.ones(2), s)
     assert jac.dtype == np.float64  # NumPy promotes float32 data to float64
     np.testing.assert_array_equal(jac, np.diag(s.astype(np.float64)))
+
+
+def test_int64_and_bool_contexts_index_a_float32_module(tmp_path: Path) -> None:
+    """Indices and masks are run-time data; what they turn into floats (a count, an
+    index cast) is float32, so the module stays float32. Checked against the same
+    function built as a float64 module."""
+    ops = ["gradient", "hessian", "value_and_gradient"]
+    contexts = (
+        '[{ name = "idx", shape = [3], dtype = "int64" }, '
+        '{ name = "mask", shape = [5], dtype = "bool" }]'
+    )
+    m = _build(
+        tmp_path / "f32",
+        EDGE_FUNCTIONS,
+        "gathered",
+        "functions.py:gathered",
+        [5],
+        ops,
+        contexts=contexts,
+    )
+    (tmp_path / "f64").mkdir()
+    (tmp_path / "f64" / "functions.py").write_text(EDGE_FUNCTIONS)
+    text = _config("gathered", "functions.py:gathered", [5], ops, contexts=contexts)
+    (tmp_path / "f64" / "difgen.toml").write_text(
+        text.replace(', dtype = "float32" }', " }", 1)
+    )
+    difgen.build(tmp_path / "f64" / "difgen.toml")
+    twin = import_file(tmp_path / "f64" / "out" / "gathered.py")
+    x = np.array([0.1, 0.5, -0.3, 0.7, 0.2], dtype=np.float32)
+    idx, mask = np.array([0, 3, 3]), np.array([1, 0, 1, 1, 0], dtype=bool)
+    value, g = m.value_and_gradient(x, idx, mask)
+    hess = m.hessian(x, idx, mask)
+    _float32(value, g, hess, m.gradient(x, idx, mask))
+    x64 = x.astype(np.float64)
+    _close(value, twin.f(x64, idx, mask))
+    _close(g, twin.gradient(x64, idx, mask))
+    _close(hess, twin.hessian(x64, idx, mask), 1e-3)
