@@ -203,6 +203,19 @@ BAD_CONFIGS = [
         "points = true is float64 only in this version",
     ),
     (
+        "accumulate-float64-module",
+        MODULE + 'backend = "trace"\naccumulate = "float64"\n',
+        7,
+        'accumulate = "float64" applies to float32 modules',
+    ),
+    (
+        "accumulate-value",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
+        + 'backend = "trace"\naccumulate = "float16"\n',
+        7,
+        "'accumulate' must be \"float64\"",
+    ),
+    (
         "float32-float64-context",
         with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
         + 'backend = "trace"\ncontexts = [{ name = "c", shape = [2] }]\n',

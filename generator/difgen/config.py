@@ -66,6 +66,7 @@ _MODULE_KEYS = (
     "emit",
     "timeout",
     "points",
+    "accumulate",
 )
 _ARRAY_KEYS = ("shape", "dtype")
 _CONTEXT_KEYS = ("name", "shape", "dtype", "per_point")
@@ -115,6 +116,9 @@ class ModuleSpec:
     timeout: float | None = None
     points: bool = False
     """Also emit ``<operator>_points`` variants over a leading axis of points."""
+    accumulate: str | None = None
+    """``"float64"``: a float32 module's sums, matrix products and contractions
+    accumulate in float64, each result rounded to float32 (``accumulate``)."""
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
@@ -558,6 +562,15 @@ class _Reader:
                 )
         if array.dtype == "float32":
             self.check_float32(table, at, backend, sparse, points, contexts)
+        accumulate = None
+        if "accumulate" in table:
+            accumulate = self.choice(table, at + ("accumulate",), ("float64",), "")
+            if array.dtype != "float32":
+                raise self.error(
+                    at + ("accumulate",),
+                    'accumulate = "float64" applies to float32 modules (input.dtype '
+                    '= "float32"); a float64 module accumulates in float64 already',
+                )
         return ModuleSpec(
             name=name,
             function=function,
@@ -571,6 +584,7 @@ class _Reader:
             emit=self.choice(table, at + ("emit",), EMITS, "auto"),
             timeout=None if timeout is None else float(timeout),
             points=points,
+            accumulate=accumulate,
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),

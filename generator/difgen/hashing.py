@@ -38,7 +38,11 @@ _LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines", "timeout"})
 """Fields that do not change the generated text: where the entry is, and how long
 its build may take."""
 
-_OPT_IN_DEFAULTS: dict[str, object] = {"points": False, "per_point": False}
+_OPT_IN_DEFAULTS: dict[str, object] = {
+    "points": False,
+    "per_point": False,
+    "accumulate": None,
+}
 """Keys added after modules were first hashed, left out of the fingerprint at their
 default: a module that does not use the feature keeps its SOURCE_HASH (its text
 does not change either), and turning the feature on changes the hash."""

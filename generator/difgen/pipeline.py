@@ -235,7 +235,7 @@ def print_parts(derivation: Derivation) -> ModuleParts:
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """The module's printed parts from its traced graph (derive, then print)."""
-    with precision.computing_in(spec.input.dtype):
+    with precision.computing_in(spec.input.dtype, spec.accumulate):
         return print_parts(derive(spec, graph))
 
 
@@ -260,7 +260,7 @@ def _generate(
 ) -> list[tuple[str, str]]:
     """The stages of one module's build (see :func:`generate_files`), the print
     and render stages in the module's float type."""
-    with precision.computing_in(spec.input.dtype):
+    with precision.computing_in(spec.input.dtype, spec.accumulate):
         return _stages(spec, config, fn)
 
 

@@ -36,18 +36,39 @@ import numpy as np
 FLOAT_DTYPES = ("float64", "float32")
 
 _MODULE_FLOAT: ContextVar[str] = ContextVar("module_float", default="float64")
+_ACCUMULATE: ContextVar[bool] = ContextVar("accumulate", default=False)
 
 
 @contextmanager
-def computing_in(dtype: str) -> Iterator[None]:
-    """Print (and render) the module inside this block in float ``dtype``."""
+def computing_in(dtype: str, accumulate: str | None = None) -> Iterator[None]:
+    """Print (and render) the module inside this block in float ``dtype``; with
+    ``accumulate = "float64"`` (a float32 module's option), its sums and products
+    accumulate in float64 (:func:`accumulating`)."""
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"no module computes in {dtype}")
     token = _MODULE_FLOAT.set(dtype)
+    wide = _ACCUMULATE.set(accumulate == "float64" and dtype == "float32")
     try:
         yield
     finally:
+        _ACCUMULATE.reset(wide)
         _MODULE_FLOAT.reset(token)
+
+
+def accumulating() -> bool:
+    """Whether the module's sums, matrix products and contractions accumulate in
+    float64 and round their result to float32 (``accumulate = "float64"``): each
+    is then one float32 rounding of the float64 result, where float32
+    accumulation (BLAS's sgemm, NumPy's pairwise sums) rounds at every step."""
+    return _ACCUMULATE.get()
+
+
+def widened(call: str) -> str:
+    """``call`` (a NumPy call ending in ``)``) with ``dtype=np.float64`` added and
+    its result rounded to float32, when the module accumulates in float64."""
+    if not accumulating():
+        return call
+    return f"{call[:-1]}, dtype=np.float64).astype(np.float32)"
 
 
 def module_float() -> str:

@@ -443,3 +443,53 @@ def test_int64_and_bool_contexts_index_a_float32_module(tmp_path: Path) -> None:
     _close(value, twin.f(x64, idx, mask))
     _close(g, twin.gradient(x64, idx, mask))
     _close(hess, twin.hessian(x64, idx, mask), 1e-3)
+
+
+ACCUMULATED = """\
+import numpy as np
+
+
+def loss(x, A):
+    r = A @ x - 1.0
+    return np.sum(r * r) + np.cumsum(x)[-1] + np.einsum("i,i->", x, x)
+"""
+
+
+def test_accumulate_float64_sums_and_multiplies_in_float64(tmp_path: Path) -> None:
+    """``accumulate = "float64"``: the matrix products, sums, cumulative sums and
+    contractions of a float32 module accumulate in float64 and round once to
+    float32; the results are float32 and closer to float64's than the same module
+    accumulating in float32."""
+    ops = ["value_and_gradient", "hvp"]
+    contexts = '[{ name = "A", shape = [50, 2000], dtype = "float32" }]'
+    args = ("functions.py:loss", [2000], ops)
+    plain = _build(tmp_path / "p", ACCUMULATED, "plain", *args, contexts=contexts)
+    wide = _build(
+        tmp_path / "w",
+        ACCUMULATED,
+        "wide",
+        *args,
+        contexts=contexts,
+        accumulate='"float64"',
+    )
+    text = (tmp_path / "w" / "out" / "wide.py").read_text()
+    assert "np.matmul(" in text and "dtype=np.float64).astype(np.float32)" in text
+    assert "dtype=np.float64" not in (tmp_path / "p" / "out" / "plain.py").read_text()
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 2000).astype(np.float32)
+    A = rng.uniform(-1, 1, (50, 2000)).astype(np.float32)
+    x64, A64 = x.astype(np.float64), A.astype(np.float64)
+    r = A64 @ x64 - 1.0
+    value64 = np.sum(r * r) + np.cumsum(x64)[-1] + x64 @ x64
+    gradient64 = 2 * A64.T @ r + 1.0 + 2 * x64
+    errors = {}
+    for name, m in (("plain", plain), ("wide", wide)):
+        value, gradient = m.value_and_gradient(x, A)
+        _float32(value, gradient, m.hvp(x, x, A))
+        errors[name] = (
+            abs(float(value) - value64) / abs(value64),
+            float(np.max(np.abs(gradient - gradient64)) / np.max(np.abs(gradient64))),
+        )
+    assert errors["wide"][0] < errors["plain"][0] / 2, errors
+    assert errors["wide"][1] < errors["plain"][1] / 2, errors
+    _close(wide.hvp(x, x, A), 2 * A64.T @ (A64 @ x64) + 2 * x64)
