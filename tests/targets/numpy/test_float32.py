@@ -25,6 +25,7 @@ import difgen
 import primitive_cases as cases
 from conftest import SUPPORT, import_file
 from difgen.config import load_config
+from difgen.errors import ConfigError
 from difgen.load import load_function
 from difgen.pipeline import generate_module, trace_spec
 
@@ -493,3 +494,15 @@ def test_accumulate_float64_sums_and_multiplies_in_float64(tmp_path: Path) -> No
     assert errors["wide"][0] < errors["plain"][0] / 2, errors
     assert errors["wide"][1] < errors["plain"][1] / 2, errors
     _close(wide.hvp(x, x, A), 2 * A64.T @ (A64 @ x64) + 2 * x64)
+
+
+def test_a_non_float_output_names_the_module_float_type(tmp_path: Path) -> None:
+    (tmp_path / "functions.py").write_text("def positive(x):\n    return x > 0\n")
+    (tmp_path / "difgen.toml").write_text(
+        _config("positive", "functions.py:positive", [3], ["jacobian"])
+    )
+    with pytest.raises(ConfigError) as caught:
+        difgen.build(tmp_path / "difgen.toml")
+    message = str(caught.value)
+    assert "difgen.toml:6:" in message
+    assert "returns a bool value; expected float32" in message
