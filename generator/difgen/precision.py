@@ -3,10 +3,13 @@
 The IR has one float type. A float32 module is traced, derived and optimized like a
 float64 one; it is the emitted code that computes in float32: its arguments are
 checked as float32 arrays, every float array it creates (constants, seeds, zeros,
-bases) is made with ``dtype=np.float32``, a scalar constant is written as a Python
-float (NumPy 2 treats Python scalars as weak, NEP 50, so ``x * 0.5`` stays float32),
-and its scalar results are ``np.float32`` values. NumPy then computes every
-operation of the module in float32, as the user's function does on float32 data.
+bases) is made with ``dtype=np.float32``, a scalar constant is written as
+``np.float32(0.5)`` (NumPy 2 treats a Python float as weak, NEP 50, so ``x * 0.5``
+would stay float32, but not in a call whose float operands are all literals:
+``np.where(m, 1.0, 0.0)`` is float64), and its scalar results are ``np.float32``
+values. NumPy then computes every operation of the module in float32, as the
+user's function does on float32 data; with ``accumulate = "float64"`` its sums and
+products accumulate in float64 (:func:`accumulating`).
 
 What the printers need to know is only which float type that is. They run inside
 :func:`computing_in` (the pipeline's trace, print and render stages), and read it
