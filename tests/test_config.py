@@ -196,6 +196,15 @@ BAD_CONFIGS = [
         "straight-line scalar code computes with Python floats, which are float64",
     ),
     (
+        "float32-sparse",
+        MODULE.replace('["derivative"]', '["jacobian"]').replace(
+            "{ shape = [] }", '{ shape = [3], dtype = "float32" }'
+        )
+        + 'backend = "trace"\nsparse = true\n',
+        7,
+        "sparse = true is float64 only in this version",
+    ),
+    (
         "float32-points",
         with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
         + 'backend = "trace"\npoints = true\n',
