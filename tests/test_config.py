@@ -161,11 +161,77 @@ BAD_CONFIGS = [
     ),
     (
         "bad-dtype",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float16" }'),
+        5,
+        "'input.dtype' is \"float16\" (string), but expected one of float64, float32",
+    ),
+    (
+        "float32-sympy",
         with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }'),
         5,
+        'input.dtype = "float32" needs backend = "trace": the sympy backend prints',
+    ),
+    (
+        "float32-sympy-named",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
+        + 'backend = "sympy"\n',
+        6,
+        'input.dtype = "float32" needs backend = "trace"',
+    ),
+    (
+        "float32-c",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
+        + 'backend = "trace"\nemit = "c"\n',
+        7,
         (
-            "'input.dtype' is \"float32\" (string), but only float64 is supported in "
-            "this version"
+            'emit = "c" cannot compute a float32 module: the C target computes in '
+            "double only"
+        ),
+    ),
+    (
+        "float32-scalar",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
+        + 'backend = "trace"\nemit = "scalar"\n',
+        7,
+        "straight-line scalar code computes with Python floats, which are float64",
+    ),
+    (
+        "float32-sparse",
+        MODULE.replace('["derivative"]', '["jacobian"]').replace(
+            "{ shape = [] }", '{ shape = [3], dtype = "float32" }'
+        )
+        + 'backend = "trace"\nsparse = true\n',
+        7,
+        "sparse = true is float64 only in this version",
+    ),
+    (
+        "float32-points",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
+        + 'backend = "trace"\npoints = true\n',
+        7,
+        "points = true is float64 only in this version",
+    ),
+    (
+        "accumulate-float64-module",
+        MODULE + 'backend = "trace"\naccumulate = "float64"\n',
+        7,
+        'accumulate = "float64" applies to float32 modules',
+    ),
+    (
+        "accumulate-value",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
+        + 'backend = "trace"\naccumulate = "float16"\n',
+        7,
+        "'accumulate' must be \"float64\"",
+    ),
+    (
+        "float32-float64-context",
+        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
+        + 'backend = "trace"\ncontexts = [{ name = "c", shape = [2] }]\n',
+        7,
+        (
+            "context 'c' is float64 in a float32 module: NumPy would promote the "
+            "float32 input to float64"
         ),
     ),
     (
@@ -183,7 +249,7 @@ BAD_CONFIGS = [
         6,
         (
             "'contexts[0].dtype' is \"int32\" (string), but expected one of "
-            "float64, int64, bool"
+            "float64, float32, int64, bool"
         ),
     ),
     (

@@ -24,7 +24,7 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +36,15 @@ from difgen.toml_lines import Key, Locator
 BACKENDS = ("sympy", "trace")
 MODES = ("auto", "forward", "reverse")
 EMITS = ("auto", "scalar", "vector", "c")
-DTYPES = ("float64",)
-"""The dtypes of the differentiated input."""
-CONTEXT_DTYPES = ("float64", "int64", "bool")
+DTYPES = ("float64", "float32")
+"""The dtypes of the differentiated input: the module computes in that float type
+(a float32 module's code computes in float32 end to end; see
+:mod:`difgen.precision`)."""
+CONTEXT_DTYPES = ("float64", "float32", "int64", "bool")
 """The dtypes of contexts: integer and boolean data (labels, edge lists, masks) is
 not differentiated, and is known only at run time (the trace backend indexes with it
-in the generated code)."""
+in the generated code). A float32 context of a float64 module is converted to
+float64 at entry, exactly, as NumPy promotes it."""
 
 CONFIG_NAME = "difgen.toml"
 PYPROJECT_NAME = "pyproject.toml"
@@ -67,6 +70,7 @@ _MODULE_KEYS = (
     "inputs",
     "has_aux",
     "flat",
+    "accumulate",
 )
 _ARRAY_KEYS = ("shape", "dtype", "per_point")
 _CONTEXT_KEYS = ("name", "shape", "dtype", "per_point")
@@ -144,6 +148,9 @@ class ModuleSpec:
     """The function returns ``(out, aux)``: aux is returned, not differentiated."""
     flat: bool = False
     """The operators take and return the flat vectors (for optimizers)."""
+    accumulate: str | None = None
+    """``"float64"``: a float32 module's sums, matrix products and contractions
+    accumulate in float64, each result rounded to float32 (``accumulate``)."""
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
@@ -615,6 +622,11 @@ class _Reader:
                     "input (or of the aux value); every argument needs a name of "
                     "its own",
                 )
+        if array.dtype == "float64":  # NumPy promotes float32 data to float64
+            contexts = tuple(
+                replace(c, dtype="float64") if c.dtype == "float32" else c
+                for c in contexts
+            )
         for index, context in enumerate(contexts):
             if context.per_point and not points:
                 raise self.error(
@@ -622,7 +634,7 @@ class _Reader:
                     f"context '{context.name}' has per_point = true, which applies "
                     "to the points variants only; add points = true to the module",
                 )
-            if context.dtype != "float64" and backend == "sympy":
+            if context.dtype in ("int64", "bool") and backend == "sympy":
                 raise self.error(
                     at + ("contexts", index, "dtype"),
                     f"context '{context.name}' has dtype {context.dtype}: run-time "
@@ -643,6 +655,17 @@ class _Reader:
                 "have no number of points; give a context per_point = true, or "
                 "drop input.per_point = false",
             )
+        if array.dtype == "float32":
+            self.check_float32(table, at, backend, sparse, points, contexts)
+        accumulate = None
+        if "accumulate" in table:
+            accumulate = self.choice(table, at + ("accumulate",), ("float64",), "")
+            if array.dtype != "float32":
+                raise self.error(
+                    at + ("accumulate",),
+                    'accumulate = "float64" applies to float32 modules (input.dtype '
+                    '= "float32"); a float64 module accumulates in float64 already',
+                )
         return ModuleSpec(
             name=name,
             function=function,
@@ -660,6 +683,7 @@ class _Reader:
             inputs=inputs,
             has_aux=has_aux,
             flat=flat,
+            accumulate=accumulate,
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
@@ -680,6 +704,63 @@ class _Reader:
             'differentiated implicitly), false, or "auto" (those whose exit test is '
             f"a tolerance on a residual); got {_show(value)}",
         )
+
+    def check_float32(
+        self,
+        table: dict[str, Any],
+        at: Key,
+        backend: str,
+        sparse: bool,
+        points: bool,
+        contexts: tuple[ContextSpec, ...],
+    ) -> None:
+        """What a float32 module (``input.dtype = "float32"``) cannot be combined
+        with, refused at the key that asks for it, saying why."""
+        dtype_key = at + ("input", "dtype")
+        if backend != "trace":
+            where = at + ("backend",) if "backend" in table else dtype_key
+            raise self.error(
+                where,
+                'input.dtype = "float32" needs backend = "trace": the sympy '
+                "backend prints Python floats (float64) and C doubles; the trace "
+                "backend's vector code computes in float32",
+            )
+        emit = table.get("emit", "auto")
+        if emit in ("scalar", "c"):
+            why = (
+                "straight-line scalar code computes with Python floats, which are "
+                "float64"
+                if emit == "scalar"
+                else "the C target computes in double only in this version"
+            )
+            raise self.error(
+                at + ("emit",),
+                f'emit = "{emit}" cannot compute a float32 module: {why}; use '
+                'emit = "vector" (or "auto"), which computes in float32',
+            )
+        if sparse:
+            raise self.error(
+                at + ("sparse",),
+                "sparse = true is float64 only in this version (its CSR results "
+                "are float64); drop it or declare input.dtype float64",
+            )
+        if points:
+            raise self.error(
+                at + ("points",),
+                "points = true is float64 only in this version (the points "
+                "variants are float64 code); drop it or declare input.dtype float64",
+            )
+        for index, context in enumerate(contexts):
+            if context.dtype != "float64":
+                continue  # float32 data, and int64 or bool data (indices, masks)
+            raise self.error(
+                at + ("contexts", index, "dtype"),
+                f"context '{context.name}' is float64 in a float32 module: NumPy "
+                "would promote the float32 input to float64 when it meets a float64 "
+                "array, so the module would not compute in float32; declare it "
+                'dtype = "float32" (it is converted exactly if your data is '
+                "float32) or the input float64",
+            )
 
     def operators(
         self,
@@ -759,11 +840,7 @@ class _Reader:
             )
         dtype = value.get("dtype", "float64")
         if dtype not in dtypes:
-            what = (
-                "only float64 is supported in this version"
-                if dtypes == DTYPES
-                else f"expected one of {', '.join(dtypes)}"
-            )
+            what = f"expected one of {', '.join(dtypes)}"
             raise self.error(
                 key + ("dtype",), f"'{label}.dtype' is {_show(dtype)}, but {what}"
             )
@@ -837,12 +914,24 @@ class _Reader:
                     at,
                     _ARRAY_KEYS,
                 )
-                tree = structure.Leaf(shape, dtype)
+                tree = self.leaf(shape, dtype, at)
             else:
                 tree = self.tree(entry["tree"], at + ("tree",), top=True)
                 tree = self.tree_kind(entry, at, tree)
             specs.append(InputSpec(name, tree))
         return tuple(specs)
+
+    def leaf(self, shape: tuple[int, ...], dtype: str, key: Key) -> structure.Leaf:
+        """A leaf of ``inputs``: float64 only in this version (the structured
+        operators lay their leaves end to end in one float64 vector)."""
+        if dtype != "float64":
+            raise self.error(
+                key + ("dtype",),
+                f"'{_dotted(key[2:])}.dtype' is {_show(dtype)}: the leaves of "
+                "'inputs' are float64 only in this version; a float32 module has "
+                'one array input = { shape = [...], dtype = "float32" }',
+            )
+        return structure.Leaf(shape, dtype)
 
     def tree(self, value: Any, key: Key, top: bool = False) -> structure.Tree:
         """A tree of the TOML spelling: a table with an array ``shape`` (and maybe
@@ -850,7 +939,7 @@ class _Reader:
         label = _dotted(key[2:])
         if isinstance(value, dict) and isinstance(value.get("shape"), list):
             shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS)
-            return structure.Leaf(shape, dtype)
+            return self.leaf(shape, dtype, key)
         if isinstance(value, dict):
             names = sorted(value)
             kind = "dict"

@@ -45,6 +45,7 @@ _OPT_IN_DEFAULTS: dict[str, object] = {
     "inputs": (),
     "has_aux": False,
     "flat": False,
+    "accumulate": None,
 }
 """Keys added after modules were first hashed, left out of the fingerprint at their
 default: a module that does not use the feature keeps its SOURCE_HASH (its text

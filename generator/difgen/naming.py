@@ -63,12 +63,15 @@ MODULES = ("np", "math", "sp")
 ARGUMENTS = (INPUT, TANGENT, COTANGENT, DIRECTION, OUT)
 LOCALS = (RESULT, VALUE, NPOINTS, START, STOP, RESULTS)
 F64 = "_F64"
+F32 = "_F32"
+"""The module's float dtype, as its argument checks compare it (float32 modules)."""
 NDARRAY = "_ND"
 AS_ARRAY = "_as_array"
 VALUES = "_as_values"
 ODD_ITEM = "_odd_item"
 AS_SCALAR = "_as_scalar"
 AS_FLOAT64 = "_as_float64"
+AS_FLOAT32 = "_as_float32"
 CHECK_OUT = "_check_out"
 AS_POINTS = "_as_points"
 POINTS_COUNT = "_points_count"
@@ -82,12 +85,14 @@ CHECK_INDEX = "_check_index"
 CHECK_CSR_OUT = "_check_csr_out"
 HELPERS = (
     F64,
+    F32,
     NDARRAY,
     AS_ARRAY,
     VALUES,
     ODD_ITEM,
     AS_SCALAR,
     AS_FLOAT64,
+    AS_FLOAT32,
     CHECK_OUT,
     AS_POINTS,
     POINTS_COUNT,
@@ -294,6 +299,7 @@ def check_module(text: str, elsewhere: dict[str, set[str]] | None = None) -> Non
                     AS_ARRAY,
                     AS_SCALAR,
                     AS_FLOAT64,
+                    AS_FLOAT32,
                     AS_POINTS,
                     AS_POINTS_C,
                     POINTS_LAYOUT,

@@ -21,7 +21,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from difgen import structure
+from difgen import precision, structure
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import note, stage
@@ -81,14 +81,17 @@ def trace_interface(
     function's arguments and results."""
     spec = resolve_classes(spec, lambda ref: _load_class(spec, fn, ref))
     check_arity(spec, fn)
-    avals = [(tuple(spec.input.shape), spec.input.dtype)]
-    avals += [(tuple(c.shape), c.dtype) for c in spec.contexts]
+    # The IR has one float type: a float32 module is traced like a float64 one and
+    # computes in float32 in the code printed for it (difgen.precision).
+    avals = [(tuple(spec.input.shape), _traced_dtype(spec.input.dtype))]
+    avals += [(tuple(c.shape), _traced_dtype(c.dtype)) for c in spec.contexts]
     trees = [spec.input_tree()] if not spec.inputs else [i.tree for i in spec.inputs]
     flat_fn = FlatFunction(fn, spec, trees, "both" if spec.has_aux else "output")
     # the sympy backend has no loop form: its static loops unroll, as they always did
     unrolled = control.unrolling() if spec.backend == "sympy" else nullcontext()
     try:
-        with unrolled, control.implicit_loops(spec.implicit):
+        implicit = control.implicit_loops(spec.implicit)
+        with unrolled, implicit, precision.computing_in(spec.input.dtype):
             graph = trace(flat_fn, avals)
             again = trace(flat_fn, avals)
     except TraceError as exc:
@@ -116,7 +119,8 @@ def trace_interface(
             raise ConfigError(
                 spec.config_path,
                 spec.line_of("function"),
-                f"{spec.function} returns a {out.dtype} {what}; expected float64",
+                f"{spec.function} returns a {out.dtype} {what}; expected "
+                f"{spec.input.dtype}",
             )
     out = graph.outputs[0]
     check_structure(spec, interface)
@@ -188,6 +192,11 @@ def _describe_tree(tree: structure.Tree) -> str:
         for path, leaf in structure.leaves(tree)
     )
     return f"{len(tree.keys)} values (a {tree.kind}: {shown})"
+
+
+def _traced_dtype(dtype: str) -> str:
+    """The IR's type of an argument of this dtype: float32 is its float type too."""
+    return "float64" if dtype == "float32" else dtype
 
 
 _SHAPE_TROUBLE = re.compile(r"shape|broadcast|out of bounds", re.IGNORECASE)
@@ -365,7 +374,8 @@ def print_aux(spec: ModuleSpec, graph: Graph, pool: Constants) -> Function:
 
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """The module's printed parts from its traced graph (derive, then print)."""
-    return print_parts(derive(spec, graph))
+    with precision.computing_in(spec.input.dtype, spec.accumulate):
+        return print_parts(derive(spec, graph))
 
 
 def generate_module(
@@ -390,7 +400,15 @@ def generate_files(
 def _generate(
     spec: ModuleSpec, config: Config | None, fn: Callable[..., Any]
 ) -> list[tuple[str, str]]:
-    """The stages of one module's build (see :func:`generate_files`)."""
+    """The stages of one module's build (see :func:`generate_files`), the print
+    and render stages in the module's float type."""
+    with precision.computing_in(spec.input.dtype, spec.accumulate):
+        return _stages(spec, config, fn)
+
+
+def _stages(
+    spec: ModuleSpec, config: Config | None, fn: Callable[..., Any]
+) -> list[tuple[str, str]]:
     with stage("trace"):
         traced, interface = trace_interface(spec, fn)
         # of the graph as traced (aux included), before any backend

@@ -47,6 +47,9 @@ For each module, at ``points`` random points (default 3):
   the points is compared with the tolerance of the result's order,
   :data:`TOLERANCES` (times ``factor``): finite differences are only that
   accurate, while a wrong derivative is typically off by order 1.
+- A float32 module is called with float32 arguments (the drawn values rounded to
+  float32; the references are computed in float64 at the rounded values) and
+  compared at :data:`FLOAT32_TOLERANCES`; its results must be float32.
 - With ``points = true``, each ``<operator>_points`` is called once on all the
   points stacked (per-point contexts stacked too, shared ones drawn once) and
   compared row by row with its one-point operator, which the checks above tie to
@@ -118,6 +121,20 @@ ORDER = {
 
 TOLERANCES = {"value": 1e-8, "first": 1e-5, "second": 1e-3}
 """The largest error accepted for each order (before ``factor``)."""
+
+FLOAT32_TOLERANCES = {"value": 1e-4, "first": 1e-4, "second": 1e-3}
+"""The same for a float32 module (``input.dtype = "float32"``), before ``factor``.
+
+Its arguments are drawn as for a float64 module and rounded to float32, and the
+references are computed in float64 at those very (rounded) arguments, so the error
+measured is the module's own float32 arithmetic. One float32 operation rounds by
+up to 6e-8 (half of float32's epsilon, 1.2e-7); a result that combines a few
+hundred of them, each magnified by the condition of the function, is typically off
+by 1e-6 to 1e-5 relative to its scale, so 1e-4 leaves room for sums over large
+inputs and ill-conditioned steps while a wrong derivative, off by order 1, still
+fails by far. Second order keeps float64's 1e-3, which the finite differences of
+the reference (not the module) set. A float32 module must also return float32
+results: a result of another dtype is an error (infinite)."""
 
 POINTS_TOLERANCE = 1e-9
 """A points variant against the loop of its one-point operator (before ``factor``):
@@ -212,7 +229,7 @@ def verify_module(
         OperatorCheck(
             name,
             tuple(
-                ResultCheck(kind, worst[(name, kind)], TOLERANCES[ORDER[kind]] * factor)
+                ResultCheck(kind, worst[(name, kind)], tolerance(spec, kind) * factor)
                 for kind in OPERATORS[name].results
             ),
         )
@@ -226,6 +243,12 @@ def verify_module(
     return ModuleVerification(
         spec.name, path, checks, stale=stale, emission=_emission(module)
     )
+
+
+def tolerance(spec: ModuleSpec, kind: str) -> float:
+    """The tolerance of result ``kind`` (before ``factor``) in this module's dtype."""
+    table = FLOAT32_TOLERANCES if spec.input.dtype == "float32" else TOLERANCES
+    return table[ORDER[kind]]
 
 
 def _emission(module: ModuleType) -> str:
@@ -406,12 +429,29 @@ class _Point:
         self.rng = rng
         self.xs: Shape = tuple(spec.input.shape)
         self.ys: Shape = tuple(graph.outputs[0].shape)
-        self.x = rng.uniform(-1.0, 1.0, self.xs)
-        self.contexts = [_context(c.shape, c.dtype, rng) for c in spec.contexts]
+        self.float32 = spec.input.dtype == "float32"
+        self.x = self.rounded(rng.uniform(-1.0, 1.0, self.xs))
+        self.contexts = [
+            self.rounded(_context(c.shape, c.dtype, rng)) for c in spec.contexts
+        ]
         self.directions = _directions(self.xs, rng)
         self._stencils: dict[tuple[int, int], _Stencil] = {}
         self._pairs: list[tuple[Array, Array]] | None = None
         self._first: dict[str, Callable[[Array], Array] | None] = {}
+
+    def rounded(self, value: Array) -> Array:
+        """A drawn float argument of a float32 module rounded to float32 (kept as
+        float64, which holds it exactly, for the references); others as drawn."""
+        if self.float32 and value.dtype == np.float64:
+            return value.astype(np.float32).astype(np.float64)
+        return value
+
+    def argument(self, value: Array) -> Any:
+        """An argument as the module takes it: float32 values for a float32
+        module, else a Python float for a float scalar (:func:`_plain_data`)."""
+        if self.float32 and value.dtype == np.float64:
+            return value.astype(np.float32)[()]
+        return _plain_data(value)
 
     def f(self, x: Array) -> Array:
         """The traced function at ``x`` (the reference interpreter)."""
@@ -446,7 +486,7 @@ class _Point:
         index = op.results.index(kind) if len(op.results) > 1 else None
 
         def first(x: Array) -> Array:
-            out = operator(_plain(x), *(_plain_data(c) for c in self.contexts))
+            out = operator(self.argument(x), *map(self.argument, self.contexts))
             return np.asarray(out if index is None else out[index], dtype=np.float64)
 
         return first
@@ -458,20 +498,25 @@ class _Point:
         op = OPERATORS[name]
         batch = self.spec.batch
         seeds = {
-            s: self.rng.uniform(-1.0, 1.0, seed_shape(s, self.xs, self.ys, batch))
+            s: self.rounded(
+                self.rng.uniform(-1.0, 1.0, seed_shape(s, self.xs, self.ys, batch))
+            )
             for s in op.seeds
         }
         args = [self.x, *(seeds[s] for s in op.seeds), *self.contexts]
-        out = _operator(module, name)(*(_plain_data(a) for a in args))
+        out = _operator(module, name)(*map(self.argument, args))
         results = out if len(op.results) > 1 else (out,)
         for kind, value in zip(op.results, results):
+            if self.float32 and np.asarray(value).dtype != np.float32:
+                yield kind, math.inf  # a float32 module's results are float32
+                continue
             dense = self.dense(kind, value)
             if kind == "value":
                 yield kind, error(dense, self.f(self.x))
                 continue
             generated, reference = self.pairs(kind, dense, seeds)
-            tolerance = TOLERANCES[ORDER[kind]] * factor
-            yield kind, self.refined(generated, reference, kind, module, tolerance)
+            bound = tolerance(self.spec, kind) * factor
+            yield kind, self.refined(generated, reference, kind, module, bound)
 
     def refined(
         self,
@@ -488,6 +533,8 @@ class _Point:
         stencils = [self.stencil(r) for r in range(1 + REFINED_STEPS[order])]
         first_kind = FIRST_ORDER_OF.get(kind)
         first = None if first_kind is None else self.first_order(module, first_kind)
+        if self.float32:  # float32 rounding over a step of 2**-17 is 1e-2: no use
+            first = None
         if first is not None:
             steps = range(1 + REFINED_STEPS["first"])
             stencils += [self.stencil(r, first) for r in steps]

@@ -324,7 +324,7 @@ SHAPES = [
     ("float", "input = { shape = [3.0] }", "non-negative integers"),
     ("string", 'input = { shape = "3" }', "non-negative integers"),
     ("bool", "input = { shape = [true] }", "non-negative integers"),
-    ("dtype", 'input = { shape = [3], dtype = "float32" }', "float64"),
+    ("dtype", 'input = { shape = [3], dtype = "float16" }', "float64"),
 ]
 
 

@@ -76,9 +76,10 @@ for path, context_shapes in json.loads(sys.argv[1]).items():
     spec = importlib.util.spec_from_file_location("m", path)
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
+    dtype = getattr(m, "_F32", np.dtype(np.float64))  # a float32 module's float type
     x = np.linspace(0.1, 0.9, int(np.prod(m.INPUT_SHAPE))).reshape(m.INPUT_SHAPE)
-    x = float(x) if m.INPUT_SHAPE == () else x
-    ctx = [float(0.5) if s == [] else np.full(s, 0.5) for s in context_shapes]
+    x = float(x) if m.INPUT_SHAPE == () else x.astype(dtype)
+    ctx = [float(0.5) if s == [] else np.full(s, 0.5, dtype) for s in context_shapes]
     f = getattr(m, "_f_flat", m.f)  # a structured module's flat f takes x
     results[path] = np.asarray(f(x, *ctx)).tolist()
 print(json.dumps(results))

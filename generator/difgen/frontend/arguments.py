@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.location import user_location as _where
 from difgen.errors import TraceError
 
@@ -28,7 +29,13 @@ def _no_out(kwargs: dict[str, Any]) -> None:
     if kwargs.get("out") is not None:
         raise TraceError(f"{_where()}: out= is not supported while tracing")
     dtype = kwargs.get("dtype")
-    if dtype is not None and np.dtype(dtype) != np.float64:
+    if dtype is not None and not precision.is_traced_float(dtype):
+        if precision.is_float32():
+            raise TraceError(
+                f"{_where()}: dtype={np.dtype(dtype)} would compute in another type "
+                "than the module's float32; accumulating float32 data in float64 "
+                "is not offered in this version (declare input.dtype float64)"
+            )
         raise TraceError(
             f"{_where()}: dtype={np.dtype(dtype)} would compute in another type "
             "than float64 (NumPy casts, rounding toward zero for integers); "

@@ -20,24 +20,28 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.location import in_difgen_or_numpy, in_library, user_location
 from difgen.core.tracer import Tracer, constant, contains_tracer, lift, xp
 from difgen.errors import TraceError
 from difgen.frontend import optimize_api, reduction_api, special_api
 from difgen.frontend.python_scalars import BUILTINS, MATH_REPLACEMENTS, TRACING_MATH
 
+_CONSTANT_DTYPES = (np.float64, np.float32, np.int64, np.bool_)
+
 
 def _check_dtype(dtype: Any) -> None:
-    if dtype is not None and np.dtype(dtype) not in (np.float64, np.int64, np.bool_):
+    if dtype is not None and np.dtype(dtype) not in _CONSTANT_DTYPES:
         raise TraceError(
             f"{user_location()}: dtype {np.dtype(dtype)} cannot be traced (float64 "
-            "values, int64 or bool constants only)"
+            "or float32 values, int64 or bool constants only)"
         )
 
 
 def _check_traced_dtype(dtype: Any, what: str) -> None:
-    """A traced value keeps float64: any other dtype would change its values."""
-    if dtype is not None and np.dtype(dtype) != np.float64:
+    """A traced value keeps its float type (float64, or float32 in a float32
+    module): any other dtype would change its values."""
+    if dtype is not None and not precision.is_traced_float(dtype):
         raise TraceError(
             f"{user_location()}: {what} with dtype={np.dtype(dtype)} of a traced "
             "value would change its values (NumPy casts, rounding toward zero for "
@@ -74,7 +78,7 @@ def asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
 def _filler(fill: float) -> Callable[..., Any]:
     def create(shape: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         _check_dtype(dtype)
-        if dtype is not None and np.dtype(dtype) != np.float64:
+        if dtype is not None and not precision.is_traced_float(dtype):
             return np.full(shape, fill, dtype=dtype)  # plain: NumPy's own semantics
         return constant(np.full(shape, fill, dtype=np.float64))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.dispatch import use_numpy_dispatch, use_runtime_dispatch
 from difgen.core.indexing import freeze_index
 from difgen.core.ir import Lit
@@ -291,7 +292,10 @@ def astype(x: Tracer, dtype: Any) -> Any:
         return rt.bind_row("to_int64", x)
     if target == np.bool_:
         return x != 0
-    if target == np.float64:
+    if target == np.float64 or precision.is_traced_float(target):
+        # float32 in a float32 module: the IR's float type, as float64 is
+        if x.atom.dtype == "float64":
+            return x
         return rt.bind_row("to_float64", x)
     raise TraceError(
         f"{_where()}: .astype({target}) of a traced {x.dtype} value: difgen traces "

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Aval, Expr, argument, atom, base
@@ -244,7 +245,7 @@ def _scatter_form(
         store = f"OUT[{idx}] = {value}"
     else:
         store = f"np.add.at(OUT, np.s_[{idx}], {value})"
-    return [f"OUT = np.zeros({params['shape']!r})", store]
+    return [f"OUT = np.zeros({params['shape']!r}{precision.float_dtype_arg()})", store]
 
 
 def _scatter_jvp(
@@ -310,7 +311,7 @@ def _scatter_sum_form(
 ) -> list[str]:
     """One zero buffer: the first writes of each position assign, later ones add."""
     shape = tuple(params["shape"])
-    lines = [f"OUT = np.zeros({shape!r})"]
+    lines = [f"OUT = np.zeros({shape!r}{precision.float_dtype_arg()})"]
     size = int(np.prod(shape, dtype=np.int64))
     covered = np.zeros(shape, dtype=bool) if size <= _COVER_LIMIT else None
     for arg, index in zip(map(argument, args), params["indices"]):

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.expr import Aval, Expr, argument, atom, base, infix
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import (
@@ -37,10 +38,12 @@ def _cast_form(dtype: str) -> Rule:
     def form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
         """``x.astype(np.<dtype>)``, as the user wrote it (NumPy's own cast: NaN
         and out-of-range floats become what NumPy makes of them, with its warning);
-        a 0-d value may be a Python number, which has no ``astype``."""
+        a 0-d value may be a Python number, which has no ``astype``. The IR's
+        float64 is the module's float type (:mod:`difgen.precision`)."""
+        to = precision.module_float() if dtype == "float64" else dtype
         if avals[0][0] == ():
-            return atom(f"np.asarray({argument(args[0])}).astype(np.{dtype})[()]")
-        return atom(f"{base(args[0])}.astype(np.{dtype})")
+            return atom(f"np.asarray({argument(args[0])}).astype(np.{to})[()]")
+        return atom(f"{base(args[0])}.astype(np.{to})")
 
     return form
 

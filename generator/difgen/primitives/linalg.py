@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen import precision
 from difgen.core import simplify as identities
 from difgen.core.batching import lift_batched
 from difgen.core.expr import Expr, argument, atom, call, infix
@@ -114,6 +115,18 @@ def _matmul_batch(args: Any, batched: Any, k: int) -> Any:
     return np.reshape(a @ b, out_shape)
 
 
+_MATMUL = infix("@")
+
+
+def _matmul_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    """``a @ b``; ``np.matmul(a, b, dtype=np.float64)`` rounded to float32 where
+    the module accumulates in float64."""
+    if precision.accumulating():
+        a, b = map(argument, args)
+        return atom(precision.widened(f"np.matmul({a}, {b})"))
+    return _MATMUL(args, params, avals)
+
+
 def _matmul_work(eqn: Eqn) -> int:
     """A multiply-add per output element and element of the contracted axis."""
     a = eqn.inputs[0]
@@ -125,7 +138,7 @@ register(
     contraction(
         "matmul",
         np.matmul,
-        infix("@"),
+        _matmul_form,
         jvp=_matmul_jvp,
         transpose=_matmul_transpose,
         sympy=lambda a, b: np.asarray(np.matmul(a, b), dtype=object),
@@ -221,7 +234,7 @@ def _einsum_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) ->
     contraction order is then the user's, and so is the rounding."""
     extra = f", optimize={params['optimize']!r}" if "optimize" in params else ""
     operands = ", ".join(map(argument, args))
-    return atom(f"np.einsum({params['spec']!r}, {operands}{extra})")
+    return atom(precision.widened(f"np.einsum({params['spec']!r}, {operands}{extra})"))
 
 
 def _einsum_work(eqn: Eqn) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen import precision
 from difgen.core import simplify as identities
 from difgen.core.expr import Expr, NumpyForm, argument, atom, call
 from difgen.core.primitive import no_loop_form, reduction_loop, register
@@ -59,7 +60,10 @@ def _reduce_form(ufunc: str) -> NumpyForm:
             axis = "" if ndim == 1 else ", axis=None"
         else:
             axis = f", axis={_axes_src(axes)}"
-        return atom(f"np.{ufunc}.reduce({argument(args[0])}{axis})")
+        text = f"np.{ufunc}.reduce({argument(args[0])}{axis})"
+        if ufunc in ("add", "multiply"):  # accumulations (not max/min)
+            text = precision.widened(text)
+        return atom(text)
 
     return form
 
@@ -273,6 +277,12 @@ def _object_accumulate(fn: Any) -> Any:
     return lambda x, axis: np.asarray(ufunc.accumulate(x, axis=axis), dtype=object)
 
 
+def _cumsum_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
+    """``np.cumsum(x, axis=...)``, accumulated in float64 where the module asks."""
+    text = f"np.cumsum({argument(args[0])}, axis={params['axis']})"
+    return atom(precision.widened(text))
+
+
 def _same_shape(x: Any, axis: int) -> Any:
     """A cumulative operation keeps the shape."""
     return x
@@ -282,7 +292,7 @@ register(
     reduction(
         "cumsum",
         lambda x, axis: np.cumsum(x, axis=axis),
-        call("np.cumsum({0}, axis={axis})"),
+        _cumsum_form,
         jvp=_cumsum_jvp,
         transpose=_cumsum_transpose,
         sympy=_object_accumulate(lambda a, b: a + b),

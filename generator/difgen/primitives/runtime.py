@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Aval, Expr, argument, atom, base
 from difgen.core.indexing import to_index
@@ -352,7 +353,7 @@ def _scatter_form(
         rejected = not all(is_points(i) or is_dyn(i) for i in items)
     ignore = "  # type: ignore[arg-type]" if rejected else ""
     return [
-        f"OUT = np.zeros({tuple(params['shape'])!r})",
+        f"OUT = np.zeros({tuple(params['shape'])!r}{precision.float_dtype_arg()})",
         f"np.add.at(OUT, np.s_[{index}], {argument(args[0])}){ignore}",
     ]
 

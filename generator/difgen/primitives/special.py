@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from difgen import precision
 from difgen.core.expr import call
 from difgen.core.primitive import (
     ELEMENTWISE_LOOP,
@@ -301,6 +302,8 @@ class _PolygammaForm:
         form = (
             "scipy.special.psi({0})" if n == 0 else "scipy.special.polygamma({n}, {0})"
         )
+        if n != 0 and precision.is_float32():  # its integer order makes it float64
+            form = f"np.float32({form})"
         return call(form, SCIPY)(args, params, avals)
 
 

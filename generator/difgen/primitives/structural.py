@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core import simplify as identities
 from difgen.core.batching import batched_to, lift_batched
 from difgen.core.expr import Expr, argument, atom, base
@@ -309,9 +310,10 @@ def _basis_impl(shape: Any) -> np.ndarray:
 def _basis_form(args: Sequence[Expr], params: Mapping[str, Any], avals: Any) -> Expr:
     shape = tuple(params["shape"])
     n = int(np.prod(shape, dtype=np.int64))
+    dtype = precision.float_dtype_arg()
     if len(shape) == 1:
-        return atom(f"np.eye({n})")
-    return atom(f"np.eye({n}).reshape({(n, *shape)!r})")
+        return atom(f"np.eye({n}{dtype})")
+    return atom(f"np.eye({n}{dtype}).reshape({(n, *shape)!r})")
 
 
 def _basis_sympy(shape: Any) -> np.ndarray:

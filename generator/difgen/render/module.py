@@ -42,6 +42,7 @@ from difgen.targets.signatures import (
     argument_checks,
     data_helpers,
     float_arguments,
+    float_name,
     index_checks,
     points_argument_checks,
     points_index_checks,
@@ -292,8 +293,10 @@ def render_module(
             else f"c (extension {spec.name}{naming.C_SUFFIX}; "
             f"fallback {parts.emission})"
         ),
-        input_desc=_shape_desc(spec.input.shape),
-        output_desc=_shape_desc(parts.output_shape),
+        input_desc=_shape_desc(spec.input.shape, spec.input.dtype),
+        output_desc=_shape_desc(parts.output_shape, spec.input.dtype),
+        float_dtype=spec.input.dtype,
+        float_name=float_name(),
         **_structure_context(spec, parts, structure, public),
         contexts=contexts,
         config=None if config is None else config_reference(spec, config),

@@ -64,10 +64,15 @@ def _print_traced(
     code is worth trying (:func:`cost_model.scalar_reason`), and an expression that
     grows past its budget while being lowered stops the attempt: the operator is
     then vector code, and the build says why (:func:`difgen.budget.note`).
-    ``emit = "c"``: see :func:`_print_compiled`.
+    ``emit = "c"``: see :func:`_print_compiled`. A float32 module is vector code:
+    straight-line scalar code computes in Python floats, which are float64.
     """
     if spec.emit == "c":
         return _print_compiled(op, spec, ys, graph, pool, layouts)
+    if spec.input.dtype == "float32":  # scalar code computes in Python floats
+        wrap = _csr_wrappers(op, layouts, pool)
+        function = vector_code.print_operator(op, spec, ys, graph, pool, wrap)
+        return function, "vector"
     forced = spec.emit == "scalar"
     reason = cost_model.scalar_reason(graph) if spec.emit == "auto" else None
     if spec.emit == "auto" and reason is not None and _plausible(graph):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from difgen import naming
+from difgen import naming, precision
 from difgen.config import ModuleSpec
 from difgen.derive.checks import IndexCheck
 from difgen.operators import (
@@ -46,8 +46,17 @@ def signature_uses(op: Operator, spec: ModuleSpec) -> Uses:
 
 
 def annotation(shape: Shape) -> str:
-    """Scalars are Python floats; arrays are float64 NumPy arrays."""
+    """Scalars are Python floats; arrays are float64 NumPy arrays (in a float32
+    module: ``np.float32`` scalars and float32 arrays)."""
+    if precision.is_float32():
+        return "np.float32" if shape == () else precision.array_type()
     return "float" if shape == () else "NDArray[np.float64]"
+
+
+def float_name() -> str:
+    """The module global holding the module's float dtype, which the checks of
+    float arguments compare with."""
+    return naming.F32 if precision.is_float32() else naming.F64
 
 
 _DATA = {"int64": ("int", "np.int64"), "bool": ("bool", "np.bool_")}
@@ -75,7 +84,7 @@ def signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
     shapes = [result_shape(k, xs, ys, batch) for k in op.results]
     sparse = is_sparse(op.results[-1], spec)
     if op.takes_out and shapes[-1] != () and not sparse:
-        params.append(f"{naming.OUT}: NDArray[np.float64] | None = None")
+        params.append(f"{naming.OUT}: {precision.array_type()} | None = None")
     if sparse_out(op, spec):
         params.append(f"{naming.OUT}: {SPARSE_TYPE} | None = None")
     annotations = [
@@ -139,7 +148,8 @@ def float_arguments(op: Operator, spec: ModuleSpec, ys: Shape) -> bool:
     """Whether any argument of ``op`` is one float (shape ``()``, float64)."""
     xs, batch = tuple(spec.input.shape), spec.batch
     shapes = [xs, *(tuple(seed_shape(s, xs, ys, batch)) for s in op.seeds)]
-    shapes += [tuple(c.shape) for c in spec.contexts if c.dtype == "float64"]
+    floats = precision.FLOAT_DTYPES
+    shapes += [tuple(c.shape) for c in spec.contexts if c.dtype in floats]
     return any(shape == () for shape in shapes)
 
 
@@ -160,10 +170,16 @@ def _exact_check(
     numpy_floats: bool = False,
 ) -> list[str]:
     """Check and convert one argument of a hard-coded shape (and dtype); a float
-    into an ``np.float64`` for NumPy code (``numpy_floats``), else a float."""
-    if dtype != "float64":
+    into an ``np.float64`` for NumPy code (``numpy_floats``), else a float. In a
+    float32 module every float argument is float32 (an ``np.float32`` scalar)."""
+    if dtype not in precision.FLOAT_DTYPES:
         return data_check(function, name, shape, dtype)
     said = label(function, name)
+    if shape == () and numpy_floats and precision.is_float32():
+        return [
+            f"if type({name}) is not np.float32:",
+            f"    {name} = {naming.AS_FLOAT32}({said}, {name})",
+        ]
     if shape == () and numpy_floats:
         return [
             f"if type({name}) is not np.float64:",
@@ -177,7 +193,7 @@ def _exact_check(
     return [
         (
             f"if type({name}) is not {naming.NDARRAY} or {name}.shape != "
-            f"{shape!r} or {name}.dtype is not {naming.F64}:"
+            f"{shape!r} or {name}.dtype is not {float_name()}:"
         ),
         f"    {name} = {naming.AS_ARRAY}({said}, {name}, {shape!r})",
     ]
@@ -451,7 +467,13 @@ def data_helpers(
         )
     if checks:
         sources.append(_CHECK_INDEX.replace("CHECK_INDEX", naming.CHECK_INDEX))
-    if numpy_floats:
+    if numpy_floats and precision.is_float32():
+        sources.append(
+            _AS_FLOAT32.replace("AS_FLOAT32", naming.AS_FLOAT32).replace(
+                "AS_SCALAR", naming.AS_SCALAR
+            )
+        )
+    elif numpy_floats:
         sources.append(
             _AS_FLOAT64.replace("AS_FLOAT64", naming.AS_FLOAT64).replace(
                 "AS_SCALAR", naming.AS_SCALAR
@@ -606,3 +628,9 @@ _AS_FLOAT64 = '''def AS_FLOAT64(name: str, value: object) -> np.float64:
     NumPy's (a Python float's ``1.0 / 0.0`` raises; NumPy's is inf); TypeError or
     ValueError naming it."""
     return np.float64(AS_SCALAR(name, value))'''
+
+
+_AS_FLOAT32 = '''def AS_FLOAT32(name: str, value: object) -> np.float32:
+    """``value`` as an ``np.float32`` for the vector code of a float32 module
+    (NumPy's arithmetic, in float32); TypeError or ValueError naming it."""
+    return np.float32(AS_SCALAR(name, value))'''

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from difgen import naming
+from difgen import naming, precision
 from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
 from difgen.core.ir import FrozenArray, Graph, Lit, Var
@@ -150,7 +150,7 @@ def _runs(flat: np.ndarray) -> list[tuple[int, int, int]] | None:
 
 
 def _arange(runs: list[tuple[int, int, int]], as_float: bool) -> str:
-    dtype = ", dtype=np.float64" if as_float else ""
+    dtype = f", dtype=np.{precision.module_float()}" if as_float else ""
     parts = []
     for start, step, length in runs:
         stop = start + step * length
@@ -181,9 +181,11 @@ def array_source(
     shape = symbolic(tuple(value.shape), axis)
     is_bool = value.dtype == np.bool_
     is_int = value.dtype.kind in "iu"
+    # a float array in a float32 module is made float32 (else NumPy's float64)
+    floats = "" if is_bool or is_int else precision.float_dtype_arg()
     flat = value.ravel()
     if not flat.size:  # np.array([]) would lose the shape
-        dtype = ", dtype=bool" if is_bool else ", dtype=np.int64" if is_int else ""
+        dtype = ", dtype=bool" if is_bool else ", dtype=np.int64" if is_int else floats
         return f"np.zeros({shape!r}{dtype}){cast}"
     if np.all(flat == flat[0]):
         v = flat[0]
@@ -192,10 +194,10 @@ def array_source(
         if is_int:
             return f"np.full({shape!r}, {int(v)}){cast}"
         if v == 0 and not np.signbit(v):
-            return f"np.zeros({shape!r}){cast}"
+            return f"np.zeros({shape!r}{floats}){cast}"
         if v == 1:
-            return f"np.ones({shape!r}){cast}"
-        return f"np.full({shape!r}, {number(v)}){cast}"
+            return f"np.ones({shape!r}{floats}){cast}"
+        return f"np.full({shape!r}, {number(v)}{floats}){cast}"
     reshape = "" if value.ndim == 1 else f".reshape({shape!r})"
     if is_int and value.ndim == 1 and (shift := roll_of_arange(flat)) is not None:
         return f"np.roll(np.arange({flat.size}), {shift}){cast}"
@@ -203,7 +205,7 @@ def array_source(
         return _arange(runs, as_float=not is_int) + reshape + cast
     item: Callable[[Any], str] = (lambda v: str(int(v))) if is_int else number
     if flat.size <= INLINE_SIZE:
-        return f"np.array({_nested(value, item)}){cast}"
+        return f"np.array({_nested(value, item)}{floats}){cast}"
     if is_int and pool is not None and flat.size > LARGE_TABLE:
         if (found := tables.formula(flat)) is not None:
             return found + reshape + cast
@@ -211,7 +213,7 @@ def array_source(
         return tables.packed(flat) + reshape + cast
     if is_int and (periodic := _periodic(flat)) is not None:
         return periodic + reshape + cast
-    return _wrapped([item(v) for v in flat], reshape + cast)
+    return _wrapped([item(v) for v in flat], reshape + cast, floats)
 
 
 MAX_PERIOD = 512  # longest period tried by _periodic
@@ -274,7 +276,7 @@ def _periodic_parts(values: np.ndarray, depth: int) -> list[tuple[str, bool]] | 
     return [*left, (run, True), *right]
 
 
-def _wrapped(items: list[str], suffix: str) -> str:
+def _wrapped(items: list[str], suffix: str, dtype: str = "") -> str:
     """A long flat literal, a few numbers per line, kept so by black (fmt: skip)."""
     lines, line = [], ""
     for item in items:
@@ -284,7 +286,7 @@ def _wrapped(items: list[str], suffix: str) -> str:
         line = f"{line}, {item}" if line else item
     lines.append(line + ",")
     body = "\n".join(f"    {text}" for text in lines)
-    return f"np.array([\n{body}\n]){suffix}  # fmt: skip"
+    return f"np.array([\n{body}\n]{dtype}){suffix}  # fmt: skip"
 
 
 def index_itemsize(shape: tuple[int, int], nnz: int) -> int:
@@ -374,6 +376,10 @@ def _index_param(value: Any, pool: Constants) -> Any:
 def lit_source(lit: Lit, pool: Constants, axis: PointsAxis | None = None) -> Expr:
     """A literal: numbers in place, small arrays in place, the rest as constants
     (the points ``axis`` named in its shape)."""
+    if lit.value.ndim == 0 and precision.is_float32() and lit.value.dtype.kind == "f":
+        # a Python float is weak next to a float32 array, but not in a call whose
+        # float operands are all literals (np.where(m, 1.0, 0.0) is float64)
+        return atom(f"np.float32({number(lit.value[()])})")
     if lit.value.ndim == 0:
         return literal(number(lit.value[()]))
     source = array_source(lit.value, axis=axis, pool=pool)
@@ -727,9 +733,8 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
         accs = [_fresh(out) for _ in back.outputs[m:]]
         for name, o in zip(accs, back.outputs[m:]):
             shape = symbolic(o.shape, out.axis)
-            out.lines.append(
-                f"{name} = {'0.0' if o.shape == () else f'np.zeros({shape!r})'}"
-            )
+            zeros = f"np.zeros({shape!r}{precision.float_dtype_arg()})"
+            out.lines.append(f"{name} = {'0.0' if o.shape == () else zeros}")
         target = names[0] if n == 1 else ", ".join(names)
         out.lines.append(f"for {target} in reversed({stack}):")
         inputs = [*state, *consts, *(atom(c) for c in carry)]
@@ -776,10 +781,12 @@ def print_operator(
     body = list(code.lines)
     results = []
     for out, expr in zip(graph.outputs, code.outputs):
-        if isinstance(out, Lit) and out.shape == ():
+        if isinstance(out, Lit) and out.shape == () and precision.is_float32():
+            results.append(precision.scalar_result(number(out.value[()])))
+        elif isinstance(out, Lit) and out.shape == ():
             results.append(number(out.value[()]))
         elif out.shape == ():
-            results.append(f"float({expr})")
+            results.append(precision.scalar_result(expr))
         elif (
             isinstance(out, Lit)
             or out in graph.inputs
@@ -805,7 +812,7 @@ def print_operator(
     into_out = op.takes_out and dense_array
     last = None
     if into_out or (len(results) == 1 and dense_array):  # typed, for the reader
-        last = LastResult(f": NDArray[np.float64] = {results[-1]}", naming.RESULT)
+        last = LastResult(f": {precision.array_type()} = {results[-1]}", naming.RESULT)
     body += returns(
         op.results, results, last, into_out, graph.outputs[-1].shape, op.name
     )
