@@ -11,7 +11,10 @@ equal loops once). The trip count depends on the values, so:
   the constants. Its transpose is a ``sweep``: a forward loop that records the
   primal states on a stack (a Python list in the generated code: memory grows with
   the trip count), then a backward pass over the stack applying the body's VJP, which
-  carries the cotangent of the state and accumulates the constants' cotangents;
+  carries the cotangent of the state and accumulates the constants' cotangents. The
+  slots read after the loop (one ``while_loop`` equation each) are transposed
+  together (``transpose.JOINT``): one sweep carries all their cotangents, so the
+  tape is recorded and swept once;
 - the JVP of a ``sweep`` is a ``sweep`` of the JVPs (forward over reverse: hvp and
   hessian); a ``sweep`` is not transposed again (reverse over reverse is refused);
 - batching: the seeds' batch axis flows through the state (to a fixed point of which
@@ -27,8 +30,8 @@ import numpy as np
 
 from difgen.ad.batching import vmap_eval
 from difgen.ad.interpret import build_graph, eval_graph, is_zero
-from difgen.ad.jvp import jvp
-from difgen.ad.transpose import vjp_eval
+from difgen.ad.jvp import SIBLINGS, jvp
+from difgen.ad.transpose import JOINT, vjp_eval
 from difgen.core.batching import batched_to
 from difgen.core.expr import Aval
 from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate
@@ -95,8 +98,11 @@ def _loop_jvp(
     body: SubGraph,
     n_state: int,
     index: int,
+    siblings: Sequence[int] = (),
 ) -> Any:
-    """A ``while_loop`` over (state, tangents): the JVP of the path taken."""
+    """A ``while_loop`` over (state, tangents): the JVP of the path taken, carrying
+    the nonzero tangents of ``siblings`` too (the slots of the loop read elsewhere),
+    so that their tangent equations stay one loop."""
     n = n_state
     fs = _float_slots(body.graph, n)
     if index not in fs:
@@ -129,14 +135,20 @@ def _loop_jvp(
     dcs = [tangents[n + i] for i in dconsts]
     live = [False] * n + [tangents[i] is not None for i in fs] + [False] * nc
     live += [True] * len(dconsts)
-    if not _linear_state(body2, live, n + nf)[n + fs.index(index)]:
+    flags = _linear_state(body2, live, n + nf)
+    if not flags[n + fs.index(index)]:
         return None  # the tangent of this variable stays zero
+    # the siblings' nonzero tangents are carried whichever slot this equation
+    # gives: one loop's equations stay one loop (run once, transposed together)
     return bind_loop(
         [*primals[:n], *ds0],
         [*primals[n:], *dcs],
         SubGraph(cond2, cond.where),
         SubGraph(body2, body.where),
         n + fs.index(index),
+        carried=[
+            n + fs.index(i) for i in siblings if i in fs and flags[n + fs.index(i)]
+        ],
     )
 
 
@@ -155,12 +167,13 @@ def bind_loop(
     cond: SubGraph,
     body: SubGraph,
     index: int,
+    carried: Sequence[int] = (),
 ) -> Any:
     """Bind ``while_loop`` giving ``state[index]``, keeping only the state slots it
-    needs (the condition's, the result's, and what they read), so a tangent loop
-    does not carry the tangents and counters nothing reads."""
+    needs (the condition's, the result's, those ``carried``, and what they read), so
+    a tangent loop does not carry the tangents and counters nothing reads."""
     n = len(state)
-    keep = {index} | {i for i in _reads(cond.graph, [0]) if i < n}
+    keep = {index, *carried} | {i for i in _reads(cond.graph, [0]) if i < n}
     while True:
         grown = keep | {i for i in _reads(body.graph, sorted(keep)) if i < n}
         if grown == keep:
@@ -185,14 +198,26 @@ def bind_loop(
 def _loop_transpose(
     ct: Any, *args: Any, cond: SubGraph, body: SubGraph, n_state: int, index: int
 ) -> list[Any]:
-    """The tangent loop's transpose: one ``sweep`` per linear input."""
+    """The transpose of one state slot of a tangent loop (see :func:`_loops_transpose`,
+    which transposes every slot read after the loop at once)."""
+    return _loops_transpose({index: ct}, *args, cond=cond, body=body, n_state=n_state)
+
+
+def _loops_transpose(
+    cts: dict[int, Any], *args: Any, cond: SubGraph, body: SubGraph, n_state: int
+) -> list[Any]:
+    """The tangent loop's transpose, for the cotangents ``cts`` of its state slots
+    (by index) together: one ``sweep`` (one forward loop recording the tape, one
+    backward loop carrying every slot's cotangent), one equation per linear input."""
     n = n_state
     given = [isinstance(a, Linear) for a in args]
     lin = _linear_state(body.graph, given, n)
     for i in range(n):
         if lin[i] and not given[i] and not is_zero(args[i]):
             raise DifgenError("while_loop transposed with an affine state slot")
-    if not lin[index]:  # its tangent is zero whatever the linear inputs are
+    # a slot whose tangent is zero whatever the linear inputs are gives nothing
+    cts = {i: c for i, c in cts.items() if lin[i] and not is_zero(c)}
+    if not cts:
         return [None] * len(args)
     nc = len(args) - n
     ls = [i for i in range(n) if lin[i]]
@@ -232,7 +257,7 @@ def _loop_transpose(
     fcond = build_graph(fwd_cond, fixed_avals)
     fbody = build_graph(fwd_body, fixed_avals)
     bgraph = build_graph(back, fixed_avals + carry_avals)
-    carry0 = [ct if i == index else np.zeros(graph.outputs[i].shape) for i in ls]
+    carry0 = [cts.get(i, np.zeros(graph.outputs[i].shape)) for i in ls]
     fixed_args = [args[i] for i in ns_] + [args[n + i] for i in nc_]
     params = {
         "cond": SubGraph(fcond, cond.where),
@@ -242,8 +267,6 @@ def _loop_transpose(
         "n_carry": len(ls),
     }
     results: list[Any] = [None] * len(args)
-    if is_zero(ct):
-        return results
     for j, i in enumerate(ls):
         if given[i]:
             results[i] = bind(SWEEP, *fixed_args, *carry0, out=j, **params)
@@ -385,6 +408,10 @@ WHILE_LOOP = register(
         work=_work,
     )
 )
+
+
+SIBLINGS["while_loop"] = "index"
+JOINT["while_loop"] = _loops_transpose
 
 
 # ------------------------------------------------------------------ sweep
