@@ -86,6 +86,13 @@ def _joint(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
     return build_graph(fn, avals)
 
 
+def restrict(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
+    """``graph`` on its inputs ``order`` only, giving its outputs ``keep`` (a
+    loop's condition or body on some of its state slots; an input left out must
+    be unread). The C target compares a loop with the forward loop of a sweep so."""
+    return _joint(graph, order, keep)
+
+
 def _float_slots(graph: Graph, n: int) -> list[int]:
     return [i for i in range(n) if graph.inputs[i].dtype == "float64"]
 

@@ -140,15 +140,27 @@ def test_loops_in_c_equal_the_python_loops_and_the_unrolled_code(
             _close(got[op], value)
 
 
+def _c_function(built: BuiltConfig, module: str, op: str) -> str:
+    source = (built.directory / "out" / f"{module}__c.c").read_text()
+    start = source.index(f"dg_op_{op}(")
+    return source[start : source.index("\n}\n", start)]
+
+
 def test_the_adjoint_runs_one_tape_in_c(compiled: BuiltConfig) -> None:
-    """The reverse-mode gradient of the Euler loop: one forward loop of the
-    primal, one tape recorded and swept once (not one sweep per state slot)."""
-    source = (compiled.directory / "out" / "euler_reverse_c__c.c").read_text()
-    start = source.index("dg_op_gradient(")
-    body = source[start : source.index("\n}\n", start)]
-    assert body.count("/* while_loop at ") == 1
-    assert body.count("/* sweep (a loop's adjoint) at ") == 1
-    assert body.count("realloc(") == 1 and body.count("free(dg_tape") >= 1
+    """The reverse-mode gradient of the Euler loop: the primal loop records the
+    tape of the sweep (its forward loop is the primal loop on three of its four
+    slots), which runs its backward loop only: one forward pass, one tape, one
+    backward pass, no allocation. Where no primal loop is computed (the pullback
+    of ``written``: its cotangent does not read the loop's result) the sweep runs
+    its own forward loop into a tape of the size the build counted."""
+    body = _c_function(compiled, "euler_reverse_c", "gradient")
+    assert body.count("for (;;)") == 1 and body.count("the tape backwards") == 1
+    assert body.count("59 trips counted at build time: recorded by this loop") == 1
+    assert "alloc(" not in body
+    other = _c_function(compiled, "written_reverse_c", "pullback")
+    assert "/* while_loop at " not in other
+    assert other.count("59 trips counted at build time: the tape pre-sized") == 1
+    assert other.count("for (;;)") == 1 and other.count("the tape backwards") == 1
 
 
 def test_long_tapes_pre_sized_and_grown_match(tmp_path: Path) -> None:
@@ -180,7 +192,7 @@ def test_long_tapes_pre_sized_and_grown_match(tmp_path: Path) -> None:
             )
     built = BuiltConfig(tmp_path, "\n".join(parts))
     text = (tmp_path / "out" / "euler_c__c.c").read_text()
-    assert "9999 trips counted at build time: the tape pre-sized" in text
+    assert "9999 trips counted at build time: recorded by this loop" in text
     assert "trips counted" not in (tmp_path / "out" / "climb_c__c.c").read_text()
     points = [np.array([4.0, 0.3]), np.array([0.5, 1.0]), np.array([np.nan, 1.0])]
     for fn in ("euler", "climb"):
@@ -209,3 +221,53 @@ def test_a_loop_reading_its_index_as_an_integer_stays_in_python_and_says_so(
     assert any(
         "jacobian: kept in Python" in n and "to_int64" in n for n in built.notes
     ), built.notes
+
+
+BODIES = {
+    "sin_plus_x": "s = np.sin(s) * 0.5 + x",
+    "plus_x": "s = s + x",
+    "x_minus": "s = x - s * 0.25",
+    "scalar_const": "s = s * 0.9 + x[0]",
+    "two_uses": "s = x + s * 0.5 + x * 0.25",
+}
+
+
+@pytest.fixture(scope="module")
+def whiles(tmp_path_factory: pytest.TempPathFactory) -> BuiltConfig:
+    """A ``while`` on a traced value per body, run 0, 1 or 7 times as ``x[1]``
+    says: the sweep's array state, a constant whose cotangent is the carried one
+    itself (``s = ... + x``), and an empty tape."""
+    directory = tmp_path_factory.mktemp("c_whiles")
+    source = ["import numpy as np\n"]
+    parts = ['[difgen]\noutput_dir = "out"\n']
+    for case, body in BODIES.items():
+        source.append(
+            f"\n\ndef {case}(x):\n    s = x\n    i = x[0] * 0.0\n"
+            f"    while i < x[1]:\n        {body}\n        i = i + 1.0\n"
+            "    return np.sum(s * s)\n"
+        )
+        parts.append(
+            f'[[module]]\nname = "{case}_c"\nfunction = "whiles.py:{case}"\n'
+            'backend = "trace"\nemit = "c"\noperators = ["gradient"]\n'
+            "input = { shape = [3] }\n"
+        )
+    (directory / "whiles.py").write_text("".join(source))
+    return BuiltConfig(directory, "\n".join(parts))
+
+
+@pytest.mark.parametrize("case", sorted(BODIES))
+def test_the_backward_loop_sums_each_iterations_cotangents(
+    whiles: BuiltConfig, case: str
+) -> None:
+    module = whiles.get(f"{case}_c")
+    assert "gradient" not in module.PYTHON_OPERATORS
+    python = _fallback(whiles, f"{case}_c")
+    from conftest import import_file
+
+    f = getattr(import_file(whiles.directory / "whiles.py"), case)
+    for trips in (-1.0, 0.5, 6.5):  # 0, 1 and 7 iterations
+        x = np.array([0.3, trips, 1.1])
+        _close(module.gradient(x), python.gradient(x))
+        h = 1e-6
+        fd = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(3)]
+        np.testing.assert_allclose(module.gradient(x), fd, rtol=1e-6, atol=1e-8)

@@ -76,6 +76,7 @@ class Printer:
         self.lines: list[str] = []
         self.counter = 0
         self.loops: dict[Any, list[Store]] = {}  # equal loops run once (statements)
+        self.tapes: dict[Any, tuple[str, str, str]] = {}  # sweeps' recorded tapes
         for var, (name, shape) in zip(program.graph.inputs, inputs):
             self.values[var] = Store(name, shape)
         self._arguments = {name for name, _ in inputs}

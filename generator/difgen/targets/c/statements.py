@@ -19,6 +19,11 @@ state and constants, their results written into the next state:
   counts the trips (a static ``range``, :func:`known_trips`; ``TAPE_WORKSPACE``),
   else a buffer of its own doubled when full and freed after the backward loop; then a backward loop popping the states in reverse, applying the
   body's VJP, adding the constants' cotangents and carrying the state's.
+- a ``while_loop`` that is a later sweep's forward loop on some of its slots (the
+  primal loop of a reverse-mode gradient: the same initial values and constants,
+  the condition and body restricted to those slots equal by structure, a trip
+  count the build counts) records that sweep's tape itself (:func:`_records_for`),
+  and the sweep runs its backward loop only: the forward pass runs once;
 - ``cond``: the predicate, then ``if``/``else`` computing the branch taken into the
   result.
 
@@ -39,11 +44,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from difgen.core.ir import Graph, Lit, Var
+from difgen.core.ir import Graph, Lit, SubGraph, Var
 from difgen.core.primitive import Statements
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.nest import LoopNest
-from difgen.targets.c.program import Store, store_size
+from difgen.targets.c.program import Group, Store, store_size
 
 if TYPE_CHECKING:
     from difgen.targets.c.printer import Printer
@@ -183,10 +188,27 @@ def _while(p: Printer, eqn: Any) -> None:
         flag = _new(p, (), "c")
         test = sub_block(p, cond, [*state, *consts], [flag])
         step = sub_block(p, body, [*state, *consts], nxt)
+        record = _records_for(p, eqn, params)
+        pushes: list[str] = []
+        if record is not None:  # this loop records a later sweep's tape
+            key_s, slots, count, size = record
+            tape, top, trips = (p._fresh(s) for s in ("tape", "top", "trips"))
+            p.lines += [
+                (
+                    f"/* the tape of the sweep below, {count} trips counted at "
+                    "build time: recorded by this loop */"
+                ),
+                f"double *const {tape} = {PREFIX}w + {p.work};",
+                f"npy_intp {top} = 0, {trips} = 0;",
+            ]
+            p.work += size
+            pushes = [*(_push(tape, top, state[k]) for k in slots), f"{trips}++;"]
+            p.tapes[key_s] = (tape, top, trips)
         p.lines += [
             "for (;;) {",
             *_indent(test),
             f"    if (!({flag.name} != 0.0)) break;",
+            *_indent(pushes),
             *_indent(step),
             *_indent([_copy(s, t) for s, t in zip(state, nxt)]),
             "}",
@@ -194,6 +216,90 @@ def _while(p: Printer, eqn: Any) -> None:
         found = state
         p.loops[key] = found
     _give(p, eqn.out, found[params["index"]])
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, Lit) or isinstance(b, Lit):
+        return (
+            isinstance(a, Lit)
+            and isinstance(b, Lit)
+            and a.shape == b.shape
+            and np.asarray(a.value).tobytes() == np.asarray(b.value).tobytes()
+        )
+    return bool(a is b)
+
+
+def _mappings(
+    want: Sequence[Any], have: Sequence[Any], start: int = 0
+) -> list[list[int]]:
+    """Order-preserving positions in ``have`` holding the atoms of ``want``."""
+    if not want:
+        return [[]]
+    found = []
+    for k in range(start, len(have)):
+        if _same(want[0], have[k]):
+            found += [[k, *rest] for rest in _mappings(want[1:], have, k + 1)]
+    return found
+
+
+def _reads(graph: Graph, outputs: Sequence[int]) -> set[int]:
+    """The inputs (by position) that ``outputs`` of ``graph`` depend on."""
+    need = {graph.outputs[i] for i in outputs}
+    for eqn in reversed(graph.eqns):
+        if eqn.out in need:
+            need.update(eqn.inputs)
+    return {i for i, v in enumerate(graph.inputs) if v in need}
+
+
+def _taped(back: Graph, n: int) -> list[int]:
+    """The state slots a sweep's backward body reads (the tape holds them)."""
+    read = {a for e in back.eqns for a in e.inputs} | set(back.outputs)
+    return [j for j, v in enumerate(back.inputs[:n]) if v in read]
+
+
+def _records_for(
+    p: Printer, eqn: Any, params: dict[str, Any]
+) -> tuple[Any, list[int], int, int] | None:
+    """A later ``sweep`` whose forward loop is this loop on some of its slots
+    (the same initial values and constants, the condition and body restricted to
+    those slots equal by structure), with a trip count the build counts and a
+    tape that fits the workspace: (its key, this loop's slots it tapes, the trip
+    count, the tape's doubles). Then this loop records the tape and the sweep
+    runs its backward loop only: the forward pass runs once, not twice."""
+    from difgen.ad.loops import restrict
+
+    n = params["n_state"]
+    cond, body = params["cond"].graph, params["body"].graph
+    consts = list(eqn.inputs[n:])
+    for item in p.program.items:
+        if isinstance(item, Group):
+            continue
+        other = item.eqn
+        form = other.primitive.numpy
+        if not isinstance(form, Statements) or form.statement != "for":
+            continue
+        sp = other.params.as_dict()
+        ns, m = sp["n_state"], sp["n_carry"]
+        nc = len(other.inputs) - ns - m
+        key = _loop_key(other, "out")
+        if key in p.loops or key in p.tapes or nc != len(consts):
+            continue
+        if not all(_same(a, b) for a, b in zip(other.inputs[ns : ns + nc], consts)):
+            continue
+        back, taped = sp["back"].graph, _taped(sp["back"].graph, ns)
+        record = sum(int(np.prod(back.inputs[j].shape, dtype=np.int64)) for j in taped)
+        count = known_trips(p, other, ns, sp["cond"].graph, sp["fwd"].graph)
+        if not record or not count or count * record > TAPE_WORKSPACE:
+            continue
+        for slots in _mappings(other.inputs[:ns], eqn.inputs[:n]):
+            picked = [*slots, *range(n, n + nc)]
+            if not (_reads(cond, [0]) | _reads(body, slots)) <= set(picked):
+                continue  # the slots read others: not the sweep's loop
+            if SubGraph(restrict(cond, picked, [0])) == sp["cond"] and (
+                SubGraph(restrict(body, picked, slots)) == sp["fwd"]
+            ):
+                return key, [slots[j] for j in taped], count, count * record
+    return None
 
 
 # ------------------------------------------------------------------ sweep
@@ -221,16 +327,28 @@ def _print_sweep(p: Printer, eqn: Any, params: dict[str, Any]) -> list[Store]:
         _copy_in(p, a, store)
     accs = [_new(p, o.shape, "g") for o in back.outputs[m:]]
     p.lines += [f"{a.name} = 0.0;" if a.shape == () else _zero(a) for a in accs]
-    nxt = [_new(p, v.shape, "n") for v in fwd.inputs[:n]]
-    flag = _new(p, (), "c")
-    test = sub_block(p, cond, [*state, *consts], [flag])
-    step = sub_block(p, fwd, [*state, *consts], nxt)
     new_carry = [_new(p, o.shape, "y") for o in back.outputs[:m]]
     added = [_new(p, o.shape, "d") for o in back.outputs[m:]]
     adjoint = sub_block(p, back, [*state, *consts, *carry], [*new_carry, *added])
     # the tape holds the state slots the body's VJP reads (not the counter)
-    read = {a for e in back.eqns for a in e.inputs} | set(back.outputs)
-    taped = [s for s, v in zip(state, back.inputs[:n]) if v in read]
+    taped = [state[j] for j in _taped(back, n)]
+    recorded = p.tapes.get(_loop_key(eqn, "out"))
+    if recorded is not None:  # the primal loop recorded the tape
+        tape, top, trips = recorded
+        p.lines += [
+            f"while ({trips} > 0) {{ /* the tape backwards */",
+            f"    {trips}--;",
+            *_indent([_pop(tape, top, s) for s in reversed(taped)]),
+            *_indent(adjoint),
+            *_indent([_add(a, d) for a, d in zip(accs, added)]),
+            *_indent([_copy(c, y) for c, y in zip(carry, new_carry)]),
+            "}",
+        ]
+        return [*carry, *accs]
+    nxt = [_new(p, v.shape, "n") for v in fwd.inputs[:n]]
+    flag = _new(p, (), "c")
+    test = sub_block(p, cond, [*state, *consts], [flag])
+    step = sub_block(p, fwd, [*state, *consts], nxt)
     record = sum(store_size(s) for s in taped)
     names = ("tape", "top", "cap", "trips", "owned")
     tape, top, cap, trips, owned = (p._fresh(s) for s in names)
