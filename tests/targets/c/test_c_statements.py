@@ -271,3 +271,42 @@ def test_the_backward_loop_sums_each_iterations_cotangents(
         h = 1e-6
         fd = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(3)]
         np.testing.assert_allclose(module.gradient(x), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_nested_loop_runs_in_c(tmp_path: Path) -> None:
+    """A loop in a loop (neither reading its index): the inner loop is a
+    statement of the outer loop's body, and its adjoint a sweep inside the outer
+    sweep's backward body; gradient (reverse) and hessian (forward) in C equal
+    the vector emission's, NaN included."""
+    (tmp_path / "nest.py").write_text(
+        "import numpy as np\n\n\n"
+        "def nest(x):\n"
+        "    s = x * 1.0\n"
+        "    for _ in range(40):\n"
+        "        t = s * 0.0\n"
+        "        for _ in range(35):\n"
+        "            t = t + 0.001 * np.sin(s + 0.01 * t)\n"
+        "        s = s + t * x[0]\n"
+        "    return np.sum(s * s)\n"
+    )
+    parts = ['[difgen]\noutput_dir = "out"\n']
+    for mode, ops in (("reverse", '"gradient"'), ("forward", '"hessian", "hvp"')):
+        for emit, suffix in (("c", "_c"), ("vector", "")):
+            parts.append(
+                f'[[module]]\nname = "{mode}{suffix}"\nfunction = "nest.py:nest"\n'
+                f'backend = "trace"\nemit = "{emit}"\nmode = "{mode}"\n'
+                f"operators = [{ops}]\ninput = {{ shape = [3] }}\n"
+            )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(helpers, "UNROLL_EQUATIONS", 0)
+        built = BuiltConfig(tmp_path, "\n".join(parts))
+    text = (tmp_path / "out" / "reverse_c__c.c").read_text()
+    assert text.count("/* sweep (a loop's adjoint) at ") >= 2  # outer and inner
+    dx = np.array([0.3, -0.2, 0.5])
+    for x in (np.array([0.7, 1.3, -0.4]), np.array([np.nan, 0.5, 0.5])):
+        for mode in ("reverse", "forward"):
+            module, vector = built.get(f"{mode}_c"), built.get(mode)
+            assert module.PYTHON_OPERATORS == (), module.PYTHON_OPERATORS
+            for op in module.__all__:
+                args = (x, dx) if op == "hvp" else (x,)
+                _close(getattr(module, op)(*args), getattr(vector, op)(*args))
