@@ -99,7 +99,12 @@ def test_a_type_names_a_class(tmp_path: Path) -> None:
         (
             'inputs = [{ name = "a", tree = { W = { shape = [2], dtype = "int64" } } }]\n',
             5,
-            "'inputs[0].tree.W.dtype' is \"int64\" (string), but only float64",
+            "'inputs[0].tree.W.dtype' is \"int64\" (string), but expected one of float64",
+        ),
+        (
+            'inputs = [{ name = "a", shape = [2], dtype = "float32" }]\n',
+            5,
+            "the leaves of 'inputs' are float64 only in this version",
         ),
         (
             'inputs = [{ name = "a", tree = { W = 3 } }]\n',

@@ -909,28 +909,24 @@ class _Reader:
                         raise self.error(
                             at + (extra,), f"'{label}.{extra}' applies to a 'tree' only"
                         )
-                shape, dtype = self.shape_and_dtype(
-                    {k: v for k, v in entry.items() if k != "name"},
-                    at,
-                    _ARRAY_KEYS,
-                )
-                tree = self.leaf(shape, dtype, at)
+                tree = self.leaf({k: v for k, v in entry.items() if k != "name"}, at)
             else:
                 tree = self.tree(entry["tree"], at + ("tree",), top=True)
                 tree = self.tree_kind(entry, at, tree)
             specs.append(InputSpec(name, tree))
         return tuple(specs)
 
-    def leaf(self, shape: tuple[int, ...], dtype: str, key: Key) -> structure.Leaf:
+    def leaf(self, value: dict[str, Any], key: Key) -> structure.Leaf:
         """A leaf of ``inputs``: float64 only in this version (the structured
         operators lay their leaves end to end in one float64 vector)."""
-        if dtype != "float64":
+        if value.get("dtype") == "float32":
             raise self.error(
                 key + ("dtype",),
-                f"'{_dotted(key[2:])}.dtype' is {_show(dtype)}: the leaves of "
-                "'inputs' are float64 only in this version; a float32 module has "
-                'one array input = { shape = [...], dtype = "float32" }',
+                f"'{_dotted(key[2:])}.dtype' is \"float32\": the leaves of 'inputs' "
+                "are float64 only in this version; a float32 module has one array "
+                'input = { shape = [...], dtype = "float32" }',
             )
+        shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS, ("float64",))
         return structure.Leaf(shape, dtype)
 
     def tree(self, value: Any, key: Key, top: bool = False) -> structure.Tree:
@@ -938,8 +934,7 @@ class _Reader:
         ``dtype``) is a leaf, another table a dict, an array a list."""
         label = _dotted(key[2:])
         if isinstance(value, dict) and isinstance(value.get("shape"), list):
-            shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS)
-            return self.leaf(shape, dtype, key)
+            return self.leaf(value, key)
         if isinstance(value, dict):
             names = sorted(value)
             kind = "dict"

@@ -166,6 +166,34 @@ def test_reverse_over_reverse_unrolls_the_loops_and_says_so(
         )
 
 
+def _loop_groups(graph: Any, name: str, pick: str) -> int:
+    """The distinct loops among ``graph``'s ``name`` equations (one per value)."""
+    return len(
+        {
+            (e.inputs, tuple((k, v) for k, v in e.params if k != pick))
+            for e in graph.eqns
+            if e.primitive.name == name
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "slots"), [("euler", 2), ("decay", 2), ("written", 1), ("skipping", 1)]
+)
+def test_the_adjoint_of_a_loop_sweeps_its_tape_once(name: str, slots: int) -> None:
+    """Every state slot read after a loop has its own ``while_loop`` equation; their
+    transposes are one ``sweep``: one forward loop recording the tape, one backward
+    loop carrying every slot's cotangent (not one sweep per slot)."""
+    from difgen.ad.transpose import vjp
+
+    graph = _graph(name)
+    loops = _loop_groups(graph, "while_loop", "index")
+    assert loops == 1
+    assert sum(e.primitive.name == "while_loop" for e in graph.eqns) == slots
+    adjoint = vjp(graph)
+    assert _loop_groups(adjoint, "sweep", "out") == 1
+
+
 def test_the_gradient_of_euler_matches_differences(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,8 +28,26 @@ import numpy as np
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
 from difgen.ad.liveness import guards
 from difgen.core.builder import relaxed
-from difgen.core.ir import Graph, Var
+from difgen.core.ir import Eqn, Graph, Var
 from difgen.core.primitive import Absent
+
+SIBLINGS: dict[str, str] = {}
+"""Primitives given one equation per value of a multi-valued operation (a loop's
+state slots), by name: the param that picks the value. Their JVP rule is also told
+``siblings``, the values of the same operation the graph reads, so that the tangent
+operations of siblings stay one operation (the loop's module declares it)."""
+
+
+def sibling_keys(eqns: Sequence[Eqn]) -> dict[int, tuple[Any, ...]]:
+    """The operation of each equation in ``SIBLINGS`` (by ``id``): its primitive,
+    inputs and params but the one that picks the value."""
+    keys: dict[int, tuple[Any, ...]] = {}
+    for eqn in eqns:
+        pick = SIBLINGS.get(eqn.primitive.name)
+        if pick is not None:
+            params = tuple((k, v) for k, v in eqn.params if k != pick)
+            keys[id(eqn)] = (eqn.primitive.name, eqn.inputs, params)
+    return keys
 
 
 def jvp_eval(
@@ -42,6 +60,12 @@ def jvp_eval(
     """
     env: Env = dict(zip(graph.inputs, primals))
     tenv: Env = {v: t for v, t in zip(graph.inputs, tangents) if t is not None}
+    keys = sibling_keys(graph.eqns)
+    picks: dict[tuple[Any, ...], list[Any]] = {}
+    for eqn in graph.eqns:
+        if id(eqn) in keys:
+            pick = SIBLINGS[eqn.primitive.name]
+            picks.setdefault(keys[id(eqn)], []).append(eqn.params.as_dict()[pick])
     for eqn, guard in zip(graph.eqns, guards(graph)):
         args = [read(env, a) for a in eqn.inputs]
         out = apply(eqn, args)
@@ -55,8 +79,11 @@ def jvp_eval(
             continue
         if guard is not None:  # dead elements' tangents never meet a coefficient
             dargs = [select(d, use) for d, use in zip(dargs, guard.uses)]
+        params = eqn.params.as_dict()
+        if id(eqn) in keys:
+            params["siblings"] = tuple(picks[keys[id(eqn)]])
         with relaxed():  # a derivative computation: finite-only identities allowed
-            tangent = prim.jvp(out, args, dargs, **eqn.params.as_dict())
+            tangent = prim.jvp(out, args, dargs, **params)
         if tangent is not None and not is_zero(tangent):
             if tuple(np.shape(tangent)) != eqn.out.shape:
                 tangent = np.broadcast_to(tangent, eqn.out.shape)

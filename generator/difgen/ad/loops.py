@@ -11,7 +11,10 @@ equal loops once). The trip count depends on the values, so:
   the constants. Its transpose is a ``sweep``: a forward loop that records the
   primal states on a stack (a Python list in the generated code: memory grows with
   the trip count), then a backward pass over the stack applying the body's VJP, which
-  carries the cotangent of the state and accumulates the constants' cotangents;
+  carries the cotangent of the state and accumulates the constants' cotangents. The
+  slots read after the loop (one ``while_loop`` equation each) are transposed
+  together (``transpose.JOINT``): one sweep carries all their cotangents, so the
+  tape is recorded and swept once;
 - the JVP of a ``sweep`` is a ``sweep`` of the JVPs (forward over reverse: hvp and
   hessian); a ``sweep`` is not transposed again (reverse over reverse is refused);
 - batching: the seeds' batch axis flows through the state (to a fixed point of which
@@ -28,14 +31,14 @@ import numpy as np
 from difgen.ad.batching import vmap_eval
 from difgen.ad.implicit import implicit_jvp
 from difgen.ad.interpret import build_graph, eval_graph, is_zero
-from difgen.ad.jvp import jvp
-from difgen.ad.transpose import vjp_eval
+from difgen.ad.jvp import SIBLINGS, jvp
+from difgen.ad.transpose import JOINT, vjp_eval
 from difgen.core.batching import batched_to
 from difgen.core.expr import Aval
 from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate
 from difgen.core.primitive import Linear, Statements, register
 from difgen.core.tracer import bind
-from difgen.errors import DifgenError
+from difgen.errors import DifgenError, InternalError
 from difgen.primitives.family import control
 
 LOOP_WORK = 16  # the cost model's guess of a loop's trip count
@@ -96,6 +99,13 @@ def _joint(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
     return build_graph(fn, avals)
 
 
+def restrict(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
+    """``graph`` on its inputs ``order`` only, giving its outputs ``keep`` (a
+    loop's condition or body on some of its state slots; an input left out must
+    be unread). The C target compares a loop with the forward loop of a sweep so."""
+    return _joint(graph, order, keep)
+
+
 def _float_slots(graph: Graph, n: int) -> list[int]:
     return [i for i in range(n) if graph.inputs[i].dtype == "float64"]
 
@@ -110,10 +120,13 @@ def _loop_jvp(
     index: int,
     implicit: bool = False,
     residual: SubGraph | None = None,
+    siblings: Sequence[int] = (),
 ) -> Any:
-    """A ``while_loop`` over (state, tangents): the JVP of the path taken; for a
-    loop bound with ``implicit=True``, the implicit-function derivative at its
-    final state instead (:mod:`difgen.ad.implicit`), with no loop over tangents."""
+    """A ``while_loop`` over (state, tangents): the JVP of the path taken, carrying
+    the nonzero tangents of ``siblings`` too (the slots of the loop read elsewhere),
+    so that their tangent equations stay one loop; for a loop bound with
+    ``implicit=True``, the implicit-function derivative at its final state instead
+    (:mod:`difgen.ad.implicit`), with no loop over tangents."""
     if implicit:
         given = {} if residual is None else {"residual": residual}
 
@@ -164,14 +177,20 @@ def _loop_jvp(
     dcs = [tangents[n + i] for i in dconsts]
     live = [False] * n + [tangents[i] is not None for i in fs] + [False] * nc
     live += [True] * len(dconsts)
-    if not _linear_state(body2, live, n + nf)[n + fs.index(index)]:
+    flags = _linear_state(body2, live, n + nf)
+    if not flags[n + fs.index(index)]:
         return None  # the tangent of this variable stays zero
+    # the siblings' nonzero tangents are carried whichever slot this equation
+    # gives: one loop's equations stay one loop (run once, transposed together)
     return bind_loop(
         [*primals[:n], *ds0],
         [*primals[n:], *dcs],
         SubGraph(cond2, cond.where),
         SubGraph(body2, body.where),
         n + fs.index(index),
+        carried=[
+            n + fs.index(i) for i in siblings if i in fs and flags[n + fs.index(i)]
+        ],
     )
 
 
@@ -190,12 +209,13 @@ def bind_loop(
     cond: SubGraph,
     body: SubGraph,
     index: int,
+    carried: Sequence[int] = (),
 ) -> Any:
     """Bind ``while_loop`` giving ``state[index]``, keeping only the state slots it
-    needs (the condition's, the result's, and what they read), so a tangent loop
-    does not carry the tangents and counters nothing reads."""
+    needs (the condition's, the result's, those ``carried``, and what they read), so
+    a tangent loop does not carry the tangents and counters nothing reads."""
     n = len(state)
-    keep = {index} | {i for i in _reads(cond.graph, [0]) if i < n}
+    keep = {index, *carried} | {i for i in _reads(cond.graph, [0]) if i < n}
     while True:
         grown = keep | {i for i in _reads(body.graph, sorted(keep)) if i < n}
         if grown == keep:
@@ -227,14 +247,35 @@ def _loop_transpose(
     implicit: bool = False,
     residual: SubGraph | None = None,
 ) -> list[Any]:
-    """The tangent loop's transpose: one ``sweep`` per linear input."""
+    """The transpose of one state slot of a tangent loop (see :func:`_loops_transpose`,
+    which transposes every slot read after the loop at once)."""
+    return _loops_transpose({index: ct}, *args, cond=cond, body=body, n_state=n_state)
+
+
+def _loops_transpose(
+    cts: dict[int, Any],
+    *args: Any,
+    cond: SubGraph,
+    body: SubGraph,
+    n_state: int,
+    implicit: bool = False,
+    residual: SubGraph | None = None,
+) -> list[Any]:
+    """The tangent loop's transpose, for the cotangents ``cts`` of its state slots
+    (by index) together: one ``sweep`` (one forward loop recording the tape, one
+    backward loop carrying every slot's cotangent), one equation per linear input.
+    A loop differentiated implicitly has no tangent loop, so none is transposed."""
+    if implicit:
+        raise InternalError("an implicitly differentiated loop has no tangent loop")
     n = n_state
     given = [isinstance(a, Linear) for a in args]
     lin = _linear_state(body.graph, given, n)
     for i in range(n):
         if lin[i] and not given[i] and not is_zero(args[i]):
             raise DifgenError("while_loop transposed with an affine state slot")
-    if not lin[index]:  # its tangent is zero whatever the linear inputs are
+    # a slot whose tangent is zero whatever the linear inputs are gives nothing
+    cts = {i: c for i, c in cts.items() if lin[i] and not is_zero(c)}
+    if not cts:
         return [None] * len(args)
     nc = len(args) - n
     ls = [i for i in range(n) if lin[i]]
@@ -274,7 +315,7 @@ def _loop_transpose(
     fcond = build_graph(fwd_cond, fixed_avals)
     fbody = build_graph(fwd_body, fixed_avals)
     bgraph = build_graph(back, fixed_avals + carry_avals)
-    carry0 = [ct if i == index else np.zeros(graph.outputs[i].shape) for i in ls]
+    carry0 = [cts.get(i, np.zeros(graph.outputs[i].shape)) for i in ls]
     fixed_args = [args[i] for i in ns_] + [args[n + i] for i in nc_]
     params = {
         "cond": SubGraph(fcond, cond.where),
@@ -284,8 +325,6 @@ def _loop_transpose(
         "n_carry": len(ls),
     }
     results: list[Any] = [None] * len(args)
-    if is_zero(ct):
-        return results
     for j, i in enumerate(ls):
         if given[i]:
             results[i] = bind(SWEEP, *fixed_args, *carry0, out=j, **params)
@@ -436,6 +475,10 @@ WHILE_LOOP = register(
         work=_work,
     )
 )
+
+
+SIBLINGS["while_loop"] = "index"
+JOINT["while_loop"] = _loops_transpose
 
 
 # ------------------------------------------------------------------ sweep

@@ -10,19 +10,25 @@ primitives need a transpose rule, and no derivative is written twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from difgen.ad.interpret import Env, apply, build_graph, is_zero, read, zeros_of
-from difgen.ad.jvp import jvp, select
+from difgen.ad.jvp import SIBLINGS, jvp, select, sibling_keys
 from difgen.ad.liveness import guards
 from difgen.core.builder import current_builder, relaxed
 from difgen.core.ir import Eqn, Graph, Var
 from difgen.core.primitive import Absent, Linear, unbroadcast
 from difgen.core.tracer import Tracer, xp
 from difgen.errors import DifgenError
+
+JOINT: dict[str, Callable[..., list[Any]]] = {}
+"""The transpose of the values of one multi-valued operation together
+(``jvp.SIBLINGS``), by name: ``rule({pick: ct}, *args, **params)`` (the other
+params), so that a loop's adjoint sweeps its tape once for every slot read after it.
+Declared by the primitive's module (``ad.loops``)."""
 
 
 def vjp_eval(
@@ -77,8 +83,36 @@ def transpose_eval(
     for atom, ct in zip(lin.outputs[m:], cotangents):
         if isinstance(atom, Var) and atom in linear and ct is not None:
             _accumulate(cts, atom, ct)
+    # the values of one multi-valued operation are transposed together, at the
+    # first of its equations (every use of any of them comes after it): their
+    # cotangents are kept until then
+    keys = sibling_keys(linear_eqns)
+    first: dict[tuple[Any, ...], int] = {}
+    for eqn in linear_eqns:
+        if id(eqn) in keys:
+            first.setdefault(keys[id(eqn)], id(eqn))
+    held: dict[tuple[Any, ...], dict[Any, Any]] = {}
     for eqn in reversed(linear_eqns):
         ct = _total(cts.pop(eqn.out, []))
+        key = keys.get(id(eqn))
+        if key is not None:
+            pick, rule = SIBLINGS[eqn.primitive.name], JOINT[eqn.primitive.name]
+            params = eqn.params.as_dict()
+            group = held.setdefault(key, {})
+            if ct is not None:
+                group[params[pick]] = ct
+            if first[key] != id(eqn) or not group:
+                continue
+            del held[key]
+            args = [
+                Linear(a.shape, a.dtype) if a in linear else read(env, a)
+                for a in eqn.inputs
+            ]
+            rest = {k: v for k, v in params.items() if k != pick}
+            with relaxed():
+                cotangents = rule(group, *args, **rest)
+            _add_all(cts, eqn, linear, cotangents)
+            continue
         if ct is None:
             continue
         prim = eqn.primitive
@@ -101,15 +135,22 @@ def transpose_eval(
                     unbroadcast(select(c, u), a.shape) if w else select(c, u)
                     for c, u, w, a in zip(cotangents, uses, wide, eqn.inputs)
                 ]
-        for atom, c in zip(eqn.inputs, cotangents):
-            if c is not None and isinstance(atom, Var) and atom in linear:
-                if tuple(np.shape(c)) != atom.shape:
-                    raise DifgenError(
-                        f"transpose rule of {prim.name!r} gave a cotangent of shape "
-                        f"{np.shape(c)} for an input of shape {atom.shape}"
-                    )
-                _accumulate(cts, atom, c)
+        _add_all(cts, eqn, linear, cotangents)
     return outs, [_total(cts.get(seed, [])) for seed in lin.inputs[n:]]
+
+
+def _add_all(
+    cts: dict[Var, list[Any]], eqn: Eqn, linear: set[Var], cotangents: Sequence[Any]
+) -> None:
+    """Accumulate a rule's cotangents into its linear inputs'."""
+    for atom, c in zip(eqn.inputs, cotangents):
+        if c is not None and isinstance(atom, Var) and atom in linear:
+            if tuple(np.shape(c)) != atom.shape:
+                raise DifgenError(
+                    f"transpose rule of {eqn.primitive.name!r} gave a cotangent of "
+                    f"shape {np.shape(c)} for an input of shape {atom.shape}"
+                )
+            _accumulate(cts, atom, c)
 
 
 def _accumulate(cts: dict[Var, list[Any]], var: Var, ct: Any) -> None:

@@ -22,7 +22,7 @@ from compiled import Built
 from conftest import SUPPORT
 from difgen.ad.loops import SWEEP
 from difgen.core.ir import Eqn, Graph, Lit, Params, Var
-from difgen.core.primitive import Absent, LoopForm, reduction_loop
+from difgen.core.primitive import Absent, LoopForm, Statements, reduction_loop
 from difgen.frontend import trace
 from difgen.primitives import PRIMITIVES
 from difgen.primitives.structural import basis_p
@@ -32,6 +32,7 @@ from difgen.targets.c.glue import Used
 from difgen.targets.c.nest import element_text
 from difgen.targets.c.plan import Planner, loop_kind
 from difgen.targets.c.program import NoLoopForm, Program
+from difgen.targets.c.statements import STATEMENTS
 
 DECLARED = {**PRIMITIVES, "sweep": SWEEP, "basis": basis_p}
 
@@ -96,7 +97,18 @@ def test_element_facts_come_from_the_declaration() -> None:
 
 
 LOOP_ROWS = sorted(n for n in cases.ROWS if isinstance(DECLARED[n].c_loop, LoopForm))
-NO_LOOP_ROWS = sorted(n for n in cases.ROWS if isinstance(DECLARED[n].c_loop, Absent))
+STATEMENT_ROWS = sorted(
+    n
+    for n in cases.ROWS
+    if isinstance(DECLARED[n].numpy, Statements)
+    and DECLARED[n].numpy.statement in STATEMENTS
+)
+"""Control flow: no loop form, C statements (tests/targets/c/test_c_statements.py)."""
+NO_LOOP_ROWS = sorted(
+    n
+    for n in cases.ROWS
+    if isinstance(DECLARED[n].c_loop, Absent) and n not in STATEMENT_ROWS
+)
 
 
 def test_every_primitive_with_a_loop_form_has_a_row() -> None:
@@ -105,7 +117,7 @@ def test_every_primitive_with_a_loop_form_has_a_row() -> None:
     assert with_form == set(LOOP_ROWS)
 
 
-@pytest.mark.parametrize("name", LOOP_ROWS)
+@pytest.mark.parametrize("name", LOOP_ROWS + STATEMENT_ROWS)
 def test_a_declared_loop_form_plans_through_the_loops(name: str) -> None:
     """The row's graph is planned, its primitive's equations in a loop, a step, a
     view, or a result computed on demand (a result made by structural equations):

@@ -22,6 +22,7 @@ import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var, dce
 from difgen.core.primitive import Absent, Statements
+from difgen.targets.c import statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
 from difgen.targets.c.moves import affine, moves_of, structural
@@ -47,22 +48,29 @@ BLAS_WORK = 4096
 
 def loop_kind(eqn: Any) -> str:
     """Which loop form an equation (on argument-dependent values) takes: its
-    primitive's declared ``c_loop`` (``targets/c`` keeps no table of names)."""
+    primitive's declared ``c_loop`` (``targets/c`` keeps no table of names), or
+    ``statement`` for control flow printed as C statements (the statement form
+    its declaration names, :mod:`difgen.targets.c.statements`)."""
     name = eqn.primitive.name
     form = eqn.primitive.c_loop
-    if isinstance(form, Absent):
+    control = statements.has_form(eqn)
+    if isinstance(form, Absent) and not control:
         raise NoLoopForm(f"{name} ({form.reason})")
     if any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)):
         # the loops compute in doubles: int64 arithmetic (overflow, floor
         # division) is NumPy's only in the vector emission
         raise NoLoopForm(f"{name} on int64 values")
-    return str(form.kind)
+    return "statement" if control else str(form.kind)
 
 
 class Planner:
     """The passes over one operator graph (see the module docstring)."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, sub: bool = False) -> None:
+        # sub: a loop's or a branch's sub-graph, whose inputs may be flags (bool,
+        # held as doubles 0 and 1) and which calls no NumPy (a failed call would
+        # leave the loop holding its tape)
+        self.sub = sub
         self.graph = graph  # what remains to compile as usual (see on_demand)
         self.outputs = graph.outputs
         self.original_eqns = graph.eqns
@@ -75,7 +83,7 @@ class Planner:
         self.in_place: set[Var] = set()  # results computed as their reshape
         self.consts: dict[Var, np.ndarray] = {}
         for var in graph.inputs:
-            if var.dtype != "float64":
+            if var.dtype != "float64" and not (sub and var.dtype == "bool"):
                 raise NoLoopForm(f"a {var.dtype} argument")
 
     def program(self, results: list[Store | None]) -> Program:
@@ -155,7 +163,7 @@ class Planner:
         on the operand's memory: NumPy's SIMD ``exp``/``tanh``/``log`` are several
         times faster than the C library's, and give NumPy's exact results."""
         form = eqn.primitive.c_loop
-        if isinstance(form, Absent) or not form.ufunc:
+        if self.sub or isinstance(form, Absent) or not form.ufunc:
             return False
         assert isinstance(eqn.primitive.impl, np.ufunc), eqn.primitive
         (a,) = eqn.inputs
@@ -170,7 +178,13 @@ class Planner:
         that wrap the operands' memory: the loops would be slower than BLAS."""
         a, b = eqn.inputs
         k = a.shape[-1]
-        if a.ndim > 2 or b.ndim > 2 or eqn.out.size * k < BLAS_WORK or k == 0:
+        if (
+            self.sub
+            or a.ndim > 2
+            or b.ndim > 2
+            or eqn.out.size * k < BLAS_WORK
+            or k == 0
+        ):
             return False
         return eqn.out.shape != () and self._in_memory(a) and self._in_memory(b)
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from difgen.core.ir import Lit, Var
 from difgen.core.primitive import LoopForm
-from difgen.targets.c import calls
+from difgen.targets.c import calls, statements
 from difgen.targets.c.demand import Demand, DemandGroup
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
@@ -75,6 +75,8 @@ class Printer:
         self.use = Used()  # the runtime names the statements use
         self.lines: list[str] = []
         self.counter = 0
+        self.loops: dict[Any, list[Store]] = {}  # equal loops run once (statements)
+        self.tapes: dict[Any, tuple[str, str, str]] = {}  # sweeps' recorded tapes
         for var, (name, shape) in zip(program.graph.inputs, inputs):
             self.values[var] = Store(name, shape)
         self._arguments = {name for name, _ in inputs}
@@ -327,6 +329,9 @@ class Printer:
 
     def _step(self, step: Step) -> None:
         eqn = step.eqn
+        if statements.has_form(eqn):  # control flow: C statements
+            statements.print_statement(self, eqn)
+            return
         kind = eqn.primitive.c_loop.kind  # planned: a declared loop form
         if kind == "elementwise":
             calls.ufunc_call(self, eqn)
