@@ -210,6 +210,14 @@ def _module_table(
     else:
         shape, dtype = examples[indices[0]]
         table["input"] = {"shape": shape, "dtype": dtype}
+        if dtype == "float32":  # a Python float is weak, as NumPy 2 and JAX take it
+            examples.update(
+                {
+                    i: (shape_i, "float32")
+                    for i, (shape_i, dtype_i) in examples.items()
+                    if type(args[i]) is float and i not in indices
+                }
+            )
         places[("input",)] = _argument(call, indices[0], names[indices[0]])
     contexts: list[dict[str, Any]] = []
     for index, (shape, dtype) in examples.items():
