@@ -74,6 +74,7 @@ class Planner:
         self.group_of: dict[Var, int] = {}
         self.in_place: set[Var] = set()  # results computed as their reshape
         self.consts: dict[Var, np.ndarray] = {}
+        self.unfolded: set[Var] = set()  # constants computed by the loops
         for var in graph.inputs:
             if var.dtype != "float64":
                 raise NoLoopForm(f"a {var.dtype} argument")
@@ -215,9 +216,15 @@ class Planner:
         if isinstance(eqn.primitive.numpy, Statements):  # control flow: not folded
             return False
         if eqn.out.size > CONST_LIMIT:
-            raise NoLoopForm(
-                f"{eqn.primitive.name} (a constant of {eqn.out.size} elements)"
-            )
+            if isinstance(eqn.primitive.c_loop, Absent):
+                raise NoLoopForm(
+                    f"{eqn.primitive.name} (a constant of {eqn.out.size} elements)"
+                )
+            # too large for a table (a sparse jacobian's seed matrix, the
+            # colors' rows of an identity): the loops compute it, and what
+            # follows from it, from the smaller constants it is made of
+            self.unfolded.add(eqn.out)
+            return False
         args = [a.value if isinstance(a, Lit) else self.consts[a] for a in eqn.inputs]
         value = np.asarray(eqn.primitive.impl(*args, **eqn.params.as_dict()))
         if value.dtype.kind not in "fb" and not (
@@ -233,8 +240,8 @@ class Planner:
         const = {
             i: (a.value if isinstance(a, Lit) else self.consts[a])
             for i, a in enumerate(eqn.inputs)
-            if isinstance(a, Lit) or a in self.consts
-        }
+            if isinstance(a, Lit) or (a in self.consts and eqn.out not in self.unfolded)
+        }  # a constant too large to fold moves the elements of its constant inputs
         moves = moves_of(eqn, const)
         self.moves[eqn.out] = moves
         if np.any(moves.constants) or any(len(t) != 1 for t in moves.terms):
