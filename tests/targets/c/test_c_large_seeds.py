@@ -100,3 +100,19 @@ def test_c_refills_a_csr_out_in_place(built: BuiltConfig, name: str) -> None:
     assert target.indices is indices and target.indptr is indptr
     expected = built.get(name).jacobian(y)
     assert np.allclose(target.data, expected.data, rtol=1e-13, atol=0.0)
+
+
+def test_stencil_views_are_a_small_table_per_dimension(built: BuiltConfig) -> None:
+    """``np.roll`` on a 64 x 64 grid is ``(i + s) % 64`` along one axis: one table
+    of 64 entries, not one of the grid's (or the colors' tangents') 4,096 or
+    49,152 positions; the seed's gather is the colors' table (one per state), and
+    the only larger table left is the gather of the nonzeros."""
+    import re
+
+    source = (built.directory / "out" / "stencil_c__c.c").read_text()
+    tables = re.findall(r"static const int (dg_\w+)\[(\d+)\]", source)
+    f_sizes = [int(n) for name, n in tables if name.startswith("dg_f_")]
+    assert f_sizes and max(f_sizes) == 64, f_sizes
+    jac_sizes = sorted(int(n) for name, n in tables if name.startswith("dg_jacobian_"))
+    assert jac_sizes.count(64) >= 4, jac_sizes
+    assert len([n for n in jac_sizes if n > 2 * 64 * 64]) <= 1, jac_sizes  # a gather

@@ -163,3 +163,38 @@ def affine(positions: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
     if not np.array_equal(expected, positions):
         return None
     return offset, tuple(strides)
+
+
+SEPARABLE_FROM = 1024
+"""Index maps of at least this many elements are looked at for a form of one
+small table per loop dimension (:func:`separable`); smaller ones print as before."""
+
+
+def separable(positions: np.ndarray) -> tuple[int, list[int | np.ndarray]] | None:
+    """``(offset, parts)`` when ``positions`` is ``offset`` plus a function of
+    each loop index alone: per dimension a stride (affine there) or a table of
+    its length (``np.roll``'s ``(i + s) % n``, a coloring's rows), each table
+    starting at 0. None when the map is affine or no such sum."""
+    shape = positions.shape
+    if positions.ndim == 0 or positions.size == 0:
+        return None
+    offset = int(positions.flat[0])
+    parts: list[int | np.ndarray] = []
+    expected = np.full(shape, offset, dtype=np.int64)
+    tabled = False
+    for d, n in enumerate(shape):
+        index: list[int | slice] = [0] * len(shape)
+        index[d] = slice(None)
+        line = positions[tuple(index)].astype(np.int64) - offset
+        axis = [1] * len(shape)
+        axis[d] = n
+        expected = expected + line.reshape(axis)
+        step = int(line[1]) if n > 1 else 0
+        if np.array_equal(line, step * np.arange(n, dtype=np.int64)):
+            parts.append(step)
+        else:
+            parts.append(line)
+            tabled = True
+    if not tabled or not np.array_equal(expected, positions):
+        return None
+    return offset, parts

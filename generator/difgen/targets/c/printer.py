@@ -27,7 +27,7 @@ from difgen.targets.c.demand import Demand, DemandGroup
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
 from difgen.targets.c.glue import Used
-from difgen.targets.c.moves import broadcast_positions
+from difgen.targets.c.moves import SEPARABLE_FROM, broadcast_positions
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text, eqn_text
 from difgen.targets.c.program import (
     Fused,
@@ -383,6 +383,12 @@ class Printer:
                     # shape, where concatenation and padding are affine
                     outs = outs.reshape(src_atom.shape)
                     ins = ins.reshape(src_atom.shape)
+                elif outs.size >= SEPARABLE_FROM and np.array_equal(
+                    outs, np.arange(size)
+                ):  # every output in order: its shape's loops, where a large
+                    # gather (a seed's colors) is a small table per dimension
+                    outs = outs.reshape(eqn.out.shape)
+                    ins = ins.reshape(eqn.out.shape)
                 nest = LoopNest(outs.shape, self.tables)
                 src = self.read(nest, eqn.inputs[slot], ins)
                 dst = nest.at(store, outs)
