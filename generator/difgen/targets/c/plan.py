@@ -95,7 +95,8 @@ class Planner:
         items = self.plan()
         self._reshaped_results(results)
         needs = self._needs_store(items)
-        offsets, work = workspace(items, needs, self.result_of)
+        cached = self._cached(items, needs)
+        offsets, work = workspace(items, needs, self.result_of, cached)
         planned = [
             demand_plan(demand, store, self.original_eqns, self.view_of)
             for demand, store in demands
@@ -114,7 +115,37 @@ class Planner:
             planned,
             offsets,
             work,
+            cached,
         )
+
+    def _cached(
+        self, items: list[Group | Step], needs: set[Var]
+    ) -> dict[int, set[Var]]:
+        """Loop nests and moves that read no argument (the loops' part of a
+        constant too large to fold, :attr:`unfolded`, and what follows from it
+        alone): computed at the first call into static arrays, then reused.
+        Per item, the values it stores (none is a result or a scalar)."""
+        if not self.unfolded:
+            return {}
+        fixed: set[Var] = set(self.consts) | set(self.unfolded)
+        for eqn in self.graph.eqns:
+            if eqn.out in self.unfolded or isinstance(eqn.primitive.numpy, Statements):
+                continue
+            if all(isinstance(a, Lit) or a in fixed for a in eqn.inputs):
+                fixed.add(eqn.out)
+        cached: dict[int, set[Var]] = {}
+        for k, item in enumerate(items):
+            if isinstance(item, Step) and (
+                item.blas or loop_kind(item.eqn) != "structural"
+            ):
+                continue  # NumPy's loops (BLAS, ufuncs) keep their own buffers
+            eqns = item.eqns if isinstance(item, Group) else [item.eqn]
+            outs = [e.out for e in eqns]
+            if all(
+                o in fixed and o.shape != () and o not in self.result_of for o in outs
+            ):
+                cached[k] = {o for o in outs if o in needs or isinstance(item, Step)}
+        return cached
 
     def plan(self) -> list[Group | Step]:
         """Equations into loop groups and steps; views and constants need none.
@@ -355,7 +386,10 @@ class Planner:
 
 
 def workspace(
-    items: list[Group | Step], needs: set[Var], result_of: dict[Var, Store]
+    items: list[Group | Step],
+    needs: set[Var],
+    result_of: dict[Var, Store],
+    cached: dict[int, set[Var]] | None = None,
 ) -> tuple[dict[Var, int], int]:
     """The workspace's layout: each array the program computes that is no result
     buffer (a value of a loop that needs memory, a reduction, a step's result)
@@ -363,7 +397,9 @@ def workspace(
     local doubles. Returns the offsets and the doubles in all."""
     offsets: dict[Var, int] = {}
     work = 0
-    for item in items:
+    for k, item in enumerate(items):
+        if cached and k in cached:
+            continue  # static arrays, kept from the first call
         grouped = isinstance(item, Group)
         for eqn in item.eqns if isinstance(item, Group) else [item.eqn]:
             out = eqn.out

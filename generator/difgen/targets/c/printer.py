@@ -79,6 +79,8 @@ class Printer:
             self.values[var] = Store(name, shape)
         self._arguments = {name for name, _ in inputs}
         self.reads: set[str] = set()  # the arguments' names the statements read
+        self.statics_of = {v for vs in program.cached.values() for v in vs}
+        self.statics: list[str] = []  # their arrays' declarations
 
     def reading(self, value: Value) -> Value:
         """``value``, about to be read: an argument's (or a view of it) is
@@ -109,6 +111,9 @@ class Printer:
             self.lines.append(f"double {name};")
             return Store(name, ())
         name = self._fresh("a")
+        if var in self.statics_of:  # computed once, at the first call
+            self.statics.append(f"static double {name}[{var.size}];")
+            return Store(name, tuple(var.shape))
         offset = self.program.offsets[var]  # the workspace's layout is planned
         self.lines.append(f"double *const {name} = {PREFIX}w + {offset};")
         return Store(name, tuple(var.shape))
@@ -137,13 +142,28 @@ class Printer:
     def compile(self) -> list[str]:
         """The statements computing the program into its result buffers."""
         views_done: set[Var] = set()
-        for item in self.program.items:
+        ready = f"{PREFIX}ready"
+        for k, item in enumerate(self.program.items):
             self._views_before(views_done)
+            start = len(self.lines)
             if isinstance(item, Group):
                 self._group(item, self.program.needs)
             else:
                 self._step(item)
+            if k in self.program.cached:  # the same at every call
+                code = self.lines[start:]
+                self.lines[start:] = [
+                    f"if (!{ready}) {{ /* reads no argument: computed once */",
+                    *(f"    {line}" for line in code),
+                    "}",
+                ]
         self._views_before(views_done)
+        if self.program.cached:
+            # the static arrays are written at the first call with the GIL held
+            # (a points loop running these statements keeps it)
+            self.calls_numpy = True
+            self.lines[0:0] = [f"static int {ready} = 0;", *self.statics]
+            self.lines.append(f"{ready} = 1;")
         for planned in self.program.demands:
             self._demand_loops(planned)
         return self.lines

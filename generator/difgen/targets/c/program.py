@@ -106,7 +106,9 @@ class Program:
     ``needs`` the values that get memory (read outside their loop, results,
     sources of views); ``demands`` the results computed at their own elements;
     ``offsets`` where in the workspace each array that is no result buffer
-    starts, ``work`` the workspace's doubles."""
+    starts, ``work`` the workspace's doubles; ``cached`` the items (by index)
+    that read no argument, computed at the first call into static arrays (the
+    values each stores)."""
 
     graph: Graph
     outputs: tuple[Any, ...]
@@ -121,6 +123,7 @@ class Program:
     demands: list[DemandPlan]
     offsets: dict[Var, int]
     work: int
+    cached: dict[int, set[Var]] = field(default_factory=dict)
 
     @property
     def loops(self) -> list[Group]:
