@@ -75,6 +75,7 @@ class Planner:
         self.in_place: set[Var] = set()  # results computed as their reshape
         self.consts: dict[Var, np.ndarray] = {}
         self.unfolded: set[Var] = set()  # constants computed by the loops
+        self.fixed: set[Var] = set()  # values that read no argument (not folded)
         for var in graph.inputs:
             if var.dtype != "float64":
                 raise NoLoopForm(f"a {var.dtype} argument")
@@ -158,6 +159,14 @@ class Planner:
         for eqn in self.graph.eqns:
             if self._constant(eqn):
                 continue
+            if eqn.out in self.unfolded or (
+                eqn.inputs
+                and all(
+                    isinstance(a, Lit) or a in self.consts or a in self.fixed
+                    for a in eqn.inputs
+                )
+            ):
+                self.fixed.add(eqn.out)
             kind = loop_kind(eqn)
             if kind == "structural" and self._view(eqn):
                 continue
@@ -288,6 +297,12 @@ class Planner:
         if src in self.view_of:  # a view of a view reads the first one's source
             src, first = self.view_of[src]
             table = first.reshape(-1)[table]
+        if eqn.out in self.fixed and affine(table.reshape(eqn.out.shape)) is not None:
+            flat = table.reshape(-1)
+            if not np.array_equal(flat, flat[0] + np.arange(flat.size)):
+                # a strided view of a value computed once (a seed's transpose):
+                # stored contiguous once too, so that every call reads it in order
+                return False
         self.view_of[eqn.out] = (src, table.reshape(eqn.out.shape))
         self.view_root[eqn.out] = src
         return True
