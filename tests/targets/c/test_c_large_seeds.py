@@ -106,7 +106,7 @@ def test_stencil_views_are_a_small_table_per_dimension(built: BuiltConfig) -> No
     """``np.roll`` on a 64 x 64 grid is ``(i + s) % 64`` along one axis: one table
     of 64 entries, not one of the grid's (or the colors' tangents') 4,096 or
     49,152 positions; the seed's gather is the colors' table (one per state), and
-    the only larger table left is the gather of the nonzeros."""
+    the only larger tables left are where the nonzeros are read from."""
     import re
 
     source = (built.directory / "out" / "stencil_c__c.c").read_text()
@@ -115,7 +115,8 @@ def test_stencil_views_are_a_small_table_per_dimension(built: BuiltConfig) -> No
     assert f_sizes and max(f_sizes) == 64, f_sizes
     jac_sizes = sorted(int(n) for name, n in tables if name.startswith("dg_jacobian_"))
     assert jac_sizes.count(64) >= 4, jac_sizes
-    assert len([n for n in jac_sizes if n > 2 * 64 * 64]) <= 1, jac_sizes  # a gather
+    nonzeros = 12 * 64 * 64  # the nonzeros' positions, gathered once each
+    assert sum(n for n in jac_sizes if n > 2 * 64 * 64) <= nonzeros, jac_sizes
 
 
 @pytest.mark.parametrize("name", list(MODULES))

@@ -51,8 +51,8 @@ def _refs(slot: int, shape: tuple[int, ...]) -> np.ndarray:
 
 def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
     """Run the structural primitive's ``impl`` on element references (on numbers
-    first: :func:`_gathered`)."""
-    found = _gathered(eqn, const_inputs)
+    first: :func:`gathered`)."""
+    found = None if const_inputs else gathered(eqn)
     if found is not None:
         return found
     args = []
@@ -83,7 +83,7 @@ def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
     return Moves(constants, terms)
 
 
-def _gathered(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves | None:
+def gathered(eqn: Any) -> Moves | None:
     """The moves of an equation whose every element is one element of an input
     or zero, found by running ``impl`` on float64 numbers (each input element
     numbered from 1, the inputs' numbers apart), or None when that cannot tell.
@@ -94,7 +94,7 @@ def _gathered(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves | None:
     all of them (a constant, or a sum of several, fails one of the three), and
     zero when it reads zero in all three. Much faster than :class:`Ref` objects
     on large gathers (a sparse jacobian's seed and its stencil's rolls)."""
-    if const_inputs or len(eqn.inputs) == 0:
+    if len(eqn.inputs) == 0:
         return None
     sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in eqn.inputs]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)

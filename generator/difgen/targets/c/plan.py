@@ -16,15 +16,16 @@ The C names are the printer's, given out as it writes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
-from difgen.core.ir import Graph, Lit, Var, dce
+from difgen.core.ir import Eqn, Graph, Lit, Params, Var, dce
 from difgen.core.primitive import Absent, Statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
-from difgen.targets.c.moves import affine, moves_of, structural
+from difgen.targets.c.moves import affine, gathered, moves_of, structural
 from difgen.targets.c.program import (
     CONST_LIMIT,
     Group,
@@ -59,6 +60,76 @@ def loop_kind(eqn: Any) -> str:
     return str(form.kind)
 
 
+def gathers_from_sources(graph: Graph, consts: dict[Var, np.ndarray]) -> Graph:
+    """A move of one input reading an array that a move of several inputs wrote
+    (a sparse jacobian's nonzeros gathered from the colors' columns concatenated,
+    through reshapes), that array read nowhere else: one move from those inputs,
+    so that the loops write the gathered elements from where they were computed
+    and the joined array is never stored. Only where each element is one
+    source element or zero (:func:`~difgen.targets.c.moves.gathered`), on
+    sources that are no constants."""
+    reads: dict[Var, int] = {}
+    for e in graph.eqns:
+        for a in e.inputs:
+            if isinstance(a, Var):
+                reads[a] = reads.get(a, 0) + 1
+    for o in graph.outputs:
+        if isinstance(o, Var):
+            reads[o] = reads.get(o, 0) + 2
+    producer = {e.out: e for e in graph.eqns}
+    rewritten: dict[int, Eqn] = {}
+    for e in graph.eqns:
+        if not structural(e.primitive) or len(e.inputs) != 1:
+            continue
+        chain = [e]
+        while True:
+            (a,) = chain[-1].inputs
+            if not isinstance(a, Var) or reads.get(a) != 1:
+                break
+            made = producer.get(a)
+            if made is None or not structural(made.primitive):
+                break
+            if isinstance(made.primitive.numpy, Statements):
+                break
+            chain.append(made)
+            if len(made.inputs) != 1:
+                break
+        if len(chain) < 2 or len(chain[-1].inputs) < 2:
+            continue
+        sources = chain[-1].inputs
+        if any(
+            not isinstance(a, Var) or a.dtype != "float64" or a in consts
+            for a in sources
+        ) or any(c.out in consts for c in chain):
+            continue
+        joined = Eqn(
+            dataclasses.replace(
+                e.primitive,
+                name="_of_".join(c.primitive.name for c in chain),
+                impl=_composed(chain),
+            ),
+            chain[-1].inputs,
+            Params.of({}),
+            e.out,
+        )
+        if gathered(joined) is not None:  # each element one source's, or zero
+            rewritten[id(e)] = joined
+    if not rewritten:
+        return graph
+    eqns = tuple(rewritten.get(id(e), e) for e in graph.eqns)
+    return dce(Graph(graph.inputs, graph.outputs, eqns))
+
+
+def _composed(chain: list[Any]) -> Any:
+    def impl(*args: Any) -> Any:
+        value = chain[-1].primitive.impl(*args, **chain[-1].params.as_dict())
+        for c in reversed(chain[:-1]):
+            value = c.primitive.impl(value, **c.params.as_dict())
+        return value
+
+    return impl
+
+
 class Planner:
     """The passes over one operator graph (see the module docstring)."""
 
@@ -83,6 +154,13 @@ class Planner:
     def program(self, results: list[Store | None]) -> Program:
         """The graph planned to compute into ``results`` (a Store per output
         that is written directly; None: copied at the end)."""
+        for eqn in self.graph.eqns:  # constants first: the rewrite skips them
+            self._constant(eqn)
+        joined = gathers_from_sources(self.graph, self.consts)
+        if joined is not self.graph:
+            self.graph = joined
+            self.original_eqns = joined.eqns
+            self.producer = {e.out: e for e in joined.eqns}
         demands = self.on_demand(results)
         pushed = {d.out for d, _ in demands}
         for out, store in zip(self.outputs, results):
