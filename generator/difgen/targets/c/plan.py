@@ -383,6 +383,8 @@ class Planner:
                 return False
         self.view_of[eqn.out] = (src, table.reshape(eqn.out.shape))
         self.view_root[eqn.out] = src
+        del self.moves[eqn.out]  # the table is all of it (a tuple per element
+        # held for each view of a 256x256 grid's colors was 120 MB)
         return True
 
     def on_demand(self, results: list[Store | None]) -> list[tuple[Demand, Store]]:
