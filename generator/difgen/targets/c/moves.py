@@ -50,7 +50,11 @@ def _refs(slot: int, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
-    """Run the structural primitive's ``impl`` on element references."""
+    """Run the structural primitive's ``impl`` on element references (on numbers
+    first: :func:`gathered`)."""
+    found = None if const_inputs else gathered(eqn)
+    if found is not None:
+        return found
     args = []
     for slot, a in enumerate(eqn.inputs):
         if slot in const_inputs:  # a constant operand (an index value, a fill)
@@ -77,6 +81,57 @@ def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
         else:
             raise NoLoopForm(f"{eqn.primitive.name} (element {type(e).__name__})")
     return Moves(constants, terms)
+
+
+def gathered(eqn: Any) -> Moves | None:
+    """The moves of an equation whose every element is one element of an input
+    or zero, found by running ``impl`` on float64 numbers (each input element
+    numbered from 1, the inputs' numbers apart), or None when that cannot tell.
+
+    A structural primitive is linear in its inputs, so an element is a constant
+    plus a sum of input elements; it is one element (number ``k``) exactly when it
+    reads ``k``, ``2 k`` with the inputs doubled and ``k + K`` with ``K`` added to
+    all of them (a constant, or a sum of several, fails one of the three), and
+    zero when it reads zero in all three. Much faster than :class:`Ref` objects
+    on large gathers (a sparse jacobian's seed and its stencil's rolls)."""
+    if len(eqn.inputs) == 0:
+        return None
+    sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in eqn.inputs]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    big = float(2 ** int(np.ceil(np.log2(starts[-1] + 2)) + 1))
+    if big > 2.0**40:
+        return None
+    numbers = [
+        np.arange(start + 1, start + size + 1, dtype=np.float64).reshape(a.shape)
+        for a, start, size in zip(eqn.inputs, starts, sizes)
+    ]
+    params = eqn.params.as_dict()
+    try:
+        runs = [
+            np.asarray(eqn.primitive.impl(*args, **params), dtype=np.float64)
+            for args in (
+                numbers,
+                [2 * n for n in numbers],
+                [n + big for n in numbers],
+            )
+        ]
+    except Exception:  # noqa: BLE001 (an impl that needs element references)
+        return None
+    one, two, shifted = (r.reshape(-1) for r in runs)
+    if one.size != eqn.out.size:
+        return None
+    zero = (one == 0) & (two == 0) & (shifted == 0)
+    single = (two == 2 * one) & (shifted == one + big) & (one >= 1)
+    if not np.all(zero | single):
+        return None
+    number = one.astype(np.int64) - 1
+    slots = np.searchsorted(starts, number, side="right") - 1
+    index = number - starts[slots]
+    terms: list[tuple[tuple[int, int], ...]] = [
+        () if z else ((s, i),)
+        for z, s, i in zip(zero.tolist(), slots.tolist(), index.tolist())
+    ]
+    return Moves(np.zeros(one.size), terms)
 
 
 def broadcast_positions(atom: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -108,3 +163,38 @@ def affine(positions: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
     if not np.array_equal(expected, positions):
         return None
     return offset, tuple(strides)
+
+
+SEPARABLE_FROM = 1024
+"""Index maps of at least this many elements are looked at for a form of one
+small table per loop dimension (:func:`separable`); smaller ones print as before."""
+
+
+def separable(positions: np.ndarray) -> tuple[int, list[int | np.ndarray]] | None:
+    """``(offset, parts)`` when ``positions`` is ``offset`` plus a function of
+    each loop index alone: per dimension a stride (affine there) or a table of
+    its length (``np.roll``'s ``(i + s) % n``, a coloring's rows), each table
+    starting at 0. None when the map is affine or no such sum."""
+    shape = positions.shape
+    if positions.ndim == 0 or positions.size == 0:
+        return None
+    offset = int(positions.flat[0])
+    parts: list[int | np.ndarray] = []
+    expected = np.full(shape, offset, dtype=np.int64)
+    tabled = False
+    for d, n in enumerate(shape):
+        index: list[int | slice] = [0] * len(shape)
+        index[d] = slice(None)
+        line = positions[tuple(index)].astype(np.int64) - offset
+        axis = [1] * len(shape)
+        axis[d] = n
+        expected = expected + line.reshape(axis)
+        step = int(line[1]) if n > 1 else 0
+        if np.array_equal(line, step * np.arange(n, dtype=np.int64)):
+            parts.append(step)
+        else:
+            parts.append(line)
+            tabled = True
+    if not tabled or not np.array_equal(expected, positions):
+        return None
+    return offset, parts

@@ -17,7 +17,7 @@ from difgen.core.ir import Lit
 from difgen.core.primitive import LoopForm
 from difgen.targets.c.expressions import Unsupported, c_expr
 from difgen.targets.c.glue import PREFIX, Used
-from difgen.targets.c.moves import affine
+from difgen.targets.c.moves import SEPARABLE_FROM, affine, separable
 from difgen.targets.c.program import CONST_LIMIT, NoLoopForm, Store
 
 
@@ -72,23 +72,29 @@ class Tables:
 
 
 def _coalesce(
-    shape: tuple[int, ...], strides: list[tuple[int, ...]]
-) -> tuple[list[int], list[list[int]]]:
+    shape: tuple[int, ...],
+    strides: list[tuple[int, ...]],
+    blocked: frozenset[int] = frozenset(),
+) -> tuple[list[int], list[list[int]], list[int]]:
     """Merge adjacent loop dimensions every affine access walks as one (and drop
-    dimensions of length 1): most loops become one flat loop."""
+    dimensions of length 1): most loops become one flat loop. A ``blocked``
+    dimension (read through a table of its own) is merged with none; the last
+    list is each loop's first original dimension."""
     dims = [d for d, n in enumerate(shape) if n != 1]
     sizes = [shape[d] for d in dims]
     st = [[s[d] for d in dims] for s in strides]
     d = len(sizes) - 2
     while d >= 0:
-        if all(s[d] == s[d + 1] * sizes[d + 1] for s in st):
+        free = dims[d] not in blocked and dims[d + 1] not in blocked
+        if free and all(s[d] == s[d + 1] * sizes[d + 1] for s in st):
             sizes[d] *= sizes[d + 1]
             for s in st:
                 s[d] = s[d + 1]
                 del s[d + 1]
             del sizes[d + 1]
+            del dims[d + 1]
         d -= 1
-    return sizes, st
+    return sizes, st, dims
 
 
 MARK = "\x00"
@@ -125,7 +131,8 @@ class LoopNest:
         outer = self.shape[:-1] if inner is not None else self.shape
         forms: list[tuple[int, tuple[int, ...], int | None] | None] = []
         strides = []
-        for a in self.accesses:
+        tabled: dict[int, dict[int, np.ndarray]] = {}  # access: dimension: table
+        for k, a in enumerate(self.accesses):
             pos = a.positions
             full = pos.shape == self.shape
             if inner is not None and full:
@@ -136,16 +143,26 @@ class LoopNest:
             else:
                 found = affine(pos)
                 split = None if found is None else (found[0], found[1], None)  # type: ignore[assignment]
+                if split is None and inner is None and pos.size >= SEPARABLE_FROM:
+                    apart = separable(pos)
+                    if apart is not None:  # a small table per dimension
+                        offset, pieces = apart
+                        tabled[k] = {
+                            d: p for d, p in enumerate(pieces) if not isinstance(p, int)
+                        }
+                        steps = [p if isinstance(p, int) else 0 for p in pieces]
+                        split = (offset, tuple(steps), None)  # type: ignore[assignment]
             forms.append(split)
             if split is not None:
                 strides.append(split[1])
-        sizes, merged = _coalesce(outer, strides)
+        blocked = frozenset(d for t in tabled.values() for d in t)
+        sizes, merged, origin = _coalesce(outer, strides, blocked)
         loop = [f"{PREFIX}i{d}" for d in range(len(sizes))]
         uses_table = any(f is None for f in forms)
         flat = loop[0] if len(sizes) == 1 else f"{PREFIX}n"
         texts = []
         k_iter = 0
-        for a, form in zip(self.accesses, forms):
+        for k, (a, form) in enumerate(zip(self.accesses, forms)):
             if form is None:
                 table = self.tables.ints(a.positions)
                 index = flat if len(sizes) else "0"
@@ -155,8 +172,10 @@ class LoopNest:
                 continue
             offset, _, kstride = form
             parts = [str(offset)] if offset else []
-            for var, s in zip(loop, merged[k_iter]):
-                if s:
+            for var, s, d in zip(loop, merged[k_iter], origin):
+                if d in tabled.get(k, {}):
+                    parts.append(f"{self.tables.ints(tabled[k][d])}[{var}]")
+                elif s:
                     parts.append(var if s == 1 else f"{s} * {var}")
             k_iter += 1
             if kstride:

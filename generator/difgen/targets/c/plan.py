@@ -16,16 +16,17 @@ The C names are the printer's, given out as it writes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
-from difgen.core.ir import Graph, Lit, Var, dce
+from difgen.core.ir import Eqn, Graph, Lit, Params, Var, dce
 from difgen.core.primitive import Absent, Statements
 from difgen.targets.c import statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
-from difgen.targets.c.moves import affine, moves_of, structural
+from difgen.targets.c.moves import affine, gathered, moves_of, structural
 from difgen.targets.c.program import (
     CONST_LIMIT,
     Group,
@@ -63,6 +64,76 @@ def loop_kind(eqn: Any) -> str:
     return "statement" if control else str(form.kind)
 
 
+def gathers_from_sources(graph: Graph, consts: dict[Var, np.ndarray]) -> Graph:
+    """A move of one input reading an array that a move of several inputs wrote
+    (a sparse jacobian's nonzeros gathered from the colors' columns concatenated,
+    through reshapes), that array read nowhere else: one move from those inputs,
+    so that the loops write the gathered elements from where they were computed
+    and the joined array is never stored. Only where each element is one
+    source element or zero (:func:`~difgen.targets.c.moves.gathered`), on
+    sources that are no constants."""
+    reads: dict[Var, int] = {}
+    for e in graph.eqns:
+        for a in e.inputs:
+            if isinstance(a, Var):
+                reads[a] = reads.get(a, 0) + 1
+    for o in graph.outputs:
+        if isinstance(o, Var):
+            reads[o] = reads.get(o, 0) + 2
+    producer = {e.out: e for e in graph.eqns}
+    rewritten: dict[int, Eqn] = {}
+    for e in graph.eqns:
+        if not structural(e.primitive) or len(e.inputs) != 1:
+            continue
+        chain = [e]
+        while True:
+            (a,) = chain[-1].inputs
+            if not isinstance(a, Var) or reads.get(a) != 1:
+                break
+            made = producer.get(a)
+            if made is None or not structural(made.primitive):
+                break
+            if isinstance(made.primitive.numpy, Statements):
+                break
+            chain.append(made)
+            if len(made.inputs) != 1:
+                break
+        if len(chain) < 2 or len(chain[-1].inputs) < 2:
+            continue
+        sources = chain[-1].inputs
+        if any(
+            not isinstance(a, Var) or a.dtype != "float64" or a in consts
+            for a in sources
+        ) or any(c.out in consts for c in chain):
+            continue
+        joined = Eqn(
+            dataclasses.replace(
+                e.primitive,
+                name="_of_".join(c.primitive.name for c in chain),
+                impl=_composed(chain),
+            ),
+            chain[-1].inputs,
+            Params.of({}),
+            e.out,
+        )
+        if gathered(joined) is not None:  # each element one source's, or zero
+            rewritten[id(e)] = joined
+    if not rewritten:
+        return graph
+    eqns = tuple(rewritten.get(id(e), e) for e in graph.eqns)
+    return dce(Graph(graph.inputs, graph.outputs, eqns))
+
+
+def _composed(chain: list[Any]) -> Any:
+    def impl(*args: Any) -> Any:
+        value = chain[-1].primitive.impl(*args, **chain[-1].params.as_dict())
+        for c in reversed(chain[:-1]):
+            value = c.primitive.impl(value, **c.params.as_dict())
+        return value
+
+    return impl
+
+
 class Planner:
     """The passes over one operator graph (see the module docstring)."""
 
@@ -82,6 +153,8 @@ class Planner:
         self.group_of: dict[Var, int] = {}
         self.in_place: set[Var] = set()  # results computed as their reshape
         self.consts: dict[Var, np.ndarray] = {}
+        self.unfolded: set[Var] = set()  # constants computed by the loops
+        self.fixed: set[Var] = set()  # values that read no argument (not folded)
         for var in graph.inputs:
             if var.dtype != "float64" and not (sub and var.dtype == "bool"):
                 raise NoLoopForm(f"a {var.dtype} argument")
@@ -89,6 +162,13 @@ class Planner:
     def program(self, results: list[Store | None]) -> Program:
         """The graph planned to compute into ``results`` (a Store per output
         that is written directly; None: copied at the end)."""
+        for eqn in self.graph.eqns:  # constants first: the rewrite skips them
+            self._constant(eqn)
+        joined = gathers_from_sources(self.graph, self.consts)
+        if joined is not self.graph:
+            self.graph = joined
+            self.original_eqns = joined.eqns
+            self.producer = {e.out: e for e in joined.eqns}
         demands = self.on_demand(results)
         pushed = {d.out for d, _ in demands}
         for out, store in zip(self.outputs, results):
@@ -102,7 +182,8 @@ class Planner:
         items = self.plan()
         self._reshaped_results(results)
         needs = self._needs_store(items)
-        offsets, work = workspace(items, needs, self.result_of)
+        cached = self._cached(items, needs)
+        offsets, work = workspace(items, needs, self.result_of, cached)
         planned = [
             demand_plan(demand, store, self.original_eqns, self.view_of)
             for demand, store in demands
@@ -121,7 +202,37 @@ class Planner:
             planned,
             offsets,
             work,
+            cached,
         )
+
+    def _cached(
+        self, items: list[Group | Step], needs: set[Var]
+    ) -> dict[int, set[Var]]:
+        """Loop nests and moves that read no argument (the loops' part of a
+        constant too large to fold, :attr:`unfolded`, and what follows from it
+        alone): computed at the first call into static arrays, then reused.
+        Per item, the values it stores (none is a result or a scalar)."""
+        if not self.unfolded:
+            return {}
+        fixed: set[Var] = set(self.consts) | set(self.unfolded)
+        for eqn in self.graph.eqns:
+            if eqn.out in self.unfolded or isinstance(eqn.primitive.numpy, Statements):
+                continue
+            if all(isinstance(a, Lit) or a in fixed for a in eqn.inputs):
+                fixed.add(eqn.out)
+        cached: dict[int, set[Var]] = {}
+        for k, item in enumerate(items):
+            if isinstance(item, Step) and (
+                item.blas or loop_kind(item.eqn) != "structural"
+            ):
+                continue  # NumPy's loops (BLAS, ufuncs) keep their own buffers
+            eqns = item.eqns if isinstance(item, Group) else [item.eqn]
+            outs = [e.out for e in eqns]
+            if all(
+                o in fixed and o.shape != () and o not in self.result_of for o in outs
+            ):
+                cached[k] = {o for o in outs if o in needs or isinstance(item, Step)}
+        return cached
 
     def plan(self) -> list[Group | Step]:
         """Equations into loop groups and steps; views and constants need none.
@@ -134,6 +245,14 @@ class Planner:
         for eqn in self.graph.eqns:
             if self._constant(eqn):
                 continue
+            if eqn.out in self.unfolded or (
+                eqn.inputs
+                and all(
+                    isinstance(a, Lit) or a in self.consts or a in self.fixed
+                    for a in eqn.inputs
+                )
+            ):
+                self.fixed.add(eqn.out)
             kind = loop_kind(eqn)
             if kind == "structural" and self._view(eqn):
                 continue
@@ -229,9 +348,15 @@ class Planner:
         if isinstance(eqn.primitive.numpy, Statements):  # control flow: not folded
             return False
         if eqn.out.size > CONST_LIMIT:
-            raise NoLoopForm(
-                f"{eqn.primitive.name} (a constant of {eqn.out.size} elements)"
-            )
+            if isinstance(eqn.primitive.c_loop, Absent):
+                raise NoLoopForm(
+                    f"{eqn.primitive.name} (a constant of {eqn.out.size} elements)"
+                )
+            # too large for a table (a sparse jacobian's seed matrix, the
+            # colors' rows of an identity): the loops compute it, and what
+            # follows from it, from the smaller constants it is made of
+            self.unfolded.add(eqn.out)
+            return False
         args = [a.value if isinstance(a, Lit) else self.consts[a] for a in eqn.inputs]
         value = np.asarray(eqn.primitive.impl(*args, **eqn.params.as_dict()))
         if value.dtype.kind not in "fb" and not (
@@ -247,8 +372,8 @@ class Planner:
         const = {
             i: (a.value if isinstance(a, Lit) else self.consts[a])
             for i, a in enumerate(eqn.inputs)
-            if isinstance(a, Lit) or a in self.consts
-        }
+            if isinstance(a, Lit) or (a in self.consts and eqn.out not in self.unfolded)
+        }  # a constant too large to fold moves the elements of its constant inputs
         moves = moves_of(eqn, const)
         self.moves[eqn.out] = moves
         if np.any(moves.constants) or any(len(t) != 1 for t in moves.terms):
@@ -264,8 +389,16 @@ class Planner:
         if src in self.view_of:  # a view of a view reads the first one's source
             src, first = self.view_of[src]
             table = first.reshape(-1)[table]
+        if eqn.out in self.fixed and affine(table.reshape(eqn.out.shape)) is not None:
+            flat = table.reshape(-1)
+            if not np.array_equal(flat, flat[0] + np.arange(flat.size)):
+                # a strided view of a value computed once (a seed's transpose):
+                # stored contiguous once too, so that every call reads it in order
+                return False
         self.view_of[eqn.out] = (src, table.reshape(eqn.out.shape))
         self.view_root[eqn.out] = src
+        del self.moves[eqn.out]  # the table is all of it (a tuple per element
+        # held for each view of a 256x256 grid's colors was 120 MB)
         return True
 
     def on_demand(self, results: list[Store | None]) -> list[tuple[Demand, Store]]:
@@ -362,7 +495,10 @@ class Planner:
 
 
 def workspace(
-    items: list[Group | Step], needs: set[Var], result_of: dict[Var, Store]
+    items: list[Group | Step],
+    needs: set[Var],
+    result_of: dict[Var, Store],
+    cached: dict[int, set[Var]] | None = None,
 ) -> tuple[dict[Var, int], int]:
     """The workspace's layout: each array the program computes that is no result
     buffer (a value of a loop that needs memory, a reduction, a step's result)
@@ -370,7 +506,9 @@ def workspace(
     local doubles. Returns the offsets and the doubles in all."""
     offsets: dict[Var, int] = {}
     work = 0
-    for item in items:
+    for k, item in enumerate(items):
+        if cached and k in cached:
+            continue  # static arrays, kept from the first call
         grouped = isinstance(item, Group)
         for eqn in item.eqns if isinstance(item, Group) else [item.eqn]:
             out = eqn.out

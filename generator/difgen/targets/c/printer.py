@@ -27,7 +27,7 @@ from difgen.targets.c.demand import Demand, DemandGroup
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
 from difgen.targets.c.glue import Used
-from difgen.targets.c.moves import broadcast_positions
+from difgen.targets.c.moves import SEPARABLE_FROM, broadcast_positions
 from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text, eqn_text
 from difgen.targets.c.program import (
     Fused,
@@ -81,6 +81,8 @@ class Printer:
             self.values[var] = Store(name, shape)
         self._arguments = {name for name, _ in inputs}
         self.reads: set[str] = set()  # the arguments' names the statements read
+        self.statics_of = {v for vs in program.cached.values() for v in vs}
+        self.statics: list[str] = []  # their arrays' declarations
 
     def reading(self, value: Value) -> Value:
         """``value``, about to be read: an argument's (or a view of it) is
@@ -111,6 +113,9 @@ class Printer:
             self.lines.append(f"double {name};")
             return Store(name, ())
         name = self._fresh("a")
+        if var in self.statics_of:  # computed once, at the first call
+            self.statics.append(f"static double {name}[{var.size}];")
+            return Store(name, tuple(var.shape))
         offset = self.program.offsets[var]  # the workspace's layout is planned
         self.lines.append(f"double *const {name} = {PREFIX}w + {offset};")
         return Store(name, tuple(var.shape))
@@ -139,13 +144,28 @@ class Printer:
     def compile(self) -> list[str]:
         """The statements computing the program into its result buffers."""
         views_done: set[Var] = set()
-        for item in self.program.items:
+        ready = f"{PREFIX}ready"
+        for k, item in enumerate(self.program.items):
             self._views_before(views_done)
+            start = len(self.lines)
             if isinstance(item, Group):
                 self._group(item, self.program.needs)
             else:
                 self._step(item)
+            if k in self.program.cached:  # the same at every call
+                code = self.lines[start:]
+                self.lines[start:] = [
+                    f"if (!{ready}) {{ /* reads no argument: computed once */",
+                    *(f"    {line}" for line in code),
+                    "}",
+                ]
         self._views_before(views_done)
+        if self.program.cached:
+            # the static arrays are written at the first call with the GIL held
+            # (a points loop running these statements keeps it)
+            self.calls_numpy = True
+            self.lines[0:0] = [f"static int {ready} = 0;", *self.statics]
+            self.lines.append(f"{ready} = 1;")
         for planned in self.program.demands:
             self._demand_loops(planned)
         return self.lines
@@ -388,6 +408,12 @@ class Printer:
                     # shape, where concatenation and padding are affine
                     outs = outs.reshape(src_atom.shape)
                     ins = ins.reshape(src_atom.shape)
+                elif outs.size >= SEPARABLE_FROM and np.array_equal(
+                    outs, np.arange(size)
+                ):  # every output in order: its shape's loops, where a large
+                    # gather (a seed's colors) is a small table per dimension
+                    outs = outs.reshape(eqn.out.shape)
+                    ins = ins.reshape(eqn.out.shape)
                 nest = LoopNest(outs.shape, self.tables)
                 src = self.read(nest, eqn.inputs[slot], ins)
                 dst = nest.at(store, outs)

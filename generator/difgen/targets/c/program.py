@@ -99,14 +99,16 @@ class Program:
 
     ``items`` are the loop nests and steps in order over ``graph`` (the graph
     left once the results computed on demand are taken out); ``consts`` the
-    values evaluated at build time; ``moves`` each structural equation's element
-    map; ``view_of`` the views, each as its source and the source's flat
-    positions per element; ``result_of`` the values computed directly into a
+    values evaluated at build time; ``moves`` each structural step's element
+    map (a view's is its table); ``view_of`` the views, each as its source and
+    the source's flat positions per element; ``result_of`` the values computed directly into a
     result buffer; ``in_place`` the results that are such a value's reshape;
     ``needs`` the values that get memory (read outside their loop, results,
     sources of views); ``demands`` the results computed at their own elements;
     ``offsets`` where in the workspace each array that is no result buffer
-    starts, ``work`` the workspace's doubles."""
+    starts, ``work`` the workspace's doubles; ``cached`` the items (by index)
+    that read no argument, computed at the first call into static arrays (the
+    values each stores)."""
 
     graph: Graph
     outputs: tuple[Any, ...]
@@ -121,6 +123,7 @@ class Program:
     demands: list[DemandPlan]
     offsets: dict[Var, int]
     work: int
+    cached: dict[int, set[Var]] = field(default_factory=dict)
 
     @property
     def loops(self) -> list[Group]:

@@ -1,0 +1,135 @@
+"""Sparse jacobians whose seed matrix (the colors' rows of an identity) is larger
+than the C target's constant tables (``CONST_LIMIT`` elements): the loops compute
+it, and what follows from it, instead of the operator staying in Python.
+
+Checked against the NumPy module (same pattern, same values), against central
+differences along random directions (the whole matrix times a vector: a dense
+jacobian of these sizes would not fit a test), and refilling a CSR ``out=`` in
+place.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import compact_table_functions as F
+from compiled import BuiltConfig
+
+SUPPORT = Path(__file__).resolve().parents[2] / "support"
+
+MODULES = {
+    # name: (function, input size): seeds of at least 4 x 17,000 and 5 x 8,192 elements
+    "banded": ("banded", 17_000),
+    "stencil": ("stencil", 2 * 64 * 64),
+}
+
+
+def _config() -> str:
+    parts = ['[difgen]\noutput_dir = "out"\n']
+    for name, (function, n) in MODULES.items():
+        for suffix, emit in (("", "vector"), ("_c", "c")):
+            parts.append(
+                f'[[module]]\nname = "{name}{suffix}"\n'
+                f'function = "compact_table_functions.py:{function}"\n'
+                f'backend = "trace"\nemit = "{emit}"\noperators = ["jacobian"]\n'
+                f"input = {{ shape = [{n}] }}\nsparse = true\n"
+            )
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltConfig:
+    directory = tmp_path_factory.mktemp("large_seeds")
+    shutil.copy(SUPPORT / "compact_table_functions.py", directory)
+    return BuiltConfig(directory, _config())
+
+
+def _point(name: str, seed: int = 5) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(0.5, 1.5, MODULES[name][1])
+
+
+def _along(name: str, x: np.ndarray, v: np.ndarray, h: float = 1e-6) -> Any:
+    fn = getattr(F, MODULES[name][0])
+    return (fn(x + h * v) - fn(x - h * v)) / (2 * h)
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_the_seed_is_over_the_constant_limit(built: BuiltConfig, name: str) -> None:
+    from difgen.derive.sparsity import color_columns
+    from difgen.primitives.patterns import Rows
+    from difgen.targets.c.program import CONST_LIMIT
+
+    got = built.get(name).jacobian(_point(name))
+    n = MODULES[name][1]
+    indptr, indices = got.indptr.astype(np.int64), got.indices.astype(np.int64)
+    colors = color_columns(Rows((n,), indptr, indices, n))
+    assert (int(colors.max()) + 1) * n > CONST_LIMIT
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_c_against_numpy_and_differences(built: BuiltConfig, name: str) -> None:
+    module = built.get(f"{name}_c")
+    assert "jacobian" not in getattr(module, "PYTHON_OPERATORS", ())
+    x = _point(name)
+    got = module.jacobian(x)
+    python = built.get(name).jacobian(x)
+    assert isinstance(got, scipy.sparse.csr_array)
+    assert np.array_equal(got.indices, python.indices)
+    assert np.array_equal(got.indptr, python.indptr)
+    assert np.allclose(got.data, python.data, rtol=1e-13, atol=0.0)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        v = rng.standard_normal(x.size)
+        assert np.allclose(got @ v, _along(name, x, v), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_c_refills_a_csr_out_in_place(built: BuiltConfig, name: str) -> None:
+    op = built.get(f"{name}_c").jacobian
+    x, y = _point(name), _point(name, seed=6)
+    target = op(x)
+    data, indices, indptr = target.data, target.indices, target.indptr
+    returned = op(y, out=target)
+    assert returned is target and target.data is data
+    assert target.indices is indices and target.indptr is indptr
+    expected = built.get(name).jacobian(y)
+    assert np.allclose(target.data, expected.data, rtol=1e-13, atol=0.0)
+
+
+def test_stencil_views_are_a_small_table_per_dimension(built: BuiltConfig) -> None:
+    """``np.roll`` on a 64 x 64 grid is ``(i + s) % 64`` along one axis: one table
+    of 64 entries, not one of the grid's (or the colors' tangents') 4,096 or
+    49,152 positions; the seed's gather is the colors' table (one per state), and
+    the only larger tables left are where the nonzeros are read from."""
+    import re
+
+    source = (built.directory / "out" / "stencil_c__c.c").read_text()
+    tables = re.findall(r"static const int (dg_\w+)\[(\d+)\]", source)
+    f_sizes = [int(n) for name, n in tables if name.startswith("dg_f_")]
+    assert f_sizes and max(f_sizes) == 64, f_sizes
+    jac_sizes = sorted(int(n) for name, n in tables if name.startswith("dg_jacobian_"))
+    assert jac_sizes.count(64) >= 4, jac_sizes
+    nonzeros = 12 * 64 * 64  # the nonzeros' positions, gathered once each
+    assert sum(n for n in jac_sizes if n > 2 * 64 * 64) <= nonzeros, jac_sizes
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_the_seed_is_computed_at_the_first_call_only(
+    built: BuiltConfig, name: str
+) -> None:
+    """The seed and its stencil read no argument: static arrays written once,
+    and calls at other points (before and after) still give their own values."""
+    source = (built.directory / "out" / f"{name}_c__c.c").read_text()
+    assert "if (!dg_ready) { /* reads no argument: computed once */" in source
+    module, python = built.get(f"{name}_c"), built.get(name)
+    points = [_point(name, seed) for seed in (7, 8, 7)]
+    for x in points:
+        assert np.allclose(
+            module.jacobian(x).data, python.jacobian(x).data, rtol=1e-13, atol=0.0
+        )
