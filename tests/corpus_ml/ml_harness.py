@@ -1,0 +1,167 @@
+"""Build a corpus case with ``difgen.generate`` and compare it with JAX.
+
+:func:`run` is what both the test and the report call: it builds the case's module
+(trace backend; ``gradient``, and ``hessian`` for the small cases), evaluates it at
+the example arguments and returns an :class:`Outcome` with the largest relative
+error of each operator against JAX (x64, ``jax.grad`` / ``jax.hessian`` on the
+function with ``np`` and ``special`` bound to ``jax.numpy`` and
+``jax.scipy.special``, or on the case's twin); a ``has_aux`` function's aux is
+compared with the function's own value under NumPy (it is not differentiated, and
+JAX computes ``np.mean`` of a bool array in float32 even with x64).
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import ml_catalog
+import numpy as np
+
+import difgen
+from difgen.errors import DifgenError
+
+RTOL = 1e-10
+
+
+@dataclass
+class Outcome:
+    case: ml_catalog.Case
+    module: Any = None
+    refusal: str | None = None
+    """The DifgenError's message when difgen refused the function."""
+    errors: dict[str, float] = field(default_factory=dict)
+    """Operator name -> max relative error against JAX."""
+    mismatches: dict[str, str] = field(default_factory=dict)
+    """Operator name -> why it does not match (shapes, structure, values)."""
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if self.refusal is not None:
+            return "refused"
+        return "WRONG" if self.mismatches else "matches"
+
+
+def under_jax(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with its globals ``np`` and ``special`` bound to JAX's (x64)."""
+    import jax
+    import jax.numpy as jnp
+    import jax.scipy.special as jsp
+
+    jax.config.update("jax_enable_x64", True)
+    names = dict(fn.__globals__)
+    names["np"] = jnp
+    names["special"] = jsp
+    return types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__)
+
+
+def jax_function(case: ml_catalog.Case) -> Callable[..., Any]:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return case.twin if case.twin is not None else under_jax(case.function)
+
+
+def operators(case: ml_catalog.Case) -> list[str]:
+    return ["gradient", "hessian"] if case.hessian else ["gradient"]
+
+
+def build(case: ml_catalog.Case) -> Outcome:
+    """The case's module, or its refusal (a DifgenError's message)."""
+    outcome = Outcome(case)
+    start = time.perf_counter()
+    try:
+        outcome.module = difgen.generate(
+            case.function,
+            *case.args(),
+            wrt=case.wrt,
+            operators=operators(case),
+            backend="trace",
+            **case.options,
+        )
+    except DifgenError as exc:
+        outcome.refusal = f"{type(exc).__name__}: {exc}"
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _leaves(tree: Any) -> tuple[list[Any], Any]:
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return [np.asarray(leaf, dtype=float) for leaf in leaves], treedef
+
+
+def relative_error(ours: Any, theirs: Any) -> tuple[float, str | None]:
+    """Max over leaves of max |ours - theirs| / (|theirs| + 1e-6 max |theirs|), and
+    what is wrong when the two do not match at :data:`RTOL`."""
+    a, da = _leaves(ours)
+    b, db = _leaves(theirs)
+    if len(a) != len(b):
+        return float("inf"), f"{len(a)} leaves ({da}) against JAX's {len(b)} ({db})"
+    worst, problem = 0.0, None
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x.shape != y.shape:
+            return float("inf"), f"leaf {i}: shape {x.shape}, JAX's {y.shape}"
+        scale = float(np.max(np.abs(y))) if y.size else 0.0
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+            same = np.array_equal(x, y, equal_nan=True)
+            if not same:
+                return float("inf"), f"leaf {i}: non-finite values differ"
+            continue
+        err = np.abs(x - y) / (np.abs(y) + 1e-6 * scale + 1e-300)
+        worst = max(worst, float(np.max(err)) if err.size else 0.0)
+        if not np.allclose(x, y, rtol=RTOL, atol=1e-13 * scale):
+            problem = (
+                problem or f"leaf {i}: max relative error {float(np.max(err)):.3g}"
+            )
+    return worst, problem
+
+
+def reference(case: ml_catalog.Case, operator: str) -> Any:
+    """JAX's gradient or hessian at the case's example arguments (jitted: JAX's
+    op-by-op hessians take seconds each); a has_aux gradient is the gradient alone,
+    aux being compared with the function's own NumPy value."""
+    import jax
+
+    g = jax_function(case)
+    if case.has_aux:
+        g = _value_of(g)
+    if operator == "gradient":
+        derivative = jax.grad(g, argnums=case.wrt)
+    else:
+        derivative = jax.hessian(g, argnums=case.wrt)
+    return jax.jit(derivative)(*case.args())
+
+
+def _value_of(g: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *args: g(*args)[0]
+
+
+def compare(outcome: Outcome) -> Outcome:
+    """Evaluate the built module's operators at the example arguments against JAX."""
+    case, module = outcome.case, outcome.module
+    args = case.args()
+    for operator in operators(case):
+        ours = getattr(module, operator)(*args)
+        theirs = reference(case, operator)
+        if case.has_aux:
+            ours, aux = ours
+            err, problem = relative_error(aux, case.function(*args)[1])
+            outcome.errors["aux"] = err
+            if problem is not None:
+                outcome.mismatches["aux"] = problem
+        err, problem = relative_error(ours, theirs)
+        outcome.errors[operator] = err
+        if problem is not None:
+            outcome.mismatches[operator] = problem
+    return outcome
+
+
+def run(case: ml_catalog.Case) -> Outcome:
+    outcome = build(case)
+    return outcome if outcome.refusal is not None else compare(outcome)
