@@ -89,11 +89,14 @@ def build(case: ml_catalog.Case) -> Outcome:
     return outcome
 
 
-def _leaves(tree: Any) -> tuple[list[Any], Any]:
+def _leaves(tree: Any) -> tuple[list[Any], list[str]]:
+    """The leaves of ``tree`` as float arrays, and their paths (``['W1']``,
+    ``[0].w``): a NamedTuple of difgen's module and the user's have the same."""
     import jax
 
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    return [np.asarray(leaf, dtype=float) for leaf in leaves], treedef
+    pairs = jax.tree_util.tree_flatten_with_path(tree)[0]
+    paths = [jax.tree_util.keystr(path) for path, _ in pairs]
+    return [np.asarray(leaf, dtype=float) for _, leaf in pairs], paths
 
 
 def relative_error(ours: Any, theirs: Any) -> tuple[float, str | None]:
@@ -101,41 +104,42 @@ def relative_error(ours: Any, theirs: Any) -> tuple[float, str | None]:
     what is wrong when the two do not match at :data:`RTOL`."""
     a, da = _leaves(ours)
     b, db = _leaves(theirs)
-    if len(a) != len(b):
-        return float("inf"), f"{len(a)} leaves ({da}) against JAX's {len(b)} ({db})"
+    if da != db:
+        return float("inf"), f"leaves {da} against JAX's {db}"
     worst, problem = 0.0, None
     for i, (x, y) in enumerate(zip(a, b)):
         if x.shape != y.shape:
-            return float("inf"), f"leaf {i}: shape {x.shape}, JAX's {y.shape}"
+            return float("inf"), f"{da[i]}: shape {x.shape}, JAX's {y.shape}"
         scale = float(np.max(np.abs(y))) if y.size else 0.0
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             same = np.array_equal(x, y, equal_nan=True)
             if not same:
-                return float("inf"), f"leaf {i}: non-finite values differ"
+                return float("inf"), f"{da[i]}: non-finite values differ"
             continue
         err = np.abs(x - y) / (np.abs(y) + 1e-6 * scale + 1e-300)
         worst = max(worst, float(np.max(err)) if err.size else 0.0)
         if not np.allclose(x, y, rtol=RTOL, atol=1e-13 * scale):
-            problem = (
-                problem or f"leaf {i}: max relative error {float(np.max(err)):.3g}"
-            )
+            problem = problem or f"{da[i]}: max relative error {float(np.max(err)):.3g}"
     return worst, problem
 
 
-def reference(case: ml_catalog.Case, operator: str) -> Any:
-    """JAX's gradient or hessian at the case's example arguments (jitted: JAX's
-    op-by-op hessians take seconds each); a has_aux gradient is the gradient alone,
-    aux being compared with the function's own NumPy value."""
+def references(case: ml_catalog.Case) -> dict[str, Any]:
+    """JAX's derivatives of :func:`operators` at the case's example arguments,
+    all from one jitted function (JAX's op-by-op hessians take seconds each, and
+    one compilation is cheaper than two); a has_aux gradient is the gradient
+    alone, aux being compared with the function's own NumPy value."""
     import jax
 
     g = jax_function(case)
     if case.has_aux:
         g = _value_of(g)
-    if operator == "gradient":
-        derivative = jax.grad(g, argnums=case.wrt)
-    else:
-        derivative = jax.hessian(g, argnums=case.wrt)
-    return jax.jit(derivative)(*case.args())
+    derivatives = {
+        "gradient": jax.grad(g, argnums=case.wrt),
+        "hessian": jax.hessian(g, argnums=case.wrt),
+    }
+    names = operators(case)
+    values = jax.jit(lambda *a: tuple(derivatives[n](*a) for n in names))(*case.args())
+    return dict(zip(names, values))
 
 
 def _value_of(g: Callable[..., Any]) -> Callable[..., Any]:
@@ -146,9 +150,10 @@ def compare(outcome: Outcome) -> Outcome:
     """Evaluate the built module's operators at the example arguments against JAX."""
     case, module = outcome.case, outcome.module
     args = case.args()
+    expected = references(case)
     for operator in operators(case):
         ours = getattr(module, operator)(*args)
-        theirs = reference(case, operator)
+        theirs = expected[operator]
         if case.has_aux:
             ours, aux = ours
             err, problem = relative_error(aux, case.function(*args)[1])
