@@ -362,6 +362,23 @@ def test_operators_checked_after_tracing_name_the_keyword() -> None:
     assert "needs a scalar output" in str(caught.value)
 
 
+def test_parameters_named_as_the_module_names_its_own_are_renamed() -> None:
+    def spread(mu, x, out):
+        return np.sum((x - mu) ** 2 * out)
+
+    module = difgen.generate(
+        spread, np.zeros(3), np.arange(3.0), np.ones(3), operators=["gradient"]
+    )
+    assert list(inspect.signature(module.gradient).parameters)[:3] == [
+        "x",
+        "x_",
+        "out_",
+    ]
+    np.testing.assert_allclose(
+        module.gradient(np.zeros(3), np.arange(3.0), np.ones(3)), [0.0, -2.0, -4.0]
+    )
+
+
 def test_float32_examples_make_a_float32_module() -> None:
     x = np.linspace(-1.0, 1.0, 4).astype(np.float32)
     module = difgen.generate(wave, x, 1.5, operators=["jacobian"])  # 1.5 is weak

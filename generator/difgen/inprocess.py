@@ -172,6 +172,7 @@ def _module_table(
     call = f"{GENERATE}({title}, ...)"
     indices = _wrt_indices(wrt, len(args), title)
     names = _parameter_names(f, args, call)
+    params = _module_parameters(names)
     trees = {
         i: _tree(args[i], _argument(call, i, names[i]))
         for i in indices
@@ -205,7 +206,7 @@ def _module_table(
                 call, index, names[index]
             )
             table["inputs"].append(
-                {"name": names[index], **_input_entry(trees[index], call)}
+                {"name": params[index], **_input_entry(trees[index], call)}
             )
     else:
         shape, dtype = examples[indices[0]]
@@ -223,10 +224,27 @@ def _module_table(
     for index, (shape, dtype) in examples.items():
         if index not in indices:
             places[("contexts", len(contexts))] = _argument(call, index, names[index])
-            contexts.append({"name": names[index], "shape": shape, "dtype": dtype})
+            contexts.append({"name": params[index], "shape": shape, "dtype": dtype})
     if contexts:
         table["contexts"] = contexts
     return ModuleTable(table, places, _differentiated_first(f, indices))
+
+
+def _module_parameters(names: Sequence[str]) -> list[str]:
+    """The generated operators' parameter names for ``f``'s: each its own, or with
+    ``_`` (then ``_arg``, ``_arg2``, ...) after it where the generated code uses
+    the name itself (``x``, ``v``, ``out``) or Python does (``input``): the user
+    chose the function's names, not the module's, and the operators take their
+    arguments by position."""
+    chosen: list[str] = []
+    for name in names:
+        candidates = [name, f"{name}_", *(f"{name}_arg{k or ''}" for k in range(9))]
+        for candidate in candidates:
+            taken = candidate in chosen or candidate in names[len(chosen) + 1 :]
+            if not taken and naming.context_name_problem(candidate, names) is None:
+                break
+        chosen.append(candidate)  # the last one tried: the reader then says why
+    return chosen
 
 
 def _argument(call: str, index: int, name: str) -> str:

@@ -7,11 +7,11 @@ The few that call something JAX spells differently (``scipy.optimize.brentq``, a
 ``difgen.custom_jvp`` rule, a ``while`` loop on a traced tolerance) have a twin
 written beside them, ``*_jax``. The example arguments are in ``ml_catalog.py``.
 
-As first written, five functions named a context ``x``, which difgen refuses (the
-generated code uses ``x`` itself; ``v``, ``f``, ``out``, ``dx``, ``dy``, ``value``,
-``result``, ``start``, ``stop`` too). ``mixture_weights_b`` and ``trigamma_fisher``
-keep that name and are counted refused; ``gmm_1d``, ``ordinal_logit`` and
-``normal_inverse_gamma`` call it ``data``, ``score`` and ``obs``.
+As first written, five functions named a context ``x``, which ``difgen.generate``
+refused then (the generated code uses ``x`` itself); it now names such a parameter
+``x_`` in the module. ``mixture_weights_b`` and ``trigamma_fisher`` keep the name,
+and ``gmm_1d``, ``ordinal_logit`` and ``normal_inverse_gamma`` call it ``data``,
+``score`` and ``obs``.
 """
 
 from __future__ import annotations
