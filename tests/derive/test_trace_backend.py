@@ -15,6 +15,7 @@ import pytest
 
 import oracle
 from conftest import build_and_import, import_file, operators_source, write_config
+from difgen import structure
 from difgen.config import load_config
 from difgen.derive.graphs import Derivatives
 from difgen.errors import ConfigError, TraceError
@@ -31,6 +32,36 @@ SPECS = {s.name: s for s in TRACE}
 
 def generated(name: str) -> types.ModuleType:
     return import_file(EXAMPLES.output_dir / f"{name}.py")
+
+
+def flat_operator(mod: types.ModuleType, name: str) -> Any:
+    """The operator on the flat ``x``: a structured module's private flat one
+    (``_gradient_flat``), else the operator itself."""
+    return getattr(mod, f"_{name}_flat", None) or getattr(mod, name)
+
+
+def flat_function(name: str, fn: Any) -> Any:
+    """The example's function of the flat ``x`` and its contexts: a function of
+    several inputs or trees (``inputs``) gets ``x`` cut into its arguments."""
+    spec = SPECS[name]
+    if not spec.inputs:
+        return fn
+    tree = spec.input_tree()
+    several = len(spec.inputs) > 1
+    return lambda z, *ctx: (
+        fn(*structure.unravel(tree, z), *ctx)
+        if several
+        else fn(structure.unravel(tree, z), *ctx)
+    )
+
+
+def in_module_dtype(name: str, values: list[Any]) -> list[Any]:
+    """Arguments as the module takes them: float32 ones for a float32 module."""
+    if SPECS[name].input.dtype != "float32":
+        return values
+    return [
+        np.float32(v) if np.ndim(v) == 0 else np.asarray(v, np.float32) for v in values
+    ]
 
 
 def arguments(name: str, seed: int = 0) -> tuple[Any, list[Any]]:
@@ -103,25 +134,35 @@ def check_operators(name: str, engine: dict[str, Any], fn: Any, seed: int) -> No
     mod = generated(name)
     x, ctx = arguments(name, seed)
     rng = np.random.default_rng(seed + 7)
-    xs, ys = np.shape(x), np.shape(mod.f(x, *ctx))
+    xs, ys = np.shape(x), np.shape(
+        flat_operator(mod, "f")(*in_module_dtype(name, [x, *ctx]))
+    )
     seeds = {
         "dx": rng.normal(size=xs),
         "dy": rng.normal(size=ys),
         "v": rng.normal(size=xs),
     }
     seeds = {k: float(v) if np.ndim(v) == 0 else v for k, v in seeds.items()}
-    want = reference(engine, fn, name, x, ctx, seeds)
+    float32 = SPECS[name].input.dtype == "float32"
+    if float32:  # the float64 references at the float32 module's own point
+        x, ctx = in_module_dtype(name, [x])[0].astype(float), [
+            np.asarray(c, np.float32).astype(float) for c in ctx
+        ]
+        seeds = {k: np.asarray(v, np.float32).astype(float) for k, v in seeds.items()}
+    want = reference(engine, flat_function(name, fn), name, x, ctx, seeds)
+    rtol, atol = (1e-4, 1e-5) if float32 else (1e-8, 1e-10)
     for op_name in SPECS[name].operators:
         op = OPERATORS[op_name]
-        got = getattr(mod, op_name)(x, *(seeds[s] for s in op.seeds), *ctx)
+        args = in_module_dtype(name, [x, *(seeds[s] for s in op.seeds), *ctx])
+        got = flat_operator(mod, op_name)(*args)
         got = got if isinstance(got, tuple) else (got,)
         for kind, value in zip(op.results, got):
             scale = max(1.0, float(np.max(np.abs(want[kind]))))
             np.testing.assert_allclose(
                 value,
                 want[kind],
-                rtol=1e-8,
-                atol=1e-10 * scale,
+                rtol=rtol,
+                atol=atol * scale,
                 err_msg=f"{name}.{op_name}: {kind}",
             )
 
@@ -186,10 +227,16 @@ def test_interpreted_ir_and_emitted_module_agree(name: str) -> None:
         graph = derivs.operator_graph(op)
         seeds = [rng.normal(size=v.shape) for v in graph.inputs[1 : 1 + len(op.seeds)]]
         seeds = [float(s) if s.ndim == 0 else s for s in seeds]
-        got = getattr(mod, op_name)(x, *seeds, *ctx)
+        args = in_module_dtype(name, [x, *seeds, *ctx])
+        got = flat_operator(mod, op_name)(*args)
         got = got if isinstance(got, tuple) else (got,)
-        for a, b in zip(got, graph.evaluate(x, *seeds, *ctx)):
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=op_name)
+        # a float32 module against the float64 interpreter at its own point
+        tolerance = 1e-4 if spec.input.dtype == "float32" else 1e-12
+        exact = [np.asarray(a, dtype=float) for a in args]
+        for a, b in zip(got, graph.evaluate(*exact)):
+            np.testing.assert_allclose(
+                a, b, rtol=tolerance, atol=tolerance, err_msg=op_name
+            )
 
 
 # -------------------------------------------------------------- the seed function
