@@ -46,7 +46,9 @@ def test_traced_values_and_derivatives(fn: Any, shape: tuple[int, ...]) -> None:
         check_trace(fn, point(shape))
 
 
-@pytest.mark.parametrize("fn", [cases.e_math, cases.e_builtins], ids=str)
+@pytest.mark.parametrize(
+    "fn", [cases.e_math, cases.e_builtins], ids=lambda f: f.__name__
+)
 def test_math_and_builtins_on_traced_scalars(fn: Any) -> None:
     check_trace(fn, point((3,)))
 
