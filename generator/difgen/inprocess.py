@@ -23,7 +23,6 @@ path is :data:`PLACEHOLDER` and each "line" numbers one argument or keyword
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import inspect
 import linecache
@@ -176,7 +175,7 @@ def _module_table(
     trees = {
         i: _tree(args[i], _argument(call, i, names[i]))
         for i in indices
-        if isinstance(wrt, tuple) or _is_pytree(args[i])
+        if isinstance(wrt, tuple) or structure.is_container(args[i])
     }
     examples = {
         i: _example(value, _argument(call, i, n))
@@ -283,7 +282,7 @@ def _parameter_names(
 
 def _example(value: Any, where: str) -> tuple[list[int], str]:
     """The shape and dtype name of an example argument."""
-    if _is_pytree(value):
+    if structure.is_container(value):
         raise UsageError(
             f"{where}: a {type(value).__name__}; a context is one array: "
             "differentiate this argument (list its index in wrt=) or pass its "
@@ -353,14 +352,6 @@ def _wrt_indices(wrt: Any, count: int, title: str) -> tuple[int, ...]:
             "distinct ones"
         )
     return items
-
-
-def _is_pytree(value: Any) -> bool:
-    """A container of arrays (dict, tuple, list, NamedTuple, dataclass), which
-    only a differentiated argument may be."""
-    return isinstance(value, (dict, list, tuple)) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
-    )
 
 
 def _tree(value: Any, where: str) -> structure.Tree:

@@ -291,8 +291,18 @@ Leaf(shape=(3,), dtype='float64')), type_name='', type_ref='')
     return _describe(value, name, ())
 
 
+def is_container(value: Any) -> bool:
+    """Whether ``value`` is a container that :func:`describe` walks (a dict or
+    other mapping, tuple, list, NamedTuple or dataclass instance), not a leaf."""
+    return isinstance(value, (Mapping, tuple, list)) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    )
+
+
 def _describe(value: Any, name: str, path: Path) -> Tree:
     where = path_text(name, path)
+    if not is_container(value):
+        return Leaf(tuple(_leaf_array(value, where).shape))
     cls: type | None
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         named: Any = type(value)
@@ -313,8 +323,6 @@ def _describe(value: Any, name: str, path: Path) -> Tree:
         keys = tuple(range(len(value)))
         items = list(value)
         kind, cls = ("tuple" if isinstance(value, tuple) else "list"), None
-    else:
-        return Leaf(tuple(_leaf_array(value, where).shape))
     if not items:
         raise StructureError(f"{where}: an empty {kind} has nothing to differentiate")
     children = tuple(
