@@ -25,6 +25,9 @@ import numpy as np
 import pytest
 import yaml
 
+from difgen.targets.c.compiling import EXTENSION_SUFFIX
+from difgen.version import VERSION
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "integration_package"
 GENERATED = Path("src/sampledf/energy_derivatives.py")
@@ -338,3 +341,207 @@ def test_hatch_hook_with_a_named_config(
     assert "1 generated module up to date" in capsys.readouterr().err
     with pytest.raises(TypeError, match="config must be a path"):
         hook(3).initialize("standard", {"artifacts": []})
+
+
+C_MODULE_ENTRY = """
+[[tool.difgen.module]]
+name = "energy_c"                        # emit = "c": a module, its C source, an extension
+function = "sampledf.model:energy"
+backend = "trace"
+emit = "c"
+operators = ["gradient"]
+input = { shape = [3] }
+"""
+
+CHECK_COMPILED = """\
+import numpy as np
+import sampledf.energy_c as m
+
+assert m.COMPILED, m.C_FALLBACK_REASON
+x = np.array([0.3, -0.2, 0.5])
+sigmoid, softplus = 1 / (1 + np.exp(-x)), np.log1p(np.exp(x))
+expected = softplus + x * sigmoid + np.array([x[1] * x[2], x[0] * x[2], x[0] * x[1]])
+assert np.allclose(m.gradient(x), expected, rtol=1e-12, atol=0), m.gradient(x)
+print("ok")
+"""
+
+
+def c_sample_project(directory: Path, backend: str) -> Path:
+    """The sample package with a second module built with ``emit = "c"``."""
+    project = sample_project(directory, backend)
+    with (project / "pyproject.toml").open("a") as file:
+        file.write(C_MODULE_ENTRY)
+    return project
+
+
+@pytest.mark.parametrize("backend", ["setuptools", "hatchling"])
+def test_c_module_sdist_carries_source_and_wheel_compiles(
+    tmp_path: Path, backend: str, numpy_only: Path
+) -> None:
+    """pyproject.toml alone (no setup.py): the wheel carries a freshly compiled
+    extension and is tagged for the platform; the sdist carries the C source and
+    never a compiled file, even when an old one lies in the tree."""
+    project = c_sample_project(tmp_path, backend)
+    stale = project / "src/sampledf" / ("energy_c__c" + EXTENSION_SUFFIX)
+    stale.write_bytes(b"not an extension: a wheel must compile its own")
+
+    output = run([sys.executable, "-c", SDIST[backend]], cwd=project).stdout
+    sdist = output.split()[-1]
+    with tarfile.open(project / "dist" / sdist) as archive:
+        names = archive.getnames()
+    assert "sampledf-0.1.0/src/sampledf/energy_c__c.c" in names
+    if backend == "hatchling":  # setuptools' sdist lists sources, not stray files
+        assert not [n for n in names if n.endswith(".so")], names
+
+    wheel = build_wheel(project, tmp_path)
+    assert not wheel.name.endswith("-py3-none-any.whl"), wheel.name
+    with zipfile.ZipFile(wheel) as archive:
+        (extension,) = [n for n in archive.namelist() if n.endswith(".so")]
+        assert extension.startswith("sampledf/energy_c__c."), extension
+        assert b"not an extension" not in archive.read(extension)
+    assert run_installed(wheel, tmp_path, numpy_only, CHECK_COMPILED) == "ok\n"
+
+
+def test_setup_py_without_the_extension_stops_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forget_sampledf: None
+) -> None:
+    """A setup.py project that forgets ``ext_modules=extensions()`` would get a
+    pure-Python wheel silently running the Python operators: it stops, saying
+    which module and what to add."""
+    from setuptools import Distribution
+    from setuptools.errors import SetupError
+
+    from difgen.integrations.setuptools import build_py
+
+    project = c_sample_project(tmp_path, "setuptools")
+    pyproject = project / "pyproject.toml"
+    cmdclass = '[tool.setuptools.cmdclass]\nbuild_py = "difgen.integrations.setuptools.build_py"\n'
+    assert cmdclass in pyproject.read_text()  # setup.py names build_py instead
+    pyproject.write_text(pyproject.read_text().replace(cmdclass, ""))
+    monkeypatch.chdir(project)
+    dist = Distribution(
+        {
+            "name": "sampledf",
+            "packages": ["sampledf"],
+            "package_dir": {"": "src"},
+            "script_name": "setup.py",
+        }
+    )
+    with pytest.raises(SetupError, match=r"energy_c__c .*ext_modules=") as caught:
+        build_py(dist).ensure_finalized()
+    assert "sampledf.energy_c__c" in str(caught.value)
+
+
+def test_check_reports_an_uncompiled_extension(tmp_path: Path) -> None:
+    """``check`` says an emit = "c" module runs its Python operators when its
+    extension is not built; ``--compiled`` makes that a failure."""
+    project = c_sample_project(tmp_path, "setuptools")
+    scripts = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def difgen(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["difgen", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    assert difgen("build").returncode == 0
+    check = difgen("check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "energy_c: up to date, but its extension is not compiled" in check.stdout
+    assert (
+        check.stdout.splitlines()[-1]
+        == "2 modules up to date (1 without its extension)"
+    )
+    strict = difgen("check", "--compiled")
+    assert strict.returncode == 1
+    assert "1 of 2 modules have no compiled extension" in strict.stdout
+    assert difgen("build", "--compile").returncode == 0
+    assert (
+        difgen("check", "--compiled").stdout.splitlines()[-1] == "2 modules up to date"
+    )
+
+
+def test_check_missing_ok_builds_gitignored_modules(tmp_path: Path) -> None:
+    """A layout that gitignores its generated modules: ``check --missing-ok``
+    generates the absent ones in a temporary folder (writing nothing in the
+    tree), passes when they build and fails, naming the error, when not."""
+    project = sample_project(tmp_path, "hatchling")
+    scripts = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def difgen(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["difgen", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    assert difgen("check").returncode == 1  # missing
+    passed = difgen("check", "--missing-ok")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "energy_derivatives: not in the tree; it builds" in passed.stdout
+    assert passed.stdout.splitlines()[-1] == (
+        "1 module up to date (1 not in the tree, and it builds)"
+    )
+    assert not (project / GENERATED).exists()
+    model = project / "src/sampledf/model.py"
+    model.write_text(model.read_text() + "\n\ndef energy(x):\n    return x.nope\n")
+    failed = difgen("check", "--missing-ok")
+    assert failed.returncode == 1
+    assert "missing, and it does not build" in failed.stdout
+    assert not (project / GENERATED).exists()
+
+
+def test_check_names_a_dependency_missing_where_difgen_runs(tmp_path: Path) -> None:
+    """A pre-commit environment without the project's dependencies: ``check``
+    says the module was not checked and what to install, not "stale ... run:
+    difgen build"; ``build`` names the package and the hook's option."""
+    project = sample_project(tmp_path, "hatchling")
+    scripts = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def difgen(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["difgen", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    assert difgen("build").returncode == 0
+    helpers = project / "src/sampledf/helpers.py"
+    helpers.write_text(
+        "import difgen_absent_dependency  # noqa\n" + helpers.read_text()
+    )
+    check = difgen("check")
+    assert check.returncode == 1
+    assert (
+        "energy_derivatives: not checked: the function's code imports "
+        "'difgen_absent_dependency', which is not installed where difgen runs"
+    ) in check.stdout
+    assert "stale" not in check.stdout
+    assert "list them in its additional_dependencies" in check.stdout
+    build = difgen("build")
+    assert build.returncode == 1
+    assert "install 'difgen_absent_dependency' where difgen runs" in build.stderr
+
+
+def test_readme_remote_pre_commit_snippet() -> None:
+    """The README's remote hook names a hook of this repository, the release tag
+    that this version is, and the option that installs the project's imports."""
+    (repo,) = yaml.safe_load(readme_snippet("pre-commit-remote"))["repos"]
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert repo["rev"] == f"v{VERSION}"
+    (hook,) = repo["hooks"]
+    assert hook["id"] in {h["id"] for h in hooks}
+    assert hook["additional_dependencies"]

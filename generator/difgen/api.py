@@ -19,10 +19,12 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import importlib
 import multiprocessing
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -35,7 +37,7 @@ from typing import Any, Union
 from difgen import budget, verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
 from difgen.config import Config, ModuleSpec, find_config, load_config
-from difgen.errors import ConfigError, DifgenError, UsageError
+from difgen.errors import ConfigError, DifgenError, MissingDependencyError, UsageError
 from difgen.hashing import source_hash
 from difgen.load import load_function
 from difgen.naming import C_SUFFIX
@@ -63,6 +65,11 @@ class Status(enum.Enum):
     EDITED = "edited"
     TRUNCATED = "truncated"
     FOREIGN = "foreign"
+    NOT_CHECKED = "not checked"
+    """The function's module imports a package missing where difgen runs."""
+    BUILDS = "not in the tree; it builds"
+    """``check(missing_ok=True)``: absent (a layout that gitignores its generated
+    modules), and generated into a temporary folder without error."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +115,15 @@ class ModuleCheck:
     path: Path
     status: Status
     reason: str = ""
+    uncompiled: bool = False
+    """An ``emit = "c"`` module whose extension is not built here: it runs its
+    Python operators (up to date all the same; ``check --compiled`` fails it)."""
 
     @property
     def ok(self) -> bool:
-        """True when the module is up to date (and unedited)."""
-        return self.status is Status.UP_TO_DATE
+        """True when the module is up to date (and unedited), or absent but
+        buildable under ``check(missing_ok=True)``."""
+        return self.status in (Status.UP_TO_DATE, Status.BUILDS)
 
     def describe(self) -> str:
         """The state as ``difgen check`` prints it.
@@ -126,6 +137,13 @@ class ModuleCheck:
             return f"foreign file (not written by difgen: {self.reason})"
         if self.status is Status.EDITED:
             return "edited by hand"
+        if self.status is Status.NOT_CHECKED:
+            return f"not checked: {self.reason}"
+        if self.uncompiled:
+            return (
+                "up to date, but its extension is not compiled (the module runs "
+                "its Python operators; run: difgen build --compile)"
+            )
         return str(self.status.value)
 
 
@@ -242,10 +260,14 @@ def build(
 
 
 def compile_extensions(
-    config: ConfigLike = None, modules: Sequence[str] | None = None
+    config: ConfigLike = None,
+    modules: Sequence[str] | None = None,
+    force: bool = False,
 ) -> tuple[compiling.Compiled, ...]:
     """Compile the extension of each ``emit = "c"`` module (all, or those named)
     whose extension is missing or older than its C source; the others are left.
+    ``force`` compiles every one (a wheel build: an extension already in the tree
+    may have come from another machine, in an sdist or a copy).
 
     Raises :class:`~difgen.targets.c.compiling.CompileError` when a C source is missing
     (build first) or the compiler fails.
@@ -254,7 +276,8 @@ def compile_extensions(
     specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
     return tuple(
         compiling.compile_modules(
-            cfg.output_dir, [s.name for s in specs if _needs_compiling(cfg, s)]
+            cfg.output_dir,
+            [s.name for s in specs if force or _needs_compiling(cfg, s)],
         )
     )
 
@@ -281,7 +304,10 @@ def c_source_path(config: Config, spec: ModuleSpec) -> Path:
 
 
 def check(
-    config: ConfigLike = None, modules: Sequence[str] | None = None
+    config: ConfigLike = None,
+    modules: Sequence[str] | None = None,
+    *,
+    missing_ok: bool = False,
 ) -> CheckResult:
     """The state of each generated module (all, or those named); writes nothing.
 
@@ -289,15 +315,36 @@ def check(
     for (tracing runs no backend, so it is cheap). Raises
     :class:`~difgen.errors.DifgenError` on a bad config or a function that cannot
     be loaded or traced.
+
+    ``missing_ok`` is for a project that gitignores its generated modules (a build
+    backend generates them): a missing module is generated into a temporary
+    folder instead, and is :attr:`Status.BUILDS` when that succeeds, or
+    :attr:`Status.STALE` with the error when it does not.
     """
     cfg = _config(config)
-    return CheckResult(
-        cfg.path,
-        tuple(
-            _check_module(spec, output_path(cfg, spec))
-            for spec in select_modules(cfg, modules)
-        ),
-    )
+    found = [
+        _check_module(spec, output_path(cfg, spec))
+        for spec in select_modules(cfg, modules)
+    ]
+    if missing_ok:
+        found = [
+            _build_elsewhere(cfg, m) if m.status is Status.MISSING else m for m in found
+        ]
+    return CheckResult(cfg.path, tuple(found))
+
+
+def _build_elsewhere(cfg: Config, module: ModuleCheck) -> ModuleCheck:
+    """A missing module generated into a temporary folder: does it build?"""
+    with tempfile.TemporaryDirectory(prefix="difgen-check-") as folder:
+        try:
+            build(dataclasses.replace(cfg, output_dir=Path(folder)), [module.name])
+        except DifgenError as exc:
+            return dataclasses.replace(
+                module,
+                status=Status.STALE,
+                reason=f"missing, and it does not build: {exc}",
+            )
+    return dataclasses.replace(module, status=Status.BUILDS, reason="")
 
 
 def verify(
@@ -563,10 +610,19 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
             return ModuleCheck(spec.name, problem[0], problem[1], problem[2])
     try:
         graph = _trace(spec)
+    except MissingDependencyError as exc:  # not the module's fault: the environment's
+        return result(
+            Status.NOT_CHECKED,
+            f"the function's code imports '{exc.module}', which is not installed "
+            f"where difgen runs ({exc})",
+        )
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")
     if found.source_hash == source_hash(spec, graph):
-        return result(Status.UP_TO_DATE)
+        uncompiled = spec.emit == "c" and not os.path.lexists(
+            compiling.extension_path(path.parent, spec.name)
+        )
+        return ModuleCheck(spec.name, path, Status.UP_TO_DATE, uncompiled=uncompiled)
     return result(Status.STALE, "the function or its config changed")
 
 

@@ -144,6 +144,19 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "-q", "--quiet", action="store_true", help="print only the modules at fault"
     )
+    check.add_argument(
+        "--missing-ok",
+        action="store_true",
+        help="for a project that gitignores its generated modules (its build "
+        "backend generates them): build a missing module in a temporary folder "
+        "instead, and fail only if it does not build",
+    )
+    check.add_argument(
+        "--compiled",
+        action="store_true",
+        help='also exit 1 when an emit = "c" module\'s extension is not compiled '
+        "(by default that is reported: the module runs its Python operators)",
+    )
     check.set_defaults(run=_check)
 
     verify = commands.add_parser(
@@ -301,17 +314,35 @@ def _build(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     """One line per module; exit 1 unless every module is up to date."""
 
-    result = check(_config_path(args))
+    result = check(_config_path(args), missing_ok=args.missing_ok)
+    faults = [m for m in result.modules if not m.ok or (args.compiled and m.uncompiled)]
     for module in result.modules:
-        if not (args.quiet and module.ok):
+        if not (args.quiet and module not in faults and not module.uncompiled):
             print(f"{_display(module.path)}: {module.name}: {module.describe()}")
     count = len(result.modules)
-    if result.ok:
+    uncompiled = sum(m.uncompiled for m in result.modules)
+    if result.ok and not (args.compiled and uncompiled):
         if not args.quiet:
-            print(f"{count} module{'s' if count != 1 else ''} up to date")
+            notes = [f"{uncompiled} without its extension"] if uncompiled else []
+            absent = sum(m.status is Status.BUILDS for m in result.modules)
+            if absent:
+                notes.append(f"{absent} not in the tree, and it builds")
+            extra = f" ({'; '.join(notes)})" if notes else ""
+            print(f"{count} module{'s' if count != 1 else ''} up to date{extra}")
         return 0
+    if result.ok:
+        print(
+            f"{uncompiled} of {count} modules have no compiled extension; "
+            "run: difgen build --compile" + (f" {args.config}" if args.config else "")
+        )
+        return 1
     advice = "run: difgen build" + (f" {args.config}" if args.config else "")
-    if any(m.status is Status.FOREIGN for m in result.modules):
+    if any(m.status is Status.NOT_CHECKED for m in result.modules):
+        advice = (
+            "install the project's dependencies where difgen runs (a pre-commit "
+            "hook: list them in its additional_dependencies), then check again"
+        )
+    elif any(m.status is Status.FOREIGN for m in result.modules):
         advice = (
             "move the foreign files away (difgen never overwrites them), then " + advice
         )

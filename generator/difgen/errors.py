@@ -34,6 +34,29 @@ class ConfigError(DifgenError):
         return (type(self), (self.path, self.line, self.message))
 
 
+class MissingDependencyError(ConfigError):
+    """The function's module imports a package that is not installed where
+    difgen runs (a pre-commit hook's environment without the project's
+    dependencies, say): nothing is known about the module's state.
+
+    >>> e = MissingDependencyError("a.toml", 2, "no scipy", "scipy")
+    >>> import pickle; pickle.loads(pickle.dumps(e)).module
+    'scipy'
+    """
+
+    def __init__(
+        self, path: str | Path, line: int | None, message: str, module: str
+    ) -> None:
+        super().__init__(path, line, message)
+        self.module = module
+
+    def __reduce__(  # type: ignore[override]
+        self,
+    ) -> tuple[type[MissingDependencyError], tuple[str, int | None, str, str]]:
+        """Pickle by the constructor's arguments, the missing module included."""
+        return (type(self), (self.path, self.line, self.message, self.module))
+
+
 class LoadError(DifgenError):
     """The user's function could not be imported."""
 

@@ -40,7 +40,7 @@ from typing import Any, cast
 
 from difgen import guard
 from difgen.config import ModuleSpec, split_function_ref
-from difgen.errors import ConfigError
+from difgen.errors import ConfigError, MissingDependencyError
 
 USER_MODULE_PREFIX = "_difgen_user_"
 
@@ -265,8 +265,26 @@ def _exec_file(path: Path, fail: Callable[[str], ConfigError]) -> ModuleType:
             sys.modules.pop(name, None)
         else:
             sys.modules[name] = previous
-        raise fail(f"importing {path} raised {_describe(exc)}") from None
+        message = f"importing {path} raised {_describe(exc)}"
+        raise _failure(fail, message, exc) from None
     return module
+
+
+def _failure(
+    fail: Callable[[str], ConfigError], message: str, exc: BaseException
+) -> ConfigError:
+    """``fail(message)``, as a :class:`MissingDependencyError` when ``exc`` is
+    the user's code importing a package that is not installed here."""
+    error = fail(message)
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        hint = (
+            f"; install '{exc.name}' where difgen runs (a pre-commit hook: list "
+            "your project's dependencies in its additional_dependencies)"
+        )
+        return MissingDependencyError(
+            error.path, error.line, error.message + hint, exc.name
+        )
+    return error
 
 
 def _import(
@@ -279,7 +297,8 @@ def _import(
         if exc.name and (module_ref + ".").startswith(exc.name + "."):
             where = f"looked in {', '.join(map(str, roots))} and on sys.path"
             raise fail(f"no module named '{exc.name}' ({where})") from None
-        raise fail(f"importing {module_ref} raised {_describe(exc)}") from None
+        message = f"importing {module_ref} raised {_describe(exc)}"
+        raise _failure(fail, message, exc) from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001  (user code may raise anything)

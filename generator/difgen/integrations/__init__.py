@@ -45,10 +45,12 @@ def regenerate(
     config: str | Path | None = None,
     log: Callable[[str], object] = print,
     compile: bool = False,
+    force_compile: bool = False,
 ) -> list[Path]:
     """Bring the project's generated modules up to date; return all their paths
     (with ``emit = "c"``: the module, its C source, and with ``compile`` its
-    extension, compiled when missing or older than the source).
+    extension, compiled when missing or older than the source, or always with
+    ``force_compile``).
 
     ``config`` is the config file relative to ``root``; by default
     :func:`difgen.config.find_config` looks in ``root`` (``difgen.toml``, else
@@ -72,7 +74,7 @@ def regenerate(
         for built in result.modules:
             log(f"difgen: {built.action.value} {built.path} ({built.seconds:.1f} s)")
     if compile:  # the up-to-date ones too, if their extension is missing or old
-        for done in compile_extensions(cfg):
+        for done in compile_extensions(cfg, force=force_compile):
             log(f"difgen: compiled {done.path} ({done.seconds:.1f} s)")
     paths = []
     for spec in cfg.modules:

@@ -15,8 +15,10 @@ Before each target is built, stale modules are regenerated
 build's ``artifacts``, so it is included even when ``.gitignore`` lists it (commit
 the generated modules or not, as you prefer). A module belongs in the wheel when
 its ``output_dir`` lies inside one of the package directories the wheel includes.
-Modules with ``emit = "c"`` are compiled here, and the wheel then carries the
-extension and is tagged for this platform (``pure_python = false``).
+Modules with ``emit = "c"`` are compiled here for every wheel (always afresh:
+an extension already in the tree may come from another machine), and the wheel then
+carries the extension and is tagged for this platform (``pure_python = false``);
+the sdist carries the C source only.
 
 Hatchling finds this module through difgen's entry point
 ``[project.entry-points.hatch] difgen = "difgen.integrations.hatch_hook"``.
@@ -27,6 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pathspec
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
@@ -48,11 +51,23 @@ class DifgenBuildHook(BuildHookInterface):
                 "[tool.hatch.build.hooks.difgen] config must be a path (a string)"
             )
         root = Path(self.root).resolve()
-        paths = regenerate(root, config, log=self.app.display_info, compile=True)
+        # An sdist carries the C sources, never a compiled extension (it is for
+        # one platform and Python); a wheel compiles every extension afresh, so a
+        # wheel built from an sdist, or from a tree with an old .so, is right.
+        wheel = self.target_name != "sdist"
+        paths = regenerate(
+            root,
+            config,
+            log=self.app.display_info,
+            compile=wheel,
+            force_compile=wheel,
+        )
         if any(p.name.endswith(EXTENSION_SUFFIX) for p in paths):
             # a compiled extension (emit = "c"): a wheel for this platform only
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
+        if not wheel:
+            self._exclude(_extensions_beside(paths), root)
         artifacts = build_data.setdefault("artifacts", [])
         for path in paths:
             try:
@@ -63,6 +78,30 @@ class DifgenBuildHook(BuildHookInterface):
                 )
                 continue
             artifacts.append("/" + relative.as_posix())
+
+    def _exclude(self, strays: list[Path], root: Path) -> None:
+        """Keep compiled extensions in the tree out of the sdist: hatchling has
+        no hook field for that, so they join its exclude patterns (its
+        ``exclude_spec``, computed once per build and cached on its config)."""
+        if not strays:
+            return
+        lines = ["/" + p.resolve().relative_to(root).as_posix() for p in strays]
+        config: Any = self.build_config
+        current = config.exclude_spec
+        if current is not None:
+            lines = [*(str(p.pattern) for p in current.patterns), *lines]
+        config.__dict__["exclude_spec"] = pathspec.GitIgnoreSpec.from_lines(lines)
+        for stray in strays:
+            self.app.display_info(f"difgen: {stray} left out of the sdist")
+
+
+def _extensions_beside(paths: list[Path]) -> list[Path]:
+    """Compiled extensions next to the generated C sources among ``paths``."""
+    found = []
+    for source in paths:
+        if source.suffix == ".c":
+            found += sorted(source.parent.glob(source.stem + "*" + EXTENSION_SUFFIX))
+    return found
 
 
 @hookimpl

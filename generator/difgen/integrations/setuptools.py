@@ -11,7 +11,10 @@ Put it in the project's ``pyproject.toml``; it finds ``difgen.toml`` or
     build_py = "difgen.integrations.setuptools.build_py"
 
 (or ``cmdclass={"build_py": build_py}`` in ``setup.py``). Modules with
-``emit = "c"``: declare their extensions in ``setup.py`` with :func:`extensions`.
+``emit = "c"`` need an extension each: configured in ``pyproject.toml`` as above,
+difgen adds them itself (:mod:`difgen.integrations.setuptools_hook`) and the wheel
+is tagged for the platform; a ``setup.py`` passes ``ext_modules=extensions()``.
+A C module without its extension stops the build with a message saying which.
 
 Why ``finalize_options`` and not ``run``: setuptools lists a package's modules from
 the files present when the command is finalized, and the sdist asks ``build_py``
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from setuptools import Extension
 from setuptools.command.build_py import build_py as _build_py
+from setuptools.errors import SetupError
 
 from difgen.api import c_source_path
 from difgen.config import find_config, load_config
@@ -50,7 +54,24 @@ class build_py(_build_py):
         root = Path(self.distribution.src_root or Path.cwd()).resolve()
         for path in regenerate(root, log=self.announce_info):
             self._include(path.resolve(), root)
+        self._require_extensions(root)
         self._difgen_done = True
+
+    def _require_extensions(self, root: Path) -> None:
+        """Stop the build, saying what to add, when an ``emit = "c"`` module has
+        no extension in this distribution: its wheel would be tagged pure Python
+        and run the Python operators, which nothing would tell the user."""
+        declared = {e.name for e in self.distribution.ext_modules or []}
+        missing = [e.name for e in extensions(root) if e.name not in declared]
+        if missing:
+            raise SetupError(
+                f"difgen: no extension is declared for {', '.join(missing)} "
+                '(emit = "c"): configure build_py in pyproject.toml\'s '
+                "[tool.setuptools.cmdclass] with difgen in [build-system] requires "
+                "(difgen then adds the extensions), or pass "
+                "ext_modules=difgen.integrations.setuptools.extensions() to setup() "
+                "in setup.py"
+            )
 
     def announce_info(self, message: str) -> None:
         """setuptools' logging at INFO (what ``pip -v`` shows)."""
