@@ -9,6 +9,7 @@ backends are the ones installed with difgen's test extras (``--no-build-isolatio
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import os
 import re
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tarfile
 import tomllib
+import warnings
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -545,3 +547,69 @@ def test_readme_remote_pre_commit_snippet() -> None:
     (hook,) = repo["hooks"]
     assert hook["id"] in {h["id"] for h in hooks}
     assert hook["additional_dependencies"]
+
+
+WATCH_SCRIPT = """\
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import sampledf.energy_derivatives
+print([str(w.message) for w in caught if "editable install" in str(w.message)])
+"""
+
+
+def test_editable_install_warns_when_its_module_is_stale(
+    tmp_path: Path,
+    numpy_only: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    forget_sampledf: None,
+) -> None:
+    """An editable wheel (hatchling) carries difgen's watcher: importing a
+    generated module after an edit of the function warns, naming the file and
+    ``difgen build``; without an edit, or after a change that leaves the
+    derivatives as they are (difgen is asked when it is importable), not."""
+    project = sample_project(tmp_path, "hatchling")
+    with (project / "pyproject.toml").open("a") as file:
+        # src/ put on sys.path by a .pth: the mode that needs no `editables`
+        # package (which pip would install into an isolated build environment)
+        file.write('\n[tool.hatch.build]\ndev-mode-dirs = ["src"]\n')
+    output = run(
+        [
+            sys.executable,
+            "-c",
+            "import hatchling.build as b; print(b.build_editable('dist'))",
+        ],
+        cwd=project,
+    ).stdout
+    wheel = project / "dist" / output.split()[-1]
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        assert "difgen_watch_sampledf.pth" in names, names
+        watcher = archive.read("_difgen_watch_sampledf.py").decode()
+    assert run_installed(wheel, tmp_path, numpy_only, WATCH_SCRIPT) == "[]\n"
+
+    model = project / "src/sampledf/model.py"
+    model.write_text(model.read_text().replace("x[0] * x[1] * x[2]", "x[0] * x[1]"))
+    later = (project / GENERATED).stat().st_mtime + 10
+    os.utime(model, (later, later))
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(numpy_only)}
+    fresh = tmp_path / "fresh" / "bin" / "python"
+    printed = run([fresh, "-c", WATCH_SCRIPT], cwd=tmp_path / "elsewhere", env=env)
+    (message,) = eval(printed.stdout)
+    assert "sampledf.energy_derivatives is stale" in message
+    assert "model.py changed after it was generated" in message
+    assert "run difgen build" in message
+
+    # Where difgen is importable, the watcher asks it: a comment is no change.
+    model.write_text(model.read_text().replace("x[0] * x[1]", "x[0] * x[1] * x[2]"))
+    model.write_text(model.read_text() + "\n# a comment\n")
+    namespace: dict[str, object] = {"__name__": "_difgen_watch_sampledf"}
+    exec(compile(watcher, "_difgen_watch_sampledf.py", "exec"), namespace)  # noqa: S102
+    monkeypatch.syspath_prepend(str(project / "src"))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            importlib.import_module("sampledf.energy_derivatives")
+        assert not [w for w in caught if "editable install" in str(w.message)]
+    finally:
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_Watch"]

@@ -125,6 +125,13 @@ def _remember_imports(names: set[str], roots: list[Path]) -> None:
             _USER_IMPORTS[name] = (module, path, path.read_bytes())
 
 
+def project_files() -> list[Path]:
+    """The files of the user's project that loading functions in this process
+    imported (their modules and helpers), sorted: what a generated module's
+    derivatives depend on besides its config."""
+    return sorted({path for _, path, _ in _USER_IMPORTS.values()})
+
+
 def _forget_changed_imports() -> None:
     """Drop the user's modules from ``sys.modules`` if any of their files changed
     since a load imported them, so that this load imports them afresh.

@@ -84,3 +84,14 @@ def regenerate(
             if compile:
                 paths.append(extension_path(cfg.output_dir, spec.name))
     return paths
+
+
+def dotted_name(path: Path) -> str:
+    """``pkg.sub.name`` for the module file ``path`` below packages (directories
+    with ``__init__.py``)."""
+    parts = [path.name.split(".")[0]]
+    directory = path.parent
+    while (directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return ".".join(parts)

@@ -26,6 +26,8 @@ Hatchling finds this module through difgen's entry point
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,9 @@ import pathspec
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
-from difgen.integrations import regenerate
+from difgen.config import find_config, load_config
+from difgen.integrations import dotted_name, editable, regenerate
+from difgen.load import project_files
 from difgen.targets.c.compiling import EXTENSION_SUFFIX
 
 
@@ -68,6 +72,8 @@ class DifgenBuildHook(BuildHookInterface):
             build_data["infer_tag"] = True
         if not wheel:
             self._exclude(_extensions_beside(paths), root)
+        if version == "editable":
+            self._watch(paths, root, build_data)
         artifacts = build_data.setdefault("artifacts", [])
         for path in paths:
             try:
@@ -78,6 +84,38 @@ class DifgenBuildHook(BuildHookInterface):
                 )
                 continue
             artifacts.append("/" + relative.as_posix())
+
+    def _watch(self, paths: list[Path], root: Path, build_data: dict[str, Any]) -> None:
+        """An editable wheel gets the stale-module watcher
+        (:mod:`difgen.integrations.editable`): its ``.pth`` and its module."""
+        config = self.config.get("config")
+        cfg = load_config(root / config if config else find_config(root))
+        modules = {
+            dotted_name(p.resolve()): p.resolve() for p in paths if p.suffix == ".py"
+        }
+        inputs = sorted({cfg.path.resolve(), *project_files()})
+        pth, module = editable.names(self.metadata.core.name)
+        folder = Path(tempfile.mkdtemp(prefix="difgen-watch-"))
+        self._watch_folder = folder
+        (folder / pth).write_text(f"import {module}\n", encoding="utf-8")
+        (folder / f"{module}.py").write_text(
+            editable.watcher_source(cfg, modules, inputs), encoding="utf-8"
+        )
+        forced = build_data.get("force_include_editable") or dict(
+            self.build_config.get_force_include()
+        )
+        forced[str(folder / pth)] = pth
+        forced[str(folder / f"{module}.py")] = f"{module}.py"
+        build_data["force_include_editable"] = forced
+
+    def finalize(
+        self, version: str, build_data: dict[str, Any], artifact_path: str
+    ) -> None:
+        """Called by hatchling after the target is built: drop the watcher's
+        temporary folder."""
+        folder = getattr(self, "_watch_folder", None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _exclude(self, strays: list[Path], root: Path) -> None:
         """Keep compiled extensions in the tree out of the sdist: hatchling has

@@ -35,7 +35,7 @@ from setuptools.errors import SetupError
 
 from difgen.api import c_source_path
 from difgen.config import find_config, load_config
-from difgen.integrations import regenerate
+from difgen.integrations import dotted_name, regenerate
 from difgen.naming import C_SUFFIX
 from difgen.targets.c.compiling import CFLAGS, include_dirs
 
@@ -133,7 +133,7 @@ def extensions(
         source = c_source_path(cfg, spec).resolve()
         found.append(
             Extension(
-                _dotted(source.parent, spec.name + C_SUFFIX),
+                dotted_name(source.parent / (spec.name + C_SUFFIX)),
                 sources=[source.relative_to(base).as_posix()],
                 include_dirs=include_dirs()[1:],  # NumPy's (Python's are implied)
                 extra_compile_args=list(CFLAGS),
@@ -142,12 +142,3 @@ def extensions(
             )
         )
     return found
-
-
-def _dotted(directory: Path, name: str) -> str:
-    """``pkg.sub.name`` for a module in ``directory`` below packages."""
-    parts = [name]
-    while (directory / "__init__.py").is_file():
-        parts.insert(0, directory.name)
-        directory = directory.parent
-    return ".".join(parts)
