@@ -31,20 +31,8 @@ from typing import Any
 from difgen import naming, structure
 from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, REQUESTABLE, TABLE, result_shape
+from difgen.schema import BACKENDS, CONTEXT_DTYPES, DTYPES, EMITS, MODES, names
 from difgen.toml_lines import Key, Locator
-
-BACKENDS = ("sympy", "trace")
-MODES = ("auto", "forward", "reverse")
-EMITS = ("auto", "scalar", "vector", "c")
-DTYPES = ("float64", "float32")
-"""The dtypes of the differentiated input: the module computes in that float type
-(a float32 module's code computes in float32 end to end; see
-:mod:`difgen.precision`)."""
-CONTEXT_DTYPES = ("float64", "float32", "int64", "bool")
-"""The dtypes of contexts: integer and boolean data (labels, edge lists, masks) is
-not differentiated, and is known only at run time (the trace backend indexes with it
-in the generated code). A float32 context of a float64 module is converted to
-float64 at entry, exactly, as NumPy promotes it."""
 
 CONFIG_NAME = "difgen.toml"
 PYPROJECT_NAME = "pyproject.toml"
@@ -52,29 +40,11 @@ PYPROJECT_TABLE: tuple[str, ...] = ("tool", "difgen")
 """Where difgen's settings live in ``pyproject.toml``: ``[tool.difgen]``."""
 
 _TOP_KEYS = ("difgen", "module")
-_DIFGEN_KEYS = ("output_dir",)
-_MODULE_KEYS = (
-    "name",
-    "function",
-    "backend",
-    "mode",
-    "operators",
-    "input",
-    "contexts",
-    "batch",
-    "sparse",
-    "emit",
-    "timeout",
-    "points",
-    "implicit",
-    "inputs",
-    "has_aux",
-    "flat",
-    "accumulate",
-)
-_ARRAY_KEYS = ("shape", "dtype", "per_point")
-_CONTEXT_KEYS = ("name", "shape", "dtype", "per_point")
-_INPUT_KEYS = ("name", "shape", "dtype", "tree", "kind", "type")
+_DIFGEN_KEYS = names("difgen")
+_MODULE_KEYS = names("module")
+_ARRAY_KEYS = names("input")
+_CONTEXT_KEYS = names("contexts")
+_INPUT_KEYS = names("inputs")
 _FUNCTION_FORMS = '"package.module:attr" or "path/to/file.py:attr"'
 
 
