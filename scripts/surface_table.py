@@ -1,4 +1,5 @@
-"""The supported NumPy surface, generated from difgen's registries into the README.
+"""The supported NumPy surface, generated from difgen's registries into the docs
+(``docs/reference/numpy.md``).
 
 Every NumPy name difgen's tracer follows is found by reading the registries, never
 from a list kept here: the ufunc and function tables of
@@ -13,8 +14,8 @@ the primitives it is written on, and reads the primitive declarations
 lowering and the sparsity rule. A function added to any of these tables appears
 on the next run.
 
-    python scripts/surface_table.py            # rewrite the README section
-    python scripts/surface_table.py --check    # exit 1 if the README is stale
+    python scripts/surface_table.py            # rewrite the page's table
+    python scripts/surface_table.py --check    # exit 1 if the page is stale
 
 The table goes between ``<!-- surface-table:start -->`` and
 ``<!-- surface-table:end -->``; ``tests/frontend/test_surface_table.py`` fails when it is
@@ -51,7 +52,7 @@ from difgen.frontend import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "reference" / "numpy.md"
 START = "<!-- surface-table:start -->"
 END = "<!-- surface-table:end -->"
 
@@ -407,7 +408,7 @@ def table() -> str:
 
 
 def splice(readme: str, section: str) -> str:
-    """The README with ``section`` between the markers (which must be present)."""
+    """The page with ``section`` between the markers (which must be present)."""
     start = readme.index(START) + len(START)
     end = readme.index(END)
     return readme[:start] + "\n" + section + readme[end:]
@@ -417,18 +418,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if stale")
     args = parser.parse_args(argv)
-    text = README.read_text()
+    text = PAGE.read_text()
     updated = splice(text, table())
     if args.check:
         if updated != text:
             print(
-                "README.md: the supported-surface table is out of date; run "
+                "docs/reference/numpy.md: the supported-surface table is out of date; run "
                 "python scripts/surface_table.py"
             )
             return 1
         return 0
-    README.write_text(updated)
-    print(f"wrote the supported-surface table ({len(rows())} names) into {README}")
+    PAGE.write_text(updated)
+    print(f"wrote the supported-surface table ({len(rows())} names) into {PAGE}")
     return 0
 
 

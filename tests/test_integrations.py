@@ -1,7 +1,7 @@
 """difgen in a package's build, in pre-commit and from Python, end to end.
 
 The sample package ``tests/integration_package`` gets its ``pyproject.toml`` from
-the snippets of the README section "Using difgen in your project", so the README's
+the snippets of the guide page "Using difgen in your project" (docs/guide/project.md), so its
 copy-paste text is exactly what is built here. Everything runs offline: the build
 backends are the ones installed with difgen's test extras (``--no-build-isolation``).
 """
@@ -29,6 +29,7 @@ import yaml
 
 from difgen.targets.c.compiling import EXTENSION_SUFFIX
 from difgen.version import VERSION
+from documentation import snippet as documentation_snippet
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "integration_package"
@@ -47,16 +48,12 @@ SDIST = {
 
 
 def readme_snippet(name: str) -> str:
-    """The code block after ``<!-- snippet: NAME -->`` in the README."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    pattern = rf"<!-- snippet: {re.escape(name)} -->\n```\w*\n(.*?)```\n"
-    found = re.findall(pattern, text, flags=re.DOTALL)
-    assert len(found) == 1, f"README: expected one snippet {name!r}, found {len(found)}"
-    return str(found[0])
+    """The code block after ``<!-- snippet: NAME -->`` in the documentation."""
+    return documentation_snippet(name)
 
 
 def sample_project(directory: Path, backend: str) -> Path:
-    """A fresh copy of the sample package, configured with the README's snippets."""
+    """A fresh copy of the sample package, configured with the guide's snippets."""
     project = directory / f"sampledf-{backend}"
     shutil.copytree(
         SAMPLE,
@@ -222,7 +219,7 @@ def test_pre_commit_hooks(tmp_path: Path) -> None:
         for path in ("README.md", "setup.cfg", "src/sampledf/model.pyc"):
             assert not files.search(path), (hook_id, path)
 
-    # The README's local hook is the same hook, run with the difgen installed.
+    # The guide's local hook is the same hook, run with the difgen installed.
     (repo,) = yaml.safe_load(readme_snippet("pre-commit-config"))["repos"]
     assert repo["repo"] == "local"
     for hook in repo["hooks"]:
@@ -275,8 +272,8 @@ def test_readme_python_api_snippet(
     monkeypatch.chdir(project)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        code = compile(readme_snippet("python-api"), "README.md", "exec")
-        exec(code, {})  # noqa: S102 (the README's own text, run as a user would)
+        code = compile(readme_snippet("python-api"), "project.md", "exec")
+        exec(code, {})  # noqa: S102 (the guide's own text, run as a user would)
     name, action, path, _, unit = printed.getvalue().split()
     assert (name, action, unit) == ("energy_derivatives", "written", "s")
     assert Path(path) == GENERATED  # relative, like the config path given
@@ -529,7 +526,8 @@ def test_check_names_a_dependency_missing_where_difgen_runs(tmp_path: Path) -> N
     assert check.returncode == 1
     assert (
         "energy_derivatives: not checked: the function's code imports "
-        "'difgen_absent_dependency', which is not installed where difgen runs"
+        "'difgen_absent_dependency', which is neither in the project nor "
+        "installed where difgen runs"
     ) in check.stdout
     assert "stale" not in check.stdout
     assert "list them in its additional_dependencies" in check.stdout
@@ -539,7 +537,7 @@ def test_check_names_a_dependency_missing_where_difgen_runs(tmp_path: Path) -> N
 
 
 def test_readme_remote_pre_commit_snippet() -> None:
-    """The README's remote hook names a hook of this repository, the release tag
+    """The guide's remote hook names a hook of this repository, the release tag
     that this version is, and the option that installs the project's imports."""
     (repo,) = yaml.safe_load(readme_snippet("pre-commit-remote"))["repos"]
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())

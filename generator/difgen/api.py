@@ -613,8 +613,8 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
     except MissingDependencyError as exc:  # not the module's fault: the environment's
         return result(
             Status.NOT_CHECKED,
-            f"the function's code imports '{exc.module}', which is not installed "
-            f"where difgen runs ({exc})",
+            f"the function's code imports '{exc.module}', which is neither in the "
+            f"project nor installed where difgen runs ({exc})",
         )
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")

@@ -108,6 +108,12 @@ _USER_IMPORTS: dict[str, tuple[ModuleType, Path, bytes]] = {}
 module, the function's package): name -> (module, file, its bytes then)."""
 
 
+_PROJECT_NAMES: set[str] = set()
+"""Top-level names of every project module a load in this process imported (kept
+when :func:`_forget_changed_imports` drops the modules): a later import error
+naming one is a deleted project file, not a missing dependency."""
+
+
 def _remember_imports(names: set[str], roots: list[Path]) -> None:
     """Record the modules just imported whose file is in the user's project (under
     one of ``roots``, not an installed package), with their files' bytes."""
@@ -123,6 +129,7 @@ def _remember_imports(names: set[str], roots: list[Path]) -> None:
             continue
         with suppress(OSError):
             _USER_IMPORTS[name] = (module, path, path.read_bytes())
+            _PROJECT_NAMES.add(name.split(".")[0])
 
 
 def project_files() -> list[Path]:
@@ -281,9 +288,15 @@ def _failure(
     fail: Callable[[str], ConfigError], message: str, exc: BaseException
 ) -> ConfigError:
     """``fail(message)``, as a :class:`MissingDependencyError` when ``exc`` is
-    the user's code importing a package that is not installed here."""
+    the user's code importing a package that is not installed here (and not a
+    module of the project that an earlier load in this process imported: that
+    one was deleted, and the module is stale)."""
     error = fail(message)
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
+    if (
+        isinstance(exc, ModuleNotFoundError)
+        and exc.name
+        and exc.name.split(".")[0] not in _PROJECT_NAMES  # not a deleted project file
+    ):
         hint = (
             f"; install '{exc.name}' where difgen runs (a pre-commit hook: list "
             "your project's dependencies in its additional_dependencies)"

@@ -1,4 +1,4 @@
-"""The README's supported-surface table is generated from the registries and current.
+"""The documentation's supported-surface table is generated from the registries and current.
 
 ``scripts/surface_table.py`` reads the primitive declarations, the frontend's NumPy
 tables and the tracer's methods; this test fails when a primitive or NumPy function
@@ -34,11 +34,11 @@ def script() -> ModuleType:
 
 
 def test_readme_table_is_current(script: ModuleType) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = script.PAGE.read_text()
     assert script.START in readme and script.END in readme
     expected = script.splice(readme, script.table())
     assert readme == expected, (
-        "README.md's supported-surface table is stale: run "
+        "docs/reference/numpy.md's supported-surface table is stale: run "
         "python scripts/surface_table.py"
     )
 
@@ -62,8 +62,8 @@ def test_a_new_registration_appears(
     rows = {row.name: row for row in script.rows()}
     assert "np.fliplr" in rows and "np.rint" in rows
     assert (
-        script.splice((ROOT / "README.md").read_text(), script.table())
-        != (ROOT / "README.md").read_text()
+        script.splice(script.PAGE.read_text(), script.table())
+        != script.PAGE.read_text()
     )
 
 
