@@ -289,3 +289,37 @@ def test_the_sympy_backend_builds_from_the_graph_and_says_so(module_cache: Any) 
     module, text = module_cache(SOURCE, "softplus_sum", (3,), FIRST + SCALAR_OUT)
     assert "user derivative rule" in text and "custom_vjp" in text
     assert "custom_jvp_call" not in operators_source(module)
+
+
+def test_points_sparse_and_generate_go_through_the_vjp(tmp_path: Path) -> None:
+    """The points variants batch the call (its rule batched with it), the sparsity
+    rule finds softplus's diagonal hessian, and difgen.generate takes a
+    custom_vjp function like a module of difgen.toml."""
+    cfg = write_config(
+        tmp_path / "points",
+        SOURCE,
+        "softplus_sum",
+        (5,),
+        ["gradient", "hessian"],
+        backend="trace",
+        points=True,
+    )
+    dense, _ = build_and_import(cfg)
+    cfg = write_config(
+        tmp_path / "sparse",
+        SOURCE,
+        "softplus_sum",
+        (5,),
+        ["hessian"],
+        backend="trace",
+        sparse=True,
+    )
+    sparse, _ = build_and_import(cfg)
+    xs = np.random.default_rng(2).uniform(-1, 1, (6, 5))
+    rows = [dense.gradient(x) for x in xs]
+    np.testing.assert_allclose(dense.gradient_points(xs), rows, rtol=1e-13)
+    h = sparse.hessian(xs[0])
+    assert h.nnz == 5
+    np.testing.assert_allclose(h.toarray(), dense.hessian(xs[0]), rtol=1e-13)
+    module = difgen.generate(fns.softplus_sum, xs[0], operators=["gradient"])
+    np.testing.assert_allclose(module.gradient(xs[1]), rows[1], rtol=1e-13)

@@ -250,3 +250,11 @@ def test_emit_c_keeps_a_vector_root_in_python_and_says_so(tmp_path: Path) -> Non
     mod = import_file(built.path)
     grad_fd = [_central(cases.root_vector_energy, B3, r) for r in np.eye(3)]
     np.testing.assert_allclose(mod.gradient(B3), grad_fd, rtol=1e-7, atol=1e-8)
+
+
+def test_a_system_that_is_not_square_is_refused(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, SOURCE, "root_not_square", [2], ["jacobian"])
+    with pytest.raises(TraceError) as info:
+        api.build(cfg)
+    text = str(info.value)
+    assert "scipy.optimize.root(..., fun=...) returns 3 values for 2 unknowns" in text

@@ -149,3 +149,7 @@ def root_scalar_halley(M):
         fprime=kepler_slope,
         fprime2=lambda En, M: E * np.sin(En),
     ).root
+
+
+def root_not_square(b):
+    return root(lambda x: np.array([x[0] - b[0], x[1] - b[1], x[0] * x[1]]), b).x
