@@ -1,6 +1,7 @@
-"""``scipy.optimize``'s root finders on tracers: ``brentq``, ``bisect``, ``newton``,
-``fixed_point``, ``root`` and ``root_scalar`` become loops in the generated module (difgen cannot hand the user's
-function to SciPy at run time), differentiated implicitly: the derivative of the
+"""``scipy.optimize``'s root finders on tracers: ``brentq``, ``bisect``,
+``newton``, ``fixed_point``, ``root`` and ``root_scalar`` become loops in the
+generated module (difgen cannot hand the user's function to SciPy at run time),
+differentiated implicitly: the derivative of the
 solution by the implicit-function theorem on the function's residual, never
 through the iterations (:func:`difgen.frontend.control.helpers.root_loop`).
 
@@ -21,18 +22,20 @@ function gives no traced value runs SciPy's own. The loops:
 - ``fixed_point(f, x0)``: SciPy's ``del2`` (Steffensen) or ``iteration`` method and
   its relative-error test, scalars and arrays;
 - ``root(fun, x0)`` (``method="hybr"``, the default): Newton's iteration on the
-  vector equation with ``jac`` (a function, or ``True`` when ``fun`` returns
+  vector equation (``x0`` flattened, as SciPy flattens it) with ``jac`` (a function, or ``True`` when ``fun`` returns
   ``(f, J)``) or, without it, MINPACK's forward-difference jacobian (steps
   ``sqrt(eps) |x_j|``), each step a ``solve``, until the step is below ``xtol``
   relative to ``x``; not Powell's hybrid method, so the iterates differ, the root
-  they converge to is the same. The result has ``x``, ``success`` and ``fun``;
+  they converge to is the same (a jacobian exactly singular at an iterate makes
+  ``np.linalg.solve`` raise ``LinAlgError`` at run time, where MINPACK would take
+  another step). The result has ``x``, ``success`` and ``fun``;
 - ``root_scalar(f, ...)``: its ``method`` (or SciPy's choice from ``bracket``,
   ``x0``, ``x1`` and ``fprime``) among ``brentq``, ``bisect``, ``newton`` and
   ``secant``, each as above; the result has ``root`` and ``converged``.
 
 Where SciPy raises ``RuntimeError`` because the iteration reached ``maxiter``
-without converging (``brentq``, ``bisect``, ``newton``, ``fixed_point`` with
-``disp=True``, their default), the root is NaN (the generated module raises
+without converging (``brentq``, ``bisect`` and ``newton`` with ``disp=True``, their
+default, and ``fixed_point`` always), the root is NaN (the generated module raises
 nothing at run time; the derivative there is NaN too); with ``disp=False`` it is
 the last iterate, as SciPy returns it, and its derivative the implicit one there.
 ``root`` and ``root_scalar`` do not raise in SciPy but report ``success`` or
