@@ -32,6 +32,7 @@ CASES: dict[str, tuple[tuple[int, ...], bool]] = {
     "two_arguments": ((7,), False),
     "autograd_spelling": ((4,), True),
     "poisson_nll": ((4,), True),
+    "linear_passes": ((3,), True),
 }
 
 FIRST = ["pushforward", "pullback", "value_and_pullback", "jacobian"]

@@ -131,6 +131,38 @@ def autograd_spelling(x):
     return logsumexp(x * x) + weighted(np.cos(x), x)
 
 
+# ------------- backward passes through solve, slices, joins and matmul
+A3 = np.array([[2.0, 0.3, 0.1], [0.2, 1.5, 0.4], [0.1, 0.2, 1.8]])
+
+
+@difgen.custom_vjp
+def solved(b):
+    return np.linalg.solve(A3, b)
+
+
+solved.defvjp(
+    lambda b: (np.linalg.solve(A3, b), None),
+    lambda residuals, g: (np.linalg.solve(A3.T, g),),
+)
+
+
+@difgen.custom_vjp
+def rotated(x):
+    return np.concatenate([x[1:], x[:1] * 2.0]) @ np.ones((3, 2))
+
+
+def rotated_bwd(residuals, g):
+    s = np.ones((3, 2)) @ g
+    return (np.concatenate([s[2:] * 2.0, s[:2]]),)
+
+
+rotated.defvjp(lambda x: (rotated(x), None), rotated_bwd)
+
+
+def linear_passes(x):
+    return np.sum(np.sin(solved(x * x))) + np.sum(rotated(x) ** 3)
+
+
 # -------------------------------- a function difgen cannot trace: lgamma
 @difgen.custom_vjp
 def lgamma(x):
@@ -310,7 +342,28 @@ def jax_twins() -> dict[str, Any]:
         lambda x: (_stirling(x, jnp), x), lambda x, g: (g * _digamma(x, jnp),)
     )
 
+    @jax.custom_vjp
+    def j_solved(b):
+        return jnp.linalg.solve(A3, b)
+
+    j_solved.defvjp(
+        lambda b: (jnp.linalg.solve(A3, b), None),
+        lambda r, g: (jnp.linalg.solve(A3.T, g),),
+    )
+
+    @jax.custom_vjp
+    def j_rotated(x):
+        return jnp.concatenate([x[1:], x[:1] * 2.0]) @ jnp.ones((3, 2))
+
+    def _rb(r, g):
+        s = jnp.ones((3, 2)) @ g
+        return (jnp.concatenate([s[2:] * 2.0, s[:2]]),)
+
+    j_rotated.defvjp(lambda x: (j_rotated(x), None), _rb)
+
     return {
+        "linear_passes": lambda x: jnp.sum(jnp.sin(j_solved(x * x)))
+        + jnp.sum(j_rotated(x) ** 3),
         "softplus_sum": lambda x: jnp.sum(j_logexp(x) * x),
         "softplus_matrix": lambda x: j_logexp(x).T @ x + j_logexp(x[0]),
         "norm_of_sines": lambda x: j_safe_norm(jnp.sin(x)) * x,
