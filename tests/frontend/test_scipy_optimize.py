@@ -144,6 +144,36 @@ def test_second_order_through_a_vector_root(tmp_path: Path) -> None:
     np.testing.assert_allclose(mod.hessian(B3), fd, rtol=1e-6, atol=1e-7)
     v = np.array([0.2, 1.0, -0.4])
     np.testing.assert_allclose(mod.hvp(B3, v), fd @ v, rtol=1e-6, atol=1e-7)
+    hessian = _jax_custom_root_hessian(B3)
+    np.testing.assert_allclose(mod.hessian(B3), hessian, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(mod.hvp(B3, v), hessian @ v, rtol=1e-10, atol=1e-12)
+
+
+def _jax_custom_root_hessian(b: np.ndarray) -> np.ndarray:
+    """JAX's hessian of the same energy, the root by ``lax.custom_root`` (Newton's
+    iteration, its tangent solve the implicit function theorem's)."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    W = jnp.asarray(cases.W)
+
+    def energy(b: Any) -> Any:
+        def F(x: Any) -> Any:
+            return x - jnp.tanh(W @ x) - b
+
+        def newton(F: Any, x: Any) -> Any:
+            for _ in range(40):
+                x = x - jnp.linalg.solve(jax.jacfwd(F)(x), F(x))
+            return x
+
+        def tangent_solve(g: Any, y: Any) -> Any:
+            return jnp.linalg.solve(jax.jacfwd(g)(y), y)
+
+        x = jax.lax.custom_root(F, jnp.zeros(3), newton, tangent_solve)
+        return jnp.sum(x**2) + x[0] * x[2]
+
+    return np.asarray(jax.hessian(energy)(jnp.asarray(b)))
 
 
 def test_parameters_read_by_closure_are_differentiated(tmp_path: Path) -> None:
