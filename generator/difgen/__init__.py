@@ -8,7 +8,8 @@ From Python, :func:`difgen.build`, :func:`difgen.check` and :func:`difgen.verify
 do what the commands do and return typed results (:mod:`difgen.api`);
 :func:`difgen.generate` traces a function at example arguments and returns the
 generated module loaded in this process, writing nothing (:mod:`difgen.inprocess`);
-:func:`difgen.custom_jvp` declares a derivative rule for a function (:mod:`difgen.custom`).
+:func:`difgen.custom_jvp` and :func:`difgen.custom_vjp` (or autograd's spelling,
+:func:`difgen.defvjp`) declare a derivative rule for a function (:mod:`difgen.custom`).
 ``import difgen`` stays cheap: SymPy and the pipeline are imported by the first
 build.
 
@@ -20,8 +21,17 @@ True
 from __future__ import annotations
 
 from difgen.api import build, check, verify
-from difgen.custom import custom_jvp
+from difgen.custom import custom_jvp, custom_vjp, defvjp
 from difgen.inprocess import generate
 from difgen.version import VERSION as __version__
 
-__all__ = ["__version__", "build", "check", "custom_jvp", "generate", "verify"]
+__all__ = [
+    "__version__",
+    "build",
+    "check",
+    "custom_jvp",
+    "custom_vjp",
+    "defvjp",
+    "generate",
+    "verify",
+]

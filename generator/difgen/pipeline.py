@@ -282,7 +282,8 @@ def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
         # SymPy would differentiate the function, not the user's rule
         emit = "c" if spec.emit == "c" else "vector"
         note(
-            f"sympy backend: {rules} has a user derivative rule (difgen.custom_jvp), "
+            f"sympy backend: {rules} has a user derivative rule (difgen.custom_jvp or "
+            "custom_vjp), "
             f"which SymPy cannot differentiate by; built from the graph instead "
             f'({"C loops" if emit == "c" else "vector code"}, as backend = "trace" '
             "builds it)"

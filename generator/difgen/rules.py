@@ -1,4 +1,5 @@
-"""The build-time check of user derivative rules (``difgen.custom_jvp``).
+"""The build-time check of user derivative rules (``difgen.custom_jvp`` and
+``difgen.custom_vjp``).
 
 A rule is the user's claim about a derivative, and difgen builds on it whatever it
 says; so before a module that calls one is derived, each rule is compared with the
@@ -17,6 +18,12 @@ At the call's operands, with a random tangent per float operand:
   trace is checked too), to :data:`TOLERANCE` of their scale at one of two steps;
 - where the value comes from the rule (difgen could not trace the function), the
   rule's value must be the function's, to :data:`VALUE_TOLERANCE`.
+
+A ``custom_vjp``'s rule is its backward pass: at a zero cotangent it must give
+zero cotangents, and for a random cotangent ``ybar`` and direction ``dx``,
+``xbar . dx`` must agree with ``ybar`` dotted with the central differences along
+``dx`` (the same tolerance, relative to their scale); its forward pass's value must
+be the function's where the value comes from it.
 
 A rule that fails stops the build with a :class:`~difgen.errors.TraceError` naming
 the rule's file and line and giving both values; one never checked (no finite
@@ -114,8 +121,17 @@ def _check_one(
     if not (_finite(y_rule) and _finite(dy) and _finite(value)):
         return "no sample point where the function and the rule are finite"
     where = rule.where
-    label = f"{spec.name!r}: the derivative rule {fn.jvp.__qualname__} of {name} at {where}"  # type: ignore[union-attr]
-    if np.any(dy0 != 0.0):
+    label = f"{spec.name!r}: {fn.rule_label()} of {name} at {where}"
+    vjp = _backward(key, operands, np.shape(y_rule), rng)
+    if vjp is not None:
+        xbar0 = vjp[1]
+        if any(np.any(c != 0.0) for c in xbar0):
+            raise TraceError(
+                f"module {label} returns nonzero cotangents "
+                f"({', '.join(_show(c) for c in xbar0)}) for a zero cotangent: it "
+                "must be linear in ybar (no constant term)"
+            )
+    elif np.any(dy0 != 0.0):
         raise TraceError(
             f"module {label} returns a nonzero tangent ({_show(dy0)}) for zero "
             "tangents: its tangent must be linear in the tangents (no constant term)"
@@ -154,9 +170,30 @@ def _check_one(
                 return f"calling {name} near the sample point raised {exc!r}"
         if not _finite(estimate):
             return "the function is not finite near the sample point"
-        err = error(dy, estimate)
+        if vjp is not None:  # one number each: ybar . J dx, against xbar . dx
+            pair = np.array(
+                [
+                    np.sum(vjp[2] * estimate),
+                    sum(np.sum(c * t) for c, t in zip(vjp[0], tangents)),
+                ]
+            )
+            if not _finite(pair):
+                return "the function is not finite near the sample point"
+            err = error(pair[1], pair[0])
+            estimate = pair[0]
+        else:
+            err = error(dy, estimate)
         if err < best:
             best, differences = err, estimate
+    if best > TOLERANCE and vjp is not None:
+        mine = sum(np.sum(c * t) for c, t in zip(vjp[0], tangents))
+        raise TraceError(
+            f"module {label} disagrees with central differences of {name} at a "
+            f"sample point: for a random cotangent ybar and direction dx, the "
+            f"backward pass gives xbar . dx = {float(mine):.9g}, the differences give "
+            f"ybar . (J dx) = {float(np.asarray(differences)):.9g} (relative "
+            f"difference {best:.3g}); check the rule"
+        )
     if best > TOLERANCE:
         raise TraceError(
             f"module {label} disagrees with central differences of {name} at a "
@@ -164,6 +201,26 @@ def _check_one(
             f"{_show(differences)} (relative difference {best:.3g}); check the rule"
         )
     return None
+
+
+def _backward(
+    key: tuple[str, SubGraph],
+    operands: tuple[Any, ...],
+    shape: tuple[int, ...],
+    rng: np.random.Generator,
+) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray] | None:
+    """A ``custom_vjp``'s backward pass at the operands: its cotangents for a
+    random ``ybar`` and for zero, and that ``ybar`` (None for a ``custom_jvp``)."""
+    passes = frontend.PASSES.get(key)
+    if passes is None:
+        return None
+    fwd, bwd = passes
+    ybar = rng.uniform(-1.0, 1.0, shape)
+    with np.errstate(all="ignore"):
+        residuals = evaluate(fwd, list(operands))[1:]
+        xbar = evaluate(bwd, [*residuals, ybar])
+        xbar0 = evaluate(bwd, [*residuals, np.zeros(shape)])
+    return list(xbar), list(xbar0), ybar
 
 
 def _call(function: Any, operands: Any) -> np.ndarray:

@@ -335,7 +335,6 @@ def test_scipy_fixed_point_del2_elementwise(tmp_path: Path) -> None:
     ("function", "needle"),
     [
         ("brentq_full_output", "scipy.optimize.brentq(..., full_output=True)"),
-        ("calls_root", "scipy.optimize.root is not supported"),
     ],
 )
 def test_unsupported_solver_calls_name_the_call_and_argument(

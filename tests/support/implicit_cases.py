@@ -141,12 +141,6 @@ def brentq_full_output(M):
     )
 
 
-def calls_root(M):
-    from scipy.optimize import root
-
-    return root(lambda E: E - E_KEPLER * np.sin(E) - M, M).x
-
-
 def dottie_all(b):
     """cos(x) - x = b elementwise by Newton, until np.all(|r| < tol)."""
     x = b * 0.0

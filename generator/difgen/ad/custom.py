@@ -77,12 +77,39 @@ def _shape_rule(*avals: Aval, fun: SubGraph, rule: SubGraph, name: str) -> Aval:
 def rule_name(rule: SubGraph, name: str) -> str:
     """How messages name a rule: the function and where the rule is defined."""
     fn = frontend_custom.FUNCTIONS.get((name, rule))
-    if fn is not None and fn.jvp is not None:
-        return (
-            f"the derivative rule {fn.jvp.__qualname__} of {fn.fun.__qualname__} "
-            f"(at {rule.where})"
-        )
+    if fn is not None:
+        return f"{fn.rule_label()} of {fn.fun.__qualname__} (at {rule.where})"
     return f"the derivative rule of {name} (at {rule.where})"
+
+
+def vjp_rule(
+    fwd: Graph, bwd: Graph, avals: Sequence[Aval], floating: Sequence[bool]
+) -> Graph:
+    """The rule of a ``custom_vjp`` call, ``(*operands, *tangents) -> (y, dy)``.
+
+    ``fwd`` is ``operands -> (y, *residuals)``, ``bwd`` is ``(*residuals, ybar) ->
+    xbar`` (one cotangent per float operand), linear in ``ybar``. ``dy`` is ``bwd``
+    transposed in ``ybar`` and applied to the tangents (``dy . ybar = dx . xbar``
+    for every ``ybar``); reverse mode transposes it back into ``bwd``'s equations,
+    and second order differentiates both passes' code. A ``bwd`` that is not
+    linear in ``ybar`` raises here (:class:`DifgenError` from the transpose).
+    """
+    n = len(avals)
+    tangent_avals = [a for a, f in zip(avals, floating) if f]
+    ybar = bwd.inputs[-1]
+    linear = {ybar}
+    for eqn in bwd.eqns:
+        if any(isinstance(a, Var) and a in linear for a in eqn.inputs):
+            if not eqn.primitive.linear:
+                raise DifgenError(f"it applies {eqn.primitive.name} to ybar")
+            linear.add(eqn.out)
+
+    def rule(*args: Any) -> tuple[Any, ...]:
+        y, *residuals = eval_graph(fwd, args[:n])
+        _, (dy,) = transpose_eval(bwd, len(residuals), 0, residuals, list(args[n:]))
+        return y, np.zeros(ybar.shape) if dy is None else dy
+
+    return build_graph(rule, [*avals, *tangent_avals])
 
 
 _LINEAR_CHECKED: set[SubGraph] = set()
@@ -257,6 +284,7 @@ CALL = Primitive(
     cost="by_work",
 )
 frontend_custom.CALL.append(CALL)
+frontend_custom.VJP_RULE.append(vjp_rule)
 
 
 def uses_rules(graph: Graph) -> str | None:
