@@ -237,6 +237,7 @@ HESSIAN_FUNCTIONS = ("banded", "tridiagonal", "blocks", "arrow_band")
 EMITS = {"vector": 'emit = "vector"', "c": 'emit = "c"'}
 MODES = {"auto": "", "forward": 'mode = "forward"', "reverse": 'mode = "reverse"'}
 JACOBIAN_ROWS = [(f, e, m) for f in JACOBIAN_FUNCTIONS for e in EMITS for m in MODES]
+DENSE_ROWS = [(f, e) for f in JACOBIAN_FUNCTIONS for e in EMITS]
 HESSIAN_ROWS = [
     (f, e, m) for f in HESSIAN_FUNCTIONS for e in EMITS for m in ("auto", "reverse")
 ]
@@ -246,12 +247,15 @@ def _name(function: str, emit: str, mode: str) -> str:
     return f"{function}_{mode}_{emit}"
 
 
-def _table(function: str, emit: str, mode: str, operator: str) -> str:
+def _table(
+    function: str, emit: str, mode: str, operator: str, sparse: bool = True
+) -> str:
+    name = _name(function, emit, mode) + ("" if sparse else "_dense")
     return (
-        f'[[module]]\nname = "{_name(function, emit, mode)}"\n'
+        f'[[module]]\nname = "{name}"\n'
         f'function = "fn.py:{function}"\nbackend = "trace"\n'
         f'operators = ["{operator}"]\ninput = {{ shape = [{N}] }}\n'
-        f"{EMITS[emit]}\n{MODES[mode]}\nsparse = true\n"
+        f"{EMITS[emit]}\n{MODES[mode]}\nsparse = {'true' if sparse else 'false'}\n"
     )
 
 
@@ -261,6 +265,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltConfig:
     (directory / "fn.py").write_text(SOURCE)
     tables = [_table(*row, "jacobian") for row in JACOBIAN_ROWS]
     tables += [_table(*row, "hessian") for row in HESSIAN_ROWS]
+    tables += [_table(f, e, "auto", "jacobian", False) for f, e in DENSE_ROWS]
     return BuiltConfig(
         directory, '[difgen]\noutput_dir = "out"\n\n' + "\n".join(tables)
     )
@@ -288,6 +293,7 @@ def test_sparse_jacobians_against_dense_and_differences(
     module = built.get(name)
     if emit == "c":
         assert module.COMPILED, module.C_FALLBACK_REASON
+        assert not module.PYTHON_OPERATORS  # every coloring's products in C
     fn = _function(function)
     for seed in range(2):
         x = _point(seed)
@@ -338,6 +344,7 @@ def test_sparse_hessians_against_dense_and_differences(
     module = built.get(name)
     if emit == "c":
         assert module.COMPILED, module.C_FALLBACK_REASON
+        assert not module.PYTHON_OPERATORS  # every coloring's products in C
     fn = _function(function)
     for seed in range(2):
         x = _point(seed)
@@ -359,3 +366,21 @@ def test_banded_hessians_by_acyclic_colors(built: BuiltConfig, tmp_path: Path) -
     assert "hessian: acyclic coloring, 3 colors." in header
     header = _header(built, _name("tridiagonal", "c", "auto"))
     assert "hessian: 3 column colors (forward)." in header
+
+
+@pytest.mark.parametrize(("function", "emit"), DENSE_ROWS)
+def test_dense_jacobians_compressed_by_the_best_coloring(
+    built: BuiltConfig, function: str, emit: str
+) -> None:
+    """sparse = false: the dense jacobian from the same products, scattered."""
+    name = _name(function, emit, "auto") + "_dense"
+    module = built.get(name)
+    if emit == "c":
+        assert module.COMPILED, module.C_FALLBACK_REASON
+        assert not module.PYTHON_OPERATORS
+    fn = _function(function)
+    x = _point(9)
+    np.testing.assert_allclose(
+        module.jacobian(x), oracle.jacobian(fn, x), rtol=1e-12, atol=1e-12
+    )
+    assert "uncompressed" not in _header(built, name)

@@ -120,7 +120,7 @@ def _transposed(b: Bicoloring, pattern: Rows) -> Bicoloring:
     return Bicoloring(b.row_colors, b.column_colors, from_rows)
 
 
-def _candidates(counts: np.ndarray, best: int) -> list[int]:
+def _candidates(counts: np.ndarray) -> list[int]:
     """Thresholds on a row's nonzeros: rows above one go by reverse. Only rows
     denser than what the others need can pay: halving thresholds from the
     densest row down to twice the median."""
@@ -128,7 +128,7 @@ def _candidates(counts: np.ndarray, best: int) -> list[int]:
         return []
     top, floor = int(counts.max()), 2 * max(int(np.median(counts)), 1)
     out, t = [], top // 2
-    while t >= floor and t < best:
+    while t >= floor:
         out.append(t)
         t //= 2
     if not out and top > floor:
@@ -148,7 +148,7 @@ def bidirectional_coloring(pattern: Rows, best: int) -> Bicoloring | None:
     found: Bicoloring | None = None
     for side in (pattern, pattern.transposed()):
         counts = side.counts()
-        for t in _candidates(counts, best):
+        for t in _candidates(counts):
             by_reverse = counts > t
             rest = restricted(side, ~by_reverse)
             lower = int(rest.counts().max()) if rest.size else 0
