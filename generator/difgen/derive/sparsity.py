@@ -14,6 +14,7 @@ The pattern is structural: it holds for every input, whatever branch ``where`` t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +129,7 @@ class Coloring:
     symmetric: bool = False  # a star coloring of a hessian, recovered symmetrically
     acyclic: AcyclicTables | None = None
     bicoloring: Bicoloring | None = None
+    acyclic_unused: int = 0  # the fewer acyclic colors a C module cannot use
 
     @property
     def ncolors(self) -> int:
@@ -144,6 +146,12 @@ class Coloring:
 
     def describe(self) -> str:
         """The coloring in words, as the build output and module header say it."""
+        if self.acyclic_unused:
+            return (
+                f"{dataclasses.replace(self, acyclic_unused=0).describe()} (an "
+                f"acyclic coloring needs {self.acyclic_unused}, but its "
+                "substitution is a cumulative sum, which C loops do not compute)"
+            )
         if self.acyclic is not None or self.symmetric:
             kind = "acyclic" if self.acyclic is not None else "star"
             return f"{kind} coloring, {_count(self.ncolors, 'color')}"
@@ -277,7 +285,8 @@ def hessian_coloring_of(
     With ``acyclic``, an acyclic coloring replaces the chosen one where it
     needs fewer colors (a band: ``k + 1`` where star needs more); its
     substitution is a cumulative sum, which C loops do not compute yet, so the
-    C target asks for none (it would keep the hessian in Python).
+    C target asks for none (it would keep the hessian in Python): the coloring
+    kept then says how many colors the acyclic one would need.
     """
     return hessian_coloring(jacobian_pattern(graph), by_rows, acyclic)
 
@@ -295,25 +304,28 @@ def hessian_coloring(
     star = star_coloring(pattern) if symmetric else np.zeros(0, dtype=np.int64)
     stars = int(star.max()) + 1 if star.size else 0
     if star.size and stars < int(pattern.counts().max()):
-        star_colored = Coloring(pattern, star, by_rows, symmetric=True)
-        return _or_acyclic(star_colored) if acyclic else star_colored
+        return _or_acyclic(Coloring(pattern, star, by_rows, symmetric=True), acyclic)
     colors = color_columns(pattern.transposed() if by_rows else pattern)
     coloring = Coloring(pattern, colors, by_rows)
     if star.size and stars < coloring.ncolors:
         coloring = Coloring(pattern, star, by_rows, symmetric=True)
-    return _or_acyclic(coloring) if symmetric and acyclic else coloring
+    return _or_acyclic(coloring, acyclic) if symmetric else coloring
 
 
-def _or_acyclic(coloring: Coloring) -> Coloring:
+def _or_acyclic(coloring: Coloring, use: bool = True) -> Coloring:
     """An acyclic coloring recovered by substitution, where it needs fewer colors
     than ``coloring`` (a symmetric pattern's star or distance-1 coloring); two
-    colors are already the fewest any pattern with an off-diagonal entry needs."""
+    colors are already the fewest any pattern with an off-diagonal entry needs.
+    Not ``use``: ``coloring``, saying how many the acyclic one would need."""
     if coloring.ncolors <= 2:
         return coloring
     pattern = coloring.pattern
     colors = acyclic_coloring(pattern)
-    if int(colors.max()) + 1 >= coloring.ncolors:
+    fewer = int(colors.max()) + 1
+    if fewer >= coloring.ncolors:
         return coloring
+    if not use:
+        return dataclasses.replace(coloring, acyclic_unused=fewer)
     tables = acyclic_tables(pattern, colors)
     return Coloring(pattern, colors, coloring.by_rows, acyclic=tables)
 
