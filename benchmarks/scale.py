@@ -252,7 +252,8 @@ def worker(directory: Path, build: Build) -> dict[str, Any]:
 
     from difgen.derive import graphs
 
-    for name in ("coloring_of", "hessian_coloring_of"):  # what the build colors with
+    # what the build colors with
+    for name in ("coloring_of", "hessian_coloring_of", "jacobian_coloring_of"):
         if hasattr(graphs, name):
             setattr(graphs, name, observed(getattr(graphs, name)))
 

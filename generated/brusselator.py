@@ -2,6 +2,7 @@
 
 Backend trace, mode auto, emission vector.
 Input x: array of shape (2, 16, 16). Output y: array of shape (2, 16, 16).
+Coloring: jacobian: 11 column colors (forward).
 Regenerate with `difgen build ../examples/difgen.toml --module brusselator` (path relative to
 this file's directory). DO NOT EDIT: the next build overwrites this file.
 """
@@ -13,7 +14,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "9a1e536175953ce6"
-BODY_HASH = "b5fb0229ce4c8045"
+BODY_HASH = "906bbf6387af8682"
 INPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 OUTPUT_SHAPE: tuple[int, ...] = (2, 16, 16)
 C0 = np.array([

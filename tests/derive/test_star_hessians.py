@@ -1,6 +1,7 @@
 """Hessians computed per star color: one product per color of a star coloring of
 the hessian's pattern, recovered symmetrically, where that needs fewer colors than
-the distance-1 coloring of its columns (an arrowhead: 2 instead of n).
+the distance-1 coloring of its columns (an arrowhead: 2 instead of n), or per
+acyclic color, recovered by substitution, where that needs fewer still.
 
 Each function is built in every emission (vector NumPy, scalar Python, compiled
 C), both outer modes (forward over reverse, reverse over reverse), sparse and
@@ -105,16 +106,22 @@ def test_dense_hessian_by_star_colors_is_the_hessian(
     np.testing.assert_allclose(module.hessian(x), expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("emit", ["vector", "c"])
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("function", "colors"), [("arrowhead", 2), ("arrow_band", 4)])
-def test_the_hessian_is_star_colored(
-    tmp_path: Path, function: str, colors: int, mode: str
+@pytest.mark.parametrize(
+    ("function", "star", "acyclic"), [("arrowhead", 2, 2), ("arrow_band", 4, 3)]
+)
+def test_the_hessian_is_star_or_acyclic_colored(
+    tmp_path: Path, function: str, star: int, acyclic: int, mode: str, emit: str
 ) -> None:
-    """The arrowheads take 2 and 4 products (the hub alone, then 1 or 3 for the
-    rest: a path needs 3) where distance-1 coloring takes N; a
-    tridiagonal hessian keeps its 3 distance-1 colors (no fewer by star)."""
+    """The arrowheads take 2 and 4 star colors (the hub alone, then 1 or 3 for
+    the rest: a path needs 3) where distance-1 coloring takes N; an acyclic
+    coloring takes 3 for the banded arrow (a path needs 2) and 2 for a
+    tridiagonal hessian, whose star coloring needs 3, as its distance-1 one.
+    Acyclic colorings are recovered by a cumulative sum, which C loops do not
+    compute yet: the C target keeps star (distance-1) colorings."""
     (tmp_path / "difgen.toml").write_text(
-        '[difgen]\noutput_dir = "."\n\n' + _table(function, "vector", mode, True)
+        '[difgen]\noutput_dir = "."\n\n' + _table(function, emit, mode, True)
     )
     (spec,) = load_config(tmp_path / "difgen.toml").modules
     derivatives = Derivatives(spec, trace(_function(function), [((N,), "float64")]))
@@ -122,7 +129,10 @@ def test_the_hessian_is_star_colored(
     assert layout is not None
     coloring, shape = layout
     assert shape == (N, N)
-    assert coloring.symmetric and coloring.ncolors == colors
+    if emit == "c" or acyclic == star:
+        assert coloring.symmetric and coloring.ncolors == star
+    else:
+        assert coloring.acyclic is not None and coloring.ncolors == acyclic
 
     def band(x):
         return np.sum(x[1:] ** 2 * x[:-1] ** 2)
@@ -130,4 +140,7 @@ def test_the_hessian_is_star_colored(
     tridiagonal = Derivatives(spec, trace(band, [((N,), "float64")]))
     layout = tridiagonal.sparse_layout("hessian")
     assert layout is not None
-    assert not layout[0].symmetric and layout[0].ncolors == 3
+    if emit == "c":
+        assert not layout[0].symmetric and layout[0].ncolors == 3
+    else:
+        assert layout[0].acyclic is not None and layout[0].ncolors == 2

@@ -29,6 +29,7 @@ import numpy as np
 
 from difgen.ad import build_graph, eval_graph, jvp, jvp_eval, vjp, vjp_eval, vmap_eval
 from difgen.ad.custom import inline_calls
+from difgen.budget import note, notes
 from difgen.config import ModuleSpec
 from difgen.core.batching import batched_to
 from difgen.core.builder import current_builder
@@ -39,6 +40,7 @@ from difgen.derive.sparsity import (
     PatternTooLarge,
     coloring_of,
     hessian_coloring_of,
+    jacobian_coloring_of,
 )
 from difgen.errors import ConfigError
 from difgen.operators import (
@@ -84,6 +86,7 @@ class Derivatives:
         self._sources: list[Graph] = []  # keeps the ids used as cache keys alive
         self._colorings: dict[tuple[str, int], Coloring | None] = {}
         self._too_large: dict[int, str] = {}  # why a graph's pattern was refused
+        self.colorings_used: dict[str, str] = {}  # result kind -> its coloring
 
     # ---------------------------------------------------------------- modes
     def mode(self, natural: str) -> str:
@@ -130,15 +133,26 @@ class Derivatives:
         )
 
     # ----------------------------------------------------------- evaluators
-    def coloring(self, g: Graph, mode: str, symmetric: bool = False) -> Coloring | None:
+    def coloring(
+        self, g: Graph, mode: str, symmetric: bool = False, choose: bool = False
+    ) -> Coloring | None:
         """Pattern and coloring of ``g``'s jacobian (None when too large to detect);
         ``symmetric`` for a hessian (``g`` a gradient graph), which may be star
-        colored."""
-        key = (f"coloring-{mode}{'-symmetric' * symmetric}", id(g))
+        or acyclic colored; ``choose`` to take the mode needing the fewest
+        colors (``mode`` the natural one, kept on a tie)."""
+        kind = "-symmetric" if symmetric else "-choose" if choose else ""
+        key = (f"coloring-{mode}{kind}", id(g))
         if key not in self._colorings:
-            color = hessian_coloring_of if symmetric else coloring_of
             try:
-                self._colorings[key] = color(g, by_rows=mode == "reverse")
+                if symmetric:
+                    found = hessian_coloring_of(
+                        g, mode == "reverse", acyclic=self.spec.emit != "c"
+                    )
+                elif choose:
+                    found = jacobian_coloring_of(g, mode)
+                else:
+                    found = coloring_of(g, by_rows=mode == "reverse")
+                self._colorings[key] = found
             except PatternTooLarge as exc:
                 self._colorings[key] = None
                 self._too_large[id(g)] = str(exc)
@@ -153,25 +167,41 @@ class Derivatives:
         mode: str,
         sparse: bool = False,
         symmetric: bool = False,
+        label: str | None = None,
     ) -> Any:
         """d out / d x of a one-output graph ``(x, *ctx)``, shaped ``zs + xs``.
 
         With ``sparse``, the structural nonzeros in CSR order instead. A jacobian
         whose pattern needs few colors is computed compressed: one batched
         pushforward (pullback) per color of columns (rows), not per column (row);
-        with ``symmetric`` (a hessian), per star color when that needs fewer.
+        with ``symmetric`` (a hessian), per star or acyclic color when that needs
+        fewer. A result ``label`` (``jacobian``) takes the mode, or both, whose
+        coloring needs the fewest products when the module's mode is auto, and
+        records the coloring it used in :attr:`colorings_used`.
         """
         xs, zs = g.inputs[0].shape, g.outputs[0].shape
         n, m = _size(xs), _size(zs)
         colored = sparse or (n > 1 and m > 1)
-        coloring = self.coloring(g, mode, symmetric) if colored else None
+        choose = label == "jacobian" and self.spec.mode == "auto"
+        coloring = self.coloring(g, mode, symmetric, choose) if colored else None
         if sparse and coloring is None:
             raise self._pattern_too_large(g, m, n)
-        batch = n if mode == "forward" else m
+        batch = n if mode == "forward" else m  # uncompressed, in the natural mode
         if coloring is not None and coloring.ncolors * COLORING_GAIN <= batch:
-            data = self._compressed(g, [x, *ctx], coloring, mode)
+            if label is not None:
+                self.colorings_used[label] = coloring.describe()
+            if coloring.mode == "both":
+                data = self._bidirectional(g, [x, *ctx], coloring)
+            else:
+                cmode = mode if symmetric else coloring.mode
+                data = self._compressed(g, [x, *ctx], coloring, cmode)
         elif sparse:
             assert coloring is not None
+            if label is not None:
+                self.colorings_used[label] = (
+                    f"uncompressed, {batch} products ({coloring.describe()} "
+                    "would not halve them)"
+                )
             dense = self._uncompressed(g, x, ctx, mode)
             data = np.reshape(dense, (m * n,))[coloring.flat_positions(n)]
         else:
@@ -220,7 +250,41 @@ class Derivatives:
         flags = [False] * len(args) + [True]
         (_, d), (_, b) = vmap_eval(transformed, [*args, seed], flags, c)
         compressed = batched_to(_or_zeros(d, results_of), b, c)
-        return np.reshape(compressed, (c * size,))[coloring.compressed_positions(size)]
+        flat = np.reshape(compressed, (c * size,))
+        if coloring.acyclic is not None:
+            return _substituted(flat, coloring)
+        return flat[coloring.compressed_positions(size)]
+
+    def _products(
+        self, g: Graph, args: list[Any], colors: np.ndarray, forward: bool
+    ) -> Any:
+        """One batched JVP (VJP) per color, seeded by the basis vectors of that
+        color (``-1``: in no seed), flattened ``(colors, results)``."""
+        xs, zs = g.inputs[0].shape, g.outputs[0].shape
+        seeds_of, results_of = (xs, zs) if forward else (zs, xs)
+        c = int(colors.max()) + 1
+        spread = np.where(colors < 0, c, colors)  # -1: the dropped extra color
+        rows = _basis((c + 1,))[spread][:, :c]
+        seed = np.reshape(np.transpose(rows), (c, *seeds_of))
+        transformed = self._cached("jvp" if forward else "vjp", g)
+        flags = [False] * len(args) + [True]
+        (_, d), (_, b) = vmap_eval(transformed, [*args, seed], flags, c)
+        compressed = batched_to(_or_zeros(d, results_of), b, c)
+        return np.reshape(compressed, (c * _size(results_of),))
+
+    def _bidirectional(self, g: Graph, args: list[Any], coloring: Coloring) -> Any:
+        """The nonzeros of a bidirectionally colored jacobian: the forward
+        products of the column colors and the reverse products of the row
+        colors, gathered."""
+        b = coloring.bicoloring
+        assert b is not None
+        products = [
+            self._products(g, args, colors, forward)
+            for colors, forward in ((b.column_colors, True), (b.row_colors, False))
+            if (colors >= 0).any()
+        ]
+        flat = products[0] if len(products) == 1 else np.concatenate(products)
+        return flat[coloring.bidirectional_positions()]
 
     def pushforward(self, x: Any, ctx: Sequence[Any], dx: Any) -> Any:
         """J dx (batched: each row of dx)."""
@@ -283,26 +347,29 @@ class Derivatives:
         sparse = is_sparse(kind, self.spec)
         if kind == "jacobian":
             mode = self.jacobian_mode(self.xs, self.ys)
-            return self.jacobian(self.f, x, ctx, mode, sparse)
+            return self.jacobian(self.f, x, ctx, mode, sparse, label="jacobian")
         if kind == "second_derivative":
             return self.jacobian(self.derivative_graph(), x, ctx, self.mode("forward"))
         if kind == "hvp":
             return self.hvp(x, ctx, seeds["v"])
         if kind == "hessian":
             outer = "reverse" if self.spec.mode == "reverse" else "forward"
-            return self.jacobian(self.gradient_graph(), x, ctx, outer, sparse, True)
+            return self.jacobian(
+                self.gradient_graph(), x, ctx, outer, sparse, True, label="hessian"
+            )
         raise ValueError(f"unknown result kind {kind!r}")
 
     def sparse_layout(self, kind: str) -> tuple[Coloring, tuple[int, int]] | None:
         """The CSR pattern of a sparse result kind (None for dense results)."""
         if not is_sparse(kind, self.spec):
             return None
+        choose = kind == "jacobian" and self.spec.mode == "auto"
         if kind == "jacobian":
             g, mode = self.f, self.jacobian_mode(self.xs, self.ys)
         else:
             g = self.gradient_graph()
             mode = "reverse" if self.spec.mode == "reverse" else "forward"
-        coloring = self.coloring(g, mode, symmetric=kind == "hessian")
+        coloring = self.coloring(g, mode, kind == "hessian", choose)
         if coloring is None:
             raise self._pattern_too_large(g, _size(g.outputs[0].shape), _size(self.xs))
         return coloring, sparse_shape(kind, self.xs, self.ys)
@@ -342,6 +409,19 @@ class Derivatives:
         return optimize(graph) if passes else graph
 
 
+def _substituted(flat: Any, coloring: Coloring) -> Any:
+    """The nonzeros of an acyclically colored hessian from its compressed
+    products ``flat`` (``(colors, n)`` flattened), by substitution in the
+    two-colored trees: alternating subtree sums, as one cumulative sum over the
+    trees' nodes in preorder (:class:`~difgen.derive.coloring.AcyclicTables`)."""
+    t = coloring.acyclic
+    assert t is not None
+    b = np.concatenate([flat, np.zeros(1)])
+    sums = np.concatenate([np.zeros(1), np.cumsum(b[t.gather] * t.signs, axis=0)])
+    edges = (sums[t.ends] - sums[t.starts]) * t.signs
+    return np.concatenate([b, edges])[t.positions]
+
+
 Layouts = dict[int, tuple[Coloring, tuple[int, int]]]
 """The CSR pattern (coloring, matrix shape) of each sparse result, by its index."""
 
@@ -378,6 +458,9 @@ def derive(spec: ModuleSpec, graph: Graph) -> GraphDerivation:
             if (layout := derivs.sparse_layout(kind)) is not None
         }
         operators.append(OperatorGraph(op, derivs.operator_graph(op), layouts))
+    used = "; ".join(f"{k}: {text}" for k, text in derivs.colorings_used.items())
+    if used and used not in notes():  # derived again after a fallback
+        note(used)
     return GraphDerivation(tuple(operators), derivs.ys, derivs)
 
 

@@ -14,12 +14,21 @@ The pattern is structural: it holds for every input, whatever branch ``where`` t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var
+from difgen.derive.coloring import (
+    AcyclicTables,
+    Bicoloring,
+    acyclic_coloring,
+    acyclic_tables,
+    bidirectional_coloring,
+    color_rows_of,
+)
 from difgen.primitives.patterns import (
     MAX_PATTERN_NONZEROS,
     Pattern,
@@ -32,10 +41,13 @@ __all__ = [
     "Coloring",
     "PatternTooLarge",
     "Rows",
+    "choose_coloring",
     "color_columns",
     "coloring_of",
     "csr_layout",
+    "hessian_coloring",
     "hessian_coloring_of",
+    "jacobian_coloring_of",
     "jacobian_pattern",
     "star_coloring",
     "star_positions",
@@ -104,16 +116,54 @@ def color_columns(pattern: Rows) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Coloring:
-    """A jacobian's pattern with a coloring of its columns (or rows) for compression."""
+    """A jacobian's pattern with a coloring of its columns (or rows) for compression.
+
+    With ``bicoloring``, some rows' nonzeros come from products by row colors
+    (reverse) and the others' from products by column colors (forward); with
+    ``acyclic`` (a hessian), the nonzeros are recovered by substitution.
+    """
 
     pattern: Rows  # (m, n) compressed rows
     colors: np.ndarray  # a color per column, or per row when by_rows
     by_rows: bool
     symmetric: bool = False  # a star coloring of a hessian, recovered symmetrically
+    acyclic: AcyclicTables | None = None
+    bicoloring: Bicoloring | None = None
+    acyclic_unused: int = 0  # the fewer acyclic colors a C module cannot use
 
     @property
     def ncolors(self) -> int:
+        if self.bicoloring is not None:
+            return self.bicoloring.total
         return int(self.colors.max()) + 1 if self.colors.size else 1
+
+    @property
+    def mode(self) -> str:
+        """``forward``, ``reverse``, or ``both`` (bidirectional)."""
+        if self.bicoloring is not None:
+            return "both"
+        return "reverse" if self.by_rows else "forward"
+
+    def describe(self) -> str:
+        """The coloring in words, as the build output and module header say it."""
+        if self.acyclic_unused:
+            return (
+                f"{dataclasses.replace(self, acyclic_unused=0).describe()} (an "
+                f"acyclic coloring needs {self.acyclic_unused}, but its "
+                "substitution is a cumulative sum, which C loops do not compute)"
+            )
+        if self.acyclic is not None or self.symmetric:
+            kind = "acyclic" if self.acyclic is not None else "star"
+            return f"{kind} coloring, {_count(self.ncolors, 'color')}"
+        if self.bicoloring is not None:
+            b = self.bicoloring
+            return (
+                f"{_count(b.reverse, 'row color')} (reverse), "
+                f"{_count(b.forward, 'column color')} (forward)"
+            )
+        if self.by_rows:
+            return f"{_count(self.ncolors, 'row color')} (reverse)"
+        return f"{_count(self.ncolors, 'column color')} (forward)"
 
     @property
     def nnz(self) -> int:
@@ -142,12 +192,28 @@ class Coloring:
             return self.colors[rows] * size + cols
         return self.colors[cols] * size + rows
 
+    def bidirectional_positions(self) -> np.ndarray:
+        """Positions of the nonzeros in the forward products ``(forward colors,
+        m)`` flattened, followed by the reverse products ``(reverse colors, n)``
+        flattened: entry (i, j) at ``column_colors[j] * m + i`` or, from the
+        rows, at ``row_colors[i] * n + j`` past the forward block."""
+        assert self.bicoloring is not None
+        b, (m, n) = self.bicoloring, (self.pattern.size, self.pattern.n)
+        rows, cols = self.nonzeros()
+        by_columns = b.column_colors[cols] * m + rows
+        by_rows = b.forward * m + b.row_colors[rows] * n + cols
+        return np.where(b.from_rows, by_rows, by_columns)
+
     def csr_indices(self) -> tuple[np.ndarray, np.ndarray]:
         """(indices, indptr) of the CSR layout."""
         return (
             self.pattern.indices.astype(np.int64),
             self.pattern.indptr.astype(np.int64),
         )
+
+
+def _count(k: int, what: str) -> str:
+    return f"{k} {what}{'s' * (k != 1)}"
 
 
 def csr_layout(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +234,44 @@ def coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
     return Coloring(pattern, colors, by_rows)
 
 
-def hessian_coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
+def jacobian_coloring_of(graph: Graph, natural: str) -> Coloring:
+    """The coloring needing the fewest products: columns (forward), rows
+    (reverse), or a bidirectional partition; on a tie, the ``natural`` mode.
+
+    The natural mode's coloring is computed first; the other mode's only when
+    its lower bound (the densest column for rows, the densest row for
+    columns, which a distance-1 coloring needs at least) is below it, and a
+    bidirectional partition only when rows or columns are far denser than
+    the median (:func:`~difgen.derive.coloring.bidirectional_coloring`).
+    """
+    return choose_coloring(jacobian_pattern(graph), natural)
+
+
+def choose_coloring(pattern: Rows, natural: str) -> Coloring:
+    """:func:`jacobian_coloring_of` on a pattern."""
+    by_rows = natural == "reverse"
+    best = coloring_of_pattern(pattern, by_rows)
+    other_side = pattern if by_rows else pattern.transposed()
+    lower = int(other_side.counts().max()) if other_side.size else 0
+    if lower < best.ncolors:
+        other = coloring_of_pattern(pattern, not by_rows)
+        if other.ncolors < best.ncolors:
+            best = other
+    both = bidirectional_coloring(pattern, best.ncolors)
+    if both is not None:
+        best = Coloring(pattern, both.column_colors, False, bicoloring=both)
+    return best
+
+
+def coloring_of_pattern(pattern: Rows, by_rows: bool) -> Coloring:
+    """Distance-1 coloring of a pattern's columns (rows, ``by_rows``)."""
+    colors = color_rows_of(pattern) if by_rows else color_columns(pattern)
+    return Coloring(pattern, colors, by_rows)
+
+
+def hessian_coloring_of(
+    graph: Graph, by_rows: bool = False, acyclic: bool = True
+) -> Coloring:
     """The coloring of a gradient graph's jacobian (a hessian): a star coloring
     when its pattern is symmetric and the star coloring needs fewer colors than
     the distance-1 one, else the distance-1 coloring of :func:`coloring_of`.
@@ -178,8 +281,20 @@ def hessian_coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
     the distance-1 coloring is not computed. An arrowhead's dense row makes
     that one as many colors as columns, and its bit masks as wide: at
     n = 10^5 it was 5 s of a 6 s derivation, for a coloring then dropped.
+
+    With ``acyclic``, an acyclic coloring replaces the chosen one where it
+    needs fewer colors (a band: ``k + 1`` where star needs more); its
+    substitution is a cumulative sum, which C loops do not compute yet, so the
+    C target asks for none (it would keep the hessian in Python): the coloring
+    kept then says how many colors the acyclic one would need.
     """
-    pattern = jacobian_pattern(graph)
+    return hessian_coloring(jacobian_pattern(graph), by_rows, acyclic)
+
+
+def hessian_coloring(
+    pattern: Rows, by_rows: bool = False, acyclic: bool = True
+) -> Coloring:
+    """:func:`hessian_coloring_of` on a pattern."""
     symmetric = pattern.size == pattern.n
     if symmetric:
         mirror = pattern.transposed()
@@ -189,12 +304,30 @@ def hessian_coloring_of(graph: Graph, by_rows: bool = False) -> Coloring:
     star = star_coloring(pattern) if symmetric else np.zeros(0, dtype=np.int64)
     stars = int(star.max()) + 1 if star.size else 0
     if star.size and stars < int(pattern.counts().max()):
-        return Coloring(pattern, star, by_rows, symmetric=True)
+        return _or_acyclic(Coloring(pattern, star, by_rows, symmetric=True), acyclic)
     colors = color_columns(pattern.transposed() if by_rows else pattern)
     coloring = Coloring(pattern, colors, by_rows)
     if star.size and stars < coloring.ncolors:
-        return Coloring(pattern, star, by_rows, symmetric=True)
-    return coloring
+        coloring = Coloring(pattern, star, by_rows, symmetric=True)
+    return _or_acyclic(coloring, acyclic) if symmetric else coloring
+
+
+def _or_acyclic(coloring: Coloring, use: bool = True) -> Coloring:
+    """An acyclic coloring recovered by substitution, where it needs fewer colors
+    than ``coloring`` (a symmetric pattern's star or distance-1 coloring); two
+    colors are already the fewest any pattern with an off-diagonal entry needs.
+    Not ``use``: ``coloring``, saying how many the acyclic one would need."""
+    if coloring.ncolors <= 2:
+        return coloring
+    pattern = coloring.pattern
+    colors = acyclic_coloring(pattern)
+    fewer = int(colors.max()) + 1
+    if fewer >= coloring.ncolors:
+        return coloring
+    if not use:
+        return dataclasses.replace(coloring, acyclic_unused=fewer)
+    tables = acyclic_tables(pattern, colors)
+    return Coloring(pattern, colors, coloring.by_rows, acyclic=tables)
 
 
 # ------------------------------------------------------------ hessians: star

@@ -299,6 +299,7 @@ def render_module(
         float_name=float_name(),
         **_structure_context(spec, parts, structure, public),
         contexts=contexts,
+        coloring=parts.coloring,
         config=None if config is None else config_reference(spec, config),
         name=spec.name,
         imports=_structure_imports(

@@ -198,6 +198,10 @@ def print_graphs(
         functions=functions,
         output_shape=ys,
         emission=_label(kinds),
+        coloring="; ".join(
+            f"{kind}: {text}"
+            for kind, text in derivation.derivatives.colorings_used.items()
+        ),
         constants=pool.items,
         setup=pool.setup,
         uses=pool.uses,

@@ -154,6 +154,9 @@ class ModuleParts:
     functions: list[Function]
     output_shape: tuple[int, ...]
     emission: str
+    coloring: str = ""
+    """The colorings of compressed results, in words (``jacobian: 3 column colors
+    (forward); hessian: star coloring, 2 colors``), for the module header."""
     constants: list[tuple[str, str]] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)
     uses: Uses = NOTHING
