@@ -800,7 +800,7 @@ def print_operator(
     results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
     uses = code.uses | signature_uses(op, spec)
     uses |= CsrFormat.FORMAT_USES if wrap else NOTHING
-    if sparse_out(op, spec) and len(results) - 1 in wrap:  # emit = "c" fallback
+    if sparse_out(op, spec) and len(results) - 1 in wrap:  # fills a CSR out= in place
         body += csr_out_returns(op, results, last_raw, wrap[len(results) - 1])
         params, annotation = signature(op, spec, ys)
         doc = docstring(op, spec, ys)
