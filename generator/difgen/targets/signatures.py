@@ -101,7 +101,12 @@ def _describe(kind: str, spec: ModuleSpec, ys: Shape) -> str:
     """A result kind and its shape, as the docstring's ``Returns`` part lists it."""
     xs = spec.input.shape
     if is_sparse(kind, spec):
-        return f"{kind} {sparse_shape(kind, xs, ys)} as CSR"
+        part = (
+            f" ({spec.triangle} triangle)"
+            if kind == "hessian" and spec.triangle
+            else ""
+        )
+        return f"{kind} {sparse_shape(kind, xs, ys)}{part} as CSR"
     return f"{kind} {result_shape(kind, xs, ys, spec.batch)}"
 
 
