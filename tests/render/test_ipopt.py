@@ -10,6 +10,8 @@ comparison. The callbacks are checked against finite differences without either.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -172,3 +174,11 @@ def test_the_module_keeps_its_lagrangian_in_the_docstring(module: ModuleType) ->
     assert "obj_factor * f(x) + lagrange @ g(x)" in " ".join(module.__doc__.split())
     assert module.INPUT_SHAPE == (nlp.N + 1 + nlp.M,)
     assert Path(module.__file__).read_text().count("class IpoptProblem") == 1
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
+        + ["--no-warn-unused-ignores", module.__file__],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr  # the class is typed
