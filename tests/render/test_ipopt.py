@@ -182,3 +182,10 @@ def test_the_module_keeps_its_lagrangian_in_the_docstring(module: ModuleType) ->
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr  # the class is typed
+
+
+def test_verify_checks_the_lagrangian(module: ModuleType) -> None:
+    result = difgen.verify(Path(str(module.__file__)).parents[1] / "difgen.toml")
+    assert result.ok
+    (checked,) = result.modules
+    assert {op.operator for op in checked.operators} >= {"gradient", "hessian"}

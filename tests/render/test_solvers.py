@@ -351,3 +351,17 @@ def test_structure_and_adapters_pass_mypy_strict(built: dict[str, ModuleType]) -
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_verify_checks_a_triangle_through_the_whole_hessian(
+    built: dict[str, ModuleType],
+) -> None:
+    config = Path(str(built["h_lower"].__file__)).parents[1] / "difgen.toml"
+    result = difgen.verify(config, ["h_lower", "h_upper", "vcon", "ode"])
+    assert result.ok, [
+        (m.name, op.operator, op.worst)
+        for m in result.modules
+        for op in m.operators
+        if not op.passed
+    ]
+    assert {m.name for m in result.modules} == {"h_lower", "h_upper", "vcon", "ode"}
