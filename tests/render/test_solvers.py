@@ -365,3 +365,31 @@ def test_verify_checks_a_triangle_through_the_whole_hessian(
         if not op.passed
     ]
     assert {m.name for m in result.modules} == {"h_lower", "h_upper", "vcon", "ode"}
+
+
+def _chain(x: np.ndarray) -> np.ndarray:
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)  # type: ignore[no-any-return]
+
+
+def test_generate_in_process_takes_the_solver_keywords(tmp_path: Path) -> None:
+    module = difgen.generate(
+        _chain, np.zeros(6), operators=["gradient", "hessian"], backend="trace",
+        sparse=True, triangle="lower", adapters=["scipy"], output_dir=tmp_path,
+    )  # fmt: skip
+    x = np.linspace(0.3, 1.4, 6)
+    rows, cols = module.hessian_structure()
+    assert (rows >= cols).all()
+    np.testing.assert_array_equal(
+        module.hessian(x).toarray()[rows, cols], module.hessian(x).data
+    )
+    assert (module.hess(x) != module.hess(x).T).nnz == 0
+    with pytest.raises(ConfigError, match="unknown key 'constraints'"):
+        difgen.generate(
+            _chain, np.zeros(6), operators=["gradient", "hessian"],
+            constraints={"function": "fn.py:g", "size": 2}, output_dir=tmp_path,
+        )  # fmt: skip
+    with pytest.raises(ConfigError, match="build it with difgen build"):
+        difgen.generate(
+            _chain, np.zeros(6), operators=["gradient", "hessian"],
+            adapters=["ipopt"], output_dir=tmp_path,
+        )  # fmt: skip
