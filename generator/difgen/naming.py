@@ -26,7 +26,7 @@ import builtins
 import keyword
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from difgen import floats
 from difgen.operators import OPERATORS
@@ -200,7 +200,7 @@ IPOPT_CLASS = "IpoptProblem"
 
 
 def module_names(
-    operators: Iterable[str], sparse: bool, adapters: Iterable[str], time: bool
+    operators: Collection[str], sparse: bool, adapters: Iterable[str], time: bool
 ) -> set[str]:
     """The module-level names that a module of these operators defines besides
     the operators: the structure functions of its sparse results and its adapters'
@@ -211,8 +211,9 @@ def module_names(
         if sparse and kind in operators
         for suffix in (SPARSITY_SUFFIX, STRUCTURE_SUFFIX)
     }
-    if "scipy" in adapters:
-        names |= set(SCIPY_ADAPTERS) | (set() if time else {TIME})
+    if "scipy" in adapters:  # ode_jac(t, ...) when no context is the time
+        names |= set(SCIPY_ADAPTERS)
+        names |= {TIME} if "jacobian" in operators and not time else set()
     if "ipopt" in adapters:
         names.add(IPOPT_CLASS)
     return names

@@ -321,6 +321,21 @@ def test_adapter_names_are_reserved_only_with_the_adapter(tmp_path: Path) -> Non
         load_config(config)
 
 
+def test_t_is_reserved_only_for_ode_jacs_unused_time(tmp_path: Path) -> None:
+    (tmp_path / "fn.py").write_text(SOURCE)
+    config = tmp_path / "difgen.toml"
+    base = RESERVED.replace('"v"', '"t"').replace("[3] }", "[] }")
+    config.write_text(base + 'operators = ["jacobian"]\n')
+    assert load_config(config).modules[0].contexts[0].name == "t"
+    config.write_text(base + 'operators = ["jacobian"]\nadapters = ["scipy"]\n')
+    with pytest.raises(ConfigError, match="'t' is a name the generated code uses"):
+        load_config(config)
+    config.write_text(
+        base + 'operators = ["jacobian"]\nadapters = ["scipy"]\ntime = "t"\n'
+    )
+    assert load_config(config).modules[0].time == "t"
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
