@@ -40,6 +40,10 @@ TABLES = {
         "`inputs = [{ ... }, ...]`",
         "Several differentiated arguments, or trees of arrays (instead of `input`).",
     ),
+    "constraints": (
+        "`constraints = { ... }`",
+        'The constraints of an `adapters = ["ipopt"]` module.',
+    ),
     "contexts": (
         "`contexts = [{ ... }, ...]`",
         "Arguments that are passed but not differentiated.",

@@ -307,11 +307,11 @@ BAD_CONFIGS = [
     ),
     (
         "reserved-context",
-        MODULE + 'contexts = [{ name = "dx", shape = [] }]\n',
+        MODULE + 'contexts = [{ name = "out", shape = [] }]\n',
         6,
         (
             "'contexts[0].name' becomes a parameter of every generated function, and "
-            "'dx' is a name the generated code uses itself"
+            "'out' is a name the generated code uses itself"
         ),
     ),
     (

@@ -24,6 +24,7 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,16 @@ from typing import Any
 from difgen import naming, structure
 from difgen.errors import ConfigError
 from difgen.operators import OPERATORS, REQUESTABLE, TABLE, result_shape
-from difgen.schema import BACKENDS, CONTEXT_DTYPES, DTYPES, EMITS, MODES, names
+from difgen.schema import (
+    ADAPTERS,
+    BACKENDS,
+    CONTEXT_DTYPES,
+    DTYPES,
+    EMITS,
+    MODES,
+    TRIANGLES,
+    names,
+)
 from difgen.toml_lines import Key, Locator
 
 CONFIG_NAME = "difgen.toml"
@@ -42,6 +52,7 @@ PYPROJECT_TABLE: tuple[str, ...] = ("tool", "difgen")
 _TOP_KEYS = ("difgen", "module")
 _DIFGEN_KEYS = names("difgen")
 _MODULE_KEYS = names("module")
+_CONSTRAINT_KEYS = names("constraints")
 _ARRAY_KEYS = names("input")
 _CONTEXT_KEYS = names("contexts")
 _INPUT_KEYS = names("inputs")
@@ -84,6 +95,19 @@ class InputSpec:
 
 
 @dataclass(frozen=True)
+class Constraints:
+    """``constraints = { function = "nlp.py:g", size = 81 }``: the constraint
+    function of an ``adapters = ["ipopt"]`` module, g(x, *contexts) of shape
+    ``(size,)``. The module then differentiates the Lagrangian over
+    ``z = (x, obj_factor, lagrange)`` (:func:`difgen.load.lagrangian`), whose
+    ``input`` is that stacked vector; ``variables`` is the shape of x."""
+
+    function: str
+    size: int
+    variables: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class ModuleSpec:
     """One ``[[module]]`` table: what to differentiate and which operators to emit.
 
@@ -121,6 +145,15 @@ class ModuleSpec:
     accumulate: str | None = None
     """``"float64"``: a float32 module's sums, matrix products and contractions
     accumulate in float64, each result rounded to float32 (``accumulate``)."""
+    triangle: str | None = None
+    """``"lower"`` or ``"upper"``: a sparse hessian returns that triangle only
+    (diagonal included), as IPOPT and CasADi's ``tril`` take it."""
+    adapters: tuple[str, ...] = ()
+    """Solver adapters emitted besides the operators (:data:`ADAPTERS`)."""
+    constraints: Constraints | None = None
+    """The constraint function of an IPOPT adapter module."""
+    time: str | None = None
+    """The scalar context that is ``solve_ivp``'s time ``t`` (``ode_jac``)."""
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
@@ -573,7 +606,15 @@ class _Reader:
         if inputs or has_aux or flat:
             self.refuse_with_structure(table, at, inputs, has_aux, flat)
         backend = self.choice(table, at + ("backend",), BACKENDS, "sympy")
-        contexts = self.contexts(table, at + ("contexts",))
+        given = table.get("adapters")
+        adapters_named = given if isinstance(given, list) else []
+        emitted = naming.module_names(
+            operators,
+            table.get("sparse") is True or "constraints" in table,
+            adapters_named,
+            "time" in table,
+        )
+        contexts = self.contexts(table, at + ("contexts",), operators, emitted)
         taken = {i.name for i in inputs}
         if has_aux:
             for index, item in enumerate(inputs):
@@ -636,6 +677,18 @@ class _Reader:
                     'accumulate = "float64" applies to float32 modules (input.dtype '
                     '= "float32"); a float64 module accumulates in float64 already',
                 )
+        triangle, adapters, constraints, time = self.solver_keys(
+            table,
+            at,
+            operators,
+            array,
+            sparse,
+            contexts,
+            bool(inputs) or has_aux or flat,
+        )
+        if constraints is not None:
+            sparse = True
+            array = ArraySpec((math.prod(array.shape) + 1 + constraints.size,))
         return ModuleSpec(
             name=name,
             function=function,
@@ -654,6 +707,10 @@ class _Reader:
             has_aux=has_aux,
             flat=flat,
             accumulate=accumulate,
+            triangle=triangle,
+            adapters=adapters,
+            constraints=constraints,
+            time=time,
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
@@ -816,6 +873,119 @@ class _Reader:
             )
         return tuple(shape), dtype
 
+    def solver_keys(
+        self,
+        table: dict[str, Any],
+        at: Key,
+        operators: tuple[str, ...],
+        array: ArraySpec,
+        sparse: bool,
+        contexts: tuple[ContextSpec, ...],
+        structured: bool,
+    ) -> tuple[str | None, tuple[str, ...], Constraints | None, str | None]:
+        """``triangle``, ``adapters``, ``constraints`` and ``time``, checked
+        against the rest of the entry."""
+        emit = table.get("emit", "auto")
+        triangle = None
+        if "triangle" in table:
+            triangle = self.choice(table, at + ("triangle",), TRIANGLES, "")
+            if not sparse or "hessian" not in operators:
+                raise self.error(
+                    at + ("triangle",),
+                    "'triangle' applies to a sparse hessian; add sparse = true and "
+                    '"hessian" to operators',
+                )
+            if emit == "c":
+                raise self.error(
+                    at + ("triangle",),
+                    "'triangle' is not offered with emit = \"c\" in this version: "
+                    "the compiled operators fill the whole symmetric pattern",
+                )
+        adapters: tuple[str, ...] = ()
+        if "adapters" in table:
+            given = self.get(table, at + ("adapters",), list, '["scipy", "ipopt"]')
+            for item in given:
+                if item not in ADAPTERS:
+                    raise self.error(
+                        at + ("adapters",),
+                        '\'adapters\' must list "scipy" or "ipopt"; got '
+                        f"{_show(item)}",
+                    )
+            adapters = tuple(a for a in ADAPTERS if a in given)
+            if adapters and structured:
+                raise self.error(
+                    at + ("adapters",),
+                    "'adapters' take one array input and output (the solvers' "
+                    "flat vectors); use flat = false and one 'input'",
+                )
+        constraints = None
+        if "constraints" in table:
+            constraints = self.constraints(table, at + ("constraints",), array)
+        if ("ipopt" in adapters) != (constraints is not None):
+            raise self.error(
+                at + ("constraints" if constraints is not None else "adapters",),
+                "the ipopt adapter is built from an objective ('function') and "
+                'a constraint function: give both adapters = ["ipopt"] and '
+                'constraints = { function = "file.py:g", size = M }',
+            )
+        if constraints is not None:
+            needed = {"gradient", "hessian"} - set(operators)
+            if needed or ("sparse" in table and not sparse):
+                raise self.error(
+                    at + ("constraints",),
+                    "an ipopt module differentiates its Lagrangian with the "
+                    'operators "gradient" and "hessian" and sparse = true; add '
+                    + (", ".join(f'"{n}"' for n in sorted(needed)) or "sparse = true"),
+                )
+            if triangle not in (None, "lower") or emit == "c":
+                raise self.error(
+                    at + ("constraints",),
+                    "an ipopt module's hessian is IPOPT's lower triangle, in "
+                    'NumPy code: drop triangle = "upper" and emit = "c"',
+                )
+            triangle = "lower"
+        time = None
+        if "time" in table:
+            time = self.get(table, at + ("time",), str, "the name of a context")
+            found = [c for c in contexts if c.name == time]
+            if "scipy" not in adapters or not found or found[0].shape:
+                raise self.error(
+                    at + ("time",),
+                    "'time' names the scalar context that is solve_ivp's t in the "
+                    'scipy adapter\'s ode_jac(t, y, *args): add "scipy" to adapters '
+                    "and a context of that name with shape = []",
+                )
+        return triangle, adapters, constraints, time
+
+    def constraints(
+        self, table: dict[str, Any], key: Key, array: ArraySpec
+    ) -> Constraints:
+        """``constraints = { function = "file.py:g", size = M }``."""
+        entry = self.get(
+            table, key, dict, '{ function = "file.py:g", size = M } (a table)'
+        )
+        self.check_keys(entry, key, _CONSTRAINT_KEYS)
+        for required in _CONSTRAINT_KEYS:
+            if required not in entry:
+                raise self.error(key, f"'constraints' is missing the key '{required}'")
+        function = self.get(entry, key + ("function",), str, _FUNCTION_FORMS)
+        if split_function_ref(function) is None:
+            raise self.error(
+                key + ("function",),
+                f"'constraints.function' must be {_FUNCTION_FORMS}; got "
+                f"{_show(function)}",
+            )
+        size = entry["size"]
+        if type(size) is not int or size < 1:
+            raise self.error(
+                key + ("size",),
+                "'constraints.size' must be the number of constraints (an integer "
+                f">= 1); got {_show(size)}",
+            )
+        if array.dtype != "float64":
+            raise self.error(key, "an ipopt module computes in float64")
+        return Constraints(function, size, tuple(array.shape))
+
     def refuse_with_structure(
         self,
         table: dict[str, Any],
@@ -962,7 +1132,13 @@ class _Reader:
             )
         return tree
 
-    def contexts(self, table: dict[str, Any], key: Key) -> tuple[ContextSpec, ...]:
+    def contexts(
+        self,
+        table: dict[str, Any],
+        key: Key,
+        operators: tuple[str, ...] | None = None,
+        emitted: AbstractSet[str] = frozenset(),
+    ) -> tuple[ContextSpec, ...]:
         if key[-1] not in table:
             return ()
         tables = self.get(
@@ -995,7 +1171,7 @@ class _Reader:
             )
         names = [c.name for c in specs]
         for index, spec in enumerate(specs):
-            problem = naming.context_name_problem(spec.name, names)
+            problem = naming.context_name_problem(spec.name, names, operators, emitted)
             if problem is not None:
                 raise self.error(
                     key + (index, "name"),

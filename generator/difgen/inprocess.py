@@ -55,8 +55,13 @@ DERIVED_KEYS = ("function", "input", "inputs", "contexts")
 """The ``[[module]]`` keys that the function and its example arguments give."""
 EXPLICIT_KEYS = ("operators", "backend", "emit")
 """The ``[[module]]`` keys that are named parameters of :func:`generate`."""
+CONFIG_ONLY_KEYS = ("constraints",)
+"""``[[module]]`` keys naming a second function by reference: an ipopt module's
+constraints are built from a config file (``difgen build``) only."""
 MODULE_OPTIONS = tuple(
-    key for key in _MODULE_KEYS if key not in DERIVED_KEYS + EXPLICIT_KEYS
+    key
+    for key in _MODULE_KEYS
+    if key not in DERIVED_KEYS + EXPLICIT_KEYS + CONFIG_ONLY_KEYS
 )
 """The other ``[[module]]`` keys, which :func:`generate` takes as keywords."""
 
@@ -421,8 +426,20 @@ def _read(table: dict[str, Any], places: _Places) -> ModuleSpec:
     """The table validated by the config's reader, as ``[[module]]`` 0."""
     reader = _Reader(Path(PLACEHOLDER), places)
     reader.module_table = f"{GENERATE}()"
-    unknown = {key: table[key] for key in table if key not in _MODULE_KEYS}
+    unknown = {
+        key: table[key]
+        for key in table
+        if key not in _MODULE_KEYS or key in CONFIG_ONLY_KEYS
+    }
     reader.check_keys(unknown, ("module", 0), MODULE_OPTIONS)
+    adapters = table.get("adapters")
+    if isinstance(adapters, list) and "ipopt" in adapters:
+        raise reader.error(
+            ("module", 0, "adapters"),
+            "the ipopt adapter is built from a config entry naming its constraint "
+            'function (constraints = { function = "file.py:g", size = M }): '
+            "build it with difgen build",
+        )
     return reader.module(table, 0)
 
 

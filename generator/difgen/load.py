@@ -26,11 +26,14 @@ Every failure is a :class:`~difgen.errors.ConfigError` at the line of ``function
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.util
 import inspect
+import math
 import re
 import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -68,7 +71,77 @@ def load_function(spec: ModuleSpec) -> Callable[..., Any]:
         raise fail(
             f"'{attr}' is {problem}; name a Python function that difgen can trace"
         )
+    if spec.constraints is not None:
+        return lagrangian(spec, value, _load_constraints(spec))
     return cast("Callable[..., Any]", value)
+
+
+def _load_constraints(spec: ModuleSpec) -> Callable[..., Any]:
+    """The constraint function of an ipopt module (``constraints.function``)."""
+    assert spec.constraints is not None
+    ref = spec.constraints.function
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(
+            spec.config_path,
+            spec.line_of("constraints"),
+            f"cannot load the constraint function '{ref}': {message}",
+        )
+
+    value, attr = load_object(spec, ref, fail)
+    problem = "not a function" if not callable(value) else _untraceable(value)
+    if problem is not None:
+        raise fail(
+            f"'{attr}' is {problem}; name a Python function that difgen can trace"
+        )
+    return cast("Callable[..., Any]", value)
+
+
+def lagrangian(
+    spec: ModuleSpec,
+    objective: Callable[..., Any],
+    constraints: Callable[..., Any],
+) -> Callable[..., Any]:
+    """The function an ipopt module differentiates: IPOPT's Lagrangian
+    ``obj_factor * f(x) + lagrange @ g(x)`` of ``z = (x, obj_factor, lagrange)``.
+
+    With the multipliers among the differentiated inputs, its one sparse hessian
+    holds the Lagrangian's hessian (the x-x block) and, in the rows of the
+    multipliers, the objective's gradient and the constraints' jacobian (dL/dx
+    dlagrange = dg/dx); its gradient holds f(x) and g(x) (dL/dlagrange = g). One
+    derivation thus gives IPOPT every callback, all in one graph's patterns.
+
+    The function's globals are of the user's side and name the user's two
+    functions, so tracing binds NumPy in both of their modules (:func:`difgen.frontend.namespace.tracing_numpy`).
+    """
+    assert spec.constraints is not None
+    shape, m = spec.constraints.variables, spec.constraints.size
+    ref = spec.constraints.function
+    n = math.prod(shape)
+
+    def lagrangian(z: Any, *contexts: Any) -> Any:
+        x = z[:n].reshape(shape)
+        value = objective(x, *contexts)
+        g = constraints(x, *contexts)
+        if getattr(g, "shape", None) != (m,):
+            got = getattr(g, "shape", type(g).__name__)
+            raise ValueError(
+                f"the constraint function {ref} returned {got}, but "
+                f"constraints.size = {m} asks for shape ({m},)"
+            )
+        return z[n] * value + z[n + 1 :] @ g
+
+    # The same code with globals of the user's side (difgen's own modules are
+    # skipped when tracing binds NumPy), which name both functions.
+    scope: dict[str, Any] = {
+        "__name__": f"{USER_MODULE_PREFIX}lagrangian_{spec.name}",
+        "__builtins__": builtins,
+        "objective": objective,
+        "constraints": constraints,
+    }
+    return types.FunctionType(
+        lagrangian.__code__, scope, "lagrangian", None, lagrangian.__closure__
+    )
 
 
 def load_object(

@@ -26,7 +26,7 @@ import builtins
 import keyword
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from difgen import floats
 from difgen.operators import OPERATORS
@@ -132,7 +132,10 @@ _GENERATED_FORMS = (
     (re.compile(rf"{TEMP_PREFIX}\d+"), "temporaries (t0, t1, ...)"),
     (re.compile(rf"{CONST_PREFIX}\d+(_\d+)?"), "module constants (C0, C1, ...)"),
     (re.compile(rf"{HOISTED_PREFIX}\d+"), "values computed at import (K0, K1, ...)"),
-    (re.compile(r"[A-Z][A-Z0-9]*_(INDICES|INDPTR)(_\d+)?"), "sparse index constants"),
+    (
+        re.compile(r"[A-Z][A-Z0-9]*_(INDICES|INDPTR|SELECT)(_\d+)?"),
+        "sparse index constants",
+    ),
 )
 
 THIRD_PARTY = frozenset(
@@ -185,10 +188,54 @@ def hoisted(i: int) -> str:
     return f"{HOISTED_PREFIX}{i}"
 
 
-def reserved() -> set[str]:
-    """Names a context may not take, whatever the operators are."""
+SPARSITY_SUFFIX = "_sparsity"
+STRUCTURE_SUFFIX = "_structure"
+"""``jacobian_sparsity()`` and ``jacobian_structure()``: a sparse result's pattern."""
+SCIPY_ADAPTERS = ("fun", "jac", "hess", "hessp", "ode_jac")
+"""The scipy adapter's functions (``adapters = ["scipy"]``)."""
+TIME = "t"
+"""ode_jac's first parameter when no context is the time (``time = "..."``)."""
+IPOPT_CLASS = "IpoptProblem"
+"""The ipopt adapter's cyipopt problem class (``adapters = ["ipopt"]``)."""
+
+
+def module_names(
+    operators: Collection[str], sparse: bool, adapters: Iterable[str], time: bool
+) -> set[str]:
+    """The module-level names that a module of these operators defines besides
+    the operators: the structure functions of its sparse results and its adapters'
+    names (``time``: a context is ode_jac's t)."""
+    names = {
+        kind + suffix
+        for kind in ("jacobian", "hessian")
+        if sparse and kind in operators
+        for suffix in (SPARSITY_SUFFIX, STRUCTURE_SUFFIX)
+    }
+    if "scipy" in adapters:  # ode_jac(t, ...) when no context is the time
+        names |= set(SCIPY_ADAPTERS)
+        names |= {TIME} if "jacobian" in operators and not time else set()
+    if "ipopt" in adapters:
+        names.add(IPOPT_CLASS)
+    return names
+
+
+def reserved(
+    operators: Iterable[str] | None = None, extra: Iterable[str] = ()
+) -> set[str]:
+    """Names a context may not take. With ``operators`` (the module's), the seeds
+    and ``out`` are reserved only where an operator of the module takes them (a
+    module without ``hvp`` takes a context named ``v``: trust-constr's multipliers),
+    and ``extra`` names what else the module defines (:func:`module_names`);
+    without, every operator's arguments, as for a module of unknown operators."""
+    if operators is None:
+        arguments = set(ARGUMENTS)
+    else:
+        ops = [OPERATORS[name] for name in operators]
+        arguments = {INPUT, *(seed for op in ops for seed in op.seeds)}
+        arguments |= {OUT} if any(op.takes_out for op in ops) else set()
     return {
-        *ARGUMENTS,
+        *arguments,
+        *extra,
         *LOCALS,
         *MODULES,
         *MODULE_CONSTANTS,
@@ -210,17 +257,23 @@ def is_identifier(name: str) -> bool:
     )
 
 
-def context_name_problem(name: str, arguments: Iterable[str]) -> str | None:
+def context_name_problem(
+    name: str,
+    arguments: Iterable[str],
+    operators: Iterable[str] | None = None,
+    extra: Iterable[str] = (),
+) -> str | None:
     """Why ``name`` cannot name a context, or None if it can.
 
     ``arguments`` are the names of every array argument of the module (``x``,
-    the seeds and all contexts), whose elements and flat lists get derived names.
+    the seeds and all contexts), whose elements and flat lists get derived names;
+    ``operators`` and ``extra`` those the module emits (:func:`reserved`).
     """
     if not is_identifier(name):
         return f"{name!r} is not an ASCII Python identifier that is not a keyword"
     if name.startswith("__"):
         return f"{name!r} starts with two underscores (names Python itself uses)"
-    if name in reserved():
+    if name in reserved(operators, extra):
         return f"{name!r} is a name the generated code uses itself"
     if hasattr(builtins, name):
         return f"{name!r} is a Python builtin, which the generated code may call"

@@ -19,6 +19,10 @@ DTYPES = ("float64", "float32")
 """The dtypes of the differentiated input: the module computes in that float type
 (a float32 module's code computes in float32 end to end; see
 :mod:`difgen.precision`)."""
+ADAPTERS = ("scipy", "ipopt")
+"""Solver adapters a module may ask for (``adapters = ["scipy", "ipopt"]``)."""
+TRIANGLES = ("lower", "upper")
+"""The triangle a sparse hessian may be returned as (``triangle = "lower"``)."""
 CONTEXT_DTYPES = ("float64", "float32", "int64", "bool")
 """The dtypes of contexts: integer and boolean data (labels, edge lists, masks) is
 not differentiated, and is known only at run time (the trace backend indexes with it
@@ -177,6 +181,52 @@ KEYS: tuple[Key, ...] = (
         "none",
         "A float32 module's sums, products and matrix products accumulate in "
         "float64 and round once.",
+    ),
+    Key(
+        "module",
+        "triangle",
+        _choices(TRIANGLES),
+        "none",
+        "With sparse = true: the hessian operators return that triangle's CSR "
+        "(and hessian_structure() its triplets), as IPOPT wants.",
+    ),
+    Key(
+        "module",
+        "adapters",
+        'array of "scipy" | "ipopt"',
+        "none",
+        "scipy: fun, jac, hess, hessp with SciPy's signatures and ode_jac(t, y, "
+        "*args) for solve_ivp; ipopt: a cyipopt problem class from the objective and "
+        "constraints, with the Lagrangian hessian derived.",
+    ),
+    Key(
+        "module",
+        "constraints",
+        "table",
+        "none (required with ipopt)",
+        "The constraint function of an ipopt adapter: { function, size }.",
+    ),
+    Key(
+        "module",
+        "time",
+        "string",
+        "none",
+        "Names the scalar context that is solve_ivp's t in ode_jac(t, y); without "
+        "it the system is autonomous and t is ignored.",
+    ),
+    Key(
+        "constraints",
+        "function",
+        "string",
+        "required",
+        'g(x, *contexts): "file.py:g" or "pkg.mod:g".',
+    ),
+    Key(
+        "constraints",
+        "size",
+        "integer >= 1",
+        "required",
+        "The number of constraints, g's output length.",
     ),
     Key("input", "shape", "array of integers", "required", "The array's shape."),
     Key("input", "dtype", _choices(DTYPES), '"float64"', "The float type."),

@@ -555,7 +555,10 @@ class _Point:
         """A result as a float64 array of its dense shape (CSR via ``toarray``)."""
         shape = result_shape(kind, self.xs, self.ys, self.spec.batch)
         if is_sparse(kind, self.spec):
-            return np.asarray(value.toarray(), dtype=np.float64).reshape(shape)
+            dense = np.asarray(value.toarray(), dtype=np.float64)
+            if kind == "hessian" and self.spec.triangle is not None:
+                dense = dense + dense.T - np.diag(np.diag(dense))  # the whole
+            return dense.reshape(shape)
         return np.asarray(value, dtype=np.float64)
 
     def pairs(

@@ -121,11 +121,18 @@ CONTEXT_NAMES = [
 def test_context_name_refused_at_config_line(
     project: Project, name: str, phrase: str
 ) -> None:
-    """``contexts = [{ name = NAME, ... }]`` is refused at the line of the contexts."""
+    """``contexts = [{ name = NAME, ... }]`` is refused at the line of the contexts
+    (in a module whose operators take every seed and ``out``)."""
     project.source(SOURCE)
     text = project.config(
         module_block(
-            operators=["value_and_gradient", "hessian", "hvp"],
+            operators=[
+                "value_and_gradient",
+                "hessian",
+                "hvp",
+                "pushforward",
+                "pullback",
+            ],
             contexts=[(name, (3,))],
         )
     )
@@ -136,6 +143,27 @@ def test_context_name_refused_at_config_line(
         result, f"difgen.toml:{line}:", phrase, before=before, after=project.snapshot()
     )
     assert "this is a difgen bug" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("name", "operators"),
+    [
+        ("v", ["gradient", "hessian"]),  # trust-constr's hess(x, v)
+        ("dx", ["gradient", "hvp"]),
+        ("dy", ["gradient", "pushforward"]),
+        ("out", ["pushforward", "pullback"]),
+    ],
+)
+def test_seed_names_are_free_where_no_operator_takes_them(
+    project: Project, name: str, operators: list[str]
+) -> None:
+    """A seed's or ``out``'s name is reserved only in a module with an operator
+    taking it (issue 23): the module builds, and its operators take the context."""
+    project.source(SOURCE)
+    project.config(module_block(operators=operators, contexts=[(name, (3,))]))
+    result = project.build()
+    assert result.status == 0, result.err
+    assert "wrote" in result.out
 
 
 def test_context_element_of_another_context_refused(project: Project) -> None:

@@ -24,7 +24,7 @@ from difgen.config import Config, ModuleSpec
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
-from difgen.render import blackfast, structured
+from difgen.render import blackfast, solvers, structured
 from difgen.render.structured import AUX, StructuredParts, private
 from difgen.targets.parts import (
     BASE64,
@@ -225,6 +225,21 @@ def _structure_imports(
     return [*head, typing, *rest[cut:]]
 
 
+def _lagrangian_note(spec: ModuleSpec) -> str:
+    """The docstring's line on an ipopt module's stacked input (or "")."""
+    if spec.constraints is None:
+        return ""
+    n = 1
+    for size in spec.constraints.variables:
+        n *= size
+    return (
+        f"x is z = (x of {n} variables, obj_factor, lagrange of "
+        f"{spec.constraints.size}): the operators differentiate IPOPT's Lagrangian "
+        f"obj_factor * f(x) + lagrange @ g(x), g = {spec.constraints.function}; "
+        f"{naming.IPOPT_CLASS} gives cyipopt its callbacks from them."
+    )
+
+
 def config_reference(spec: ModuleSpec, config: Config) -> str:
     """The config path as seen from the output directory (no absolute paths)."""
     rel = os.path.relpath(config.path.resolve(), config.output_dir.resolve())
@@ -275,6 +290,10 @@ def render_module(
             for f in functions
         ]
     uses = module_uses(functions, parts.uses)
+    solver = solvers.solver_parts(
+        spec, parts.patterns, parts.functions, parts.output_shape
+    )
+    solver_names = [name for name, _ in solver]
     contexts = ", ".join(
         f"{c.name} {_shape_desc(c.shape, c.dtype)}" for c in spec.contexts
     )
@@ -317,7 +336,10 @@ def render_module(
         output_shape=repr(tuple(parts.output_shape)),
         constants=parts.constants,
         setup=parts.setup,
-        all_names=repr(public),
+        all_names=repr(sorted(public + solver_names)),
+        python_operators=repr(public) if solver_names else "__all__",
+        solver_parts=solver,
+        lagrangian=_lagrangian_note(spec),
         helpers=naming,
         points=any(f.points_of is not None for f in functions),
         float_helpers=floats.definitions(uses.helpers)

@@ -41,11 +41,14 @@ Shape = tuple[int, ...]
 
 
 def _csr_wrappers(
-    op: Operator, layouts: Layouts, pool: Constants
+    op: Operator, spec: ModuleSpec, layouts: Layouts, pool: Constants
 ) -> dict[int, vector_code.CsrFormat]:
-    """How each sparse result's data becomes a CSR array."""
+    """How each sparse result's data becomes a CSR array (a hessian's triangle
+    with ``triangle``)."""
     return {
-        i: vector_code.csr_format(op.results[i], *coloring.csr_indices(), shape, pool)
+        i: vector_code.csr_format(
+            op.results[i], *coloring.csr_indices(), shape, pool, spec.triangle
+        )
         for i, (coloring, shape) in layouts.items()
     }
 
@@ -70,7 +73,7 @@ def _print_traced(
     if spec.emit == "c":
         return _print_compiled(op, spec, ys, graph, pool, layouts)
     if spec.input.dtype == "float32":  # scalar code computes in Python floats
-        wrap = _csr_wrappers(op, layouts, pool)
+        wrap = _csr_wrappers(op, spec, layouts, pool)
         function = vector_code.print_operator(op, spec, ys, graph, pool, wrap)
         return function, "vector"
     forced = spec.emit == "scalar"
@@ -96,7 +99,7 @@ def _print_traced(
         else:
             if forced or cost <= cost_model.vector_cost(graph):
                 return function, "scalar"
-    wrap = _csr_wrappers(op, layouts, pool)
+    wrap = _csr_wrappers(op, spec, layouts, pool)
     return vector_code.print_operator(op, spec, ys, graph, pool, wrap), "vector"
 
 
@@ -130,7 +133,7 @@ def _print_compiled(
             return _print_expressions(op, spec, ys, code), "scalar"
         except (NotImplementedError, ExpressionTooLarge, RecursionError, ConfigError):
             pass  # loops print any graph the scalar emission cannot
-    wrap = _csr_wrappers(op, layouts, pool)
+    wrap = _csr_wrappers(op, spec, layouts, pool)
     function = vector_code.print_operator(op, spec, ys, graph, pool, wrap)
     last = layouts.get(len(op.results) - 1)
     pattern = (*last[0].csr_indices(), last[1]) if last is not None else None
@@ -205,6 +208,7 @@ def print_graphs(
         constants=pool.items,
         setup=pool.setup,
         uses=pool.uses,
+        patterns=pool.patterns,
     )
 
 
@@ -229,4 +233,5 @@ def print_symbolic(
         constants=pool.items,
         setup=pool.setup,
         uses=pool.uses,
+        patterns=pool.patterns,
     )

@@ -115,6 +115,19 @@ class Function:
         )
 
 
+@dataclass(frozen=True)
+class Pattern:
+    """The pattern of a module's sparse result ``kind``, as its module constants
+    name it: the structure functions (``jacobian_sparsity()``,
+    ``jacobian_structure()``) and the adapters read it."""
+
+    kind: str
+    indices: str
+    indptr: str
+    shape: tuple[int, int]
+    nnz: int
+
+
 class Constants:
     """Module-level constants, deduplicated by their source text; ``uses`` is
     what their sources name besides NumPy, as the printer that wrote them
@@ -126,6 +139,8 @@ class Constants:
         self._names: dict[str, str] = {}
         self.setup: list[str] = []
         self._hoisted: dict[str, str] = {}
+        self.patterns: dict[str, Pattern] = {}
+        """The pattern of each sparse result kind (:func:`csr_format` records it)."""
 
     def hoist(self, lines: list[str]) -> str:
         """A module-level value computed once at import by ``lines`` (which assign
@@ -161,6 +176,8 @@ class ModuleParts:
     setup: list[str] = field(default_factory=list)
     uses: Uses = NOTHING
     """What the module constants' sources name (:attr:`Constants.uses`)."""
+    patterns: dict[str, Pattern] = field(default_factory=dict)
+    """The sparse results' patterns, by kind (:attr:`Constants.patterns`)."""
     index_checks: tuple[IndexCheck, ...] = ()
     """The run-time index checks the function performs, which every operator
     performs at entry (:mod:`difgen.derive.checks`)."""

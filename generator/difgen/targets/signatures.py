@@ -34,9 +34,9 @@ SPARSE_TYPE = "sp.csr_array"
 
 def sparse_out(op: Operator, spec: ModuleSpec) -> bool:
     """Whether the operator fills a given CSR array's ``data`` in place (``out=``):
-    its last result is sparse and the module is compiled (``emit = "c"``), where
-    building a new CSR array would cost more than computing its nonzeros."""
-    return op.takes_out and spec.emit == "c" and is_sparse(op.results[-1], spec)
+    its last result is sparse, in every emission (building a new CSR array costs
+    SciPy 50-100 µs, more than computing a small pattern's nonzeros)."""
+    return op.takes_out and is_sparse(op.results[-1], spec)
 
 
 def signature_uses(op: Operator, spec: ModuleSpec) -> Uses:
@@ -101,7 +101,12 @@ def _describe(kind: str, spec: ModuleSpec, ys: Shape) -> str:
     """A result kind and its shape, as the docstring's ``Returns`` part lists it."""
     xs = spec.input.shape
     if is_sparse(kind, spec):
-        return f"{kind} {sparse_shape(kind, xs, ys)} as CSR"
+        part = (
+            f" ({spec.triangle} triangle)"
+            if kind == "hessian" and spec.triangle
+            else ""
+        )
+        return f"{kind} {sparse_shape(kind, xs, ys)}{part} as CSR"
     return f"{kind} {result_shape(kind, xs, ys, spec.batch)}"
 
 

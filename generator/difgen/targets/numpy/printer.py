@@ -36,6 +36,7 @@ from difgen.targets.parts import (
     TYPING,
     Constants,
     Function,
+    Pattern,
     Uses,
 )
 from difgen.targets.signatures import (
@@ -304,16 +305,23 @@ def index_itemsize(shape: tuple[int, int], nnz: int) -> int:
 @dataclass(frozen=True)
 class CsrFormat:
     """How a sparse result's nonzeros become a CSR array: the module constants of
-    its pattern (``<KIND>_INDICES``, ``<KIND>_INDPTR``) and its shape."""
+    its pattern (``<KIND>_INDICES``, ``<KIND>_INDPTR``) and its shape; with
+    ``select`` (``triangle = "lower"``), the constant of the positions of the
+    triangle's entries among the computed nonzeros, which the result keeps."""
 
     indices: str
     indptr: str
     shape: tuple[int, int]
+    select: str | None = None
 
     FORMAT_USES: ClassVar[Uses] = SPARSE
     """What the code of :meth:`format` names (its printer reports it)."""
     OUT_CHECK_USES: ClassVar[Uses] = Uses(helpers=frozenset({naming.CHECK_CSR_OUT}))
     """What the code of :meth:`out_check` names (its printer reports it)."""
+
+    def data(self, data: str) -> str:
+        """The result's nonzeros from the computed ones ``data`` (the triangle's)."""
+        return data if self.select is None else f"{data}[{self.select}]"
 
     def format(self, data: str) -> str:
         """A CSR array of the nonzeros ``data`` on copies of the pattern: SciPy
@@ -322,7 +330,7 @@ class CsrFormat:
         edit of a returned matrix rewrote the module's pattern, and every later
         call returned a wrong matrix."""
         layout = f"{self.indices}.copy(), {self.indptr}.copy()"
-        return f"{SPARSE_TYPE}(({data}, {layout}), shape={self.shape!r})"
+        return f"{SPARSE_TYPE}(({self.data(data)}, {layout}), shape={self.shape!r})"
 
     def out_check(self, out: str) -> str:
         """The call of the module's ``_check_csr_out`` on ``out`` against this
@@ -331,19 +339,46 @@ class CsrFormat:
         return f"{naming.CHECK_CSR_OUT}({out}, {pattern})"
 
 
+def triangle_of(
+    indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int], triangle: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indices, indptr, positions in the full pattern's data) of the ``"lower"``
+    (column <= row) or ``"upper"`` triangle of a CSR pattern, diagonal included,
+    row by row as the full pattern orders them.
+
+    >>> i, p, at = triangle_of(np.array([0, 1, 0, 1]), np.array([0, 2, 4]), (2, 2), "lower")
+    >>> i.tolist(), p.tolist(), at.tolist()
+    ([0, 0, 1], [0, 1, 3], [0, 2, 3])
+    """
+    rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
+    keep = indices <= rows if triangle == "lower" else indices >= rows
+    counts = np.bincount(rows[keep], minlength=shape[0])
+    kept_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(indptr.dtype)
+    return indices[keep], kept_ptr, np.flatnonzero(keep)
+
+
 def csr_format(
     kind: str,
     indices: np.ndarray,
     indptr: np.ndarray,
     shape: tuple[int, int],
     pool: Constants,
+    triangle: str | None = None,
 ) -> CsrFormat:
     """The :class:`CsrFormat` of a ``kind`` result of this pattern, its index
-    constants (int32 or int64: :func:`index_itemsize`) added to ``pool``."""
+    constants (int32 or int64: :func:`index_itemsize`) added to ``pool``, which
+    also records the pattern (:attr:`Constants.patterns`, for the module's
+    structure functions). ``triangle`` keeps a hessian's lower or upper triangle."""
     cast = ".astype(np.int32)" if index_itemsize(shape, len(indices)) == 4 else ""
+    select = None
+    if triangle is not None and kind == "hessian":
+        indices, indptr, positions = triangle_of(indices, indptr, shape, triangle)
+        source = array_source(positions, cast, pool=pool)
+        select = pool.add(source, f"{kind.upper()}_SELECT")
     name_i = pool.add(array_source(indices, cast, pool=pool), f"{kind.upper()}_INDICES")
     name_p = pool.add(array_source(indptr, cast, pool=pool), f"{kind.upper()}_INDPTR")
-    return CsrFormat(name_i, name_p, shape)
+    pool.patterns[kind] = Pattern(kind, name_i, name_p, shape, len(indices))
+    return CsrFormat(name_i, name_p, shape, select)
 
 
 class _Named(FrozenArray):
@@ -800,7 +835,7 @@ def print_operator(
     results = [wrap[i].format(r) if i in wrap else r for i, r in enumerate(results)]
     uses = code.uses | signature_uses(op, spec)
     uses |= CsrFormat.FORMAT_USES if wrap else NOTHING
-    if sparse_out(op, spec) and len(results) - 1 in wrap:  # emit = "c" fallback
+    if sparse_out(op, spec) and len(results) - 1 in wrap:  # fills a CSR out= in place
         body += csr_out_returns(op, results, last_raw, wrap[len(results) - 1])
         params, annotation = signature(op, spec, ys)
         doc = docstring(op, spec, ys)
@@ -839,7 +874,7 @@ def csr_out_returns(
         f"{naming.RESULT} = {data}",
         f"if {naming.OUT} is None:",
         f"    return {head}{fmt.format(naming.RESULT)}",
-        f"{fmt.out_check(naming.OUT)}[...] = {naming.RESULT}",
+        f"{fmt.out_check(naming.OUT)}[...] = {fmt.data(naming.RESULT)}",
         f"return {head}{naming.OUT}",
     ]
 

@@ -399,7 +399,9 @@ def print_operator(
     for kind, r in zip(op.results, code.results):
         if isinstance(r, SparseResult):
             data = ", ".join(printer.doprint(next(it)) for _ in range(r.size))
-            wrap = csr_format(kind, r.indices, r.indptr, r.shape, code.constants)
+            wrap = csr_format(
+                kind, r.indices, r.indptr, r.shape, code.constants, spec.triangle
+            )
             sources.append(wrap.format(f"np.array([{data}])"))
             uses |= CsrFormat.FORMAT_USES
             results.append(r)

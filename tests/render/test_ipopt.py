@@ -1,0 +1,191 @@
+"""The ipopt adapter: a sample NLP of 80 variables and 81 constraints solved by
+IPOPT through the generated cyipopt problem class, against CasADi's nlpsol.
+
+The model is :mod:`nlp_functions` (the chained Rosenbrock function with Lukšan and
+Vlček's 78 trigonometric-exponential constraints, and three inequalities). cyipopt
+is an optional test dependency (Debian's coinor-libipopt-dev, then pip's cyipopt:
+.ci/run installs both when it can); CasADi (pip's casadi, IPOPT inside) only for the
+comparison. The callbacks are checked against finite differences without either.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import difgen
+import nlp_functions as nlp
+from conftest import import_file
+
+CONFIG = """
+[difgen]
+output_dir = "out"
+
+[[module]]
+name = "sample_nlp"
+function = "nlp_functions:objective"
+constraints = { function = "nlp_functions:constraints", size = 81 }
+backend = "trace"
+operators = ["gradient", "hessian"]
+input = { shape = [80] }
+adapters = ["ipopt"]
+"""
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    project = tmp_path_factory.mktemp("ipopt")
+    (project / "difgen.toml").write_text(CONFIG)
+    difgen.build(project / "difgen.toml")
+    return import_file(project / "out" / "sample_nlp.py")
+
+
+def _differences(fn: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    columns = []
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step[i] = h
+        columns.append((np.asarray(fn(x + step)) - np.asarray(fn(x - step))) / (2 * h))
+    return np.stack(columns, axis=-1)
+
+
+def test_the_callbacks_are_the_models_derivatives(module: ModuleType) -> None:
+    problem = module.IpoptProblem()
+    x = nlp.START + np.linspace(0.0, 0.3, nlp.N)
+    assert problem.objective(x) == pytest.approx(float(nlp.objective(x)), rel=1e-14)
+    np.testing.assert_allclose(problem.constraints(x), nlp.constraints(x), rtol=1e-14)
+    np.testing.assert_allclose(
+        problem.gradient(x), _differences(nlp.objective, x), rtol=1e-6, atol=1e-6
+    )
+    rows, cols = problem.jacobianstructure()
+    jacobian = np.zeros((nlp.M, nlp.N))
+    jacobian[rows, cols] = problem.jacobian(x)
+    np.testing.assert_allclose(
+        jacobian, _differences(nlp.constraints, x), rtol=1e-6, atol=1e-5
+    )
+    lagrange, obj_factor = np.linspace(-1.0, 1.0, nlp.M), 0.5
+
+    def lagrangian_gradient(y: np.ndarray) -> np.ndarray:
+        return obj_factor * problem.gradient(y) + lagrange @ _jacobian(problem, y)
+
+    rows, cols = problem.hessianstructure()
+    assert (rows >= cols).all() and rows.size == len(set(zip(rows, cols)))
+    lower = np.zeros((nlp.N, nlp.N))
+    lower[rows, cols] = problem.hessian(x, lagrange, obj_factor)
+    expected = _differences(lagrangian_gradient, x)
+    np.testing.assert_allclose(lower, np.tril(expected), rtol=1e-5, atol=1e-4)
+    assert np.count_nonzero(np.tril(expected)) <= rows.size
+
+
+def _jacobian(problem: Any, x: np.ndarray) -> np.ndarray:
+    rows, cols = problem.jacobianstructure()
+    dense = np.zeros((nlp.M, nlp.N))
+    dense[rows, cols] = problem.jacobian(x)
+    return dense
+
+
+class _Timed:
+    """The generated problem, counting IPOPT's iterations and timing callbacks."""
+
+    def __init__(self, problem: Any) -> None:
+        self.problem = problem
+        self.iterations = -1
+        self.seconds = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.problem, name)
+        if name not in ("gradient", "jacobian", "hessian"):
+            return method
+
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return method(*args)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
+
+    def intermediate(self, *args: Any) -> None:
+        self.iterations = int(args[1])
+
+
+def _solve_with_cyipopt(
+    module: ModuleType,
+) -> tuple[np.ndarray, dict[str, Any], _Timed]:
+    cyipopt = pytest.importorskip(
+        "cyipopt",
+        reason="cyipopt is not installed (apt-get install coinor-libipopt-dev, then "
+        "pip install cyipopt; .ci/run does both as root)",
+    )
+    timed = _Timed(module.IpoptProblem())
+    problem = cyipopt.Problem(
+        n=nlp.N, m=nlp.M, problem_obj=timed, cl=nlp.LOWER, cu=nlp.UPPER
+    )
+    problem.add_option("print_level", 0)
+    problem.add_option("tol", 1e-8)
+    x, info = problem.solve(nlp.START)
+    return x, info, timed
+
+
+def test_ipopt_solves_the_sample_nlp(module: ModuleType) -> None:
+    x, info, timed = _solve_with_cyipopt(module)
+    assert info["status"] == 0, info["status_msg"]
+    g = nlp.constraints(x)
+    np.testing.assert_allclose(g[:78], 0.0, atol=1e-7)
+    assert (g[78:] <= nlp.UPPER[78:] + 1e-7).all()
+    assert (g[78:] >= nlp.LOWER[78:] - 1e-7).all()
+    assert 0 < timed.iterations <= 30
+
+
+def test_no_more_iterations_than_casadi(module: ModuleType) -> None:
+    x, _, timed = _solve_with_cyipopt(module)
+    casadi = pytest.importorskip("casadi", reason="casadi is not installed")
+
+    class Ops:
+        sum = staticmethod(casadi.sum1)
+        sin = staticmethod(casadi.sin)
+        exp = staticmethod(casadi.exp)
+        concatenate = staticmethod(lambda parts: casadi.vertcat(*parts))
+
+    symbols = casadi.SX.sym("x", nlp.N)
+    model = {
+        "x": symbols,
+        "f": nlp.objective_of(symbols, Ops),
+        "g": nlp.constraints_of(symbols, Ops),
+    }
+    options = {"ipopt.print_level": 0, "print_time": 0, "ipopt.tol": 1e-8}
+    solver = casadi.nlpsol("sample", "ipopt", model, options)
+    found = solver(x0=nlp.START, lbg=nlp.LOWER, ubg=nlp.UPPER)
+    stats = solver.stats()
+    assert stats["success"]
+    np.testing.assert_allclose(x, np.asarray(found["x"]).ravel(), atol=1e-7)
+    assert timed.iterations <= stats["iter_count"]
+
+
+def test_the_module_keeps_its_lagrangian_in_the_docstring(module: ModuleType) -> None:
+    assert "obj_factor * f(x) + lagrange @ g(x)" in " ".join(module.__doc__.split())
+    assert module.INPUT_SHAPE == (nlp.N + 1 + nlp.M,)
+    assert Path(module.__file__).read_text().count("class IpoptProblem") == 1
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
+        + ["--no-warn-unused-ignores", module.__file__],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr  # the class is typed
+
+
+def test_verify_checks_the_lagrangian(module: ModuleType) -> None:
+    result = difgen.verify(Path(str(module.__file__)).parents[1] / "difgen.toml")
+    assert result.ok
+    (checked,) = result.modules
+    assert {op.operator for op in checked.operators} >= {"gradient", "hessian"}
