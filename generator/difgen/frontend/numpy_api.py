@@ -109,6 +109,8 @@ class Method:
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    np.isposinf: lambda x: _bind("eq", x, math.inf),
+    np.isneginf: lambda x: _bind("eq", x, -math.inf),
     np.sum: Method(sum_),
     np.mean: Method(mean),
     np.var: Method(var),
@@ -221,7 +223,27 @@ def _nan_ignoring(name: str) -> Callable[[Any, Any], Any]:
     return fn
 
 
+def _isnan(x: Any) -> Any:
+    """``np.isnan``: NaN is the one value unequal to itself (False on ints)."""
+    return _bind("ne", x, x)
+
+
+def _isfinite(x: Any) -> Any:
+    """``np.isfinite``: ``|x| < inf`` (False for inf and NaN, whose comparisons
+    are false; True on ints). Not ``x - x == 0``, which symbolic lowering would
+    fold to True."""
+    return _bind("lt", _bind("abs", x), math.inf)
+
+
+def _isinf(x: Any) -> Any:
+    """``np.isinf``: ``|x| == inf`` (False for NaN)."""
+    return _bind("eq", _bind("abs", x), math.inf)
+
+
 UFUNCS: dict[str, Callable[..., Any]] = {
+    "isnan": _isnan,
+    "isfinite": _isfinite,
+    "isinf": _isinf,
     **{
         name: _unary(name)
         for name in [
