@@ -726,17 +726,19 @@ class _Reader:
                 "backend's vector code computes in float32",
             )
         emit = table.get("emit", "auto")
-        if emit in ("scalar", "c"):
-            why = (
-                "straight-line scalar code computes with Python floats, which are "
-                "float64"
-                if emit == "scalar"
-                else "the C target computes in double only in this version"
-            )
+        if emit == "scalar":
             raise self.error(
                 at + ("emit",),
-                f'emit = "{emit}" cannot compute a float32 module: {why}; use '
-                'emit = "vector" (or "auto"), which computes in float32',
+                'emit = "scalar" cannot compute a float32 module: straight-line '
+                "scalar code computes with Python floats, which are float64; use "
+                'emit = "vector" (or "auto") or "c", which compute in float32',
+            )
+        if emit == "c" and "accumulate" in table:
+            raise self.error(
+                at + ("accumulate",),
+                'accumulate = "float64" is vector code only in this version: the '
+                "C loops of a float32 module sum into their float32 results; use "
+                'emit = "vector" to accumulate in float64, or drop accumulate',
             )
         if sparse:
             raise self.error(
