@@ -23,7 +23,7 @@ import pytest
 
 import c_float32_functions as F
 from compiled import Built
-from conftest import SUPPORT
+from conftest import SUPPORT, import_file
 
 RTOL_C = 2e-5
 """The compiled module against its float32 NumPy twin, relative to the scale."""
@@ -49,6 +49,12 @@ for _mode in ("forward", "reverse"):
         f"edges_{_mode}": ("edges", [8], ["f", "gradient"], ""),
     }
 MODULES["mlp"] = ("mlp", [14 * 64 + 129], ["gradient", "value_and_gradient"], "")
+PARAMS_TREE = (
+    '{ W1 = { shape = [14, 64], dtype = "float32" }, b1 = { shape = [64], dtype = '
+    '"float32" }, W2 = { shape = [64], dtype = "float32" }, b2 = { shape = [], '
+    'dtype = "float32" } }'
+)
+PARAMS_OPS = ["gradient", "value_and_gradient", "hvp"]
 
 
 def _config() -> str:
@@ -63,6 +69,16 @@ def _config() -> str:
             f'backend = "trace"\nemit = "c"\nmode = "{mode}"\n'
             f"operators = [{quoted}]\n"
             f'input = {{ shape = {shape}, dtype = "float32" }}\n{context}\n'
+        )
+    for name, emit in (("params", "c"), ("params_vector", "vector")):
+        parts.append(
+            f'[[module]]\nname = "{name}"\n'
+            'function = "c_float32_functions.py:params_loss"\n'
+            f'backend = "trace"\nemit = "{emit}"\n'
+            f"operators = {PARAMS_OPS!r}\n".replace("'", '"')
+            + f'inputs = [{{ name = "params", tree = {PARAMS_TREE} }}]\n'
+            + MLP_CONTEXTS
+            + "\n"
         )
     return "\n".join(parts)
 
@@ -306,3 +322,72 @@ def test_the_c_computes_in_float_only(built: Built, name: str, expected: str) ->
     assert not re.search(r"\b(exp|tanh|log|sin|cos|sqrt|pow|fabs)\(", code)
     assert re.search(expected, code)
     assert "NPY_FLOAT" in code
+
+
+def _vector(built: Built) -> Any:
+    """The structured float32 module in NumPy (emit = "vector")."""
+    return import_file(built.directory / "out" / "params_vector.py")
+
+
+def _params(seed: int = 5) -> dict[str, Any]:
+    p = _point("mlp", seed)[0]
+    return {
+        "W1": p[: 14 * 64].reshape(14, 64).copy(),
+        "b1": p[14 * 64 : 14 * 64 + 64].copy(),
+        "W2": p[14 * 64 + 64 : 14 * 64 + 128].copy(),
+        "b2": p[-1],
+    }
+
+
+def test_a_dict_of_float32_arrays_in_c(built: Built) -> None:
+    """``inputs = [{ tree = ... dtype = "float32" }]``: the gradient of a dict of
+    four float32 arrays is a dict of float32 arrays (``b2`` an np.float32), the
+    same as the structured float32 NumPy module's and JAX's."""
+    import jax
+
+    compiled, vector = built.compiled("params"), _vector(built)
+    params = _params()
+    _, X, t = _point("mlp")
+    assert isinstance(params["b2"], np.float32)
+    v = {k: np.full_like(a, 0.5) for k, a in params.items()}
+    v["b2"] = np.float32(0.5)
+    fn = F.params_loss
+
+    def jax_loss(p: Any, X: Any, t: Any) -> Any:
+        import jax.numpy as jnp
+
+        h = jnp.tanh(X @ p["W1"] + p["b1"])
+        return jnp.mean((h @ p["W2"] + p["b2"] - t) ** 2)
+
+    grad = jax.grad(jax_loss)(params, X, t)
+    hvp = jax.jvp(lambda p: jax.grad(jax_loss)(p, X, t), (params,), (v,))[1]
+    value, g = compiled.value_and_gradient(params, X, t)
+    _float32((value,))
+    _close(value, fn(params, X, t), RTOL_C)
+    for got, ours, theirs in (
+        (g, vector.gradient(params, X, t), grad),
+        (compiled.gradient(params, X, t), vector.gradient(params, X, t), grad),
+        (compiled.hvp(params, v, X, t), vector.hvp(params, v, X, t), hvp),
+    ):
+        assert sorted(got) == ["W1", "W2", "b1", "b2"]
+        for key in got:
+            _float32((got[key],))
+            assert np.shape(got[key]) == np.shape(params[key])
+            _close(got[key], ours[key], RTOL_C)
+            _close(got[key], np.asarray(theirs[key]), RTOL_JAX)
+    assert isinstance(g["b2"], np.float32)
+
+
+def test_a_float64_leaf_is_refused_naming_it(built: Built) -> None:
+    compiled, vector = built.compiled("params"), _vector(built)
+    _, X, t = _point("mlp")
+    params = _params()
+    params["b1"] = params["b1"].astype(np.float64)
+    for module in (compiled, vector):
+        kind, text = _message(module.gradient, params, X, t)
+        assert kind is TypeError
+        assert text.startswith("gradient: params['b1']: expected float32 values")
+    params = _params()
+    params["b2"] = float(params["b2"])  # a Python float is rounded, as NumPy does
+    got = compiled.gradient(params, X, t)
+    _close(got["b2"], vector.gradient(_params(), X, t)["b2"], RTOL_C)
