@@ -279,6 +279,20 @@ def test_float64_arguments_are_refused_as_the_numpy_module_refuses_them(
     assert kind is ValueError and "shape" in text
 
 
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_scalar_arguments_as_the_numpy_module(built: Built, mode: str) -> None:
+    """A Python float is rounded to float32, an np.float32 taken as it is, and an
+    np.float64 (a float subclass) refused, as the NumPy float32 module does."""
+    compiled, python = built.compiled(f"scalar_{mode}"), built.python(f"scalar_{mode}")
+    for x in (0.3, np.float32(0.3), np.array(0.3, dtype=np.float32)):
+        got = compiled.derivative(x)
+        assert type(got) is np.float32
+        assert got == python.derivative(x)
+    kind, text = _message(compiled.derivative, np.float64(0.3))
+    assert (kind, text) == _message(python.derivative, np.float64(0.3))
+    assert kind is TypeError and "expected float32 values" in text
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float16, np.int64])
 def test_out_of_another_dtype_is_refused(built: Built, dtype: Any) -> None:
     compiled, python = built.compiled("vector_reverse"), built.python("vector_reverse")

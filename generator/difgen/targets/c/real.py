@@ -18,7 +18,9 @@ printer, its C file is the float64 one with its C *tokens* translated, once, by
   ``powf``...): a double function would compute in double; type-generic
   ``<tgmath.h>`` is not used because an integer argument makes it pick double;
 - a scalar result is an ``np.float32`` (``PyFloat_FromDouble`` is
-  ``dg_float32_scalar``), as the NumPy float32 module returns it;
+  ``dg_float32_scalar``), as the NumPy float32 module returns it, and a scalar
+  argument's fast path takes a Python float only (``PyFloat_CheckExact``: an
+  ``np.float64``, a float subclass, is refused by the module's ``_as_scalar``);
 - ``npy_double`` is the one spelling of double the translation keeps: a
   printer writes it where a float32 module must hold a double
   (``accumulate = "float64"``), and only then.
@@ -83,6 +85,9 @@ RENAMED = {
     "NPY_DOUBLE": "NPY_FLOAT",
     "dg_float64": "dg_float32",
     "PyFloat_FromDouble": "dg_float32_scalar",
+    # np.float64 is a float subclass: only a Python float takes the fast path,
+    # an np.float64 goes to the module's _as_scalar, which refuses it
+    "PyFloat_Check": "PyFloat_CheckExact",
     **{name: name + "f" for name in LIBM},
 }
 """The identifiers a float32 module's C spells differently."""
