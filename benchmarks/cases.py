@@ -67,6 +67,7 @@ def all_cases() -> list[Case]:
     w, Xl, yl = P.make_logistic()
     p, Xm, tm = P.make_mlp()
     u, params = P.make_lorenz()
+    mlp_params, Xf, tf = P.make_mlp_params()
     return [
         Case(
             "seed",
@@ -186,6 +187,26 @@ def all_cases() -> list[Case]:
             p,
             contexts=(Xm, tm),
             difgen=(("difgen trace", "mlp"), ("difgen C", "mlp_c")),
+        ),
+        Case(
+            "mlp_params_float32_gradient",
+            (
+                "the same MLP written the natural way: gradient of a dict of four "
+                "float32 arrays, float32 batch"
+            ),
+            "gradient",
+            P.mlp_params_loss,
+            P.mlp_params_loss_gradient,
+            mlp_params,
+            contexts=(Xf, tf),
+            difgen=(("difgen C", "mlp_params_float32_c"),),
+            note=(
+                "Every tool takes and returns the dict {W1, b1, W2, b2} of float32 "
+                "arrays and computes in float32 (difgen: input dtype float32, C "
+                "loops and NumPy's sgemm; JAX: jit(grad) on float32 device arrays); "
+                "results are checked at float32's tolerance. Finite differences "
+                "and CasADi take one flat vector and are not set up here."
+            ),
         ),
         Case(
             "lorenz_jacobian",

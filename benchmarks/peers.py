@@ -69,7 +69,10 @@ def load(peer: str) -> Any:
 
 
 def _out(case: Case) -> Callable[[Any], Any]:
-    """Framework result to what the NumPy user wants back."""
+    """Framework result to what the NumPy user wants back (a dict of arrays for
+    a gradient of a dict)."""
+    if isinstance(case.x, dict):
+        return lambda tree: {key: np.asarray(leaf) for key, leaf in tree.items()}
     return float if case.operator == "derivative" else np.asarray
 
 
@@ -205,7 +208,7 @@ def jax_tools(case: Case) -> list[Tool]:
     out = _out(case)
     # Put on the device once, before any timing: the headline call converts nothing.
     on_device = jax.block_until_ready(
-        tuple(jax.device_put(np.asarray(a)) for a in case.op_args)
+        tuple(jax.tree_util.tree_map(jax.device_put, a) for a in case.op_args)
     )
     tools = []
     for label, op in transforms:
@@ -214,7 +217,7 @@ def jax_tools(case: Case) -> list[Tool]:
             Tool(
                 label,
                 "jax",
-                lambda *a, j=jitted: j(*a).block_until_ready(),
+                lambda *a, j=jitted: jax.block_until_ready(j(*a)),
                 on_device,
                 converted=lambda *a, j=jitted: out(j(*a)),
                 converted_args=case.op_args,
@@ -271,12 +274,16 @@ def torch_tools(case: Case) -> list[Tool]:
     }[case.operator]
 
     def to_torch(a):
-        if isinstance(a, np.ndarray):
-            return torch.from_numpy(a)
+        if isinstance(a, dict):
+            return {key: to_torch(leaf) for key, leaf in a.items()}
+        if isinstance(a, (np.ndarray, np.float32)):
+            return torch.from_numpy(np.asarray(a))
         return torch.tensor(a, dtype=torch.float64)
 
     if case.operator == "derivative":
         out = lambda t: t.item()
+    elif isinstance(case.x, dict):
+        out = lambda t: {key: leaf.numpy() for key, leaf in t.items()}
     else:
         out = lambda t: t.numpy()
     tensors = tuple(to_torch(a) for a in case.op_args)
@@ -444,6 +451,9 @@ def casadi_tools(case: Case) -> list[Tool]:
     ca = load("casadi")
     if ca is None:
         return []
+    if isinstance(case.x, dict):
+        note = "the CasADi function is built over one flat vector, not a dict"
+        return [Tool("casadi", "casadi", None, status="SKIPPED", note=note)]
     size = sum(int(np.size(a)) for a in case.op_args)
     if size > CASADI_MAX_SIZE:
         note = f"{size} input numbers: not built (SX graphs grow per element)"
@@ -796,6 +806,9 @@ def fd_tools(case: Case) -> list[Tool]:
     from scipy.optimize import approx_fprime
 
     label = "finite differences (approx_fprime)"
+    if isinstance(case.x, dict):
+        note = "approx_fprime takes one flat vector, not a dict"
+        return [Tool(label, "fd", None, status="SKIPPED", note=note)]
     if np.size(case.x) > FD_MAX_SIZE:
         note = f"n = {np.size(case.x)}: {np.size(case.x) + 1} calls of f per call"
         return [Tool(label, "fd", None, status="SKIPPED", note=note)]

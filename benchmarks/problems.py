@@ -140,6 +140,37 @@ def make_mlp():
     return p, X, t
 
 
+# --- the same MLP written the natural way: a dict of four float32 arrays -----------
+
+
+def mlp_params_loss(params, X, t):
+    """The loss above on its parameters as a dict, float32 data and parameters."""
+    h = np.tanh(X @ params["W1"] + params["b1"])
+    r = h @ params["W2"] + params["b2"] - t
+    return np.mean(r * r)
+
+
+def mlp_params_loss_gradient(params, X, t):
+    """Hand-written gradient of :func:`mlp_params_loss`, a dict, in float32."""
+    h = np.tanh(X @ params["W1"] + params["b1"])
+    dr = (np.float32(2.0) / t.size) * (h @ params["W2"] + params["b2"] - t)
+    dz = np.outer(dr, params["W2"]) * (1 - h * h)
+    return {"W1": X.T @ dz, "b1": dz.sum(axis=0), "W2": h.T @ dr, "b2": dr.sum()}
+
+
+def make_mlp_params():
+    """:func:`make_mlp`'s point as a dict of float32 arrays, float32 data."""
+    p, X, t = (np.asarray(a, dtype=np.float32) for a in make_mlp())
+    k = N_IN * N_HIDDEN
+    params = {
+        "W1": p[:k].reshape(N_IN, N_HIDDEN).copy(),
+        "b1": p[k : k + N_HIDDEN].copy(),
+        "W2": p[k + N_HIDDEN : N_PARAMS - 1].copy(),
+        "b2": p[N_PARAMS - 1],
+    }
+    return params, X, t
+
+
 def logistic_example(w, x, y):
     """One example's logistic loss: per-example gradients (benchmarks.points)."""
     z = x @ w

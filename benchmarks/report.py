@@ -237,6 +237,18 @@ BARS += [
         "mlp_gradient",
     )
 ]
+# issue 22: the MLP written the natural way (a dict of four float32 arrays, emit =
+# "c"), at most JAX's jit(grad) on the same dict in float32
+BARS += [
+    (
+        "mlp_params_float32_gradient: difgen C / jax.jit(grad), a dict of float32 arrays",
+        "mlp_params_float32_gradient",
+        DIFGEN_C,
+        "jax.jit(grad)",
+        "<=",
+        1.0,
+    ),
+]
 # issue 22: a converged loop differentiated implicitly (implicit = true), at most the
 # hand-written implicit derivative (the same solve, then 2 E / (1 - e cos E))
 BARS += [

@@ -21,6 +21,9 @@ from typing import Any
 import numpy as np
 
 RTOL, LOOSE_RTOL = 1e-6, 1e-3  # exact tools; finite differences
+# float32 tools against a float32 reference: a few roundings of 6e-8 each, over
+# sums of 64 terms in another order
+FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-6
 NOTE_MAX = 160  # characters: a note is one line of a table cell
 
 
@@ -78,7 +81,10 @@ def first_line(exc: BaseException | str) -> str:
 
 
 def as_dense(value: Any) -> Any:
-    """SciPy sparse to ndarray; scalars to float; arrays stay."""
+    """SciPy sparse to ndarray; scalars to float; arrays stay; a dict (a
+    gradient of a dict of arrays) leaf by leaf."""
+    if isinstance(value, dict):
+        return {key: as_dense(leaf) for key, leaf in value.items()}
     if hasattr(value, "toarray"):
         return value.toarray()
     if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
@@ -119,13 +125,39 @@ def check(tool: Tool, reference: Any) -> None:
 
 
 def _disagreement(got: Any, reference: Any, loose: bool) -> str:
-    """Why ``got`` is not the reference (shape or values), or "" when it is."""
+    """Why ``got`` is not the reference (shape or values), or "" when it is; a
+    dict leaf by leaf, and float32 values at float32's tolerance."""
+    if isinstance(reference, dict):
+        if not isinstance(got, dict) or sorted(got) != sorted(reference):
+            return (
+                f"{type(got).__name__}, expected a dict with keys {sorted(reference)}"
+            )
+        for key in sorted(reference):
+            problem = _disagreement(got[key], reference[key], loose)
+            if problem:
+                return f"[{key!r}]: {problem}"
+        return ""
+    if np.asarray(reference).dtype == np.float32 and not loose:
+        if np.asarray(got).dtype != np.float32:
+            return f"dtype {np.asarray(got).dtype}, expected float32"
+        return _differs(got, reference, FLOAT32_RTOL, FLOAT32_ATOL)
     if np.shape(got) != np.shape(reference):
         return f"shape {np.shape(got)}, expected {np.shape(reference)}"
     scale = max(1.0, float(np.max(np.abs(reference))))
     rtol, atol = (LOOSE_RTOL, 1e-4 * scale) if loose else (RTOL, 1e-9 * scale)
     if not np.allclose(got, reference, rtol=rtol, atol=atol):
         err = float(np.max(np.abs(np.asarray(got) - reference)))
+        return f"max abs error {err:.3g} (rtol {rtol:g})"
+    return ""
+
+
+def _differs(got: Any, reference: Any, rtol: float, atol: float) -> str:
+    if np.shape(got) != np.shape(reference):
+        return f"shape {np.shape(got)}, expected {np.shape(reference)}"
+    got, reference = np.asarray(got, np.float64), np.asarray(reference, np.float64)
+    scale = max(1.0, float(np.max(np.abs(reference))))
+    if not np.allclose(got, reference, rtol=rtol, atol=atol * scale):
+        err = float(np.max(np.abs(got - reference)))
         return f"max abs error {err:.3g} (rtol {rtol:g})"
     return ""
 

@@ -22,7 +22,7 @@ from benchmarks import __main__ as bench_main
 from benchmarks import peers, report
 from benchmarks import problems as P
 from benchmarks.cases import Case, all_cases
-from benchmarks.timing import Tool, check
+from benchmarks.timing import Tool, as_dense, check
 
 PEER_ROWS = (
     ("jax.jit(grad)", "jax"),
@@ -416,3 +416,38 @@ def test_casadi_c_extension_computes_and_refuses_like_difgens(
         op(x, csr.copy())
     with pytest.raises(TypeError, match="takes 2 arguments"):
         op(x)
+
+
+def test_a_gradient_of_a_dict_is_checked_leaf_by_leaf_at_float32_tolerance() -> None:
+    """The MLP written the natural way: the hand-written float32 dict gradient
+    is the reference, and a tool agreeing to float32's rounding passes."""
+    params, X, t = P.make_mlp_params()
+    reference = P.mlp_params_loss_gradient(params, X, t)
+    assert all(np.asarray(v).dtype == np.float32 for v in reference.values())
+    assert isinstance(reference["b2"], np.float32)
+    autograd = pytest.importorskip("autograd")
+    grad = autograd.grad(peers.rebind(P.mlp_params_loss, autograd.numpy))
+    as64 = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    X64, t64 = X.astype(np.float64), t.astype(np.float64)
+    exact = grad(as64, X64, t64)  # float64 at the float32 point
+    for key, value in reference.items():
+        scale = max(1.0, float(np.max(np.abs(exact[key]))))
+        assert np.max(np.abs(value - exact[key])) <= 1e-5 * scale
+    near = {
+        k: (v * np.float32(1 + 1e-6)).astype(np.float32) for k, v in reference.items()
+    }
+    cases = [
+        ("agrees", lambda *a: near, "ok", ""),
+        (
+            "float64",
+            lambda *a: {k: np.float64(1) * v for k, v in exact.items()},
+            "WRONG",
+            "dtype float64",
+        ),
+        ("a leaf off", lambda *a: {**near, "b1": near["b1"] + 1}, "WRONG", "['b1']"),
+        ("keys", lambda *a: {k: near[k] for k in ("W1", "b1")}, "WRONG", "keys"),
+    ]
+    for _, fn, status, said in cases:
+        tool = Tool("t", "hand", fn, (params, X, t))
+        check(tool, as_dense(reference))
+        assert tool.status == status and said in tool.note, (tool.status, tool.note)

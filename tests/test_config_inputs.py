@@ -99,12 +99,26 @@ def test_a_type_names_a_class(tmp_path: Path) -> None:
         (
             'inputs = [{ name = "a", tree = { W = { shape = [2], dtype = "int64" } } }]\n',
             5,
-            "'inputs[0].tree.W.dtype' is \"int64\" (string), but expected one of float64",
+            (
+                "'inputs[0].tree.W.dtype' is \"int64\" (string), but expected one "
+                "of float64, float32"
+            ),
+        ),
+        (
+            (
+                'inputs = [{ name = "a", tree = { W = { shape = [2], dtype = '
+                '"float32" }, b = { shape = [] } } }]\n'
+            ),
+            5,
+            (
+                "'inputs[0].tree.b' is float64 but 'inputs[0].tree.W' is float32: "
+                "the leaves of 'inputs' are laid end to end in one vector"
+            ),
         ),
         (
             'inputs = [{ name = "a", shape = [2], dtype = "float32" }]\n',
             5,
-            "the leaves of 'inputs' are float64 only in this version",
+            'input.dtype = "float32" needs backend = "trace"',
         ),
         (
             'inputs = [{ name = "a", tree = { W = 3 } }]\n',

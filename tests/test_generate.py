@@ -390,6 +390,43 @@ def test_float32_examples_make_a_float32_module() -> None:
     )
 
 
+def _params_loss(p, X, t):
+    return np.mean((np.tanh(X @ p["W1"] + p["b1"]) @ p["w2"] + p["b2"] - t) ** 2)
+
+
+@pytest.mark.parametrize("emit", ["vector", "c"])
+def test_a_tree_of_float32_examples_makes_a_float32_module(emit: str) -> None:
+    """A dict of float32 arrays (b2 an np.float32) is a float32 module, as a
+    float32 x is: its gradient is a dict of float32 values; with one float64 leaf
+    NumPy would promote, and the module is float64."""
+    rng = np.random.default_rng(3)
+    p = {
+        "W1": rng.standard_normal((3, 5)).astype(np.float32),
+        "b1": rng.standard_normal(5).astype(np.float32),
+        "w2": rng.standard_normal(5).astype(np.float32),
+        "b2": np.float32(0.25),
+    }
+    X = rng.standard_normal((7, 3)).astype(np.float32)
+    t = rng.standard_normal(7).astype(np.float32)
+    module = difgen.generate(_params_loss, p, X, t, operators=["gradient"], emit=emit)
+    grad = module.gradient(p, X, t)
+    assert all(np.asarray(v).dtype == np.float32 for v in grad.values())
+    assert type(grad["b2"]) is np.float32
+    p64 = {k: np.asarray(v, np.float64) for k, v in p.items()}
+    mixed = dict(p, W1=p64["W1"])
+    wide = difgen.generate(
+        _params_loss, mixed, X.astype(float), t.astype(float), operators=["gradient"]
+    )
+    exact = wide.gradient(p64, X.astype(float), t.astype(float))
+    assert exact["W1"].dtype == np.float64
+    for key, value in grad.items():
+        np.testing.assert_allclose(value, exact[key], rtol=1e-4, atol=1e-6)
+    with pytest.raises(
+        TypeError, match=r"gradient: p\['W1'\]: expected float32 values"
+    ):
+        module.gradient(mixed, X, t)
+
+
 def test_bad_examples_name_the_argument() -> None:
     with pytest.raises(ConfigError) as caught:
         difgen.generate(wave, np.zeros(3, np.float16), 1.0, operators=["jacobian"])

@@ -408,6 +408,7 @@ class _Reader:
         table = ".".join(str(part) for part in prefix)
         self.settings_table = f"[{table}]" if prefix else "[difgen]"
         self.module_table = f"[[{table}.module]]" if prefix else "[[module]]"
+        self.leaf_dtypes: list[tuple[Key, str]] = []  # of the module's inputs
 
     def line(self, key: Key) -> int | None:
         """Line of ``key`` (a ``difgen.toml`` path) in this file."""
@@ -558,9 +559,10 @@ class _Reader:
             )
         inputs: tuple[InputSpec, ...] = ()
         if "inputs" in table:
+            self.leaf_dtypes = []
             inputs = self.inputs(table, at + ("inputs",))
             tree = structure.tuple_of([i.tree for i in inputs])
-            array = ArraySpec(structure.flat_shape(tree))
+            array = ArraySpec(structure.flat_shape(tree), dtype=self.inputs_dtype())
         else:
             array = self.array(table, at + ("input",))
         operators = self.operators(table, at + ("operators",), array.shape, inputs)
@@ -743,7 +745,7 @@ class _Reader:
     ) -> None:
         """What a float32 module (``input.dtype = "float32"``) cannot be combined
         with, refused at the key that asks for it, saying why."""
-        dtype_key = at + ("input", "dtype")
+        dtype_key = at + (("inputs",) if "inputs" in table else ("input", "dtype"))
         if backend != "trace":
             where = at + ("backend",) if "backend" in table else dtype_key
             raise self.error(
@@ -753,17 +755,19 @@ class _Reader:
                 "backend's vector code computes in float32",
             )
         emit = table.get("emit", "auto")
-        if emit in ("scalar", "c"):
-            why = (
-                "straight-line scalar code computes with Python floats, which are "
-                "float64"
-                if emit == "scalar"
-                else "the C target computes in double only in this version"
-            )
+        if emit == "scalar":
             raise self.error(
                 at + ("emit",),
-                f'emit = "{emit}" cannot compute a float32 module: {why}; use '
-                'emit = "vector" (or "auto"), which computes in float32',
+                'emit = "scalar" cannot compute a float32 module: straight-line '
+                "scalar code computes with Python floats, which are float64; use "
+                'emit = "vector" (or "auto") or "c", which compute in float32',
+            )
+        if emit == "c" and "accumulate" in table:
+            raise self.error(
+                at + ("accumulate",),
+                'accumulate = "float64" is vector code only in this version: the '
+                "C loops of a float32 module sum into their float32 results; use "
+                'emit = "vector" to accumulate in float64, or drop accumulate',
             )
         if sparse:
             raise self.error(
@@ -1057,17 +1061,29 @@ class _Reader:
         return tuple(specs)
 
     def leaf(self, value: dict[str, Any], key: Key) -> structure.Leaf:
-        """A leaf of ``inputs``: float64 only in this version (the structured
-        operators lay their leaves end to end in one float64 vector)."""
-        if value.get("dtype") == "float32":
-            raise self.error(
-                key + ("dtype",),
-                f"'{_dotted(key[2:])}.dtype' is \"float32\": the leaves of 'inputs' "
-                "are float64 only in this version; a float32 module has one array "
-                'input = { shape = [...], dtype = "float32" }',
-            )
-        shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS, ("float64",))
-        return structure.Leaf(shape, dtype)
+        """A leaf of ``inputs``. Its dtype is recorded (:meth:`inputs_dtype`):
+        the structured operators lay the leaves end to end in one vector of the
+        module's float type, so a float32 leaf makes a float32 module, traced
+        as any float32 input is, in the IR's float type (the Leaf's float64)."""
+        shape, dtype = self.shape_and_dtype(value, key, _ARRAY_KEYS)
+        self.leaf_dtypes.append((key, dtype))
+        return structure.Leaf(shape)
+
+    def inputs_dtype(self) -> str:
+        """The float type of the leaves just read: one for all of them (the
+        flat vector has one dtype), refused at the first leaf that differs."""
+        first_key, first = self.leaf_dtypes[0]
+        for key, dtype in self.leaf_dtypes[1:]:
+            if dtype != first:
+                raise self.error(
+                    key + ("dtype",),
+                    f"'{_dotted(key[2:])}' is {dtype} but "
+                    f"'{_dotted(first_key[2:])}' is {first}: the leaves of "
+                    "'inputs' are laid end to end in one vector of the module's "
+                    "float type, so they are all float64 or all float32 (mixed "
+                    "precision is not offered)",
+                )
+        return first
 
     def tree(self, value: Any, key: Key, top: bool = False) -> structure.Tree:
         """A tree of the TOML spelling: a table with an array ``shape`` (and maybe

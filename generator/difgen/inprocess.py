@@ -90,7 +90,8 @@ def generate(
     of indices (JAX's ``argnums``), or a differentiated argument that is a tree
     (dict, tuple, list, NamedTuple, dataclass of arrays and numbers), make the
     module of the config's ``inputs``: the operators take those arguments first,
-    in ``wrt``'s order, and return their structure. ``operators``,
+    in ``wrt``'s order, and return their structure (a float32 module when every
+    leaf with a dtype is float32, as for a float32 ``x``). ``operators``,
     ``backend``, ``emit`` and every keyword of ``module_options`` (``name``,
     ``mode``, ``batch``, ``sparse``, ``points``, ``timeout``) mean, and are checked,
     exactly as the key of that name in ``difgen.toml`` (one of ``module_options``
@@ -205,26 +206,27 @@ def _module_table(
         }
     )
     if trees:  # several inputs or trees: the config's `inputs`
+        dtype = _trees_float(trees, args)
         table["inputs"] = []
         for index in indices:
             places[("inputs", len(table["inputs"]))] = _argument(
                 call, index, names[index]
             )
             table["inputs"].append(
-                {"name": params[index], **_input_entry(trees[index], call)}
+                {"name": params[index], **_input_entry(trees[index], call, dtype)}
             )
     else:
         shape, dtype = examples[indices[0]]
         table["input"] = {"shape": shape, "dtype": dtype}
-        if dtype == "float32":  # a Python float is weak, as NumPy 2 and JAX take it
-            examples.update(
-                {
-                    i: (shape_i, "float32")
-                    for i, (shape_i, dtype_i) in examples.items()
-                    if type(args[i]) is float and i not in indices
-                }
-            )
         places[("input",)] = _argument(call, indices[0], names[indices[0]])
+    if dtype == "float32":  # a Python float is weak, as NumPy 2 and JAX take it
+        examples.update(
+            {
+                i: (shape_i, "float32")
+                for i, (shape_i, dtype_i) in examples.items()
+                if type(args[i]) is float and i not in indices
+            }
+        )
     contexts: list[dict[str, Any]] = []
     for index, (shape, dtype) in examples.items():
         if index not in indices:
@@ -369,13 +371,29 @@ def _tree(value: Any, where: str) -> structure.Tree:
         raise UsageError(f"{where}: {exc}") from None
 
 
-def _input_entry(tree: structure.Tree, call: str) -> dict[str, Any]:
+def _trees_float(trees: dict[int, structure.Tree], args: Sequence[Any]) -> str:
+    """The float type of the differentiated trees' leaves: float32 when every
+    leaf that has a dtype (an array, a NumPy scalar) is float32 (Python numbers
+    are weak, as NumPy 2 and JAX take them), else float64, as NumPy promotes a
+    mix (float32 leaves of a float64 module are converted exactly)."""
+    typed = [
+        np.asarray(leaf).dtype
+        for i, tree in trees.items()
+        for leaf in structure.flatten(tree, args[i])
+        if isinstance(leaf, (np.ndarray, np.generic))
+    ]
+    return "float32" if typed and all(d == np.float32 for d in typed) else "float64"
+
+
+def _input_entry(
+    tree: structure.Tree, call: str, dtype: str = "float64"
+) -> dict[str, Any]:
     """One entry of the config's ``inputs`` spelling ``tree`` (the keys besides
-    ``name``): ``shape``, or ``tree`` with ``kind = "tuple"`` or the ``type`` of a
-    NamedTuple or a dataclass."""
+    ``name``), its leaves of float type ``dtype``: ``shape``, or ``tree`` with
+    ``kind = "tuple"`` or the ``type`` of a NamedTuple or a dataclass."""
     if isinstance(tree, structure.Leaf):
-        return {"shape": list(tree.shape), "dtype": tree.dtype}
-    entry: dict[str, Any] = {"tree": _toml_tree(tree, call, top=True)}
+        return {"shape": list(tree.shape), "dtype": dtype}
+    entry: dict[str, Any] = {"tree": _toml_tree(tree, call, dtype, top=True)}
     if tree.kind == "tuple":
         entry["kind"] = "tuple"
     if tree.cls is not None:
@@ -383,17 +401,19 @@ def _input_entry(tree: structure.Tree, call: str) -> dict[str, Any]:
     return entry
 
 
-def _toml_tree(tree: structure.Tree, call: str, top: bool = False) -> Any:
+def _toml_tree(
+    tree: structure.Tree, call: str, dtype: str = "float64", top: bool = False
+) -> Any:
     """A tree as the config's ``tree`` value: a leaf ``{shape, dtype}``, a table
     for a dict (or a class's fields), an array for a list or a tuple."""
     if isinstance(tree, structure.Leaf):
-        return {"shape": list(tree.shape), "dtype": tree.dtype}
+        return {"shape": list(tree.shape), "dtype": dtype}
     if tree.cls is not None and not top:
         raise UsageError(
             f"{call}: a {tree.cls.__name__} inside another container: a NamedTuple "
             "or a dataclass can only be a whole argument"
         )
-    children = [_toml_tree(child, call) for child in tree.children]
+    children = [_toml_tree(child, call, dtype) for child in tree.children]
     if tree.kind in ("list", "tuple"):
         return children
     return dict(zip((str(k) for k in tree.keys), children))

@@ -9,7 +9,8 @@ would stay float32, but not in a call whose float operands are all literals:
 ``np.where(m, 1.0, 0.0)`` is float64), and its scalar results are ``np.float32``
 values. NumPy then computes every operation of the module in float32, as the
 user's function does on float32 data; with ``accumulate = "float64"`` its sums and
-products accumulate in float64 (:func:`accumulating`).
+products accumulate in float64 (:func:`accumulating`). The C target (``emit = "c"``)
+computes a float32 module in ``float`` (:mod:`difgen.targets.c.real`).
 
 What the printers need to know is only which float type that is. They run inside
 :func:`computing_in` (the pipeline's trace, print and render stages), and read it

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import jinja2
 
-from difgen import floats, naming
+from difgen import floats, naming, precision
 from difgen.config import Config, ModuleSpec
 from difgen.errors import InternalError
 from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
@@ -202,6 +202,12 @@ def _structure_context(
             structured.wrappers(spec, structure, public, ys) if wrapped else []
         ),
         "c_target": '"_" + name + "_flat"' if wrapped else "name",
+        # the float type the flat vector is laid out in (a float32 module's
+        # leaves are float32 arrays, its scalars np.float32)
+        "real": precision.module_float(),
+        "real_array": precision.array_type(),
+        "real_dtype": naming.F32 if precision.is_float32() else naming.F64,
+        "real_scalar": "np.float32" if precision.is_float32() else "float",
     }
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from difgen import naming, structure
+from difgen import naming, precision, structure
 from difgen.config import ModuleSpec
 from difgen.interface import Interface
 from difgen.operators import OPERATORS, Operator
@@ -94,7 +94,7 @@ def public_trees(
 def annotation(tree: Tree) -> str:
     """The annotation of a value of this tree."""
     if isinstance(tree, Leaf):
-        return "float" if tree.shape == () else "NDArray[np.float64]"
+        return _real_annotation(tree.shape)
     return {
         "dict": "dict[str, Any]",
         "tuple": "tuple[Any, ...]",
@@ -107,6 +107,14 @@ def _result_annotation(trees: Sequence[Tree]) -> str:
         if isinstance(tree, Node):
             return annotation(tree)
     shape = sum((t.shape for t in trees if isinstance(t, Leaf)), ())
+    return _real_annotation(shape)
+
+
+def _real_annotation(shape: tuple[int, ...]) -> str:
+    """A float or an array of the module's float type (np.float32 values in a
+    float32 module)."""
+    if precision.is_float32():
+        return "np.float32" if shape == () else precision.array_type()
     return "float" if shape == () else "NDArray[np.float64]"
 
 
@@ -185,8 +193,15 @@ def wrappers(
 
 
 def _scalar(tree: Tree, expression: str) -> str:
-    """A flat argument as the flat operators take it: a float for one scalar."""
-    return f"float({expression})" if tree == Leaf(()) else expression
+    """A flat argument as the flat operators take it: a float for one scalar
+    (an np.float32 in a float32 module)."""
+    if not (isinstance(tree, Leaf) and tree.shape == ()):
+        return expression
+    return (
+        f"np.float32({expression})"
+        if precision.is_float32()
+        else f"float({expression})"
+    )
 
 
 def _doc(

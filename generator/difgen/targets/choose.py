@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from difgen import precision
 from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
@@ -127,7 +128,9 @@ def _print_compiled(
     says so."""
     c_code.check_names(spec)
     small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
-    if small and cost_model.scalar_reason(graph) is None:
+    # a float32 module's C is loops only: straight-line code is SymPy's folding
+    # of the graph, the loops are its operations in float32, as its vector code
+    if small and cost_model.scalar_reason(graph) is None and not precision.is_float32():
         try:
             code, _ = scalar_code(op, spec, graph, pool, layouts)
             return _print_expressions(op, spec, ys, code), "scalar"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.ir import Lit
 from difgen.targets.c import glue
 from difgen.targets.c.extension import PREFIX
@@ -36,6 +37,12 @@ def operand(p: Printer, atom: Any) -> tuple[str, tuple[int, ...]] | None:
         if found is not None and all(s >= 0 for s in found[1]):
             return f"{v.base.name} + {found[0]}", found[1]
     return None
+
+
+def _bytes(strides: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides in elements as NumPy's, in bytes of the module's float type."""
+    item = 4 if precision.is_float32() else 8
+    return tuple(item * s for s in strides)
 
 
 def ufunc_call(p: Printer, eqn: Any) -> None:
@@ -81,9 +88,7 @@ def _wrap(
     """Lines making ``name``, an ndarray over existing memory (no copy)."""
     lines = [f"    npy_intp {name}_d[] = {glue.dims(shape)};"]
     if strides is not None:
-        lines.append(
-            f"    npy_intp {name}_s[] = {glue.dims(tuple(8 * s for s in strides))};"
-        )
+        lines.append(f"    npy_intp {name}_s[] = {glue.dims(_bytes(strides))};")
     flags = "NPY_ARRAY_CARRAY" if writeable else "NPY_ARRAY_ALIGNED"
     lines.append(
         f"    PyObject *{name} = PyArray_New(&PyArray_Type, {len(shape)}, "
@@ -108,7 +113,7 @@ def blas(p: Printer, eqn: Any, store: Store) -> None:
         names.append(name)
         lines += [
             f"    npy_intp {name}_d[] = {glue.dims(tuple(atom.shape))};",
-            f"    npy_intp {name}_s[] = {glue.dims(tuple(8 * s for s in strides))};",
+            f"    npy_intp {name}_s[] = {glue.dims(_bytes(strides))};",
             (
                 f"    PyObject *{name} = PyArray_New(&PyArray_Type, {atom.ndim}, "
                 f"{name}_d, NPY_DOUBLE, {name}_s, (void *)({pointer}), 0, "

@@ -148,6 +148,13 @@ class CPrinter(FloatPrinter):
     def _print_BooleanFalse(self, expr: Any) -> str:
         return "0"
 
+    def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
+        # a denominator b ** 1 (``_div(a, b)`` of ``a * b ** -1``): b, exactly
+        # what pow(b, 1.0) returns, without a libm call per element
+        if expr.exp == 1:
+            return f"({self._print(expr.base)})"
+        return str(super()._print_Pow(expr, rational))
+
     def _print_Abs(self, expr: Any) -> str:
         return f"fabs({self._print(expr.args[0])})"
 

@@ -40,6 +40,7 @@ import sympy as sp
 
 from difgen import (
     naming,
+    precision,
     primitives,  # noqa: F401 (registers every declaration)
 )
 from difgen.config import ModuleSpec
@@ -48,6 +49,7 @@ from difgen.errors import ConfigError
 from difgen.operators import Operator, is_sparse, result_shape, seed_shape
 from difgen.targets.c import glue as c_glue
 from difgen.targets.c import points as c_points
+from difgen.targets.c import real as c_real
 from difgen.targets.c import runtime as c_runtime
 from difgen.targets.c.arguments import c_label, convert_lines, parse_lines
 from difgen.targets.c.expressions import (  # noqa: F401 (re-exported)
@@ -576,7 +578,10 @@ def render_c_module(
     body = "\n".join(code)
     # The runtime sections its printers reported using, and what they require.
     runtime = c_runtime.source(use.names)
-    return "\n".join(parts) + "\n" + runtime + "\n" + body
+    code_text = runtime + "\n" + body
+    if precision.is_float32():  # the same C, in float (difgen.targets.c.real)
+        code_text = c_real.to_float32(code_text)
+    return "\n".join(parts) + "\n" + code_text
 
 
 def _c_string(text: str) -> str:

@@ -43,6 +43,11 @@ the C library's per element: the call has a fixed cost that NumPy's faster loop
 must win back (``python -m benchmarks.calibration_c`` measures the call, the
 saving per element and the size where they cross)."""
 
+REAL = ("float64", "float32")
+"""The dtypes of the loops' real values: float32 data is a float32 module's
+(config.py makes a float64 module's float32 contexts float64), whose C computes
+in float throughout (:mod:`difgen.targets.c.real`)."""
+
 BLAS_WORK = 4096
 """Products of at least this many multiply-adds go to NumPy's dot (BLAS)."""
 
@@ -102,7 +107,7 @@ def gathers_from_sources(graph: Graph, consts: dict[Var, np.ndarray]) -> Graph:
             continue
         sources = chain[-1].inputs
         if any(
-            not isinstance(a, Var) or a.dtype != "float64" or a in consts
+            not isinstance(a, Var) or a.dtype not in REAL or a in consts
             for a in sources
         ) or any(c.out in consts for c in chain):
             continue
@@ -156,7 +161,7 @@ class Planner:
         self.unfolded: set[Var] = set()  # constants computed by the loops
         self.fixed: set[Var] = set()  # values that read no argument (not folded)
         for var in graph.inputs:
-            if var.dtype != "float64" and not (sub and var.dtype == "bool"):
+            if var.dtype not in REAL and not (sub and var.dtype == "bool"):
                 raise NoLoopForm(f"a {var.dtype} argument")
 
     def program(self, results: list[Store | None]) -> Program:
@@ -288,7 +293,7 @@ class Planner:
         (a,) = eqn.inputs
         if eqn.out.size < UFUNC_SIZE or not isinstance(a, Var) or a in self.consts:
             return False
-        if a.dtype != "float64" or a.shape != eqn.out.shape:
+        if a.dtype not in REAL or a.shape != eqn.out.shape:
             return False
         return self._in_memory(a)
 

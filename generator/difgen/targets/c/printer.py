@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.ir import Lit, Var
 from difgen.core.primitive import LoopForm
 from difgen.targets.c import calls, statements
@@ -51,6 +52,9 @@ def reduction_form(prim: Any) -> tuple[str, str]:
 
 EXPONENT = "0x7ff0000000000000ULL"
 """The exponent bits of a double: all set for inf and NaN only."""
+
+EXPONENT32 = "0x7f800000U"
+"""The exponent bits of a float (a float32 module's values)."""
 
 
 class Printer:
@@ -219,13 +223,18 @@ class Printer:
             assert isinstance(base, Store)  # every value read has memory
             bases[base.name] = (store_size(base), base.shape == ())
         flag = self._fresh("nonfinite")
-        test = [f"npy_uint64 {flag} = 0;"]
+        word, exponent, top = (
+            ("npy_uint32", EXPONENT32, 31)
+            if precision.is_float32()
+            else ("npy_uint64", EXPONENT, 63)
+        )
+        test = [f"{word} {flag} = 0;"]
         for name, (n, scalar) in sorted(bases.items()):
-            words = f"((const npy_uint64 *){'&' if scalar else ''}{name})"
+            words = f"((const {word} *){'&' if scalar else ''}{name})"
             test.append(
                 f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {n}; {PREFIX}j++) "
-                f"{flag} |= ((({words}[{PREFIX}j] & {EXPONENT}) ^ "
-                f"{EXPONENT}) - 1) >> 63;"
+                f"{flag} |= ((({words}[{PREFIX}j] & {exponent}) ^ "
+                f"{exponent}) - 1) >> {top};"
             )
         return flag, test
 
