@@ -142,9 +142,24 @@ def test_a_type_names_a_class(tmp_path: Path) -> None:
             "context 'a' has the name of a differentiated input",
         ),
         (
-            'inputs = [{ name = "a", shape = [2] }]\npoints = true\n',
-            6,
-            "'points' is not offered with 'inputs'",
+            'inputs = [{ name = "a", shape = [2] }]\nhas_aux = true\npoints = true\n',
+            7,
+            "'points' is not offered with 'has_aux'",
+        ),
+        (
+            'inputs = [{ name = "a", shape = [2], per_point = false }]\n',
+            5,
+            "inputs[0] ('a') has per_point = false, which applies to the points",
+        ),
+        (
+            'inputs = [{ name = "a", shape = [2], per_point = false }]\npoints = true\n',
+            5,
+            "every leaf of 'inputs' has per_point = false and no context",
+        ),
+        (
+            'inputs = [{ name = "a", tree = { b = { shape = [2], per_point = 0 } } }]\n',
+            5,
+            "must be true or false",
         ),
         (
             "input = { shape = [2] }\nhas_aux = true\nbatch = 2\n",

@@ -202,6 +202,7 @@ def _structure_context(
             structured.wrappers(spec, structure, public, ys) if wrapped else []
         ),
         "c_target": '"_" + name + "_flat"' if wrapped else "name",
+        "points_structured": wrapped and spec.points,
     }
 
 
@@ -271,7 +272,11 @@ def render_module(
         )
     if wrapped:
         functions = [
-            f if f.name == AUX else dataclasses.replace(f, name=private(f.name))
+            (
+                f
+                if f.name == AUX or f.block_of is not None  # blocks: private already
+                else dataclasses.replace(f, name=private(f.name))
+            )
             for f in functions
         ]
     uses = module_uses(functions, parts.uses)
