@@ -9,6 +9,8 @@ dense jacobian's blocks."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import types
 import warnings
 from pathlib import Path
@@ -43,6 +45,15 @@ MODULES = {
         (
             'inputs = [{ name = "theta", tree = { a = { shape = [2], per_point = false }, '
             's = { shape = [] } } }, { name = "data", tree = { u = { shape = [2] } } }]'
+        ),
+    ),
+    "weighted": (
+        "weighted",
+        '["gradient"]',
+        (
+            'inputs = [{ name = "theta", tree = { a = { shape = [2], per_point = false }, '
+            "s = { shape = [] } } }]\n"
+            'contexts = [{ name = "w", shape = [2], per_point = true }]'
         ),
     ),
     "layer": (
@@ -226,6 +237,17 @@ def test_tuple_inputs_and_outputs_all_per_point(built: Built, emit: str) -> None
     )
 
 
+@pytest.mark.parametrize("emit", ["", "_c"])
+def test_per_point_leaves_with_a_per_point_context(built: Built, emit: str) -> None:
+    jax = _jax()
+    rng = np.random.default_rng(6)
+    theta = {"a": rng.normal(size=2), "s": rng.normal(size=9)}
+    w = rng.normal(size=(9, 2))
+    f = _under_jax("weighted")
+    want = jax.vmap(jax.grad(f), in_axes=({"a": None, "s": 0}, 0))(theta, w)
+    _close(built.get("weighted" + emit).gradient_points(theta, w), want)
+
+
 def test_the_rows_are_the_one_point_operators(built: Built) -> None:
     mod = built.get("mixed_c")
     assert mod.COMPILED and mod.PYTHON_OPERATORS == ()
@@ -277,12 +299,28 @@ def test_mistakes_name_the_argument_and_the_leaf(built: Built, emit: str) -> Non
     with pytest.raises(ValueError, match=r"hvp_points: v\[1\]\['u'\]: has 3 points"):
         v = ({"a": np.ones((4, 2)), "s": np.ones(4)}, {"u": np.ones((3, 2))})
         mod.hvp_points(theta, data, v)
+    weighted = built.get("weighted" + emit)
+    with pytest.raises(
+        ValueError, match=r"gradient_points: w: has 3 points .*but theta\['s'\] has 4"
+    ):
+        weighted.gradient_points(theta, np.ones((3, 2)))
     layer = built.get("layer" + emit)
     with pytest.raises(TypeError, match=r"jacobian_points: p: expected a Layer"):
         layer.jacobian_points({"W": np.ones((3, 2)), "b": np.ones(2)}, np.ones((2, 3)))
     pair = built.get("pair" + emit)
     with pytest.raises(ValueError, match=r"jacobian_points: ws: expected a tuple of 2"):
         pair.jacobian_points((np.ones((2, 3)),))
+
+
+def test_structured_points_modules_pass_mypy_strict(built: Built) -> None:
+    paths = [str(built.directory / "out" / f"{name}.py") for name in MODULES]
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *paths],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def _build_one(tmp_path: Path, body: str, operators: str = '["jacobian"]') -> Any:

@@ -23,6 +23,11 @@ def mixed(theta, data):
     return np.sum(np.sin(theta["a"]) * data["u"]) + theta["s"] * np.sum(data["u"] ** 2)
 
 
+def weighted(theta, w):
+    """theta['s'] per point and a per-point context w."""
+    return theta["s"] * np.sum(np.cos(theta["a"]) * w)
+
+
 def layer(p, X):
     """A tanh layer of a NamedTuple of parameters: a vector output."""
     return np.tanh(X @ p.W + p.b)

@@ -227,6 +227,11 @@ def _points_wrapper(
             f"{TREE_NAMES[role]}, ({seed},), None, count)"
         )
     contexts = [c.name for c in spec.contexts]
+    body += [
+        f'_count_points("{name}: {c.name}", {c.name}, count)'
+        for c in spec.contexts
+        if c.per_point
+    ]
     call = ", ".join([x, *map(naming.flat, op.seeds), *contexts])
     body.append(f"result = {private(name)}({call})")
     sizes = {r: structure.size(t) for r, t in by_role.items()}
