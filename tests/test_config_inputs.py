@@ -156,9 +156,24 @@ def test_a_type_names_a_class(tmp_path: Path) -> None:
             "context 'a' has the name of a differentiated input",
         ),
         (
-            'inputs = [{ name = "a", shape = [2] }]\npoints = true\n',
-            6,
-            "'points' is not offered with 'inputs'",
+            'inputs = [{ name = "a", shape = [2] }]\nhas_aux = true\npoints = true\n',
+            7,
+            "'points' is not offered with 'has_aux'",
+        ),
+        (
+            'inputs = [{ name = "a", shape = [2], per_point = false }]\n',
+            5,
+            "inputs[0] ('a') has per_point = false, which applies to the points",
+        ),
+        (
+            'inputs = [{ name = "a", shape = [2], per_point = false }]\npoints = true\n',
+            5,
+            "every leaf of 'inputs' has per_point = false and no context",
+        ),
+        (
+            'inputs = [{ name = "a", tree = { b = { shape = [2], per_point = 0 } } }]\n',
+            5,
+            "must be true or false",
         ),
         (
             "input = { shape = [2] }\nhas_aux = true\nbatch = 2\n",
@@ -202,3 +217,28 @@ def test_scalar_input_operators_need_one_scalar(tmp_path: Path) -> None:
         'inputs = [{ name = "a", shape = [] }]\n'
     )
     assert load_config(path).modules[0].input == ArraySpec(())
+
+
+def test_per_point_on_an_input_and_on_leaves(tmp_path: Path) -> None:
+    """A leaf's own per_point wins over its input's; the flat x carries the points
+    axis when any leaf does."""
+    spec = _load(
+        tmp_path,
+        "inputs = [\n"
+        '  { name = "p", tree = { W = { shape = [2] }, b = { shape = [], '
+        "per_point = false } } },\n"
+        '  { name = "q", shape = [3], per_point = false },\n'
+        '  { name = "r", tree = [{ shape = [1], per_point = true }, { shape = [2] }], '
+        "per_point = false },\n"
+        "]\npoints = true\n",
+    )
+    p, q, r = spec.inputs  # type: ignore[attr-defined]
+    assert (p.shared, q.shared, r.shared) == ((("b",),), ((),), ((1,),))
+    assert p.carries_points() == (True, False) and r.carries_points() == (True, False)
+    assert spec.input.per_point  # type: ignore[attr-defined]
+    shared = _load(
+        tmp_path,
+        'inputs = [{ name = "p", tree = { W = { shape = [2] } }, per_point = false }]\n'
+        'contexts = [{ name = "X", shape = [2], per_point = true }]\npoints = true\n',
+    )
+    assert not shared.input.per_point  # type: ignore[attr-defined]

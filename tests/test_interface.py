@@ -157,10 +157,12 @@ def test_a_type_that_is_not_a_class_of_fields(tmp_path: Path) -> None:
         pipeline.trace_interface(spec, fn)
 
 
-def test_points_on_a_tuple_output_is_refused(tmp_path: Path) -> None:
-    spec, fn = _spec(tmp_path, "pair", "input = { shape = [3] }\npoints = true\n")
+def test_sparse_on_a_tuple_output_is_refused(tmp_path: Path) -> None:
+    """The sparse jacobian of several outputs is one CSR array over the flat
+    vectors (flat = true), not blocks nested by output."""
+    spec, fn = _spec(tmp_path, "pair", "input = { shape = [3] }\nsparse = true\n")
     with pytest.raises(
         ConfigError,
-        match=r"'points' is not offered for a function returning several values",
+        match=r"'sparse' is not offered for a function returning several values",
     ):
         pipeline.trace_interface(spec, fn)

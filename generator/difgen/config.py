@@ -92,6 +92,14 @@ class InputSpec:
 
     name: str
     tree: structure.Tree
+    shared: tuple[structure.Path, ...] = ()
+    """With ``points = true``: the paths of the leaves that every point shares
+    (``per_point = false`` on the input or on a leaf of its tree: JAX's
+    ``in_axes=None`` for that part); the other leaves carry the points axis."""
+
+    def carries_points(self) -> tuple[bool, ...]:
+        """Per leaf, in flatten order: whether it carries the points axis."""
+        return tuple(p not in self.shared for p, _ in structure.leaves(self.tree))
 
 
 @dataclass(frozen=True)
@@ -562,7 +570,12 @@ class _Reader:
             self.leaf_dtypes = []
             inputs = self.inputs(table, at + ("inputs",))
             tree = structure.tuple_of([i.tree for i in inputs])
-            array = ArraySpec(structure.flat_shape(tree), dtype=self.inputs_dtype())
+            carries = [c for i in inputs for c in i.carries_points()]
+            array = ArraySpec(
+                structure.flat_shape(tree),
+                dtype=self.inputs_dtype(),
+                per_point=any(carries),
+            )
         else:
             array = self.array(table, at + ("input",))
         operators = self.operators(table, at + ("operators",), array.shape, inputs)
@@ -654,11 +667,32 @@ class _Reader:
                     "integer or boolean data (indices, masks) cannot be lowered to "
                     'scalar code; use backend = "trace"',
                 )
-        if not array.per_point and not points:
+        for index, item in enumerate(inputs):
+            if item.shared and not points:
+                raise self.error(
+                    at + ("inputs", index),
+                    f"inputs[{index}] ('{item.name}') has per_point = false, which "
+                    "applies to the points variants only; add points = true to the "
+                    "module",
+                )
+        if not array.per_point and not points and not inputs:
             raise self.error(
                 at + ("input", "per_point"),
                 "input.per_point = false applies to the points variants only; add "
                 "points = true to the module",
+            )
+        if (
+            points
+            and inputs
+            and not array.per_point
+            and not any(c.per_point for c in contexts)
+        ):
+            raise self.error(
+                at + ("inputs",),
+                "every leaf of 'inputs' has per_point = false and no context has "
+                "per_point = true: no argument carries the points axis, so the "
+                "points variants would have no number of points; give a context "
+                "per_point = true, or a leaf per_point = true",
             )
         if points and not array.per_point and not any(c.per_point for c in contexts):
             raise self.error(
@@ -998,17 +1032,40 @@ class _Reader:
         has_aux: bool,
         flat: bool,
     ) -> None:
-        """``points``, ``sparse`` and ``batch`` keep to one array input and output."""
+        """What structured arguments are not combined with, refused at the key
+        that asks for it, saying why (docs/design.md, "Structured arguments").
+
+        ``points`` is offered (each leaf carries the points axis unless it says
+        ``per_point = false``), except with ``has_aux``, whose aux value is
+        computed per call, not per point. ``sparse`` is offered with ``flat =
+        true``: the flat operators return the jacobian of the flat vectors as one
+        CSR array; its blocks by output and input leaf would be CSR arrays of
+        their own, cut out of it at every call, which a solver or a coloring does
+        not want. ``batch`` stacks seeds of the flat vectors and stays with one
+        array input."""
         why = "inputs" if inputs else "has_aux" if has_aux else "flat"
-        for name, off in (("points", False), ("sparse", False), ("batch", 1)):
-            if table.get(name, off) != off:
-                raise self.error(
-                    at + (name,),
-                    f"'{name}' is not offered with '{why}' in this version: the "
-                    "points, sparse and batched operators take one array input "
-                    "and return one array; build them in a module of their own "
-                    "over one flat input",
-                )
+        if has_aux and table.get("points", False):
+            raise self.error(
+                at + ("points",),
+                "'points' is not offered with 'has_aux' in this version: the aux "
+                "value is computed once per call of the one-point operators; "
+                "build the points variants in a module without has_aux",
+            )
+        if table.get("sparse", False) and (not flat or has_aux):
+            raise self.error(
+                at + ("sparse",),
+                f"'sparse' with '{why}' needs flat = true (and no has_aux): the "
+                "sparse jacobian of a structured function is one CSR array over "
+                "the flat vectors (the module docstring lists which slice is which "
+                "leaf), not blocks nested by output and input; add flat = true",
+            )
+        if table.get("batch", 1) != 1:
+            raise self.error(
+                at + ("batch",),
+                f"'batch' is not offered with '{why}' in this version: the batched "
+                "operators stack seeds of one array input; build them in a module "
+                "of their own over one flat input",
+            )
 
     def inputs(self, table: dict[str, Any], key: Key) -> tuple[InputSpec, ...]:
         """The ``inputs`` array: each a name and a shape or a tree."""
@@ -1057,8 +1114,37 @@ class _Reader:
             else:
                 tree = self.tree(entry["tree"], at + ("tree",), top=True)
                 tree = self.tree_kind(entry, at, tree)
-            specs.append(InputSpec(name, tree))
+            specs.append(InputSpec(name, tree, self.shared_leaves(entry, at, tree)))
         return tuple(specs)
+
+    def shared_leaves(
+        self, entry: dict[str, Any], at: Key, tree: structure.Tree
+    ) -> tuple[structure.Path, ...]:
+        """The paths of the leaves without the points axis: ``per_point = false``
+        on the input (every leaf), or on a leaf of its tree (a leaf's own
+        ``per_point`` wins over the input's)."""
+        whole = True
+        if "per_point" in entry:
+            whole = self.get(entry, at + ("per_point",), bool, "true or false")
+        if "shape" in entry:
+            return () if whole else ((),)
+        found: list[structure.Path] = []
+
+        def walk(
+            raw: Any, node: structure.Tree, path: structure.Path, key: Key
+        ) -> None:
+            if isinstance(node, structure.Leaf):
+                flag = whole
+                if isinstance(raw, dict) and "per_point" in raw:
+                    flag = self.get(raw, key + ("per_point",), bool, "true or false")
+                if not flag:
+                    found.append(path)
+                return
+            for name, child in zip(node.keys, node.children):
+                walk(raw[name], child, path + (name,), key + (name,))
+
+        walk(entry["tree"], tree, (), at + ("tree",))
+        return tuple(found)
 
     def leaf(self, value: dict[str, Any], key: Key) -> structure.Leaf:
         """A leaf of ``inputs``. Its dtype is recorded (:meth:`inputs_dtype`):

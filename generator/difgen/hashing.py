@@ -50,6 +50,7 @@ _OPT_IN_DEFAULTS: dict[str, object] = {
     "adapters": (),
     "constraints": None,
     "time": None,
+    "shared": (),
 }
 """Keys added after modules were first hashed, left out of the fingerprint at their
 default: a module that does not use the feature keeps its SOURCE_HASH (its text

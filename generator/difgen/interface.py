@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from difgen import structure
-from difgen.config import InputSpec, ModuleSpec
+from difgen.config import ModuleSpec
 from difgen.core.tracer import Tracer
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend.namespace import TRACING_NUMPY
@@ -83,7 +83,7 @@ def resolve_classes(spec: ModuleSpec, load: Callable[[str], Any]) -> ModuleSpec:
         tree = item.tree
         if isinstance(tree, Node) and tree.type_ref:
             tree = _resolve(spec, index, tree, load(tree.type_ref))
-        inputs.append(InputSpec(item.name, tree))
+        inputs.append(dataclasses.replace(item, tree=tree))
     return dataclasses.replace(spec, inputs=tuple(inputs))
 
 

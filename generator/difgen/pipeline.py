@@ -159,18 +159,24 @@ def _load_class(spec: ModuleSpec, fn: Callable[..., Any], ref: str) -> Any:
 
 
 def check_structure(spec: ModuleSpec, interface: Interface) -> None:
-    """What a structured result refuses: points, sparse and batched operators
-    (one array output each), and the operators of one scalar output when the
+    """What a structured result refuses: sparse and batched operators (one
+    array output each; a sparse jacobian with flat = true), and the operators of one scalar output when the
     function returns a tuple or a tree."""
     if not isinstance(interface.output, Leaf) and not spec.flat:
-        for key, off in (("points", False), ("sparse", False), ("batch", 1)):
+        for key, off in (("sparse", False), ("batch", 1)):
             if getattr(spec, key) != off:
                 raise ConfigError(
                     spec.config_path,
                     spec.line_of(key),
                     f"'{key}' is not offered for a function returning several "
                     f"values in this version: {spec.function} returns "
-                    f"{_describe_tree(interface.output)}",
+                    f"{_describe_tree(interface.output)}"
+                    + (
+                        "; with flat = true the sparse jacobian is one CSR array "
+                        "over the flat vectors"
+                        if key == "sparse"
+                        else ""
+                    ),
                 )
     scalar = isinstance(interface.output, Leaf) and interface.output.shape == ()
     bad = [op for op in spec.operators if OPERATORS[op].scalar_output]

@@ -261,6 +261,14 @@ KEYS: tuple[Key, ...] = (
         "none",
         'A table tree as a NamedTuple or dataclass: "file.py:Cls" or "pkg.mod:Cls".',
     ),
+    Key(
+        "inputs",
+        "per_point",
+        "boolean",
+        "true",
+        "With points = true: false shares this argument between the points (a "
+        "tree leaf's own per_point wins).",
+    ),
     Key("contexts", "name", "string", "required", "The parameter name."),
     Key("contexts", "shape", "array of integers", "required", "The array's shape."),
     Key(

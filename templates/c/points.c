@@ -37,6 +37,67 @@ dg_points(PyObject *obj, const char *name, int nd, const npy_intp *dims, npy_int
     return dg_convert(as_points, name, obj, nd, dims, count);
 }
 
+/*@ dg_int_points requires points-variants dg_ints */
+/* A per-point int64 argument read as doubles (difgen/targets/c/ints.py): `count`
+   points of one point's shape `dims` (any number when count < 0) as a new
+   reference to a C-contiguous float64 array. An exact int64 array of that shape
+   as it is; anything else through the module's _points_count (its errors name
+   `like`, the argument that set the number of points) and _as_ints, as the
+   Python variant checks it; then cast as astype(np.float64) casts. */
+static PyArrayObject *
+dg_int_points(PyObject *obj, const char *name, int nd, const npy_intp *dims,
+              npy_intp count, const char *like)
+{
+    if (PyArray_CheckExact(obj)) {
+        PyArrayObject *a = (PyArrayObject *)obj;
+        int fast = PyArray_TYPE(a) == NPY_INT64 && PyArray_NDIM(a) == nd + 1 &&
+                   (count < 0 || PyArray_DIM(a, 0) == count);
+        for (int i = 0; fast && i < nd; i++) fast = PyArray_DIM(a, i + 1) == dims[i];
+        if (fast) {
+            Py_INCREF(obj);
+            return dg_int_doubles(obj);
+        }
+    }
+    PyObject *counter =
+        dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_points_count");
+    PyObject *fn = dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_as_ints");
+    if (counter == NULL || fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
+        return NULL;
+    }
+    PyObject *shape = dg_shape(nd, dims);
+    if (shape == NULL) return NULL;
+    PyObject *n = count < 0
+        ? PyObject_CallFunction(counter, "sOOOO", name, obj, shape, Py_None, Py_None)
+        : PyObject_CallFunction(counter, "sOOns", name, obj, shape, (Py_ssize_t)count,
+                                like);
+    Py_DECREF(shape);
+    if (n == NULL) return NULL;
+    Py_ssize_t points = PyLong_AsSsize_t(n);
+    Py_DECREF(n);
+    if (points == -1 && PyErr_Occurred()) return NULL;
+    PyObject *full = PyTuple_New(nd + 1);
+    if (full == NULL) return NULL;
+    PyObject *first = PyLong_FromSsize_t(points);
+    if (first == NULL) {
+        Py_DECREF(full);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(full, 0, first);
+    for (int i = 0; i < nd; i++) {
+        PyObject *d = PyLong_FromSsize_t((Py_ssize_t)dims[i]);
+        if (d == NULL) {
+            Py_DECREF(full);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(full, i + 1, d);
+    }
+    PyObject *checked = PyObject_CallFunction(fn, "sOO", name, obj, full);
+    Py_DECREF(full);
+    if (checked == NULL) return NULL;
+    return dg_int_doubles(checked);
+}
+
 /*@ dg_release */
 /* Drop the references held in `items` (NULL slots skipped). */
 static void

@@ -320,6 +320,55 @@ dg_array_slow(PyObject *obj, const char *name, int nd, const npy_intp *dims)
     return dg_convert(dg_as_array_fn, name, obj, nd, dims, -1);
 }
 
+/*@ dg_ints defines dg_int_doubles requires module-prologue dg_shape dg_same_shape */
+/* An int64 argument the loops read only as doubles (labels, counts: the operator
+   casts it to float64, difgen/targets/c/ints.py), as a new reference to a
+   C-contiguous float64 array of `dims`: an exact int64 array of that shape as it
+   is, anything else through the module's _as_ints, which converts it or raises
+   exactly as the Python operators do; then cast as NumPy's astype(np.float64)
+   casts (C's conversion of an int64_t, exact below 2**53). */
+static PyArrayObject *
+dg_int_doubles(PyObject *checked)
+{
+    PyObject *arr = PyArray_FROMANY(checked, NPY_DOUBLE, 0, 0,
+                                    NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    Py_DECREF(checked);
+    return (PyArrayObject *)arr;
+}
+
+static PyArrayObject *
+dg_ints(PyObject *obj, const char *name, int nd, const npy_intp *dims)
+{
+    if (PyArray_CheckExact(obj) && PyArray_TYPE((PyArrayObject *)obj) == NPY_INT64 &&
+        dg_same_shape((PyArrayObject *)obj, nd, dims)) {
+        Py_INCREF(obj);
+        return dg_int_doubles(obj);
+    }
+    PyObject *fn = dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_as_ints");
+    if (fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
+        return NULL;
+    }
+    PyObject *shape = dg_shape(nd, dims);
+    if (shape == NULL) return NULL;
+    PyObject *checked = PyObject_CallFunction(fn, "sOO", name, obj, shape);
+    Py_DECREF(shape);
+    if (checked == NULL) return NULL;
+    return dg_int_doubles(checked);
+}
+
+/*@ dg_int_scalar requires dg_ints */
+/* A scalar int64 argument read as a double (dg_ints of shape ()). */
+static int
+dg_int_scalar(PyObject *obj, const char *name, double *value)
+{
+    PyArrayObject *a = dg_ints(obj, name, 0, NULL);
+    if (a == NULL) return -1;
+    *value = *(const double *)PyArray_DATA(a);
+    Py_DECREF(a);
+    return 0;
+}
+
 /*@ dg_scalar requires module-prologue */
 /* A scalar argument: a float as it is, anything else through _as_scalar. */
 static int

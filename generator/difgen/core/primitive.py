@@ -105,6 +105,14 @@ def no_loop_form(why: str) -> Absent:
     return Absent(f"NO_LOOP_FORM: {why}")
 
 
+CAST_AT_BOUNDARY = no_loop_form(
+    "int64 data cast to float64 (read as doubles when it is an argument)"
+)
+"""``c_loop`` of the cast of int64 data to float64: the loops compute in doubles
+and have no int64 values, but an int64 *argument* only cast so is converted once
+at the call's boundary, as NumPy casts it (:mod:`difgen.targets.c.ints`)."""
+
+
 @dataclass(frozen=True)
 class LoopForm:
     """How the C loops compute a primitive (data only: ``targets/c`` reads it).

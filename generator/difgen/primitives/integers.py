@@ -17,6 +17,7 @@ from difgen import precision
 from difgen.core.expr import Aval, Expr, argument, atom, base, infix
 from difgen.core.ir import FrozenArray
 from difgen.core.primitive import (
+    CAST_AT_BOUNDARY,
     NOT_DIFFERENTIABLE,
 )
 from difgen.core.tracer import Tracer, bind
@@ -65,6 +66,7 @@ to_float64_p = runtime_row(
     jvp=NOT_DIFFERENTIABLE,
     batch=_unary_batch("to_float64"),
     sparsity=patterns.no_dependence,
+    c_loop=CAST_AT_BOUNDARY,
 )
 
 

@@ -93,6 +93,9 @@ def bind_row(name: str, *args: Any, **params: Any) -> Any:
     return bind(_ROWS[name], *args, **params)
 
 
+_NO_LOOP = no_loop_form("run-time indices or integer data (NumPy's own)")
+
+
 def runtime_row(
     name: str,
     impl: Rule,
@@ -103,10 +106,12 @@ def runtime_row(
     transpose: Rule | Absent = NOT_LINEAR,
     batch: Rule | Absent,
     sparsity: Rule,
+    c_loop: Absent = _NO_LOOP,
 ) -> Primitive:
     """A primitive that touches run-time indices: never lowered to SymPy (so never
     scalarized), no algebraic identities (integer arithmetic must not meet the float
-    identities: ``a + a`` would become ``2.0 * a``)."""
+    identities: ``a + a`` would become ``2.0 * a``), no C loop form (``c_loop``
+    says why)."""
     row = register(
         Primitive(
             name=name,
@@ -124,7 +129,7 @@ def runtime_row(
             scalarizable=False,
             view=False,
             elementwise=False,
-            c_loop=no_loop_form("run-time indices or integer data (NumPy's own)"),
+            c_loop=c_loop,
             scalar=NO_HELPER,
             cost="opaque",
         )

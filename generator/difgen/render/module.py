@@ -208,6 +208,7 @@ def _structure_context(
         "real_array": precision.array_type(),
         "real_dtype": naming.F32 if precision.is_float32() else naming.F64,
         "real_scalar": "np.float32" if precision.is_float32() else "float",
+        "points_structured": wrapped and spec.points,
     }
 
 
@@ -292,7 +293,11 @@ def render_module(
         )
     if wrapped:
         functions = [
-            f if f.name == AUX else dataclasses.replace(f, name=private(f.name))
+            (
+                f
+                if f.name == AUX or f.block_of is not None  # blocks: private already
+                else dataclasses.replace(f, name=private(f.name))
+            )
             for f in functions
         ]
     uses = module_uses(functions, parts.uses)

@@ -31,6 +31,10 @@ AUX = "_aux_flat"
 TREE_NAMES = {"in": "_TREE_IN", "out": "_TREE_OUT", "aux": "_TREE_AUX"}
 """The module constants holding the trees the public operators walk."""
 
+POINTS_IN = "_POINTS_IN"
+"""With ``points = true``: the module constant saying, per leaf of the inputs in
+flatten order, whether it carries the points axis."""
+
 RESULT_TREES: dict[str, tuple[str, ...]] = {
     "value": ("out",),
     "jvp": ("out",),
@@ -133,6 +137,9 @@ def wrappers(
     contexts = [c.name for c in spec.contexts]
     result: list[Wrapper] = []
     for name in names:
+        if name.endswith(naming.POINTS_SUFFIX) and name not in OPERATORS:
+            result.append(_points_wrapper(spec, parts, name, args, trees, by_role))
+            continue
         op = OPERATORS[name]
         params = [f"{a}: {annotation(t)}" for a, t in zip(args, trees)]
         params += [f"{s}: {annotation(by_role[SEED_TREES[s]])}" for s in op.seeds]
@@ -192,6 +199,93 @@ def wrappers(
     return result
 
 
+def _points_wrapper(
+    spec: ModuleSpec,
+    parts: StructuredParts,
+    name: str,
+    args: Sequence[str],
+    trees: Sequence[Tree],
+    by_role: dict[str, Tree],
+) -> Wrapper:
+    """The public points variant ``<op>_points``: every leaf of the inputs that
+    carries the points axis (all but the ``per_point = false`` ones) and every
+    seed leaf with a leading axis of points, each result leaf too
+    (``jax.vmap(op, in_axes=...)``, whose unbatched leaves come out batched)."""
+    op = OPERATORS[name[: -len(naming.POINTS_SUFFIX)]]
+    params = [f"{a}: {annotation(t)}" for a, t in zip(args, trees)]
+    params += [f"{s}: {annotation(by_role[SEED_TREES[s]])}" for s in op.seeds]
+    params += [
+        f"{c.name}: "
+        + context_annotation((1, *c.shape) if c.per_point else c.shape, c.dtype)
+        for c in spec.contexts
+    ]
+    x = naming.flat(naming.INPUT)
+    carries = "None" if spec.flat else POINTS_IN
+    values = ", ".join(args)
+    body = [
+        (
+            f'count, {x} = _ravel_points("{name}", {tuple(args)!r}, '
+            f'{TREE_NAMES["in"]}, ({values},), {carries}, None)'
+        )
+    ]
+    for seed in op.seeds:
+        role = SEED_TREES[seed]
+        body.append(
+            f'count, {naming.flat(seed)} = _ravel_points("{name}", ("{seed}",), '
+            f"{TREE_NAMES[role]}, ({seed},), None, count)"
+        )
+    contexts = [c.name for c in spec.contexts]
+    body += [
+        f'_count_points("{name}: {c.name}", {c.name}, count)'
+        for c in spec.contexts
+        if c.per_point
+    ]
+    call = ", ".join([x, *map(naming.flat, op.seeds), *contexts])
+    body.append(f"result = {private(name)}({call})")
+    sizes = {r: structure.size(t) for r, t in by_role.items()}
+    pieces, annotations = [], []
+    for i, kind in enumerate(op.results):
+        roles = RESULT_TREES[kind]
+        ref = "result" if len(op.results) == 1 else f"result[{i}]"
+        shape = ", ".join(str(sizes[r]) for r in roles)
+        tree_refs = ", ".join(TREE_NAMES[r] for r in roles)
+        pieces.append(
+            f"_split_points(np.reshape({ref}, ({ref}.shape[0], {shape})), "
+            f"({tree_refs},))"
+        )
+        found = [by_role[r] for r in roles]
+        annotations.append(
+            next(
+                (annotation(t) for t in found if isinstance(t, Node)),
+                "NDArray[np.float64]",
+            )
+        )
+    if len(pieces) == 1:
+        returns = annotations[0]
+        body += [f"value: {returns} = {pieces[0]}", "return value"]
+    else:
+        returns = f"tuple[{', '.join(annotations)}]"
+        body.append(f"return ({', '.join(pieces)})")
+    doc = (
+        f"{op.doc}, over {', '.join(args)}, at k points. Returns "
+        f"{', '.join(op.results)}, each leaf with a leading axis of points "
+        "(structured as the module docstring says). Per point: every leaf of "
+        f"{', '.join(args)} but the per_point = false ones, the seeds, the "
+        "per-point contexts."
+    )
+    return Wrapper(name, ", ".join(params), returns, doc, tuple(body))
+
+
+def points_constant(spec: ModuleSpec) -> list[tuple[str, str]]:
+    """The ``_POINTS_IN`` constant of a structured points module (none else)."""
+    if not spec.points or spec.flat:
+        return []
+    flags = tuple(c for i in spec.inputs for c in i.carries_points())
+    if not spec.inputs:
+        flags = (spec.input.per_point,)
+    return [(POINTS_IN, repr(flags))]
+
+
 def _scalar(tree: Tree, expression: str) -> str:
     """A flat argument as the flat operators take it: a float for one scalar
     (an np.float32 in a float32 module)."""
@@ -229,7 +323,7 @@ def tree_constants(
     ]
     if parts.interface.aux is not None:
         items.append((TREE_NAMES["aux"], structure.literal(parts.interface.aux)))
-    return items
+    return items + points_constant(spec)
 
 
 def classes(

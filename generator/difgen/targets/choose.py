@@ -32,6 +32,7 @@ from difgen.operators import Operator
 from difgen.targets import cost as cost_model
 from difgen.targets.c import extension as c_code
 from difgen.targets.c import glue as c_glue
+from difgen.targets.c import ints as c_ints
 from difgen.targets.c import loops as c_loops
 from difgen.targets.numpy import printer as vector_code
 from difgen.targets.parts import Constants, Function, ModuleParts
@@ -148,6 +149,7 @@ def _print_compiled(
     native, doc, runtime = c_loops.c_loops_function(body, len(graph.eqns), pattern)
     points = c_loops.points_native(op, spec, ys, body) if spec.points else None
     wrappers, uses = c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec))
+    wrappers += c_ints.helpers(spec, body.sig.ints)
     compiled = dataclasses.replace(
         function.using(uses),
         native=native,

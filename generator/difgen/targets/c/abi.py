@@ -36,6 +36,7 @@ class Signature:
     sparse: list[bool]
     takes_out: bool  # a dense last result written into out=
     csr_out: bool  # a sparse last result written into a CSR out='s data
+    ints: frozenset[str] = frozenset()  # int64 arguments read as doubles (c.ints)
 
     @property
     def out(self) -> str | None:
@@ -52,8 +53,14 @@ class Signature:
 
 
 def signature(
-    op: Operator, spec: ModuleSpec, ys: tuple[int, ...], graph: Graph
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    graph: Graph,
+    ints: tuple[int, ...] = (),
 ) -> Signature:
+    """The glue's view of ``op``; ``ints`` are the positions of the int64
+    arguments the graph reads as doubles (:func:`difgen.targets.c.ints.as_doubles`)."""
     xs, batch = tuple(spec.input.shape), spec.batch
     args = [(naming.INPUT, xs)]
     args += [(s, tuple(seed_shape(s, xs, ys, batch))) for s in op.seeds]
@@ -67,6 +74,7 @@ def signature(
         sparse,
         op.takes_out and dense_last != () and not sparse[-1],
         sparse_out(op, spec),
+        frozenset(args[i][0] for i in ints),
     )
 
 
@@ -83,12 +91,15 @@ def argument_lines(sig: Signature, use: Used) -> list[str]:
     lines = parse_lines(sig.op.name, sig.names, len(sig.args), use, declare, arrays)
     for i, (name, shape) in enumerate(sig.args):
         argv = f"{PREFIX}argv[{i}]"
+        ints = name in sig.ints
         if not shape:
-            lines += convert_lines(argv, name, (), name, use, function=sig.op.name)
+            lines += convert_lines(
+                argv, name, (), name, use, function=sig.op.name, ints=ints
+            )
             continue
         a = f"{PREFIX}a_{name}"
         lines += convert_lines(
-            argv, name, shape, a, use, declared=False, function=sig.op.name
+            argv, name, shape, a, use, declared=False, function=sig.op.name, ints=ints
         )
         lines.append(
             f"const double *{PREFIX}p_{name} = (const double *)PyArray_DATA({a});"

@@ -65,6 +65,7 @@ def convert_lines(
     cast: str = "",
     initial: str | None = None,
     function: str = "",
+    ints: bool = False,
 ) -> list[str]:
     """Convert the call's argument ``argv`` (parameter ``name``) and check it.
 
@@ -75,18 +76,22 @@ def convert_lines(
     caller declared it). Either jumps to ``dg_fail`` when the argument is
     refused (the Python exception set), with an error naming ``function`` (the
     operator) and ``name`` as the Python operator's does. The runtime calls are
-    recorded in ``use``."""
+    recorded in ``use``. With ``ints`` the argument is an int64 one that the
+    operator only casts to float64 (:mod:`difgen.targets.c.ints`): checked as
+    int64 data, converted to doubles all the same."""
     said = c_label(function, name)
     if not shape:
         start = f" = {initial}" if initial is not None else ""
+        convert = use("int_scalar" if ints else "scalar")
         return [
             f"double {into}{start};",
-            f"if ({use('scalar')}({argv}, {said}, &{into}) < 0) goto {PREFIX}fail;",
+            f"if ({convert}({argv}, {said}, &{into}) < 0) goto {PREFIX}fail;",
         ]
     table = f"{PREFIX}dims_{name}"
+    convert = use("ints" if ints else "array")
     target = f"PyArrayObject *{into}" if declared else into
     return [
         f"static const npy_intp {table}[] = {dims(shape)};",
-        f"{target} = {cast}{use('array')}({argv}, {said}, {len(shape)}, {table});",
+        f"{target} = {cast}{convert}({argv}, {said}, {len(shape)}, {table});",
         f"if ({into} == NULL) goto {PREFIX}fail;",
     ]

@@ -82,6 +82,7 @@ from difgen.core.ir import Graph
 from difgen.operators import Operator
 from difgen.targets.c import abi
 from difgen.targets.c import extension as c_code
+from difgen.targets.c import ints as c_ints
 from difgen.targets.c import points as c_points
 from difgen.targets.c.abi import STACK_DOUBLES, Signature
 from difgen.targets.c.demand import (
@@ -199,8 +200,11 @@ def loop_body(
 ) -> LoopBody:
     """Compile ``op``'s graph to loops once (see :class:`LoopBody`).
 
-    :class:`NoLoopForm` when the graph uses a primitive without a loop form."""
-    sig = abi.signature(op, spec, ys, graph)
+    :class:`NoLoopForm` when the graph uses a primitive without a loop form.
+    int64 arguments that the graph only casts to float64 are read as doubles
+    (:mod:`difgen.targets.c.ints`); any other int64 argument has no loop form."""
+    graph, ints = c_ints.as_doubles(graph)
+    sig = abi.signature(op, spec, ys, graph, ints)
     results = abi.result_stores(graph, sig.shapes)
     program = Planner(graph).program(results)
     inputs = [(f"{PREFIX}p_{n}" if s else n, s) for n, s in sig.args]
@@ -290,7 +294,7 @@ def points_native(
             runtime=body.runtime,
         )
 
-    printed = c_points.points_function(op, spec, ys, make_body)
+    printed = c_points.points_function(op, spec, ys, make_body, body.sig.ints)
     return printed.source, printed.doc, printed.runtime
 
 

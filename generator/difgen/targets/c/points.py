@@ -52,6 +52,8 @@ class PointsArgument:
     name: str
     shape: tuple[int, ...]
     per_point: bool
+    ints: bool = False
+    """int64 data that the operator reads as doubles (:mod:`difgen.targets.c.ints`)."""
 
     @property
     def size(self) -> int:
@@ -60,16 +62,23 @@ class PointsArgument:
 
 
 def arguments(
-    op: Operator, spec: ModuleSpec, ys: tuple[int, ...]
+    op: Operator,
+    spec: ModuleSpec,
+    ys: tuple[int, ...],
+    ints: frozenset[str] = frozenset(),
 ) -> list[PointsArgument]:
     """The points variant's parameters in signature order (that of the one-point
-    operator): ``x``, the seeds, the contexts."""
+    operator): ``x``, the seeds, the contexts (those named in ``ints`` int64 data
+    read as doubles)."""
     xs, batch = tuple(spec.input.shape), spec.batch
     args = [PointsArgument(naming.INPUT, xs, spec.input.per_point)]
     args += [
         PointsArgument(s, tuple(seed_shape(s, xs, ys, batch)), True) for s in op.seeds
     ]
-    args += [PointsArgument(c.name, tuple(c.shape), c.per_point) for c in spec.contexts]
+    args += [
+        PointsArgument(c.name, tuple(c.shape), c.per_point, c.name in ints)
+        for c in spec.contexts
+    ]
     return args
 
 
@@ -88,7 +97,20 @@ def _check_lines(function: str, args: list[PointsArgument], use: Used) -> list[s
     for arg in order:
         j = args.index(arg)
         argv, slot = f"{PREFIX}argv[{j}]", f"{PREFIX}in[{j}]"
-        if arg.per_point:
+        if arg.per_point and arg.ints:
+            count = "-1" if j == first else f"{PREFIX}k"
+            lines += [
+                f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
+                (
+                    f"{slot} = (PyObject *){use('int_points')}({argv}, "
+                    f"{c_label(function, arg.name)}, {len(arg.shape)}, "
+                    f'{PREFIX}dims_{arg.name}, {count}, "{order[0].name}");'
+                ),
+                f"if ({slot} == NULL) goto {PREFIX}fail;",
+            ]
+            if j == first:
+                lines.append(f"{PREFIX}k = PyArray_DIM((PyArrayObject *){slot}, 0);")
+        elif arg.per_point:
             count = "-1" if j == first else f"{PREFIX}k"
             lines += [
                 f"static const npy_intp {PREFIX}dims_{arg.name}[] = {dims(arg.shape)};",
@@ -104,7 +126,14 @@ def _check_lines(function: str, args: list[PointsArgument], use: Used) -> list[s
         elif arg.shape == ():
             into = f"{PREFIX}s_{arg.name}"
             lines += convert_lines(
-                argv, arg.name, (), into, use, initial="0.0", function=function
+                argv,
+                arg.name,
+                (),
+                into,
+                use,
+                initial="0.0",
+                function=function,
+                ints=arg.ints,
             )
         else:
             lines += convert_lines(
@@ -116,6 +145,7 @@ def _check_lines(function: str, args: list[PointsArgument], use: Used) -> list[s
                 declared=False,
                 cast="(PyObject *)",
                 function=function,
+                ints=arg.ints,
             )
     return lines
 
@@ -226,6 +256,7 @@ def points_function(
     spec: ModuleSpec,
     ys: tuple[int, ...],
     make_body: Callable[[list[PointsArgument], list[tuple[int, ...]]], PointsBody],
+    ints: frozenset[str] = frozenset(),
 ) -> PointsSource:
     """``<op>_points`` as one C loop over the points around ``make_body``'s code.
 
@@ -236,7 +267,7 @@ def points_function(
     on every path. ``make_body`` is given the arguments and the one-point result
     shapes.
     """
-    args = arguments(op, spec, ys)
+    args = arguments(op, spec, ys, ints)
     name = naming.points(op.name)
     xs, batch = tuple(spec.input.shape), spec.batch
     shapes = [tuple(result_shape(k, xs, ys, batch)) for k in op.results]
