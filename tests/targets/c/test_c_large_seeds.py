@@ -102,23 +102,30 @@ def test_c_refills_a_csr_out_in_place(built: BuiltConfig, name: str) -> None:
     assert np.allclose(target.data, expected.data, rtol=1e-13, atol=0.0)
 
 
-def test_stencil_tables_are_the_grid_s_at_most(built: BuiltConfig) -> None:
+def test_stencil_tables_do_not_grow_with_the_grid(built: BuiltConfig) -> None:
     """The 64 x 64 stencil's f and jacobian are computed at their own elements
-    (f's rolled neighbours and the jacobian's nonzeros, read from the state): no
-    table in either operator is longer than the grid's 4,096 points, the
-    jacobian's seed and the colors' 49,152 tangents have none, and the
-    jacobian's tables together are fewer than its nonzeros."""
+    (f's rolled neighbours and the jacobian's nonzeros, read from the state),
+    and every table of the grid's 4,096 points or more (where the nonzeros are
+    read and written, the CSR pattern the out= check compares with) is filled
+    at the first call from its block runs: the literals printed are the runs,
+    a small part of the tables, and the C file stays under 100 KB (a 537 KB
+    file of literals, 790 KB before the nonzeros were computed on demand)."""
     import re
 
     source = (built.directory / "out" / "stencil_c__c.c").read_text()
     assert source.count("elements only") == 2  # f and the jacobian
-    tables = re.findall(r"static const int (dg_\w+)\[(\d+)\]", source)
-    f_sizes = [int(n) for name, n in tables if name.startswith("dg_f_")]
-    assert f_sizes and max(f_sizes) <= 64 * 64, f_sizes
-    jac_sizes = sorted(int(n) for name, n in tables if name.startswith("dg_jacobian_"))
-    assert jac_sizes and max(jac_sizes) <= 64 * 64, jac_sizes
-    nonzeros = 12 * 64 * 64
-    assert sum(jac_sizes) < nonzeros, jac_sizes
+    literals = re.findall(r"static const \w+ (dg_\w+)\[(\d+)\] = ", source)
+    filled = re.findall(r"static (npy_int\d+) (dg_\w+)\[(\d+)\];", source)
+    assert {name for _, name, _ in filled} >= {
+        "dg_jacobian_pattern_indices",
+        "dg_jacobian_pattern_indptr",
+    }
+    assert all(int(n) >= 4096 for _, _, n in filled), filled
+    assert all(int(n) < 4096 for _, n in literals), literals
+    runs = sum(int(n) for name, n in literals if name.endswith("_runs"))
+    assert runs < 12 * 64 * 64 // 8, runs  # 8 entries per number printed, at least
+    assert len(source) < 100_000
+    assert "dg_jacobian_fill_tables();" in source
 
 
 @pytest.mark.parametrize("name", list(MODULES))
