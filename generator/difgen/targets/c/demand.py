@@ -189,6 +189,7 @@ class DemandAnalysis:
         self.constant_ids: dict[bytes, int] = {}
         self.constant_values: list[float] = []
         self.rows: dict[tuple[int, int, int], dict[bytes, int]] = {}
+        self.sorted_rows: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
         self.memo: dict[Var, np.ndarray] = {}
         self.leaves: dict[Var, int] = {}
         self.leaf_nodes: dict[Var, np.ndarray] = {}
@@ -268,6 +269,8 @@ class DemandAnalysis:
     def _interned(self, kind: int, arg: int, rows: np.ndarray) -> np.ndarray:
         """The nodes of ``kind`` (E or S) with ``arg`` and each row of children."""
         width = rows.shape[1]
+        if width <= 2:  # node ids are below 2 ** 31 (the budget): one int64 key
+            return self._interned_by_key(kind, arg, rows)
         distinct, inverse = _unique_rows(rows)
         table = self.rows.setdefault((kind, arg, width), {})
         packed = np.ascontiguousarray(distinct).view(np.dtype((np.void, 8 * width)))
@@ -275,29 +278,56 @@ class DemandAnalysis:
         ids = np.array([table.get(k, -1) for k in keys], dtype=np.int64)
         fresh = np.flatnonzero(ids < 0)
         if fresh.size:
-            made = distinct[fresh]
-            shapes = []
-            for column in (self.shape_special, self.shape_plain):
-                child_shapes = column.view()[made]
-                unique, back = _unique_rows(child_shapes)
-                head: tuple[Any, ...] = ("e", arg) if kind == E else ("s",)
-                sid = np.array(
-                    [self._shape((*head, tuple(u))) for u in unique.tolist()],
-                    dtype=np.int64,
-                )
-                shapes.append(sid[back.reshape(-1)])
-            new = self._new(
-                kind,
-                np.full(fresh.size, arg, dtype=np.int64),
-                np.full(fresh.size, -1, dtype=np.int64),
-                shapes[0],
-                shapes[1],
-                made,
-            )
-            ids[fresh] = new
+            ids[fresh] = new = self._made(kind, arg, distinct[fresh])
             for k, node in zip(fresh.tolist(), new.tolist()):
                 table[keys[k]] = node
         return ids[inverse.reshape(-1)]
+
+    def _interned_by_key(self, kind: int, arg: int, rows: np.ndarray) -> np.ndarray:
+        """:meth:`_interned` for rows of one or two children: each row one
+        int64 key, looked up in the sorted keys of the nodes made before."""
+        key = rows[:, 0] if rows.shape[1] == 1 else (rows[:, 0] << 31) | rows[:, 1]
+        keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        ids = np.full(len(keys), -1, dtype=np.int64)
+        known = self.sorted_rows.get((kind, arg, rows.shape[1]))
+        if known is not None and len(known[0]):
+            at = np.minimum(np.searchsorted(known[0], keys), len(known[0]) - 1)
+            hit = known[0][at] == keys
+            ids[hit] = known[1][at[hit]]
+        fresh = np.flatnonzero(ids < 0)
+        if fresh.size:
+            ids[fresh] = new = self._made(kind, arg, rows[first[fresh]])
+            if known is None:
+                all_keys, all_ids = keys[fresh], new
+            else:
+                all_keys = np.concatenate([known[0], keys[fresh]])
+                all_ids = np.concatenate([known[1], new])
+                order = np.argsort(all_keys, kind="stable")
+                all_keys, all_ids = all_keys[order], all_ids[order]
+            self.sorted_rows[(kind, arg, rows.shape[1])] = (all_keys, all_ids)
+        return ids[inverse.reshape(-1)]
+
+    def _made(self, kind: int, arg: int, made: np.ndarray) -> np.ndarray:
+        """New nodes of ``kind`` with ``arg`` and the children rows ``made``,
+        with their expression shapes."""
+        shapes = []
+        for column in (self.shape_special, self.shape_plain):
+            unique, back = _unique_rows(column.view()[made])
+            head: tuple[Any, ...] = ("e", arg) if kind == E else ("s",)
+            sid = np.array(
+                [self._shape((*head, tuple(u))) for u in unique.tolist()],
+                dtype=np.int64,
+            )
+            shapes.append(sid[back.reshape(-1)])
+        n = len(made)
+        return self._new(
+            kind,
+            np.full(n, arg, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64),
+            shapes[0],
+            shapes[1],
+            made,
+        )
 
     def _is_constant(self, ids: np.ndarray) -> np.ndarray:
         return self.kind.view()[ids] == C
@@ -690,7 +720,7 @@ def _analysed(
 ) -> tuple[DemandAnalysis, list[DemandGroup]] | None:
     """Every element of ``out`` analysed and grouped (constants 0, 1, -1 apart
     when that stays within :data:`PUSH_GROUPS` loops)."""
-    limit = PUSH_NODES + PUSH_NODES_PER_ELEMENT * out.size
+    limit = min(PUSH_NODES + PUSH_NODES_PER_ELEMENT * out.size, 2**31 - 1)
     analysis = DemandAnalysis(graph, consts, kept, limit)
     try:
         roots = analysis.node(out, np.arange(out.size, dtype=np.int64))
