@@ -144,3 +144,35 @@ def test_the_seed_is_folded_into_the_nonzeros(built: BuiltConfig, name: str) -> 
         assert np.allclose(
             module.jacobian(x).data, python.jacobian(x).data, rtol=1e-13, atol=0.0
         )
+
+
+@pytest.fixture(scope="module")
+def loops_only(tmp_path_factory: pytest.TempPathFactory) -> BuiltConfig:
+    """The stencil built with the demand analysis declining every result: the
+    jacobian is the colors' compressed product over the grid, then gathered."""
+    from difgen.targets.c import plan
+
+    directory = tmp_path_factory.mktemp("large_seeds_loops")
+    shutil.copy(SUPPORT / "compact_table_functions.py", directory)
+    config = _config().split("\n[[module]]")
+    kept = [config[0]] + [c for c in config[1:] if 'name = "stencil' in c]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plan, "demand_of", lambda *args: None)
+        return BuiltConfig(directory, "\n[[module]]".join(kept))
+
+
+def test_without_the_demand_the_seed_is_computed_at_the_first_call_only(
+    loops_only: BuiltConfig,
+) -> None:
+    """Where the analysis declines, the seed and its stencil (they read no
+    argument) are static arrays written at the first call, and calls at other
+    points (before and after) still give their own values."""
+    source = (loops_only.directory / "out" / "stencil_c__c.c").read_text()
+    assert "if (!dg_ready) { /* reads no argument: computed once */" in source
+    assert "elements only" not in source
+    module, python = loops_only.get("stencil_c"), loops_only.get("stencil")
+    for seed in (7, 8, 7):
+        x = _point("stencil", seed)
+        assert np.allclose(
+            module.jacobian(x).data, python.jacobian(x).data, rtol=1e-13, atol=0.0
+        )

@@ -350,9 +350,9 @@ class DemandAnalysis:
         if isinstance(atom, Lit) or self.folded(atom):
             value = atom.value if isinstance(atom, Lit) else self.consts[atom]
             flat = np.asarray(value, dtype=np.float64).reshape(-1)
-            return self._constants(
-                flat[positions] if flat.size > 1 else flat[[0] * len(positions)]
-            )
+            if flat.size == 1:  # one node for every position
+                return np.full(len(positions), self._constants(flat)[0])
+            return self._constants(flat[positions])
         memo = self.memo.get(atom)
         if memo is None:
             memo = self.memo[atom] = np.full(atom.size, -1, dtype=np.int64)
