@@ -13,7 +13,9 @@ values against an independent reference:
   ``sparse = true`` jacobian, NumPy and compiled C; the reference and the peer is a
   hand-written NumPy fill of the CSR data of the same pattern (four state-dependent
   diagonals over a copy of the constant coupling), the C extension filling its CSR
-  result in place (``out=``);
+  result in place (``out=``); at N = 16, 32 and 48 the C row is also timed against
+  CasADi's generated C of the same jacobian filling the same CSR data in place (a
+  missing CasADi is a failed bar);
 - ``arrowhead``: ``sum(x[0] * x[1:]**2) + sum(x**4)``, ``sparse = true`` Hessian; the
   number of colors the build used is recorded (the coloring is observed in the
   build process), the reference is the Hessian written by hand;
@@ -114,13 +116,26 @@ class Build:
         ]
 
 
+CASADI_GRIDS = (16, 32, 48)
+"""Brusselator grids whose C jacobian is also timed against CasADi's generated C
+(filling the same CSR data in place); issue 24's bar is there."""
+
+CASADI_COMPILE_SECONDS = 900
+"""How long gcc may take on CasADi's C here (one large function per jacobian:
+at N = 32 it took over 120 s on a loaded machine); run with a ``--limit`` above
+it."""
+
+
 def builds(quick: bool) -> list[Build]:
-    """The table's rows, family by family, in increasing size."""
+    """The table's rows, family by family, in increasing size (the C rows also
+    at the CasADi grids)."""
     grids = [16, 32, 64] if quick else [16, 32, 64, 128, 256]
+    c_grids = sorted(set(grids) | set(CASADI_GRIDS))
     arrows = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     steps = [10, 100, 1_000] if quick else [10, 100, 1_000, 10_000, 100_000]
     return (
-        [Build("brusselator", n, emit) for emit in ("vector", "c") for n in grids]
+        [Build("brusselator", n, "vector") for n in grids]
+        + [Build("brusselator", n, "c") for n in c_grids]
         + [Build("arrowhead", n, "vector") for n in arrows]
         + [Build("euler", n, emit) for emit in ("vector", "c") for n in steps]
     )
@@ -186,6 +201,34 @@ def brusselator_csr(n: int) -> tuple[Callable[[np.ndarray, np.ndarray], None], A
 
     csr = sparse.csr_array((base.copy(), indices, indptr), shape=(2 * m, 2 * m))
     return fill, csr
+
+
+def brusselator_casadi(n: int, x: np.ndarray) -> tuple[Any, Any] | str:
+    """CasADi's generated C of the N x N Brusselator's jacobian (SX graph of the
+    same function, ``ca.jacobian``, C from its code generator compiled as
+    ``benchmarks.peers`` compiles it): ``(fill, csr)`` where ``fill(x)`` writes
+    the jacobian's nonzeros into ``csr.data`` in place, or why there is none."""
+    from benchmarks import peers
+    from benchmarks.cases import Case
+
+    ca = peers.load("casadi")
+    if ca is None:
+        return "CasADi not installed"
+    namespace: dict[str, Any] = {}
+    exec(FUNCTIONS, namespace)  # noqa: S102 (the benchmark's own functions)
+    fn = peers.rebind(namespace["brusselator"], peers._casadi_numpy(ca))
+    sym, elements = peers._sx_vector(ca, "x", x)
+    y = ca.vertcat(*np.ravel(np.asarray(fn(elements, n), dtype=object)))
+    F = ca.Function("op", [sym], [ca.jacobian(y, sym)])
+    case = Case(f"brusselator_{n}", "brusselator", "jacobian", fn, fn, x)
+    peers.CASADI_COMPILE_LIMIT = max(peers.CASADI_COMPILE_LIMIT, CASADI_COMPILE_SECONDS)
+    try:
+        built = peers.casadi_extension(case, F, ca, sparse_out=True)
+    except subprocess.TimeoutExpired:
+        limit = peers.CASADI_COMPILE_LIMIT
+        return f"gcc did not finish compiling CasADi's C in {limit} s"
+    op, csr = built.op, built.csr
+    return (lambda s: op(s, csr)), csr
 
 
 def arrowhead_hessian(x: np.ndarray) -> np.ndarray:
@@ -257,11 +300,17 @@ def worker(directory: Path, build: Build) -> dict[str, Any]:
         if hasattr(graphs, name):
             setattr(graphs, name, observed(getattr(graphs, name)))
 
-    wall = time.perf_counter()
+    def cpu() -> float:  # this process's and its children's (the compiler's)
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    wall, spent = time.perf_counter(), cpu()
     difgen.build(directory / "difgen.toml", compile=build.emit == "c")
-    wall = time.perf_counter() - wall
+    wall, spent = time.perf_counter() - wall, cpu() - spent
     out = directory / "out"
     written = sum(p.stat().st_size for p in out.iterdir() if p.suffix in (".py", ".c"))
+    c_source = sum(p.stat().st_size for p in out.iterdir() if p.suffix == ".c")
     spec = importlib.util.spec_from_file_location("m", out / "m.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -270,6 +319,8 @@ def worker(directory: Path, build: Build) -> dict[str, Any]:
     x = point(build)
     result: dict[str, Any] = {
         "build_s": wall,
+        "build_cpu_s": spent,
+        "c_bytes": c_source,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "bytes": written,
         "colors": max(colors) if colors else None,
@@ -296,6 +347,19 @@ def worker(directory: Path, build: Build) -> dict[str, Any]:
         data = csr.data
         result["peer_s"] = best_seconds(lambda: fill(x, data))
         result["peer"] = "hand-written NumPy CSR fill"
+        if build.emit == "c" and build.size in CASADI_GRIDS:
+            found = brusselator_casadi(build.size, x)
+            if isinstance(found, str):
+                result["casadi"] = found
+            else:
+                casadi_fill, casadi_csr = found
+                casadi_fill(x)
+                same = same and bool(
+                    np.array_equal(casadi_csr.indices, csr.indices)
+                    and np.array_equal(casadi_csr.indptr, csr.indptr)
+                    and np.allclose(casadi_csr.data, got.data, rtol=1e-13, atol=0.0)
+                )
+                result["casadi_s"] = best_seconds(lambda: casadi_fill(x))
     elif build.family == "arrowhead":
         got = op(x)
         if build.size <= 10_000:
@@ -415,6 +479,24 @@ def bars(rows: list[tuple[Build, dict[str, Any]]]) -> list[tuple[str, str, str]]
             r["bytes"] < 2**20,
             f"{r['bytes'] / 1024:.0f} KB",
         )
+    r = _row(rows, "brusselator", big, "c")
+    if r is not None and "error" not in r:
+        judge(
+            f"brusselator {big} (C): build < 30 s",
+            r["build_s"] < 30,
+            f"{r['build_s']:.1f} s ({r.get('build_cpu_s', 0.0):.1f} s of CPU)",
+        )
+        judge(
+            f"brusselator {big} (C): peak < 4 GB",
+            r["peak_mb"] < 4096,
+            f"{r['peak_mb']:.0f} MB",
+        )
+        if "c_bytes" in r:
+            judge(
+                f"brusselator {big} (C): C source < 1 MB",
+                r["c_bytes"] < 2**20,
+                f"{r['c_bytes'] / 1024:.0f} KB",
+            )
     for b, r in rows:
         if b.family == "brusselator" and b.emit == "c" and not r.get("in_c", True):
             judge(f"brusselator {b.size} jacobian runs in C", False, "kept in Python")
@@ -425,6 +507,13 @@ def bars(rows: list[tuple[Build, dict[str, Any]]]) -> list[tuple[str, str, str]]
                 ratio <= 1.5,
                 f"{ratio:.2f}x",
             )
+        if b.family == "brusselator" and b.emit == "c" and b.size in CASADI_GRIDS:
+            what = f"brusselator {b.size} jacobian (C, in place) <= 1.0x CasADi's C"
+            if "casadi_s" in r and "eval_s" in r:
+                ratio = r["eval_s"] / r["casadi_s"]
+                judge(what, ratio <= 1.0, f"{ratio:.2f}x")
+            else:  # a missing CasADi is a failed bar, never a hidden one
+                judge(what, False, r.get("casadi", r.get("error", "not measured")))
     sizes = sorted(b.size for b, _ in rows if b.family == "arrowhead")
     if sizes:
         r = _row(rows, "arrowhead", sizes[-1], "vector")
@@ -512,22 +601,24 @@ def table(
             "`python -m benchmarks.scale`: each row built in a fresh process limited to "
             f"{memory_gb:g} GB of address space (load average {load:.1f} at the start"
             f"{again}); "
-            "wall seconds of `difgen.build` (compiling included for C), the process's "
+            "wall and CPU seconds of `difgen.build` (compiling included for C, the "
+            "compiler's CPU too), the process's "
             "peak memory, the bytes written (module and C source), colors used by the "
             "sparse derivative, the best evaluation time of the operator and of the "
-            "peer, and whether the values match the reference."
+            "peer, CasADi's generated C filling the same CSR data in place (C rows at "
+            "the CasADi grids), and whether the values match the reference."
         ),
         "",
         (
-            "| family | size | emit | build s | peak MB | written KB | colors | eval µs "
-            "| peer µs | peer | correct |"
+            "| family | size | emit | build s | build CPU s | peak MB | written KB "
+            "| colors | eval µs | peer µs | peer | CasADi C µs | correct |"
         ),
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for b, r in rows:
         if "error" in r:
             lines.append(
-                f"| {b.family} | {b.size} | {b.emit} | | | | | | | | **{r['error']}** |"
+                f"| {b.family} | {b.size} | {b.emit} | | | | | | | | | | **{r['error']}** |"
             )
             continue
         emit = b.emit
@@ -535,10 +626,13 @@ def table(
             emit = "c (operator kept in Python)"
         lines.append(
             f"| {b.family} | {b.size} | {emit} | {r['build_s']:.2f} "
-            f"| {r['peak_mb']:.0f} | {r['bytes'] / 1024:.1f} | {_fmt(r['colors'], 'd')} "
+            f"| {_fmt(r.get('build_cpu_s'), '.2f')} | {r['peak_mb']:.0f} "
+            f"| {r['bytes'] / 1024:.1f} | {_fmt(r['colors'], 'd')} "
             f"| {_fmt(r.get('eval_s') and r['eval_s'] * 1e6, '.1f')} "
             f"| {_fmt(r.get('peer_s') and r['peer_s'] * 1e6, '.1f')} "
-            f"| {r.get('peer', '')} | {'yes' if r['correct'] else '**WRONG**'} |"
+            f"| {r.get('peer', '')} "
+            f"| {_fmt(r.get('casadi_s') and r['casadi_s'] * 1e6, '.1f')} "
+            f"| {'yes' if r['correct'] else '**WRONG**'} |"
         )
     found = bars(rows)
     lines += ["", "| bar | measured | result |", "|---|---|---|"]

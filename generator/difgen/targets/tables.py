@@ -106,10 +106,20 @@ def block_runs(values: np.ndarray) -> tuple[int, list[Run]] | None:
     >>> p, runs
     (2, [Run(first=(0, 1), shift=(0, 1), reps=4)])
     """
+    return block_runs_within(values, MAX_FORMULA)
+
+
+def block_runs_within(
+    values: np.ndarray, budget: int, max_period: int = MAX_PERIOD
+) -> tuple[int, list[Run]] | None:
+    """(period, runs) of ``values`` with the fewest numbers, at most ``budget``
+    (the C target decodes a table's runs once, and allows many more numbers
+    than a formula printed in Python), periods up to ``max_period``."""
     flat = np.asarray(values, dtype=np.int64).ravel()
     best: tuple[int, int, list[Run]] | None = None
-    for p in range(1, min(MAX_PERIOD, max(len(flat) // 2, 1)) + 1):
-        budget = MAX_FORMULA if best is None else best[0] - 1
+    limit = budget
+    for p in range(1, min(max_period, max(len(flat) // 2, 1)) + 1):
+        budget = limit if best is None else best[0] - 1
         runs = _runs_at(flat, p, budget)
         if runs is not None:
             best = (sum(r.numbers for r in runs), p, runs)

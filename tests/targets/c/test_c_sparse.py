@@ -355,12 +355,10 @@ def test_demand_analysis_groups_and_budgets() -> None:
     # weights 0 and 1 are literals of their own groups; 2.0 is the one other
     literals = {item[1] for g in demand.groups for item in g.skeleton if item[0] == "c"}
     assert {np.float64(v).tobytes() for v in (0.0, 1.0)} <= literals
-    budget = c_demand.PUSH_NODES  # the analysis reads its budget there
-    try:
-        c_demand.PUSH_NODES = 3
+    with pytest.MonkeyPatch.context() as patch:  # the analysis reads its budget there
+        patch.setattr(c_demand, "PUSH_NODES", 3)
+        patch.setattr(c_demand, "PUSH_NODES_PER_ELEMENT", 0)
         assert c_loops.demand_of(graph, out, {}) is None
-    finally:
-        c_demand.PUSH_NODES = budget
 
 
 @pytest.mark.parametrize(

@@ -17,26 +17,70 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var
-from difgen.targets.c.moves import broadcast_positions, moves_of, structural
-from difgen.targets.c.program import Moves
+from difgen.core.primitive import Statements
+from difgen.targets.c.moves import (
+    broadcast_positions,
+    gathered_arrays,
+    moves_of,
+    structural,
+)
 
-PUSH_ELEMENTS = 4096
-"""Results of at most this many elements are considered for evaluation on demand:
-the analysis runs in Python per element, so this bounds its build time
-(``python -m benchmarks.calibration_c`` measures its time per element on a
-512-state Brusselator's sparse jacobian)."""
+PUSH_ELEMENTS = 1 << 22
+"""Results of at most this many elements are considered for evaluation on demand
+(a 256 x 256 Brusselator's sparse jacobian has 786,432): the analysis works on
+arrays of positions, one pass per equation, so its time and memory grow with
+the elements (``python -m benchmarks.calibration_c`` measures its time per
+element on a 512-state Brusselator's sparse jacobian)."""
 
 PUSH_NODES = 1 << 16
-"""Distinct (value, element) nodes the demand analysis may visit (build time)."""
+"""Distinct (value, element) nodes the demand analysis may visit, besides
+:data:`PUSH_NODES_PER_ELEMENT` per element of the result (build time)."""
+
+PUSH_NODES_PER_ELEMENT = 64
+"""Distinct nodes the demand analysis may visit per element of the result."""
+
+FOLD_ELEMENTS = 1 << 24
+"""Values of constants only up to this many elements are evaluated at build time
+by the analysis (:meth:`DemandAnalysis.folded`: 128 MB of float64)."""
 
 PUSH_GROUPS = 64
 """At most this many loops (element shapes) for one result computed on demand."""
+
+PUSH_TEMPLATE = 512
+"""Most nodes of one element's expression written out as a tree (its repeated
+operands repeated): past it the result is computed as usual."""
 
 SPECIAL_CONSTANTS = frozenset(np.float64(v).tobytes() for v in (0.0, 1.0, -1.0))
 """Constants whose value splits the elements into loops of their own: there the
 constant is a literal, and the C compiler drops ``x * 1.0`` (exact in IEEE) and
 multiplies by a literal ``0.0`` instead of loading a seed table (``x * 0.0`` is
 kept: it is NaN for a non-finite ``x``, as in NumPy)."""
+
+_SPECIAL = np.array([np.float64(v) for v in (0.0, 1.0, -1.0)]).view(np.int64)
+
+V, C, E, S = 0, 1, 2, 3
+"""The kinds of node: a value read from memory at a position, a constant, an
+elementwise equation of its children, a sum of moved terms."""
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)``, by one sort of int64
+    keys where the rows' columns pack into 63 bits (else NumPy's row sort)."""
+    if rows.shape[1] == 0 or len(rows) == 0:
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
+    low = rows.min(axis=0)
+    spans = rows.max(axis=0) - low
+    bits = [int(v).bit_length() for v in spans.tolist()]
+    if sum(bits) > 63:
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
+    key = np.zeros(len(rows), dtype=np.int64)
+    for c, width in enumerate(bits):
+        if width:
+            key = (key << width) | (rows[:, c] - low[c])
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return rows[first], inverse.reshape(-1)
 
 
 class TooLarge(Exception):
@@ -83,76 +127,320 @@ class Demand:
         return sum(g.operations for g in self.groups)
 
 
+class _Column:
+    """A growable int64 (or float64) array."""
+
+    def __init__(self, dtype: Any = np.int64, width: int = 0) -> None:
+        self.width = width
+        shape = (1024, width) if width else (1024,)
+        self.data = np.zeros(shape, dtype=dtype)
+        self.size = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        n = len(values)
+        while self.size + n > len(self.data):
+            grown = np.zeros(
+                (2 * len(self.data), *self.data.shape[1:]), self.data.dtype
+            )
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.data[self.size : self.size + n] = values
+        self.size += n
+
+    def view(self) -> np.ndarray:
+        return self.data[: self.size]
+
+
 class DemandAnalysis:
     """Each element of a result as an expression DAG over values in memory and
-    constants, built by following the equations backwards from that element
-    (docs/design.md, section 10). Nodes are interned, so an element's DAG shares
-    its repeated operands, and a value read by many elements is one node."""
+    constants, built by following the equations backwards from the result's
+    elements (docs/design.md, section 10), one equation at a time over arrays of
+    the positions read. Nodes are interned (a value's element, a constant, an
+    equation of the same children is one node), so an element's DAG shares its
+    repeated operands and a value read by many elements is one node. Each node
+    also gets the id of its expression shape (with the constants 0, 1 and -1
+    apart, and without), so that elements group by shape without a walk per
+    element; an equation of constants is folded (its ``impl``, as the planner
+    folds constants)."""
 
     def __init__(
-        self, graph: Graph, consts: dict[Var, np.ndarray], kept: frozenset[Var]
+        self,
+        graph: Graph,
+        consts: dict[Var, np.ndarray],
+        kept: frozenset[Var],
+        limit: int = PUSH_NODES,
     ) -> None:
-        self.consts = consts
+        self.consts = dict(consts)  # and the values folded here (:meth:`folded`)
         self.kept = kept  # values read from memory even where they could be pushed
+        self.limit = limit
+        self.unfoldable: set[Var] = set()
         self.producer = {e.out: e for e in graph.eqns}
         self.eqn_index = {id(e): i for i, e in enumerate(graph.eqns)}
-        self.nodes: list[tuple[Any, ...]] = []
-        self.interned: dict[tuple[Any, ...], int] = {}
-        self.memo: dict[tuple[Var, int], int] = {}
+        self.kind = _Column()
+        self.arg = _Column()  # leaf, constant or equation index
+        self.pos = _Column()  # position read (v nodes)
+        self.shape_special = _Column()
+        self.shape_plain = _Column()
+        self.children: dict[int, _Column] = {}  # per arity: (node, children) rows
+        self.child_row = _Column()  # row in children[arity] (-1: none)
+        self.arity = _Column()
+        self.shapes: list[tuple[Any, ...]] = []
+        self.shape_ids: dict[tuple[Any, ...], int] = {}
+        self.constant_ids: dict[bytes, int] = {}
+        self.constant_values: list[float] = []
+        self.rows: dict[tuple[int, int, int], dict[bytes, int]] = {}
+        self.sorted_rows: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.memo: dict[Var, np.ndarray] = {}
         self.leaves: dict[Var, int] = {}
-        self.moves: dict[int, Moves] = {}
-        self.pushable: dict[int, bool] = {}
-        self.any_constant: dict[int, bool] = {}
+        self.leaf_nodes: dict[Var, np.ndarray] = {}
+        self.moves: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.spread: dict[tuple[int, int], np.ndarray] = {}
+        self.order: dict[int, int] = {}  # leaves in the order first read
 
-    def _intern(self, node: tuple[Any, ...]) -> int:
-        found = self.interned.get(node)
+    # ------------------------------------------------------------- the nodes
+    @property
+    def size(self) -> int:
+        return self.kind.size
+
+    def _shape(self, key: tuple[Any, ...]) -> int:
+        found = self.shape_ids.get(key)
         if found is None:
-            if len(self.nodes) >= PUSH_NODES:
-                raise TooLarge
-            found = self.interned[node] = len(self.nodes)
-            self.nodes.append(node)
+            found = self.shape_ids[key] = len(self.shapes)
+            self.shapes.append(key)
         return found
 
-    def _constant(self, value: Any) -> int:
-        return self._intern(("c", np.float64(value).tobytes()))
+    def _new(
+        self,
+        kind: int,
+        arg: np.ndarray,
+        pos: np.ndarray,
+        special: np.ndarray,
+        plain: np.ndarray,
+        children: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Append nodes; their ids."""
+        n = len(arg)
+        if self.size + n > self.limit:
+            raise TooLarge
+        ids = np.arange(self.size, self.size + n, dtype=np.int64)
+        self.kind.extend(np.full(n, kind, dtype=np.int64))
+        self.arg.extend(arg)
+        self.pos.extend(pos)
+        self.shape_special.extend(special)
+        self.shape_plain.extend(plain)
+        if children is None:
+            self.child_row.extend(np.full(n, -1, dtype=np.int64))
+            self.arity.extend(np.zeros(n, dtype=np.int64))
+        else:
+            width = children.shape[1]
+            table = self.children.setdefault(width, _Column(width=width))
+            self.child_row.extend(np.arange(table.size, table.size + n))
+            self.arity.extend(np.full(n, width, dtype=np.int64))
+            table.extend(children)
+        return ids
 
+    def _constants(self, values: np.ndarray) -> np.ndarray:
+        """The nodes of float64 constants (interned by their bits)."""
+        bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
+        if len(bits) and bool((bits == bits[0]).all()):
+            distinct, inverse = bits[:1], np.zeros(len(bits), dtype=np.int64)
+        else:
+            distinct, inverse = np.unique(bits, return_inverse=True)
+        ids = np.empty(len(distinct), dtype=np.int64)
+        for k, b in enumerate(distinct.tolist()):
+            key = np.int64(b).tobytes()
+            found = self.constant_ids.get(key)
+            if found is None:
+                fixed = key if b in _SPECIAL else None
+                found = int(
+                    self._new(
+                        C,
+                        np.array([len(self.constant_values)]),
+                        np.array([-1]),
+                        np.array([self._shape(("c", fixed))]),
+                        np.array([self._shape(("c", None))]),
+                    )[0]
+                )
+                self.constant_ids[key] = found
+                self.constant_values.append(float(np.frombuffer(key, np.float64)[0]))
+            ids[k] = found
+        return ids[inverse.reshape(-1)]
+
+    def _interned(self, kind: int, arg: int, rows: np.ndarray) -> np.ndarray:
+        """The nodes of ``kind`` (E or S) with ``arg`` and each row of children."""
+        width = rows.shape[1]
+        if width <= 2:  # node ids are below 2 ** 31 (the budget): one int64 key
+            return self._interned_by_key(kind, arg, rows)
+        distinct, inverse = _unique_rows(rows)
+        table = self.rows.setdefault((kind, arg, width), {})
+        packed = np.ascontiguousarray(distinct).view(np.dtype((np.void, 8 * width)))
+        keys = [bytes(k) for k in packed.reshape(-1).tolist()]
+        ids = np.array([table.get(k, -1) for k in keys], dtype=np.int64)
+        fresh = np.flatnonzero(ids < 0)
+        if fresh.size:
+            ids[fresh] = new = self._made(kind, arg, distinct[fresh])
+            for k, node in zip(fresh.tolist(), new.tolist()):
+                table[keys[k]] = node
+        return ids[inverse.reshape(-1)]
+
+    def _interned_by_key(self, kind: int, arg: int, rows: np.ndarray) -> np.ndarray:
+        """:meth:`_interned` for rows of one or two children: each row one
+        int64 key, looked up in the sorted keys of the nodes made before."""
+        key = rows[:, 0] if rows.shape[1] == 1 else (rows[:, 0] << 31) | rows[:, 1]
+        keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        ids = np.full(len(keys), -1, dtype=np.int64)
+        known = self.sorted_rows.get((kind, arg, rows.shape[1]))
+        if known is not None and len(known[0]):
+            at = np.minimum(np.searchsorted(known[0], keys), len(known[0]) - 1)
+            hit = known[0][at] == keys
+            ids[hit] = known[1][at[hit]]
+        fresh = np.flatnonzero(ids < 0)
+        if fresh.size:
+            ids[fresh] = new = self._made(kind, arg, rows[first[fresh]])
+            if known is None:
+                all_keys, all_ids = keys[fresh], new
+            else:
+                all_keys = np.concatenate([known[0], keys[fresh]])
+                all_ids = np.concatenate([known[1], new])
+                order = np.argsort(all_keys, kind="stable")
+                all_keys, all_ids = all_keys[order], all_ids[order]
+            self.sorted_rows[(kind, arg, rows.shape[1])] = (all_keys, all_ids)
+        return ids[inverse.reshape(-1)]
+
+    def _made(self, kind: int, arg: int, made: np.ndarray) -> np.ndarray:
+        """New nodes of ``kind`` with ``arg`` and the children rows ``made``,
+        with their expression shapes."""
+        shapes = []
+        for column in (self.shape_special, self.shape_plain):
+            unique, back = _unique_rows(column.view()[made])
+            head: tuple[Any, ...] = ("e", arg) if kind == E else ("s",)
+            sid = np.array(
+                [self._shape((*head, tuple(u))) for u in unique.tolist()],
+                dtype=np.int64,
+            )
+            shapes.append(sid[back.reshape(-1)])
+        n = len(made)
+        return self._new(
+            kind,
+            np.full(n, arg, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64),
+            shapes[0],
+            shapes[1],
+            made,
+        )
+
+    def _is_constant(self, ids: np.ndarray) -> np.ndarray:
+        return self.kind.view()[ids] == C
+
+    def _values(self, ids: np.ndarray) -> np.ndarray:
+        """The float64 values of constant nodes."""
+        table = np.array(self.constant_values, dtype=np.float64)
+        return table[self.arg.view()[ids]]
+
+    # ------------------------------------------------------------- the walk
     def _pushable(self, eqn: Any) -> bool:
         """Elementwise float64/bool equations and structural moves."""
-        index = self.eqn_index[id(eqn)]
-        found = self.pushable.get(index)
-        if found is None:
-            found = not any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)) and (
-                bool(eqn.primitive.elementwise) or structural(eqn.primitive)
-            )
-            self.pushable[index] = found
-        return found
+        return not any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)) and (
+            bool(eqn.primitive.elementwise) or structural(eqn.primitive)
+        )
 
-    def node(self, atom: Any, position: int) -> int:
-        """The node of ``atom``'s flat element ``position``."""
-        if isinstance(atom, Lit):
-            value = atom.value
-            return self._constant(value.reshape(-1)[position if value.size > 1 else 0])
+    def node(self, atom: Any, positions: np.ndarray) -> np.ndarray:
+        """The nodes of ``atom``'s flat elements at ``positions``."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if isinstance(atom, Lit) or self.folded(atom):
+            value = atom.value if isinstance(atom, Lit) else self.consts[atom]
+            flat = np.asarray(value, dtype=np.float64).reshape(-1)
+            if flat.size == 1:  # one node for every position
+                return np.full(len(positions), self._constants(flat)[0])
+            return self._constants(flat[positions])
+        memo = self.memo.get(atom)
+        if memo is None:
+            memo = self.memo[atom] = np.full(atom.size, -1, dtype=np.int64)
+        ids = memo[positions]
+        missing = ids < 0
+        if missing.any():
+            mark = np.zeros(atom.size, dtype=bool)
+            mark[positions[missing]] = True
+            wanted = np.flatnonzero(mark)
+            memo[wanted] = self._computed(atom, wanted)
+            ids = memo[positions]
+        return ids
+
+    def folded(self, atom: Var) -> bool:
+        """Whether ``atom`` is a constant: one of the planner's, or a value of
+        constants only that the planner leaves to the loops as too large for a
+        table (a sparse jacobian's seed and what follows from it alone), here
+        evaluated by the primitives' ``impl`` as the planner folds constants
+        (up to :data:`FOLD_ELEMENTS` elements)."""
         if atom in self.consts:
-            return self._constant(self.consts[atom].reshape(-1)[position])
-        key = (atom, position)
-        found = self.memo.get(key)
-        if found is not None:
-            return found
+            return True
+        if atom in self.unfoldable:
+            return False
+        eqn = self.producer.get(atom)
+        if (
+            eqn is None
+            or atom.size > FOLD_ELEMENTS
+            or isinstance(eqn.primitive.numpy, Statements)
+            or not self._pushable(eqn)
+            or not all(isinstance(a, Lit) or self.folded(a) for a in eqn.inputs)
+        ):
+            self.unfoldable.add(atom)
+            return False
+        args = [a.value if isinstance(a, Lit) else self.consts[a] for a in eqn.inputs]
+        with np.errstate(all="ignore"):
+            value = np.asarray(eqn.primitive.impl(*args, **eqn.params.as_dict()))
+        if value.dtype.kind not in "fb" or value.shape != tuple(atom.shape):
+            self.unfoldable.add(atom)
+            return False
+        self.consts[atom] = value.astype(np.float64)
+        return True
+
+    def _computed(self, atom: Var, positions: np.ndarray) -> np.ndarray:
         eqn = self.producer.get(atom)
         if eqn is None or atom in self.kept or not self._pushable(eqn):
             leaf = self.leaves.setdefault(atom, len(self.leaves))
-            found = self._intern(("v", leaf, position))
-        elif eqn.primitive.elementwise:
-            children = tuple(
-                self.node(a, int(self._spread(eqn, slot)[position]))
-                for slot, a in enumerate(eqn.inputs)
+            n = len(positions)
+            sid = self._shape(("v", leaf))
+            return self._new(
+                V,
+                np.full(n, leaf, dtype=np.int64),
+                positions,
+                np.full(n, sid, dtype=np.int64),
+                np.full(n, sid, dtype=np.int64),
             )
-            found = self._intern(("e", self.eqn_index[id(eqn)], children))
-        else:
-            found = self._moved(eqn, position)
-        self.memo[key] = found
-        return found
+        if eqn.primitive.elementwise:
+            children = np.stack(
+                [
+                    self.node(a, self._spread(eqn, slot)[positions])
+                    for slot, a in enumerate(eqn.inputs)
+                ],
+                axis=1,
+            )
+            return self._elementwise(eqn, children)
+        return self._moved(eqn, positions)
+
+    def _elementwise(self, eqn: Any, children: np.ndarray) -> np.ndarray:
+        """Nodes of an elementwise equation; where every operand is a constant,
+        the constant it computes (float64 equations, by the primitive's
+        ``impl``)."""
+        ids = np.empty(len(children), dtype=np.int64)
+        folded = np.all(
+            self._is_constant(children.reshape(-1)).reshape(children.shape), axis=1
+        )
+        if not all(a.dtype == "float64" for a in (*eqn.inputs, eqn.out)):
+            folded[:] = False
+        if folded.any():
+            args = [self._values(children[folded, k]) for k in range(children.shape[1])]
+            with np.errstate(all="ignore"):
+                value = eqn.primitive.impl(*args, **eqn.params.as_dict())
+            value = np.broadcast_to(
+                np.asarray(value, dtype=np.float64), (int(folded.sum()),)
+            )
+            ids[folded] = self._constants(value)
+        rest = ~folded
+        if rest.any():
+            ids[rest] = self._interned(E, self.eqn_index[id(eqn)], children[rest])
+        return ids
 
     def _spread(self, eqn: Any, slot: int) -> np.ndarray:
         """Flat positions of input ``slot`` read at each flat output element."""
@@ -162,10 +450,10 @@ class DemandAnalysis:
             self.spread[key] = broadcast_positions(eqn.inputs[slot], shape).reshape(-1)
         return self.spread[key]
 
-    def _moved(self, eqn: Any, position: int) -> int:
-        """A structural element: the element it moves, or the sum of its terms
-        (after its constant) in the order the printer's loops add them
-        (``Printer._structural``)."""
+    def _moves(self, eqn: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A structural equation's moves as arrays: per flat output element its
+        constant, and its terms' slots and positions (slot -1: no term), one
+        column per term rank."""
         index = self.eqn_index[id(eqn)]
         if index not in self.moves:
             const = {
@@ -173,79 +461,198 @@ class DemandAnalysis:
                 for i, a in enumerate(eqn.inputs)
                 if isinstance(a, Lit) or a in self.consts
             }
-            self.moves[index] = moves_of(eqn, const)
-            self.any_constant[index] = bool(np.any(self.moves[index].constants))
-        moves = self.moves[index]
-        terms = moves.terms[position]
-        constant = moves.constants[position]
-        if eqn.out.shape == ():  # the printer's scalar form of a move
-            with_constant = bool(constant) or not terms
-        else:
-            with_constant = self.any_constant[index] or not terms
-        parts = [self._constant(constant)] if with_constant else []
-        parts += [self.node(eqn.inputs[slot], i) for slot, i in terms]
-        if len(parts) == 1:
-            return parts[0]
-        return self._intern(("s", tuple(parts)))
+            found = None if const else gathered_arrays(eqn)
+            if found is not None:
+                slots, where = found
+                self.moves[index] = (
+                    np.zeros(len(slots)),
+                    slots[:, None],
+                    where[:, None],
+                )
+            else:
+                moves = moves_of(eqn, const)
+                rank = max((len(t) for t in moves.terms), default=0)
+                slots = np.full((len(moves.terms), max(rank, 1)), -1, dtype=np.int64)
+                where = np.zeros_like(slots)
+                for o, terms in enumerate(moves.terms):
+                    for r, (slot, i) in enumerate(terms):
+                        slots[o, r] = slot
+                        where[o, r] = i
+                self.moves[index] = (
+                    np.asarray(moves.constants, np.float64),
+                    slots,
+                    where,
+                )
+        return self.moves[index]
 
-    def shape_of(self, root: int, special: bool) -> tuple[tuple[Any, ...], list[Any]]:
-        """An element's skeleton (its DAG with positions and per-element constants
-        taken out) and what was taken out, in the skeleton's order."""
+    def _moved(self, eqn: Any, positions: np.ndarray) -> np.ndarray:
+        """Structural elements: each the element it moves, or the sum of its
+        terms (after its constant) in the order the printer's loops add them
+        (``Printer._structural``)."""
+        constants, slots, where = self._moves(eqn)
+        constant = constants[positions]
+        slot = slots[positions]
+        at = where[positions]
+        count = (slot >= 0).sum(axis=1)
+        if eqn.out.shape == ():  # the printer's scalar form of a move
+            with_constant = (constant != 0) | (count == 0)
+        else:
+            with_constant = np.full(len(positions), bool(np.any(constants))) | (
+                count == 0
+            )
+        pattern = np.concatenate(
+            [with_constant[:, None].astype(np.int64), slot], axis=1
+        )
+        kinds, which = _unique_rows(pattern)
+        ids = np.empty(len(positions), dtype=np.int64)
+        for k, row in enumerate(kinds.tolist()):
+            chosen = np.flatnonzero(which == k)
+            parts = []
+            if row[0]:
+                parts.append(self._constants(constant[chosen]))
+            for r, s in enumerate(row[1:]):
+                if s >= 0:
+                    parts.append(self.node(eqn.inputs[s], at[chosen, r]))
+            if len(parts) == 1:
+                ids[chosen] = parts[0]
+                continue
+            children = np.stack(parts, axis=1)
+            folded = np.all(
+                self._is_constant(children.reshape(-1)).reshape(children.shape), axis=1
+            )
+            got = np.empty(len(chosen), dtype=np.int64)
+            if folded.any():  # constants added in the loops' order
+                total = self._values(children[folded, 0])
+                for c in range(1, children.shape[1]):
+                    total = total + self._values(children[folded, c])
+                got[folded] = self._constants(total)
+            if (~folded).any():
+                got[~folded] = self._interned(S, 0, children[~folded])
+            ids[chosen] = got
+        return ids
+
+    def distinct(self, var: Var) -> int:
+        """Distinct elements of ``var`` the walk reached."""
+        memo = self.memo.get(var)
+        return 0 if memo is None else int((memo >= 0).sum())
+
+    # ------------------------------------------------------------- the groups
+    def template(self, sid: int) -> list[tuple[int, list[int]]]:
+        """Shape ``sid`` as a tree in evaluation order (children first, in
+        order; a repeated operand repeated): per node its shape and its
+        children's places."""
+        out: list[tuple[int, list[int]]] = []
+
+        def visit(s: int) -> int:
+            key = self.shapes[s]
+            kids = (
+                list(key[2]) if key[0] == "e" else list(key[1]) if key[0] == "s" else []
+            )
+            places = [visit(k) for k in kids]
+            if len(out) >= PUSH_TEMPLATE:
+                raise TooLarge
+            out.append((s, places))
+            return len(out) - 1
+
+        visit(sid)
+        return out
+
+    def child_ids(self, ids: np.ndarray, slot: int) -> np.ndarray:
+        """The ``slot``-th children of nodes ``ids`` (all of one arity)."""
+        width = int(self.arity.view()[ids[0]])
+        return self.children[width].view()[self.child_row.view()[ids], slot]
+
+    def groups(self, roots: np.ndarray, special: bool) -> list[tuple[Any, ...]] | None:
+        """The result's elements grouped by expression shape and by which of
+        their operands are one node: per group its skeleton (leaves by this
+        analysis's numbering), its elements (in order) and what each skeleton
+        node reads. None past :data:`PUSH_GROUPS`."""
+        shape = (self.shape_special if special else self.shape_plain).view()
+        classes, which = np.unique(shape[roots], return_inverse=True)
+        which = which.reshape(-1)
+        if len(classes) > PUSH_GROUPS:
+            return None
+        found: list[tuple[Any, ...]] = []
+        for k, sid in enumerate(classes.tolist()):
+            members = np.flatnonzero(which == k)
+            tree = self.template(sid)
+            ids = np.empty((len(members), len(tree)), dtype=np.int64)
+            ids[:, -1] = roots[members]
+            for t in range(len(tree) - 1, -1, -1):
+                for slot, c in enumerate(tree[t][1]):
+                    ids[:, c] = self.child_ids(ids[:, t], slot)
+            same = np.tile(np.arange(len(tree), dtype=np.int64), (len(members), 1))
+            earlier: dict[int, list[int]] = {}
+            for t, (s, _) in enumerate(tree):
+                for u in earlier.get(s, []):
+                    hit = (ids[:, u] == ids[:, t]) & (same[:, t] == t)
+                    same[hit, t] = u
+                earlier.setdefault(s, []).append(t)
+            patterns, inverse = _unique_rows(same)
+            if len(found) + len(patterns) > PUSH_GROUPS:
+                return None
+            for p, pattern in enumerate(patterns.tolist()):
+                chosen = np.flatnonzero(inverse == p)
+                found.append(
+                    self._skeleton(tree, pattern, ids[chosen], members[chosen])
+                )
+        found.sort(key=lambda g: int(g[1][0]))
+        return found
+
+    def _skeleton(
+        self,
+        tree: list[tuple[int, list[int]]],
+        pattern: list[int],
+        ids: np.ndarray,
+        targets: np.ndarray,
+    ) -> tuple[Any, ...]:
         local: dict[int, int] = {}
         skeleton: list[Any] = []
-        payload: list[Any] = []
-        stack: list[tuple[int, bool]] = [(root, False)]
-        while stack:
-            n, expanded = stack.pop()
-            if n in local:
+        reads: dict[int, np.ndarray] = {}
+        for t, (s, places) in enumerate(tree):
+            if pattern[t] != t:
+                local[t] = local[pattern[t]]
                 continue
-            node = self.nodes[n]
-            kids = node[2] if node[0] == "e" else node[1] if node[0] == "s" else ()
-            if not expanded and kids:
-                stack.append((n, True))
-                stack.extend((k, False) for k in reversed(kids) if k not in local)
-                continue
-            if node[0] == "v":
-                skeleton.append(("v", node[1]))
-                payload.append(node[2])
-            elif node[0] == "c":
-                value = node[1]
-                fixed = special and value in SPECIAL_CONSTANTS
-                skeleton.append(("c", value if fixed else None))
-                payload.append(None if fixed else value)
-            elif node[0] == "e":
-                skeleton.append(("e", node[1], tuple(local[k] for k in kids)))
-                payload.append(None)
+            key = self.shapes[s]
+            k = len(skeleton)
+            if key[0] == "v":
+                skeleton.append(("v", key[1]))
+                reads[k] = self.pos.view()[ids[:, t]]
+            elif key[0] == "c":
+                skeleton.append(("c", key[1]))
+                if key[1] is None:
+                    reads[k] = self._values(ids[:, t])
+            elif key[0] == "e":
+                skeleton.append(("e", key[1], tuple(local[c] for c in places)))
             else:
-                skeleton.append(("s", tuple(local[k] for k in kids)))
-                payload.append(None)
-            local[n] = len(skeleton) - 1
-        return tuple(skeleton), payload
+                skeleton.append(("s", tuple(local[c] for c in places)))
+            local[t] = k
+        return tuple(skeleton), targets, reads
 
 
 def _groups(
-    analysis: DemandAnalysis, roots: list[int], special: bool
+    analysis: DemandAnalysis, roots: np.ndarray, special: bool
 ) -> list[DemandGroup] | None:
-    """The result's elements grouped by skeleton (None: too many loops)."""
-    found: dict[tuple[Any, ...], tuple[list[int], list[list[Any]]]] = {}
-    for target, root in enumerate(roots):
-        skeleton, payload = analysis.shape_of(root, special)
-        targets, payloads = found.setdefault(skeleton, ([], []))
-        targets.append(target)
-        payloads.append(payload)
-        if len(found) > PUSH_GROUPS:
-            return None
-    groups = []
-    for skeleton, (targets, payloads) in found.items():
-        reads: dict[int, np.ndarray] = {}
-        for k, item in enumerate(skeleton):
-            column = [p[k] for p in payloads]
+    """The result's elements grouped by skeleton (None: too many loops), the
+    leaves numbered in the order the elements first read them."""
+    found = analysis.groups(roots, special)
+    if found is None:
+        return None
+    order: dict[int, int] = {}
+    for skeleton, _, _ in found:
+        for item in skeleton:
             if item[0] == "v":
-                reads[k] = np.array(column, dtype=np.int64)
-            elif item[0] == "c" and item[1] is None:
-                reads[k] = np.frombuffer(b"".join(column), dtype=np.float64)
-        groups += _computed_once(skeleton, np.array(targets, dtype=np.int64), reads)
-    return groups if len(groups) <= PUSH_GROUPS else None
+                order.setdefault(item[1], len(order))
+    groups = []
+    for skeleton, targets, reads in found:
+        renamed = tuple(
+            ("v", order[item[1]]) if item[0] == "v" else item for item in skeleton
+        )
+        groups += _computed_once(renamed, targets, reads)
+    if len(groups) > PUSH_GROUPS:
+        return None
+    analysis.order = order
+    return groups
 
 
 COPIES = 8
@@ -288,8 +695,7 @@ def _computed_once(
 
 
 def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand | None:
-    """``out`` as a :class:`Demand`, or None past the budgets (or when a value
-    nests deeper than Python's recursion allows)."""
+    """``out`` as a :class:`Demand`, or None past the budgets."""
     if out.size > PUSH_ELEMENTS:
         return None
     kept: frozenset[Var] = frozenset()
@@ -302,7 +708,10 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
         if not shared:
             break
         kept |= shared
-    leaves = sorted(analysis.leaves, key=analysis.leaves.__getitem__)
+    by_number = {number: var for var, number in analysis.leaves.items()}
+    leaves = [
+        by_number[n] for n in sorted(analysis.order, key=analysis.order.__getitem__)
+    ]
     return Demand(out, groups, leaves)
 
 
@@ -311,14 +720,15 @@ def _analysed(
 ) -> tuple[DemandAnalysis, list[DemandGroup]] | None:
     """Every element of ``out`` analysed and grouped (constants 0, 1, -1 apart
     when that stays within :data:`PUSH_GROUPS` loops)."""
-    analysis = DemandAnalysis(graph, consts, kept)
+    limit = min(PUSH_NODES + PUSH_NODES_PER_ELEMENT * out.size, 2**31 - 1)
+    analysis = DemandAnalysis(graph, consts, kept, limit)
     try:
-        roots = [analysis.node(out, i) for i in range(out.size)]
-    except (TooLarge, RecursionError):
+        roots = analysis.node(out, np.arange(out.size, dtype=np.int64))
+        groups = _groups(analysis, roots, special=True)
+        if groups is None:
+            groups = _groups(analysis, roots, special=False)
+    except TooLarge:
         return None
-    groups = _groups(analysis, roots, special=True)
-    if groups is None:
-        groups = _groups(analysis, roots, special=False)
     return None if groups is None else (analysis, groups)
 
 
@@ -333,12 +743,9 @@ def _shared(
         for item in g.skeleton:
             if item[0] == "e":
                 uses[item[1]] = uses.get(item[1], 0) + len(g.targets)
-    distinct: dict[Var, int] = {}
-    for var, _ in analysis.memo:
-        distinct[var] = distinct.get(var, 0) + 1
     shared = set()
     for index, count in uses.items():
         out = graph.eqns[index].out
-        if distinct.get(out) == out.size and count > out.size:
+        if analysis.distinct(out) == out.size and count > out.size:
             shared.add(out)
     return frozenset(shared)

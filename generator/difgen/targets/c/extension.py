@@ -60,6 +60,7 @@ from difgen.targets.c.expressions import (  # noqa: F401 (re-exported)
     c_expr,
 )
 from difgen.targets.c.glue import Used
+from difgen.targets.c.nest import COMPACT_FROM, compact_table
 from difgen.targets.numpy.printer import CsrFormat, csr_format, index_itemsize
 from difgen.targets.parts import Function
 from difgen.targets.python.printer import (
@@ -218,21 +219,30 @@ def csr_pattern(
     indptr: np.ndarray,
     shape: tuple[int, int],
     use: Used,
-) -> tuple[str, str]:
+    compact: bool = False,
+) -> tuple[str, str, list[str]]:
     """The C definition of an operator's sparsity pattern (``dg_pattern``: tables
     in the dtype of the module's own index constants, which SciPy keeps in the CSR
     arrays the operator returns; see ``vector_code.index_itemsize``), and its name:
     what ``dg_csr_data`` compares a CSR ``out`` with, in C, instead of calling the
     module's ``_check_csr_out`` (two ``np.array_equal``) on every call
     (``python -m benchmarks.calibration_c`` times that check against the whole
-    compiled call)."""
+    compiled call). With ``compact``, a large table is decoded from its runs
+    by the statements returned last (:func:`~difgen.targets.c.nest.compact_table`),
+    which must run before the check."""
     name = f"{PREFIX}{stem}_pattern"
     nnz = int(np.asarray(indices).size)
     itemsize = index_itemsize(shape, nnz)
     ctype = "npy_int32" if itemsize == 4 else "npy_int64"
     tables = []
+    init: list[str] = []
     for part, values in (("indices", indices), ("indptr", indptr)):
         flat = np.asarray(values, dtype=np.int64).ravel()
+        if compact and flat.size >= COMPACT_FROM:
+            lines, fill = compact_table(f"{name}_{part}", flat, ctype)
+            tables += lines
+            init += fill
+            continue
         items = [str(int(v)) for v in flat] or ["0"]
         rows = ",\n    ".join(
             ", ".join(items[i : i + 16]) for i in range(0, len(items), 16)
@@ -245,7 +255,7 @@ def csr_pattern(
         f"\nstatic const {use('pattern')} {name} = {{{int(shape[0])}, "
         f"{int(shape[1])}, {nnz}, {itemsize}, {name}_indices, {name}_indptr}};\n"
     )
-    return source, name
+    return source, name, init
 
 
 def _csr_out_lines(
@@ -405,9 +415,9 @@ def c_function(
         exprs = [c_expr(next(it), use) for _ in range(size)]
         last = k == nres - 1
         if last and csr_out and isinstance(r, SparseResult):
-            pattern_source, pattern = csr_pattern(
+            pattern_source, pattern, _ = csr_pattern(
                 op.name, r.indices, r.indptr, r.shape, use
-            )
+            )  # small tables: literals
         body += _result_lines(
             k,
             kind,

@@ -72,6 +72,7 @@ modules use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -193,6 +194,7 @@ class LoopBody:
     calls_numpy: bool
     runtime: frozenset[str]
     reads: frozenset[str]
+    table_init: tuple[str, ...] = ()  # fills the large tables, once (fill_tables)
 
 
 def loop_body(
@@ -218,7 +220,27 @@ def loop_body(
         printer.calls_numpy,
         printer.use.frozen(),
         frozenset(printer.reads),
+        tuple(printer.tables.init),
     )
+
+
+def fill_tables(name: str, init: Sequence[str]) -> tuple[str, list[str]]:
+    """The function filling an operator's large tables (decoded from their runs,
+    :func:`~difgen.targets.c.nest.compact_table`) and the statement calling it
+    first thing in each function that reads them, while the GIL is held: it
+    fills them at the first call only (("", []) when there are none)."""
+    if not init:
+        return "", []
+    function = f"{PREFIX}{name}_fill_tables"
+    done = f"{PREFIX}{name}_tables_filled"
+    source = (
+        f"static int {done} = 0;\n"
+        f"static void\n{function}(void)\n{{\n"
+        f"    if ({done}) return;\n"
+        + "".join(f"    {line}\n" for line in init)
+        + f"    {done} = 1;\n}}\n"
+    )
+    return source, [f"{function}();"]
 
 
 def c_loops_function(
@@ -232,13 +254,18 @@ def c_loops_function(
     sig = body.sig
     op = sig.op
     pattern_source, pattern_name = "", None
+    pattern_init: list[str] = []
     use = Used()
     use.add(body.runtime)
     if sig.csr_out:
         if pattern is None:
             raise ValueError(f"{op.name}: a CSR out= needs its sparsity pattern")
-        pattern_source, pattern_name = c_code.csr_pattern(op.name, *pattern, use)
+        pattern_source, pattern_name, pattern_init = c_code.csr_pattern(
+            op.name, *pattern, use, compact=True
+        )
+    fill_source, fill = fill_tables(op.name, (*body.table_init, *pattern_init))
     lines = [
+        *fill,
         *abi.argument_lines(sig, use),
         *abi.buffer_lines(sig, pattern_name, use),
         *abi.workspace_lines(body.work),
@@ -251,6 +278,7 @@ def c_loops_function(
         f"({equations} equations) */\n"
         + "".join(f"{t}\n" for t in body.tables)
         + pattern_source
+        + fill_source
         + f"static PyObject *\n{PREFIX}op_{op.name}(PyObject *{PREFIX}self, "
         f"PyObject *const *{PREFIX}args, Py_ssize_t {PREFIX}nargs, "
         f"PyObject *{PREFIX}kwnames)\n{{\n"
@@ -287,7 +315,11 @@ def points_native(
             prelude=OVERLAP
             + f"/* {naming.points(op.name)}: {op.name}'s loops at each point */\n",
             declare=(f"double *{PREFIX}w = NULL;", f"int {PREFIX}heap = 0;"),
-            before=(*once, *abi.workspace_lines(body.work)),
+            before=(
+                *fill_tables(op.name, body.table_init)[1],
+                *once,
+                *abi.workspace_lines(body.work),
+            ),
             at_point=(*reads, *rows, *body.lines, *stores),
             cleanup=tuple(abi.workspace_cleanup(body.work)),
             gil_free=not body.calls_numpy,

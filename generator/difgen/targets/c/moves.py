@@ -85,8 +85,22 @@ def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
 
 def gathered(eqn: Any) -> Moves | None:
     """The moves of an equation whose every element is one element of an input
-    or zero, found by running ``impl`` on float64 numbers (each input element
-    numbered from 1, the inputs' numbers apart), or None when that cannot tell.
+    or zero (:func:`gathered_arrays`), or None when that cannot tell."""
+    found = gathered_arrays(eqn)
+    if found is None:
+        return None
+    slots, index = found
+    terms: list[tuple[tuple[int, int], ...]] = [
+        () if s < 0 else ((s, i),) for s, i in zip(slots.tolist(), index.tolist())
+    ]
+    return Moves(np.zeros(slots.size), terms)
+
+
+def gathered_arrays(eqn: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per flat output element, the input slot it reads (-1: zero) and the flat
+    position it reads there, found by running ``impl`` on float64 numbers (each
+    input element numbered from 1, the inputs' numbers apart), or None when
+    that cannot tell.
 
     A structural primitive is linear in its inputs, so an element is a constant
     plus a sum of input elements; it is one element (number ``k``) exactly when it
@@ -127,11 +141,9 @@ def gathered(eqn: Any) -> Moves | None:
     number = one.astype(np.int64) - 1
     slots = np.searchsorted(starts, number, side="right") - 1
     index = number - starts[slots]
-    terms: list[tuple[tuple[int, int], ...]] = [
-        () if z else ((s, i),)
-        for z, s, i in zip(zero.tolist(), slots.tolist(), index.tolist())
-    ]
-    return Moves(np.zeros(one.size), terms)
+    slots[zero] = -1
+    index[zero] = 0
+    return slots.astype(np.int64), index.astype(np.int64)
 
 
 def broadcast_positions(atom: Any, shape: tuple[int, ...]) -> np.ndarray:

@@ -19,6 +19,7 @@ from difgen.targets.c.expressions import Unsupported, c_expr
 from difgen.targets.c.glue import PREFIX, Used
 from difgen.targets.c.moves import SEPARABLE_FROM, affine, separable
 from difgen.targets.c.program import CONST_LIMIT, NoLoopForm, Store
+from difgen.targets.tables import block_runs_within
 
 
 def c_number(value: float) -> str:
@@ -40,16 +41,103 @@ class Access:
     positions: np.ndarray  # int64, the loop's shape
 
 
+COMPACT_FROM = 4096
+"""Integer tables of at least this many entries are printed so that the C
+source does not grow with them (:func:`compact_table`); smaller ones are
+literals of ``int``."""
+
+COMPACTION = 8
+"""A large table is decoded from its block runs when they take at most one
+number per this many entries."""
+
+RUN_PERIOD = 32
+"""Longest block of a C table's runs (``targets.tables.block_runs_within``)."""
+
+
+def int_type(flat: np.ndarray) -> str:
+    """The narrowest C integer type holding every entry."""
+    lo, hi = (int(flat.min()), int(flat.max())) if flat.size else (0, 0)
+    for bits in (8, 16, 32):
+        if -(1 << (bits - 1)) <= lo and hi < (1 << (bits - 1)):
+            return f"npy_int{bits}"
+    return "npy_int64"
+
+
+def compact_table(
+    name: str, flat: np.ndarray, ctype: str | None = None
+) -> tuple[list[str], list[str]]:
+    """A large integer table as C whose text does not grow with it: (the
+    declarations, the statements that fill it once, before its first read;
+    none for a literal). From its block runs (``targets/tables.py``: blocks of
+    ``p`` entries, each the previous plus a shift per place, the affine runs
+    and the stencils' rows) when they take at most one number per
+    :data:`COMPACTION` entries, decoded by one loop; else a literal of the
+    narrowest integer type (``ctype``, when given, is the table's type)."""
+    n = int(flat.size)
+    kind = ctype or int_type(flat)
+    found = block_runs_within(flat, n // COMPACTION, RUN_PERIOD)
+    if found is None:
+        return [_literal(f"static const {kind}", name, flat)], []
+    p, runs = found
+    numbers: list[int] = []
+    for run in runs:
+        numbers += [run.reps, *run.first, *run.shift]
+    runs_name = f"{name}_runs"
+    lines = [
+        f"static {kind} {name}[{max(n, 1)}];",
+        _literal(
+            f"static const {int_type(np.array(numbers))}", runs_name, np.array(numbers)
+        ),
+    ]
+    step = 1 + 2 * p
+    j, q, k, c = (f"{PREFIX}{v}" for v in "jqkc")
+    at = f"{runs_name}[{q} + 1 + {c}] + {k} * (npy_int64){runs_name}[{q} + {1 + p} + {c}]"
+    loop_q = f"for (npy_intp {q} = 0; {q} < {len(numbers)}; {q} += {step}) {{"
+    loop_c = f"for (npy_intp {c} = 0; {c} < {p} && {j} < {n}; {c}++, {j}++)"
+    fill = [
+        f"{{ /* {name}: {n} entries from {len(runs)} runs of blocks of {p} */",
+        f"    npy_intp {j} = 0;",
+        f"    {loop_q}",
+        f"        const npy_int64 {PREFIX}reps = {runs_name}[{q}];",
+        f"        for (npy_int64 {k} = 0; {k} < {PREFIX}reps; {k}++)",
+        f"            {loop_c}",
+        f"                {name}[{j}] = ({kind})({at});",
+        "    }",
+        "}",
+    ]
+    return lines, fill
+
+
+def _literal(head: str, name: str, flat: np.ndarray) -> str:
+    items = [str(int(v)) for v in flat] or ["0"]
+    rows = ",\n    ".join(
+        ", ".join(items[i : i + 16]) for i in range(0, len(items), 16)
+    )
+    return f"{head} {name}[{len(items)}] = {{\n    {rows}\n}};"
+
+
 class Tables:
-    """The ``static const`` tables of one C function (equal tables shared)."""
+    """The ``static const`` tables of one C function (equal tables shared);
+    ``init``: the statements filling its large tables, once before the
+    function's first statement (:func:`compact_table`)."""
 
     def __init__(self, stem: str) -> None:
         self.stem = stem
         self.lines: list[str] = []
+        self.init: list[str] = []
         self._names: dict[tuple[str, bytes], str] = {}
 
     def ints(self, values: np.ndarray) -> str:
         flat = np.ascontiguousarray(values, dtype=np.int64).ravel()
+        if flat.size >= COMPACT_FROM:
+            key = ("compact", flat.tobytes())
+            if key not in self._names:
+                name = f"{PREFIX}{self.stem}_t{len(self._names)}"
+                self._names[key] = name
+                lines, fill = compact_table(name, flat)
+                self.lines += lines
+                self.init += fill
+            return self._names[key]
         return self._add("int", flat, [str(int(v)) for v in flat])
 
     def doubles(self, values: np.ndarray) -> str:

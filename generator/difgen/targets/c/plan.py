@@ -26,7 +26,7 @@ from difgen.core.primitive import Absent, Statements
 from difgen.targets.c import statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
-from difgen.targets.c.moves import affine, gathered, moves_of, structural
+from difgen.targets.c.moves import affine, gathered_arrays, moves_of, structural
 from difgen.targets.c.program import (
     CONST_LIMIT,
     Group,
@@ -121,7 +121,7 @@ def gathers_from_sources(graph: Graph, consts: dict[Var, np.ndarray]) -> Graph:
             Params.of({}),
             e.out,
         )
-        if gathered(joined) is not None:  # each element one source's, or zero
+        if gathered_arrays(joined) is not None:  # each element one source's, or 0
             rewritten[id(e)] = joined
     if not rewritten:
         return graph
@@ -416,6 +416,10 @@ class Planner:
         for eqn in self.graph.eqns:  # constants first: the analysis folds them
             self._constant(eqn)
         read = {a for e in self.graph.eqns for a in e.inputs if isinstance(a, Var)}
+        constant_only = set(self.consts)  # computed once, not per call
+        for eqn in self.graph.eqns:
+            if all(isinstance(a, Lit) or a in constant_only for a in eqn.inputs):
+                constant_only.add(eqn.out)
         outputs = [o for o in self.outputs if isinstance(o, Var)]
         chosen: list[tuple[Demand, Store]] = []
         for out, store in zip(self.outputs, results):
@@ -443,9 +447,11 @@ class Planner:
             saved = sum(
                 e.out.size
                 for e in before
-                if e.out not in after and e.out not in self.consts
-            )
-            if demand.operations < saved:  # elements computed, either way
+                if e.out not in after
+                and e.out not in constant_only
+                and (e.primitive.elementwise or len(e.inputs) > 1)
+            )  # moves of one input are mostly views, which compute nothing
+            if demand.operations < saved:  # operations per call, either way
                 chosen.append((demand, store))
         if chosen:
             self.graph = self._rest_graph([d for d, _ in chosen])
