@@ -720,14 +720,30 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
         consts, carry0 = rest[:nc], rest[nc:]
         state = [atom(v) for v in names]
         stack = _fresh(out)
-        out.lines.append(f"{stack}: list[Any] = []")
-        out.modules.add(TYPING)
-        out.lines += _while_head(params["cond"].graph, state, consts, out)
         pushed = names[0] if n == 1 else f"({', '.join(names)})"
+        every, snapshots = params.get("every"), params.get("snapshots")
+        if snapshots is None:
+            out.lines.append(f"{stack}: list[Any] = []")
+            out.modules.add(TYPING)
+        else:  # binomial checkpointing: the initial state, and the trips
+            out.lines.append(f"{stack} = {pushed}")
+        trips = ""
+        if every is not None or snapshots is not None:
+            trips = _fresh(out)
+            out.lines.append(f"{trips} = 0")
+        out.lines += _while_head(params["cond"].graph, state, consts, out)
         lines, new = _block(params["fwd"].graph, [*state, *consts], out)
-        out.lines += _indented(
-            [f"{stack}.append({pushed})", *lines, _assign_all(names, new)]
-        )
+        if snapshots is not None:
+            push = [f"{trips} += 1"]
+        elif every is None:
+            push = [f"{stack}.append({pushed})"]
+        else:  # a snapshot every `every` steps, the trips counted
+            push = [
+                f"if {trips} % {every} == 0:",
+                f"    {stack}.append({pushed})",
+                f"{trips} += 1",
+            ]
+        out.lines += _indented([*push, *lines, _assign_all(names, new)])
         carry = [_fresh(out) for _ in range(m)]
         out.lines.append(_assign_all(carry, [c.text for c in carry0]))
         accs = [_fresh(out) for _ in back.outputs[m:]]
@@ -736,17 +752,94 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
             zeros = f"np.zeros({shape!r}{precision.float_dtype_arg()})"
             out.lines.append(f"{name} = {'0.0' if o.shape == () else zeros}")
         target = names[0] if n == 1 else ", ".join(names)
-        out.lines.append(f"for {target} in reversed({stack}):")
         inputs = [*state, *consts, *(atom(c) for c in carry)]
         lines, new = _block(back, inputs, out)
         # The sums first: a constant's cotangent may be the carried one itself
         # (``s = ... + x``), which must be this iteration's, not the next's.
         updates = [f"{a} = {a} + {v}" for a, v in zip(accs, new[m:])]
         updates += [_assign_all(carry, new[:m])] if m else []
-        out.lines += _indented([*lines, *updates])
+        if snapshots is not None:
+            out.lines += _revolved(
+                out, params["fwd"].graph, names, consts, stack, trips, snapshots
+            )
+            out.lines += _indented([*lines, *updates])
+        elif every is None:
+            out.lines.append(f"for {target} in reversed({stack}):")
+            out.lines += _indented([*lines, *updates])
+        else:
+            out.lines += _checkpointed(
+                out, params["fwd"].graph, names, consts, stack, trips, every
+            )
+            out.lines += _indented(_indented([*lines, *updates]))
         found = [*carry, *accs]
         out.loops[key] = found
     _result(out, eqn.out, found[params["out"]])
+
+
+def _checkpointed(
+    out: _Statements,
+    fwd: Graph,
+    names: Sequence[str],
+    consts: Sequence[Expr],
+    stack: str,
+    trips: str,
+    every: int,
+) -> list[str]:
+    """The head of a checkpointed sweep's backward pass: for each snapshot, last
+    first, the states of its segment recomputed from it (every step of a segment
+    was taken), then a loop over them in reverse, whose body the caller indents
+    twice. The snapshots and one segment are all the states held at a time."""
+    k, seg, size = _fresh(out), _fresh(out), _fresh(out)
+    state = [atom(v) for v in names]
+    lines, new = _block(fwd, [*state, *consts], out)
+    pushed = names[0] if len(names) == 1 else f"({', '.join(names)})"
+    target = names[0] if len(names) == 1 else ", ".join(names)
+    return [
+        f"for {k} in range(len({stack}) - 1, -1, -1):",
+        f"    {target} = {stack}[{k}]",
+        f"    {seg} = [{pushed}]",
+        f"    {size} = min({every}, {trips} - {k} * {every})",
+        f"    for _ in range({size} - 1):",
+        *_indented(_indented([*lines, _assign_all(names, new)])),
+        f"        {seg}.append({pushed})",
+        f"    for {target} in reversed({seg}):",
+    ]
+
+
+def _revolved(
+    out: _Statements,
+    fwd: Graph,
+    names: Sequence[str],
+    consts: Sequence[Expr],
+    start: str,
+    trips: str,
+    snapshots: int,
+) -> list[str]:
+    """The head of a sweep's backward pass by binomial checkpointing (revolve):
+    frames of (state, steps, free snapshots) from the initial state; from each
+    frame popped, a snapshot is placed ``C(s + r - 1, s)`` steps in (``r`` the
+    least with ``C(s + r, s)`` at least the steps) and the rest goes on with one
+    snapshot less, until one step remains, whose VJP the caller's block (indented
+    once) applies. At most ``snapshots`` states are held."""
+    frames, steps, free, reps, big, at = (_fresh(out) for _ in range(6))
+    state = [atom(v) for v in names]
+    lines, new = _block(fwd, [*state, *consts], out)
+    pushed = names[0] if len(names) == 1 else f"({', '.join(names)})"
+    target = names[0] if len(names) == 1 else f"({', '.join(names)})"
+    return [
+        f"{frames} = [({start}, {trips}, {snapshots - 1})] if {trips} else []",
+        f"while {frames}:",
+        f"    {target}, {steps}, {free} = {frames}.pop()",
+        f"    while {steps} > 1:",
+        f"        {reps}, {big}, {at} = 0, 1, 1",
+        f"        while {big} < {steps}:",
+        f"            {reps} += 1",
+        f"            {at}, {big} = {big}, {big} * ({free} + {reps}) // {reps}",
+        f"        {frames}.append(({pushed}, {at}, {free}))",
+        f"        for _ in range({at}):",
+        *_indented(_indented(_indented([*lines, _assign_all(names, new)]))),
+        f"        {steps}, {free} = {steps} - {at}, {free} - 1",
+    ]
 
 
 STATEMENTS: dict[str, Callable[[Any, _Statements], None]] = {}
