@@ -155,6 +155,7 @@ _HELPERS_MODULE = types.SimpleNamespace(
     not_=helpers.not_,
     while_=helpers.while_,
     for_=helpers.for_,
+    sequence=helpers.sequence,
 )
 
 
