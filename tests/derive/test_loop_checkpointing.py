@@ -210,11 +210,10 @@ def euler(p):
 def _long(tmp: Path, setting: Any) -> tuple[Any, tuple[str, ...]]:
     tmp.mkdir()
     (tmp / "long.py").write_text(LONG)
-    extra = "" if setting is None else f"checkpoint = {setting!r}\n"
     (tmp / "difgen.toml").write_text(
         '[difgen]\noutput_dir = "out"\n[[module]]\nname = "long"\n'
         'function = "long.py:euler"\nbackend = "trace"\nmode = "reverse"\n'
-        'operators = ["gradient"]\ninput = { shape = [2] }\n' + extra.replace("'", '"')
+        'operators = ["gradient"]\ninput = { shape = [2] }\n' + _setting(setting)
     )
     result = difgen.build(tmp / "difgen.toml")
     notes = tuple(n for m in result.modules for n in m.notes)
