@@ -29,6 +29,7 @@ from difgen.core.ir import Atom, Graph, Lit, SubGraph, Var, dce
 from difgen.core.primitive import PRIMITIVES
 from difgen.core.tracer import BranchBuilder, Tracer, bind, bind_name, tracing_branch
 from difgen.errors import DifgenError, TraceError
+from difgen.frontend.control.invariants import hoist
 
 
 class Undefined:
@@ -800,6 +801,10 @@ def _loop(
         marked = {"implicit": True, "residual": SubGraph(rgraph, where)}
     elif _implicit_loop(implicit, cond_graph, body_graph, len(slots), where):
         marked = {"implicit": True}
+    else:  # what the constants alone give is computed once, before the loop
+        (cond_graph, body_graph), const_args = hoist(
+            [cond_graph, body_graph], len(slots), const_args
+        )
     results = list(leaves)
     for j, slot in enumerate(slots):
         results[slot] = bind(
