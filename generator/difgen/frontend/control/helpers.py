@@ -632,9 +632,16 @@ def _index_loop(
         given = [
             v.astype(np.int64) if k in ints else v for k, v in enumerate(variables)
         ]
-        out = list(body(index.astype(np.int64), *given))
+        item = index.astype(np.int64)
+        out = list(body(item, *given))
+        # an integer the body passes through (the item, a variable unchanged) is
+        # carried as the float it came from: no int64 left where none is computed
+        floats = {id(item): index, **{id(given[k]): variables[k] for k in ints}}
         for k in ints:
-            out[k] = _carried_int(out[k], where, labels[k + 1])
+            same = floats.get(id(out[k]))
+            out[k] = (
+                _carried_int(out[k], where, labels[k + 1]) if same is None else same
+            )
         return (index + float(step), *out)
 
     carried = [float(v) if k in ints else v for k, v in enumerate(state)]

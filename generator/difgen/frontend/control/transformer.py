@@ -188,10 +188,19 @@ def _scan(stmts: list[ast.stmt]) -> _Names:
 class Rewriter(ast.NodeTransformer):
     """Rewrites a function body: branches to helper calls (see the module doc)."""
 
-    def __init__(self, filename: str) -> None:
+    def __init__(self, filename: str, loaded: set[str] | None = None) -> None:
         self.filename = filename
         self.refused: dict[int, str] = {}
         self.count = 0
+        self.loaded = loaded  # the names the function reads anywhere (None: unknown)
+
+    def unread(self, target: ast.expr) -> bool:
+        """Whether ``target`` is a name the function never reads."""
+        return (
+            self.loaded is not None
+            and isinstance(target, ast.Name)
+            and target.id not in self.loaded
+        )
 
     def where(self, node: ast.AST) -> ast.Constant:
         return ast.Constant(f"{self.filename}:{getattr(node, 'lineno', 0)}")
@@ -337,8 +346,14 @@ class Rewriter(ast.NodeTransformer):
         if isinstance(stmt, ast.For):
             item = f"__difgen_item_{self.count}"
             bind = ast.Assign([stmt.target], ast.Name(item, ast.Load()))
-            guarded = ast.If(not_broke, [bind, *body], [])
-            loop = ast.For(ast.Name(item, ast.Store()), stmt.iter, [reset, guarded], [])
+            if self.unread(stmt.target):
+                # a target the function never reads (`for _ in ...`) may take
+                # every item: the loop passes it through, not a choice of ints
+                guarded = ast.If(not_broke, body, [])
+                steps: list[ast.stmt] = [reset, bind, guarded]
+            else:
+                steps = [reset, ast.If(not_broke, [bind, *body], [])]
+            loop = ast.For(ast.Name(item, ast.Store()), stmt.iter, steps, [])
         else:
             test = ast.BoolOp(ast.And(), [not_broke, stmt.test])
             loop = ast.While(test, [reset, *body], [])
