@@ -389,6 +389,30 @@ BAD_CONFIGS = [
         ),
     ),
     (
+        "checkpoint-zero",
+        MODULE + "checkpoint = 0\n",
+        6,
+        "'checkpoint' must be a positive number of steps",
+    ),
+    (
+        "checkpoint-unknown",
+        MODULE + 'checkpoint = "binomial"\n',
+        6,
+        '"revolve" (binomial checkpointing, keeping `snapshots` states); got',
+    ),
+    (
+        "snapshots-without-revolve",
+        MODULE + "checkpoint = 10\nsnapshots = 4\n",
+        7,
+        'snapshots applies to checkpoint = "revolve"',
+    ),
+    (
+        "snapshots-one",
+        MODULE + 'checkpoint = "revolve"\nsnapshots = 1\n',
+        7,
+        "'snapshots' must be a number of states of at least 2; got 1",
+    ),
+    (
         "function-import-raises",
         with_line('"fn.py:f"', '"broken.py:f"'),
         3,

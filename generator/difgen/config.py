@@ -142,6 +142,14 @@ class ModuleSpec:
     through the iterations taken, ``"on"`` (``implicit = true``) by the
     implicit-function theorem at the final state, every loop's exit test being a
     tolerance on a residual, ``"auto"`` implicitly where the exit test is one."""
+    checkpoint: int | str | None = None
+    """The reverse mode of loops: ``None`` tapes every state; ``N`` (``checkpoint =
+    N``) keeps a snapshot every ``N`` steps and recomputes each segment on the way
+    back; ``"sqrt"`` the same every ``ceil(sqrt(steps))`` steps of a static loop;
+    ``"revolve"`` binomial checkpointing, keeping ``snapshots`` states."""
+    snapshots: int | None = None
+    """With ``checkpoint = "revolve"``: the states kept (at least 2; by default
+    ``ceil(log2(steps))`` for a static loop, else 16)."""
     inputs: tuple[InputSpec, ...] = ()
     """The differentiated arguments (``inputs = [...]``), in order; empty for the
     one array ``input``. ``input`` is then the shape of their flat vector
@@ -605,6 +613,22 @@ class _Reader:
                     "operators in a module of their own",
                 )
         implicit = self.implicit(table, at + ("implicit",))
+        checkpoint = self.checkpoint(table, at + ("checkpoint",))
+        snapshots = None
+        if "snapshots" in table:
+            snapshots = table["snapshots"]
+            if type(snapshots) is not int or snapshots < 2:
+                raise self.error(
+                    at + ("snapshots",),
+                    "'snapshots' must be a number of states of at least 2; got "
+                    f"{_show(snapshots)}",
+                )
+            if checkpoint != "revolve":
+                raise self.error(
+                    at + ("snapshots",),
+                    'snapshots applies to checkpoint = "revolve" (binomial '
+                    "checkpointing); add it, or drop snapshots",
+                )
         timeout = table.get("timeout")
         if timeout is not None and (
             type(timeout) not in (int, float) or not 0 < timeout < 1e9
@@ -739,6 +763,8 @@ class _Reader:
             timeout=None if timeout is None else float(timeout),
             points=points,
             implicit=implicit,
+            checkpoint=checkpoint,
+            snapshots=snapshots,
             inputs=inputs,
             has_aux=has_aux,
             flat=flat,
@@ -750,6 +776,25 @@ class _Reader:
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
+        )
+
+    def checkpoint(self, table: dict[str, Any], key: Key) -> int | str | None:
+        """``checkpoint = N`` (a positive int), ``"sqrt"`` or ``"revolve"``; None
+        when absent."""
+        if "checkpoint" not in table:
+            return None
+        value = table["checkpoint"]
+        if type(value) is int and value >= 1:
+            return int(value)
+        if value in ("sqrt", "revolve"):
+            return str(value)
+        raise self.error(
+            key,
+            "'checkpoint' must be a positive number of steps (the reverse mode of "
+            "a loop keeps a snapshot of its state every that many steps and "
+            'recomputes the rest), "sqrt" (every ceil(sqrt(steps)) steps) or '
+            '"revolve" (binomial checkpointing, keeping `snapshots` states); got '
+            f"{_show(value)}",
         )
 
     def implicit(self, table: dict[str, Any], key: Key) -> str:

@@ -51,6 +51,8 @@ _OPT_IN_DEFAULTS: dict[str, object] = {
     "constraints": None,
     "time": None,
     "shared": (),
+    "checkpoint": None,
+    "snapshots": None,
 }
 """Keys added after modules were first hashed, left out of the fingerprint at their
 default: a module that does not use the feature keeps its SOURCE_HASH (its text

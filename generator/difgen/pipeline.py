@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from difgen import precision, structure
+from difgen.ad import loops
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import note, stage
@@ -274,6 +275,14 @@ class Derivation:
 
 def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
     """Every operator of the module as the configured backend derives it, and the
+    points variants' graphs, loops' reverse mode checkpointed as ``checkpoint``
+    says (:func:`difgen.ad.loops.checkpointing`); see :func:`_derive`."""
+    with loops.checkpointing(spec.checkpoint, spec.snapshots):
+        return _derive(spec, graph)
+
+
+def _derive(spec: ModuleSpec, graph: Graph) -> Derivation:
+    """Every operator of the module as the configured backend derives it, and the
     points variants' graphs.
 
     When the sympy backend's expressions go over their size budget, the module is
@@ -321,6 +330,11 @@ def derive(spec: ModuleSpec, graph: Graph) -> Derivation:
     checks = index_checks(graph, [c.name for c in spec.contexts])
     why = "user derivative rules" if rules is not None else "sympy over budget"
     return Derivation(spec, module, points_graphs, fallback, checks, why)
+
+
+def _graphs(spec: ModuleSpec, graph: Graph) -> GraphDerivation:
+    with loops.checkpointing(spec.checkpoint, spec.snapshots):
+        return graphs.derive(spec, graph)
 
 
 def _refuse_runtime_data(spec: ModuleSpec, graph: Graph) -> None:
@@ -453,7 +467,7 @@ def _stages(
             )
             derivation = dataclasses.replace(
                 derivation,
-                module=graphs.derive(derivation.spec, graph),
+                module=_graphs(derivation.spec, graph),
                 fallback=True,
                 why="no C form",
             )

@@ -153,6 +153,22 @@ KEYS: tuple[Key, ...] = (
     ),
     Key(
         "module",
+        "checkpoint",
+        'integer >= 1 | "sqrt" | "revolve"',
+        "none (the whole tape)",
+        "Reverse mode through a loop keeps a snapshot every N steps (sqrt: every "
+        "sqrt(T)) or runs binomial checkpointing (revolve), recomputing the rest; "
+        "the build states the memory and the recomputation.",
+    ),
+    Key(
+        "module",
+        "snapshots",
+        "integer >= 2",
+        "ceil(log2 T), else 16",
+        'With checkpoint = "revolve": the most states held at once.',
+    ),
+    Key(
+        "module",
         "inputs",
         "array of tables",
         "none",

@@ -23,7 +23,9 @@ equal loops once). The trip count depends on the values, so:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,7 @@ from difgen.ad.implicit import implicit_jvp
 from difgen.ad.interpret import build_graph, eval_graph, is_zero
 from difgen.ad.jvp import SIBLINGS, jvp
 from difgen.ad.transpose import JOINT, vjp_eval
+from difgen.budget import note, notes
 from difgen.core.batching import batched_to
 from difgen.core.expr import Aval
 from difgen.core.ir import Eqn, Graph, Lit, SubGraph, dce, evaluate
@@ -42,6 +45,63 @@ from difgen.errors import DifgenError, InternalError
 from difgen.primitives.family import control
 
 LOOP_WORK = 16  # the cost model's guess of a loop's trip count
+
+CHECKPOINT_MODES = ("sqrt", "revolve")
+REVOLVE_SNAPSHOTS = 16
+"""The states binomial checkpointing keeps when neither ``snapshots`` nor a trip
+count the build counts says (with a count ``T``: ``ceil(log2(T))``)."""
+_CHECKPOINT: list[tuple[int | str | None, int | None]] = [(None, None)]
+
+
+@contextlib.contextmanager
+def checkpointing(
+    every: int | str | None, snapshots: int | None = None
+) -> Iterator[None]:
+    """Derive with the reverse mode of loops checkpointed (the module's
+    ``checkpoint`` key): ``None`` tapes every state; an int ``N`` keeps a snapshot
+    of the whole state every ``N`` steps and recomputes each segment's states from
+    its snapshot on the way back; ``"sqrt"`` the same with ``N = ceil(sqrt(T))``
+    for a loop whose trip count ``T`` the build counts (a static ``range``);
+    ``"revolve"`` binomial checkpointing (Griewank's revolve) with ``snapshots``
+    states kept (at least 2; by default ``ceil(log2(T))``)."""
+    named = every is None or every in CHECKPOINT_MODES
+    counted = isinstance(every, int) and not isinstance(every, bool) and every >= 1
+    if not (named or counted):
+        raise ValueError(f"unknown checkpoint setting {every!r}")
+    if snapshots is not None and (every != "revolve" or snapshots < 2):
+        raise ValueError(f"snapshots = {snapshots!r} needs revolve and at least 2")
+    _CHECKPOINT.append((every, snapshots))
+    try:
+        yield
+    finally:
+        _CHECKPOINT.pop()
+
+
+def binomial_split(steps: int, free: int) -> int:
+    """Where binomial checkpointing places its next snapshot in a segment of
+    ``steps`` steps with ``free`` snapshots left (``free >= 1``, ``steps >= 2``):
+    ``C(free + r - 1, free)`` steps in, ``r`` the least number of repetitions
+    with ``C(free + r, free) >= steps``; the rest then needs ``free - 1``."""
+    r, b, prev = 0, 1, 1
+    while b < steps:
+        r += 1
+        prev, b = b, b * (free + r) // r
+    return prev
+
+
+def revolve_cost(trips: int, snapshots: int) -> int:
+    """The steps binomial checkpointing recomputes reversing ``trips`` steps with
+    ``snapshots`` states kept (the schedule the generated code runs)."""
+    total, frames = 0, [(trips, snapshots - 1)] if trips else []
+    while frames:
+        n, s = frames.pop()
+        while n > 1:
+            m = binomial_split(n, s)
+            frames.append((m, s))
+            total += m
+            n, s = n - m, s - 1
+    return total
+
 
 Avals = list[tuple[tuple[int, ...], str]]
 
@@ -317,13 +377,15 @@ def _loops_transpose(
     bgraph = build_graph(back, fixed_avals + carry_avals)
     carry0 = [cts.get(i, np.zeros(graph.outputs[i].shape)) for i in ls]
     fixed_args = [args[i] for i in ns_] + [args[n + i] for i in nc_]
-    params = {
+    params: dict[str, Any] = {
         "cond": SubGraph(fcond, cond.where),
         "fwd": SubGraph(fbody, body.where),
         "back": SubGraph(bgraph, body.where),
         "n_state": len(ns_),
         "n_carry": len(ls),
     }
+    # absent unless asked for: modules without it keep their IR
+    params.update(_every(fcond, fbody, fixed_args[: len(ns_)], body.where))
     results: list[Any] = [None] * len(args)
     for j, i in enumerate(ls):
         if given[i]:
@@ -331,6 +393,119 @@ def _loops_transpose(
     for j, i in enumerate(lc):
         results[n + i] = bind(SWEEP, *fixed_args, *carry0, out=len(ls) + j, **params)
     return results
+
+
+_TESTS = {
+    "lt": float.__lt__,
+    "le": float.__le__,
+    "gt": float.__gt__,
+    "ge": float.__ge__,
+}
+COUNT_LIMIT = 10_000_000
+
+
+def counted_trips(cond: Graph, body: Graph, starts: Sequence[Any]) -> int | None:
+    """The trip count of a loop counted by one scalar state slot against a literal
+    bound (``index < stop``, ``index = index + step``: a static ``range``) from a
+    start known at build time (``starts``: the initial state, a value or a traced
+    one), counted with the same float64 additions and comparison as the loop;
+    None for any other loop."""
+    if len(cond.eqns) != 1 or cond.outputs[0] != cond.eqns[0].out:
+        return None
+    test = cond.eqns[0]
+    holds = _TESTS.get(test.primitive.name)
+    counter, bound = test.inputs
+    n = len(starts)
+    if holds is None or not isinstance(bound, Lit) or counter not in cond.inputs[:n]:
+        return None
+    k = cond.inputs.index(counter)
+    step = next((e for e in body.eqns if e.out == body.outputs[k]), None)
+    if step is None or step.primitive.name != "add":
+        return None
+    a, b = step.inputs
+    if a is not body.inputs[k] or not isinstance(b, Lit) or b.shape != ():
+        return None
+    start = starts[k]
+    if not isinstance(start, (np.ndarray, np.generic, float, int)):
+        return None
+    x, stop, dx = float(np.asarray(start)), float(bound.value), float(b.value)
+    trips = 0
+    while holds(x, stop):
+        x, trips = x + dx, trips + 1
+        if trips > COUNT_LIMIT:
+            return None
+    return trips
+
+
+def _note_once(message: str) -> None:
+    """A build note, once per build (each operator transposes the loop again)."""
+    if message not in notes():
+        note(message)
+
+
+def _every(
+    cond: Graph, body: Graph, starts: Sequence[Any], where: Any
+) -> dict[str, int]:
+    """The checkpointing params of a loop's sweep under :func:`checkpointing`:
+    ``every`` (a snapshot every that many steps), ``snapshots`` (binomial), or
+    none (every state taped), with a build note stating the memory kept and the
+    recomputation it costs."""
+    setting, snapshots = _CHECKPOINT[-1]
+    if setting is None:
+        return {}
+    trips = counted_trips(cond, body, starts)
+    if setting == "revolve":
+        return _revolve(trips, snapshots, where)
+    if setting == "sqrt":
+        if trips is None:
+            _note_once(
+                f'loop at {where}: checkpoint = "sqrt" needs a trip count the '
+                "build counts (a static range); every state of this loop is taped"
+            )
+            return {}
+        every = max(1, math.isqrt(max(trips - 1, 0)) + 1)
+    else:
+        assert isinstance(setting, int)
+        every = setting
+    if trips is None:
+        _note_once(
+            f"loop at {where}: reverse mode checkpointed every {every} steps: "
+            f"T/{every} snapshots of the state and a segment of at most {every} "
+            "states are kept (T the trip count), and each segment is recomputed "
+            "from its snapshot: one more forward pass of the loop's body, at most"
+        )
+    else:
+        kept = -(-trips // every)
+        _note_once(
+            f"loop at {where}: reverse mode checkpointed every {every} steps of "
+            f"{trips}: {kept} snapshots of the state and a segment of at most "
+            f"{every} states are kept instead of {trips} states, at the cost of "
+            f"recomputing {trips - kept} steps (one more forward pass)"
+        )
+    return {"every": every}
+
+
+def _revolve(trips: int | None, snapshots: int | None, where: Any) -> dict[str, int]:
+    if snapshots is None:
+        snapshots = REVOLVE_SNAPSHOTS
+        if trips is not None:
+            snapshots = max(2, math.ceil(math.log2(max(trips, 2))))
+    if trips is None:
+        _note_once(
+            f"loop at {where}: reverse mode by binomial checkpointing (revolve) "
+            f"with {snapshots} states kept whatever the trip count T; it "
+            f"recomputes about r*T steps, r the least with C({snapshots - 1} + r, "
+            f"r) >= T"
+        )
+    else:
+        cost = revolve_cost(trips, snapshots)
+        _note_once(
+            f"loop at {where}: reverse mode by binomial checkpointing (revolve): "
+            f"{snapshots} states of the {trips} steps are kept, at the cost of "
+            f"recomputing {cost} steps ({cost / max(trips, 1):.2f} forward passes "
+            "more)"
+        )
+    return {"snapshots": snapshots}
 
 
 def _linear_state(graph: Graph, given: Sequence[bool], n: int) -> list[bool]:
@@ -490,18 +665,64 @@ def _sweep_impl(
     n_state: int,
     n_carry: int,
     out: int,
+    every: int | None = None,
+    snapshots: int | None = None,
 ) -> Any:
     nc = len(ops) - n_state - n_carry
     state = list(ops[:n_state])
     consts = list(ops[n_state : n_state + nc])
     carry = list(ops[n_state + nc :])
-    stack = []
+    if snapshots is not None:
+        return _revolve_impl(state, consts, carry, cond, fwd, back, snapshots, out)
+    step = every or 1
+    saved_states, trips = [], 0
     while bool(_run(cond.graph, [*state, *consts])[0]):
-        stack.append(state)
+        if trips % step == 0:
+            saved_states.append(state)
+        trips += 1
         state = _run(fwd.graph, [*state, *consts])
     acc = [np.zeros(o.shape) for o in back.graph.outputs[n_carry:]]
-    for saved in reversed(stack):
-        outs = _run(back.graph, [*saved, *consts, *carry])
+    for k in reversed(range(len(saved_states))):
+        # the segment's states, recomputed from its snapshot (all taken steps)
+        segment = [saved_states[k]]
+        for _ in range(min(step, trips - k * step) - 1):
+            segment.append(_run(fwd.graph, [*segment[-1], *consts]))
+        for saved in reversed(segment):
+            outs = _run(back.graph, [*saved, *consts, *carry])
+            carry = outs[:n_carry]
+            acc = [a + b for a, b in zip(acc, outs[n_carry:])]
+    return np.asarray([*carry, *acc][out])
+
+
+def _revolve_impl(
+    state: list[Any],
+    consts: list[Any],
+    carry: list[Any],
+    cond: SubGraph,
+    fwd: SubGraph,
+    back: SubGraph,
+    snapshots: int,
+    out: int,
+) -> Any:
+    """A sweep by binomial checkpointing: the forward loop counts the trips; then
+    from each snapshot popped, snapshots are placed (:func:`binomial_split`) until
+    one step remains, whose VJP runs; at most ``snapshots`` states are held."""
+    n_carry = len(carry)
+    start, trips = state, 0
+    while bool(_run(cond.graph, [*state, *consts])[0]):
+        trips += 1
+        state = _run(fwd.graph, [*state, *consts])
+    acc = [np.zeros(o.shape) for o in back.graph.outputs[n_carry:]]
+    frames = [(start, trips, snapshots - 1)] if trips else []
+    while frames:
+        state, n, s = frames.pop()
+        while n > 1:
+            m = binomial_split(n, s)
+            frames.append((state, m, s))
+            for _ in range(m):
+                state = _run(fwd.graph, [*state, *consts])
+            n, s = n - m, s - 1
+        outs = _run(back.graph, [*state, *consts, *carry])
         carry = outs[:n_carry]
         acc = [a + b for a, b in zip(acc, outs[n_carry:])]
     return np.asarray([*carry, *acc][out])
@@ -522,8 +743,11 @@ def _sweep_jvp(
     n_state: int,
     n_carry: int,
     out: int,
+    every: int | None = None,
+    snapshots: int | None = None,
 ) -> Any:
-    """A ``sweep`` over (state, tangents) forward and (carry, tangents) backward."""
+    """A ``sweep`` over (state, tangents) forward and (carry, tangents) backward
+    (checkpointed as the sweep is: its snapshots hold the tangents too)."""
     n, m = n_state, n_carry
     nc = len(primals) - n - m
     fs = _float_slots(fwd.graph, n)
@@ -593,6 +817,7 @@ def _sweep_jvp(
         n_state=n + nf,
         n_carry=2 * m,
         out=new_out,
+        **_checkpoint_params(every, snapshots),
     )
 
 
@@ -606,6 +831,8 @@ def _sweep_batch(
     n_state: int,
     n_carry: int,
     out: int,
+    every: int | None = None,
+    snapshots: int | None = None,
 ) -> Any:
     n, m = n_state, n_carry
     nc = len(args) - n - m
@@ -626,8 +853,15 @@ def _sweep_batch(
         n_state=n,
         n_carry=m,
         out=out,
+        **_checkpoint_params(every, snapshots),
     )
     return batched_to(result, want[out], k)
+
+
+def _checkpoint_params(every: int | None, snapshots: int | None) -> dict[str, int]:
+    """A sweep's checkpointing params, as given (absent when not asked for)."""
+    given = {"every": every, "snapshots": snapshots}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 class ReverseOverReverse(DifgenError):

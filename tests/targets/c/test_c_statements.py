@@ -30,11 +30,13 @@ SCALAR_OPS = {
 }
 ARRAY_OPS = ["f", "jacobian", "pushforward", "pullback"]
 ARRAYS = {"decay", "written"}  # the cases with an array result
-NAMES = ["branched", "euler", "written"]
-"""The cases whose loops run in C: the others read the loop's index as an int64
-(``i % 3``, ``y[i % 3]``), which the C loops do not compute (int64 arithmetic is
-NumPy's only), and keep those operators in Python, saying so."""
-INT_INDEX = ["breaking", "decay"]
+NAMES = ["branched", "breaking", "euler", "written"]
+"""The cases whose loops run in C (``breaking``: a ``break`` on a traced value, its
+``for _`` target passed through as the float counter, no int64 computed): the
+others read the loop's index as an int64 (``i % 3``, ``y[i % 3]``), which the C
+loops do not compute (int64 arithmetic is NumPy's only), and keep those operators
+in Python, saying so."""
+INT_INDEX = ["decay", "skipping"]
 
 
 def _config(emit: str) -> str:

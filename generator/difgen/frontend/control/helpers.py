@@ -29,6 +29,7 @@ from difgen.core.ir import Atom, Graph, Lit, SubGraph, Var, dce
 from difgen.core.primitive import PRIMITIVES
 from difgen.core.tracer import BranchBuilder, Tracer, bind, bind_name, tracing_branch
 from difgen.errors import DifgenError, TraceError
+from difgen.frontend.control.invariants import hoist
 
 
 class Undefined:
@@ -325,7 +326,7 @@ def for_(
     """
     state, before = tuple(values[:-1]), values[-1]
     if call is not range:
-        return _unrolled(body, call(*args), state, before)
+        return _sequence_for(body, call, args, values, written, where, names)
     if any(isinstance(a, Tracer) and not isinstance(a.atom, Lit) for a in args):
         *looped, index = _traced_range(body, args, state, where, names)
         return (*_write_back_loop(looped, values, written), index)
@@ -368,6 +369,212 @@ def for_(
         _unrolled_note(where, len(items), f"{type(exc).__name__}: {exc}")
         return _unrolled(body, rest, state, items[0])
     return (*_write_back_loop(final, values, written), items[-1])
+
+
+def sequence(iterable: Any) -> Any:
+    """What a ``for`` loop iterates over, when it is not a call (``for w in ws``)."""
+    return iterable
+
+
+@dataclass
+class _Column:
+    """One sequence of a loop over static sequences: the items as Python sees them
+    (``native``), and as one array indexed by the loop's traced index (``stacked``,
+    a constant or a traced array; None for ``enumerate``'s count, ``start`` on)."""
+
+    native: list[Any]
+    stacked: Any = None
+    start: int = 0
+
+    def item(self, index: Any) -> Any:
+        if self.stacked is None:
+            return index + self.start
+        table = self.stacked
+        if not isinstance(table, Tracer):
+            table = Tracer(current_builder(), Lit(table))
+        return table[index]
+
+
+class _Differs(Exception):
+    """The items of a sequence cannot be one array: the loop stays unrolled."""
+
+
+class _Native(Exception):
+    """Not a static sequence (an iterator, a dict...): Python iterates over it."""
+
+
+def _column(seq: Any) -> _Column:
+    """A sequence's items and their stacked array (:class:`_Differs` if they
+    cannot be one: different shapes or types, nested items, no items)."""
+    if isinstance(seq, Tracer):
+        if seq.shape == ():
+            raise _Native
+        return _Column(list(seq), seq)
+    if isinstance(seq, np.ndarray) and seq.dtype != object:
+        if seq.ndim == 0:
+            raise _Native
+        if seq.dtype not in (np.float64, np.int64, np.float32, np.int32):
+            raise _Differs(f"its items have dtype {seq.dtype}")
+        wide = np.int64 if seq.dtype.kind == "i" else np.float64
+        return _Column(list(seq), seq.astype(wide))
+    if not isinstance(seq, (list, tuple)) or not seq:
+        raise _Native
+    items = list(seq)
+    if any(isinstance(v, (list, tuple, dict)) for v in items):
+        raise _Native  # nested items (a list of (W, b) pairs): Python's loop
+    kinds = {_kind(v) for v in items}
+    if len(kinds) != 1 or None in kinds:
+        raise _Differs("its items differ in shape or type")
+    if any(isinstance(v, Tracer) for v in items):
+        stacked = np.stack(
+            [v if isinstance(v, Tracer) else np.asarray(v) for v in items]
+        )
+        return _Column(items, stacked)
+    kind = kinds.pop()
+    dtype = np.int64 if kind is not None and kind[0] == "i" else np.float64
+    return _Column(items, np.stack([np.asarray(v, dtype=dtype) for v in items]))
+
+
+def _kind(value: Any) -> tuple[str, tuple[int, ...]] | None:
+    """An item's type for stacking: ints, floats (numbers or arrays) by shape."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, Tracer):
+        return ("i" if value.dtype == np.int64 else "f", tuple(value.shape))
+    if isinstance(value, (int, np.integer)):
+        return ("i", ())
+    if isinstance(value, (float, np.floating)):
+        return ("f", ())
+    if isinstance(value, np.ndarray) and value.dtype.kind in "if":
+        return (value.dtype.kind, value.shape)
+    return None
+
+
+def _columns(call: Any, args: tuple[Any, ...]) -> tuple[list[_Column], bool] | None:
+    """The sequences of ``call(*args)`` (``enumerate``, ``zip`` or one sequence)
+    and whether its items are tuples; None for any other iterable (:class:`_Differs`
+    when one of them cannot be stacked)."""
+    if call is enumerate and 1 <= len(args) <= 2:
+        start = args[1] if len(args) == 2 else 0
+        if not _python_int(start):
+            return None
+        inner = _column(args[0])
+        count = list(range(start, start + len(inner.native)))
+        return [_Column(count, None, int(start)), inner], True
+    if call is zip and args:
+        return [_column(a) for a in args], True
+    if call is sequence and len(args) == 1:
+        return [_column(args[0])], False
+    return None
+
+
+def _stacked(
+    call: Any, args: tuple[Any, ...], native: Any
+) -> tuple[list[_Column], bool] | None:
+    """:func:`_columns` of the loop's iterable, or of what another call gave
+    (``x.reshape(40, 2)``, ``np.linspace(...)``); None: iterated natively."""
+    try:
+        found = _columns(call, args)
+        if found is None and call not in (enumerate, zip, sequence):
+            found = [_column(native)], False
+    except _Native:
+        return None
+    return found
+
+
+def _sequence_for(
+    body: Callable[..., Any],
+    call: Any,
+    args: tuple[Any, ...],
+    values: tuple[Any, ...],
+    written: tuple[int, ...],
+    where: str,
+    names: tuple[str, ...],
+) -> tuple[Any, ...]:
+    """``for target in seq``, ``enumerate(seq)``, ``zip(a, b, ...)`` over static
+    sequences: a loop on a traced index into their stacked items when they can be
+    stacked and the body traces once (as :func:`for_` does for a ``range``),
+    else unrolled, with a build note saying why."""
+    state, before = tuple(values[:-1]), values[-1]
+    native = call(*args)
+    try:
+        found = _stacked(call, args, native)
+    except _Differs as exc:
+        found = None
+        items = list(native)
+        if len(items) >= LOOP_MIN_TRIPS and state and not _UNROLLING[-1]:
+            _sequence_note(
+                where, len(items), "the body differs between iterations", str(exc)
+            )
+        return _unrolled(body, items, state, before)
+    if found is None:
+        return _unrolled(body, native, state, before)
+    columns, tupled = found
+    trips = min(len(c.native) for c in columns)
+    items = list(zip(*(c.native for c in columns))) if tupled else columns[0].native
+    items = items[:trips]
+    if (
+        trips < LOOP_MIN_TRIPS
+        or not state
+        or _UNROLLING[-1]
+        or "while_loop" not in PRIMITIVES
+    ):
+        return _unrolled(body, items, state, before)
+    if any(not isinstance(state[i], Tracer) for i in written):
+        _sequence_note(
+            where,
+            trips,
+            "the body differs between iterations",
+            "it writes into an array difgen does not trace",
+        )
+        return _unrolled(body, items, state, before)
+    before_first = len(current_builder().eqns)
+    state = tuple(body(items[0], *state))
+    per_iteration = len(current_builder().eqns) - before_first
+    if per_iteration * trips < UNROLL_EQUATIONS:  # small enough unrolled
+        return _unrolled(body, items[1:], state, items[0])
+
+    def indexed(index: Any, *variables: Any) -> Any:
+        picked = tuple(c.item(index) for c in columns)
+        return body(picked if tupled else picked[0], *variables)
+
+    try:
+        final = _index_loop(indexed, 1, trips, 1, state, where, names)[1:]
+    except TracedBranch as exc:
+        from difgen.frontend.control.rewrite import is_rewritten
+
+        if type(exc) is not TracedBranch or not is_rewritten(exc.code):
+            raise
+        _sequence_note(where, trips, _why(exc), _reason(exc))
+        return _unrolled(body, items[1:], state, items[0])
+    except TraceError as exc:
+        _sequence_note(where, trips, _why(exc), _reason(exc))
+        return _unrolled(body, items[1:], state, items[0])
+    except DifgenError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (the user's body on a traced item)
+        why = "the body differs between iterations"
+        _sequence_note(where, trips, why, f"{type(exc).__name__}: {exc}")
+        return _unrolled(body, items[1:], state, items[0])
+    return (*_write_back_loop(final, values, written), items[-1])
+
+
+def _why(exc: BaseException) -> str:
+    """Why a loop over a sequence stays unrolled, in the build note's words."""
+    if "keeps its shape" in str(exc) or "changes the structure" in str(exc):
+        return "the state changes shape"
+    return "the body differs between iterations"
+
+
+def _sequence_note(where: str, trips: int, why: str, detail: str) -> None:
+    """Say once per build that the loop over a sequence at ``where`` stays
+    unrolled, and why."""
+    message = (
+        f"{where}: unrolled: {why} (the `for` loop over {trips} items of a "
+        f"sequence could not be traced once on a traced index: {detail})"
+    )
+    if message not in budget.notes():
+        budget.note(message)
 
 
 def _write_back_loop(
@@ -425,9 +632,16 @@ def _index_loop(
         given = [
             v.astype(np.int64) if k in ints else v for k, v in enumerate(variables)
         ]
-        out = list(body(index.astype(np.int64), *given))
+        item = index.astype(np.int64)
+        out = list(body(item, *given))
+        # an integer the body passes through (the item, a variable unchanged) is
+        # carried as the float it came from: no int64 left where none is computed
+        floats = {id(item): index, **{id(given[k]): variables[k] for k in ints}}
         for k in ints:
-            out[k] = _carried_int(out[k], where, labels[k + 1])
+            same = floats.get(id(out[k]))
+            out[k] = (
+                _carried_int(out[k], where, labels[k + 1]) if same is None else same
+            )
         return (index + float(step), *out)
 
     carried = [float(v) if k in ints else v for k, v in enumerate(state)]
@@ -594,6 +808,10 @@ def _loop(
         marked = {"implicit": True, "residual": SubGraph(rgraph, where)}
     elif _implicit_loop(implicit, cond_graph, body_graph, len(slots), where):
         marked = {"implicit": True}
+    else:  # what the constants alone give is computed once, before the loop
+        (cond_graph, body_graph), const_args = hoist(
+            [cond_graph, body_graph], len(slots), const_args
+        )
     results = list(leaves)
     for j, slot in enumerate(slots):
         results[slot] = bind(

@@ -112,7 +112,12 @@ def rewrite_function(fn: types.FunctionType) -> Rewrite:
         )
     ast.increment_lineno(tree, code.co_firstlineno - node.lineno)
     node.decorator_list = []
-    rewriter = Rewriter(code.co_filename)
+    loaded = {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    rewriter = Rewriter(code.co_filename, loaded)
     node.body = rewriter.block(node.body, tail=True) or [ast.Pass()]
     freevars = list(code.co_freevars)
     factory = ast.FunctionDef(
@@ -155,6 +160,7 @@ _HELPERS_MODULE = types.SimpleNamespace(
     not_=helpers.not_,
     while_=helpers.while_,
     for_=helpers.for_,
+    sequence=helpers.sequence,
 )
 
 

@@ -188,10 +188,19 @@ def _scan(stmts: list[ast.stmt]) -> _Names:
 class Rewriter(ast.NodeTransformer):
     """Rewrites a function body: branches to helper calls (see the module doc)."""
 
-    def __init__(self, filename: str) -> None:
+    def __init__(self, filename: str, loaded: set[str] | None = None) -> None:
         self.filename = filename
         self.refused: dict[int, str] = {}
         self.count = 0
+        self.loaded = loaded  # the names the function reads anywhere (None: unknown)
+
+    def unread(self, target: ast.expr) -> bool:
+        """Whether ``target`` is a name the function never reads."""
+        return (
+            self.loaded is not None
+            and isinstance(target, ast.Name)
+            and target.id not in self.loaded
+        )
 
     def where(self, node: ast.AST) -> ast.Constant:
         return ast.Constant(f"{self.filename}:{getattr(node, 'lineno', 0)}")
@@ -285,6 +294,11 @@ class Rewriter(ast.NodeTransformer):
                 + (names.reason or "a `return`")
                 + " stays unrolled",
             )
+        if isinstance(stmt, ast.For) and _sequence_loop(stmt):
+            loop = self.named_target(stmt)
+            names = _scan(loop.body)
+            if names.reason is None and not names.returns:
+                return self.for_loop(loop, names)
         if isinstance(stmt, ast.While):
             names = _scan(stmt.body)
             if names.reason is None and not names.returns and not stmt.orelse:
@@ -332,8 +346,14 @@ class Rewriter(ast.NodeTransformer):
         if isinstance(stmt, ast.For):
             item = f"__difgen_item_{self.count}"
             bind = ast.Assign([stmt.target], ast.Name(item, ast.Load()))
-            guarded = ast.If(not_broke, [bind, *body], [])
-            loop = ast.For(ast.Name(item, ast.Store()), stmt.iter, [reset, guarded], [])
+            if self.unread(stmt.target):
+                # a target the function never reads (`for _ in ...`) may take
+                # every item: the loop passes it through, not a choice of ints
+                guarded = ast.If(not_broke, body, [])
+                steps: list[ast.stmt] = [reset, bind, guarded]
+            else:
+                steps = [reset, ast.If(not_broke, [bind, *body], [])]
+            loop = ast.For(ast.Name(item, ast.Store()), stmt.iter, steps, [])
         else:
             test = ast.BoolOp(ast.And(), [not_broke, stmt.test])
             loop = ast.While(test, [reset, *body], [])
@@ -400,6 +420,22 @@ class Rewriter(ast.NodeTransformer):
             ast.copy_location(assign, stmt),
         ]
 
+    def named_target(self, stmt: ast.For) -> ast.For:
+        """``for a, b in items: body`` as ``for item in items: a, b = item; body``
+        (a loop over a static sequence whose items unpack: ``enumerate``,
+        ``zip``), so that :meth:`for_loop` sees one name."""
+        if isinstance(stmt.target, ast.Name):
+            return stmt
+        self.count += 1
+        item = f"__difgen_item_{self.count}"
+        bind = ast.copy_location(
+            ast.Assign([stmt.target], ast.Name(item, ast.Load())), stmt
+        )
+        loop = ast.For(ast.Name(item, ast.Store()), stmt.iter, [bind, *stmt.body], [])
+        ast.copy_location(loop, stmt)
+        ast.fix_missing_locations(ast.Module(body=[loop], type_ignores=[]))
+        return loop
+
     def for_loop(self, stmt: ast.For, names: _Names) -> list[ast.stmt]:
         """``for i in range(args): body`` as a body function of (item, loop
         variables) and a call of :func:`for_`, which gives the loop variables and
@@ -407,7 +443,12 @@ class Rewriter(ast.NodeTransformer):
         Python does, once, before the loop; :func:`for_` iterates over anything
         that is not the builtin ``range`` natively."""
         target = stmt.target
-        assert isinstance(target, ast.Name) and isinstance(stmt.iter, ast.Call)
+        assert isinstance(target, ast.Name)
+        if _plain_call(stmt.iter):
+            assert isinstance(stmt.iter, ast.Call)
+            func, arguments = stmt.iter.func, stmt.iter.args
+        else:  # any other iterable: evaluated once, as Python does
+            func, arguments = _helper("sequence"), [stmt.iter]
         params = [
             p for p in names.assigned + names.written if p != target.id
         ]  # the target is the item: for_ gives its final value separately
@@ -444,8 +485,8 @@ class Rewriter(ast.NodeTransformer):
             _helper("for_"),
             [
                 ast.Name(body.name, ast.Load()),
-                self.visit(stmt.iter.func),
-                ast.Tuple([self.visit(a) for a in stmt.iter.args], ast.Load()),
+                self.visit(func),
+                ast.Tuple([self.visit(a) for a in arguments], ast.Load()),
                 ast.Tuple(values, ast.Load()),
                 ast.Tuple([ast.Constant(i) for i in written], ast.Load()),
                 self.where(stmt),
@@ -570,7 +611,7 @@ def _assign(name: str, value: bool) -> ast.Assign:
 
 def loopable(stmt: ast.For) -> bool:
     """Whether the rewrite turns ``stmt`` into a call of ``for_``."""
-    if not _range_loop(stmt):
+    if not (_range_loop(stmt) or _sequence_loop(stmt)):
         return False
     names = _scan(stmt.body)
     exits = names.reason == _EXIT and _has_exit(stmt.body)  # lowered to flags
@@ -591,6 +632,31 @@ def _range_loop(stmt: ast.For) -> bool:
         and not call.keywords
         and 1 <= len(call.args) <= 3
         and not any(isinstance(a, ast.Starred) for a in call.args)
+    )
+
+
+def _plain_call(node: ast.expr) -> bool:
+    """A call with positional arguments only (``range(n)``, ``zip(a, b)``)."""
+    return (
+        isinstance(node, ast.Call)
+        and not node.keywords
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+    )
+
+
+def _sequence_loop(stmt: ast.For) -> bool:
+    """``for TARGET in ITERABLE:`` with no ``else``, the target a name or a tuple
+    of names (``for i, w in enumerate(ws)``): :func:`for_` loops over the items
+    of a static sequence (a tuple or list of arrays or numbers, an array along
+    its first axis, ``enumerate`` and ``zip`` of them) and runs any other
+    iterable natively."""
+    target = stmt.target
+    names = target.elts if isinstance(target, ast.Tuple) else [target]
+    return (
+        not stmt.orelse
+        and bool(names)
+        and all(isinstance(n, ast.Name) for n in names)
+        and not _range_loop(stmt)
     )
 
 

@@ -284,6 +284,8 @@ def _records_for(
         key = _loop_key(other, "out")
         if key in p.loops or key in p.tapes or nc != len(consts):
             continue
+        if "every" in sp or "snapshots" in sp:  # checkpointed: its own snapshots
+            continue
         if not all(_same(a, b) for a, b in zip(other.inputs[ns : ns + nc], consts)):
             continue
         back, taped = sp["back"].graph, _taped(sp["back"].graph, ns)
@@ -350,6 +352,21 @@ def _print_sweep(p: Printer, eqn: Any, params: dict[str, Any]) -> list[Store]:
     test = sub_block(p, cond, [*state, *consts], [flag])
     step = sub_block(p, fwd, [*state, *consts], nxt)
     record = sum(store_size(s) for s in taped)
+    every, snapshots = params.get("every"), params.get("snapshots")
+    if (every is not None or snapshots is not None) and record:
+        consts_in = [*state, *consts]
+        recompute = sub_block(p, fwd, consts_in, nxt)
+        back_step = [
+            *adjoint,
+            *(_add(a, d) for a, d in zip(accs, added)),
+            *(_copy(c, y) for c, y in zip(carry, new_carry)),
+        ]
+        blocks = (test, step, recompute, back_step)
+        if snapshots is not None:
+            _revolved(p, int(snapshots), state, nxt, blocks, flag)
+        else:
+            _checkpointed(p, eqn, state, nxt, taped, blocks, flag)
+        return [*carry, *accs]
     names = ("tape", "top", "cap", "trips", "owned")
     tape, top, cap, trips, owned = (p._fresh(s) for s in names)
     count = known_trips(p, eqn, n, cond, fwd) if record else None
@@ -413,6 +430,182 @@ def _print_sweep(p: Printer, eqn: Any, params: dict[str, Any]) -> list[Store]:
         f"if ({owned}) free({tape});",
     ]
     return [*carry, *accs]
+
+
+def _checkpointed(
+    p: Printer,
+    eqn: Any,
+    state: Sequence[Store],
+    nxt: Sequence[Store],
+    taped: Sequence[Store],
+    blocks: tuple[list[str], list[str], list[str], list[str]],
+    flag: Store,
+) -> None:
+    """A checkpointed sweep (``every``): the forward loop pushes the whole state
+    every ``every`` steps on the snapshot tape (workspace when the build counts
+    the trips, else a buffer doubled when full); then, snapshot by snapshot from
+    the last, the segment's states are recomputed from it into a segment tape of
+    ``every`` records (workspace) and popped through the body's VJP (``blocks``:
+    the condition, the body, the body again for the recomputation, the VJP's
+    step)."""
+    params = eqn.params.as_dict()
+    test, step, recompute, back_step = blocks
+    every = int(params["every"])
+    n = params["n_state"]
+    full = sum(store_size(s) for s in state)
+    record = sum(store_size(s) for s in taped)
+    names = ("tape", "top", "cap", "trips", "owned", "seg", "stop", "len", "r")
+    tape, top, cap, trips, owned, seg, stop, size, r = (p._fresh(s) for s in names)
+    count = known_trips(p, eqn, n, params["cond"].graph, params["fwd"].graph)
+    p.lines += [
+        f"/* checkpointed: a snapshot of the state every {every} steps */",
+        f"double *{tape} = NULL;",
+        f"npy_intp {top} = 0, {cap} = 0, {trips} = 0;",
+        f"int {owned} = 0; /* the snapshots' own buffer (else workspace) */",
+    ]
+    kept = -(-count // every) * full if count else 0
+    if count and kept <= TAPE_WORKSPACE:
+        p.lines += [
+            f"/* {count} trips counted at build time: {kept // full} snapshots */",
+            f"{tape} = {PREFIX}w + {p.work};",
+            f"{cap} = {kept};",
+        ]
+        p.work += kept
+    p.lines.append(f"double *const {seg} = {PREFIX}w + {p.work}; /* one segment */")
+    p.work += every * record
+    grown, more = p._fresh("grown"), p._fresh("more")
+    p.calls_numpy = True  # a failed allocation raises: the GIL is held
+    p.lines += [
+        "for (;;) {",
+        *_indent(test),
+        f"    if (!({flag.name} != 0.0)) break;",
+        f"    if ({trips} % {every} == 0) {{",
+        *_indent(
+            [
+                f"if ({top} + {full} > {cap}) {{ /* the tape is full: grow it */",
+                f"    npy_intp {more} = {cap} ? 2 * {cap} : {64 * full};",
+                (
+                    f"    double *{grown} = (double *)({owned} ? realloc({tape}, "
+                    f"sizeof(double) * {more}) : malloc(sizeof(double) * {more}));"
+                ),
+                f"    if ({grown} == NULL) {{",
+                f"        if ({owned}) free({tape});",
+                "        PyErr_NoMemory();",
+                f"        goto {PREFIX}fail;",
+                "    }",
+                (
+                    f"    if (!{owned} && {top}) memcpy({grown}, {tape}, "
+                    f"sizeof(double) * {top});"
+                ),
+                f"    {tape} = {grown};",
+                f"    {cap} = {more};",
+                f"    {owned} = 1;",
+                "}",
+                *(_push(tape, top, s) for s in state),
+            ],
+            2,
+        ),
+        "    }",
+        f"    {trips}++;",
+        *_indent(step),
+        *_indent([_copy(s, t) for s, t in zip(state, nxt)]),
+        "}",
+        f"while ({trips} > 0) {{ /* the snapshots backwards, a segment each */",
+        f"    npy_intp {size} = ({trips} - 1) % {every} + 1;",
+        f"    npy_intp {stop} = 0;",
+        f"    {trips} -= {size};",
+        *_indent([_pop(tape, top, s) for s in reversed(state)]),
+        *_indent([_push(seg, stop, s) for s in taped]),
+        f"    for (npy_intp {r} = 1; {r} < {size}; {r}++) {{ /* recomputed */",
+        *_indent(recompute, 2),
+        *_indent([_copy(s, t) for s, t in zip(state, nxt)], 2),
+        *_indent([_push(seg, stop, s) for s in taped], 2),
+        "    }",
+        f"    while ({stop} > 0) {{ /* the segment backwards */",
+        *_indent([_pop(seg, stop, s) for s in reversed(taped)], 2),
+        *_indent(back_step, 2),
+        "    }",
+        "}",
+        f"if ({owned}) free({tape});",
+    ]
+
+
+def _frame(base: str, k: str, state: Sequence[Store], load: bool) -> list[str]:
+    """The state stored into (or loaded from) frame ``k`` of ``base``."""
+    full = sum(store_size(s) for s in state)
+    lines, offset = [], 0
+    for s in state:
+        at = f"{base} + {k} * {full} + {offset}"
+        if s.shape == ():
+            lines.append(f"{s.name} = *({at});" if load else f"*({at}) = {s.name};")
+        else:
+            size = f"sizeof(double) * {store_size(s)}"
+            pair = f"{s.name}, {at}" if load else f"{at}, {s.name}"
+            lines.append(f"memcpy({pair}, {size});")
+        offset += store_size(s)
+    return lines
+
+
+def _revolved(
+    p: Printer,
+    snapshots: int,
+    state: Sequence[Store],
+    nxt: Sequence[Store],
+    blocks: tuple[list[str], list[str], list[str], list[str]],
+    flag: Store,
+) -> None:
+    """A sweep by binomial checkpointing (revolve, ``snapshots`` states): the
+    forward loop counts the trips from the initial state, kept as the first
+    frame; then from each frame popped (state, steps, free snapshots) a snapshot
+    is placed ``C(s + r - 1, s)`` steps in (``r`` the least with ``C(s + r, s)``
+    at least the steps), the rest recomputed with one snapshot less, until one
+    step remains, whose VJP runs. The frames are workspace: ``snapshots - 1``
+    states, whatever the trip count, and no allocation."""
+    test, step, recompute, back_step = blocks
+    frames = snapshots - 1
+    full = sum(store_size(s) for s in state)
+    names = ("fr", "fsteps", "ffree", "nf", "trips", "steps", "free", "reps")
+    fr, fsteps, ffree, nf, trips, steps, free, reps = (p._fresh(s) for s in names)
+    big, at, r = p._fresh("big"), p._fresh("at"), p._fresh("r")
+    p.lines += [
+        f"/* binomial checkpointing (revolve): at most {snapshots} states held */",
+        f"double *const {fr} = {PREFIX}w + {p.work}; /* {frames} frames */",
+        f"npy_intp {fsteps}[{frames}], {ffree}[{frames}], {nf} = 0, {trips} = 0;",
+        *_frame(fr, "0", state, load=False),
+    ]
+    p.work += frames * full
+    p.lines += [
+        "for (;;) {",
+        *_indent(test),
+        f"    if (!({flag.name} != 0.0)) break;",
+        f"    {trips}++;",
+        *_indent(step),
+        *_indent([_copy(s, t) for s, t in zip(state, nxt)]),
+        "}",
+        f"if ({trips}) {{ {fsteps}[0] = {trips}; {ffree}[0] = {frames}; {nf} = 1; }}",
+        f"while ({nf} > 0) {{",
+        f"    {nf}--;",
+        f"    npy_intp {steps} = {fsteps}[{nf}], {free} = {ffree}[{nf}];",
+        *_indent(_frame(fr, nf, state, load=True)),
+        f"    while ({steps} > 1) {{ /* place a snapshot */",
+        f"        npy_intp {reps} = 0, {big} = 1, {at} = 1;",
+        f"        while ({big} < {steps}) {{",
+        f"            {reps}++;",
+        f"            {at} = {big};",
+        f"            {big} = {big} * ({free} + {reps}) / {reps};",
+        "        }",
+        *_indent(_frame(fr, nf, state, load=False), 2),
+        f"        {fsteps}[{nf}] = {at}; {ffree}[{nf}] = {free}; {nf}++;",
+        f"        for (npy_intp {r} = 0; {r} < {at}; {r}++) {{ /* recomputed */",
+        *_indent(recompute, 3),
+        *_indent([_copy(s, t) for s, t in zip(state, nxt)], 3),
+        "        }",
+        f"        {steps} -= {at};",
+        f"        {free} -= 1;",
+        "    }",
+        *_indent(back_step),
+        "}",
+    ]
 
 
 COUNT_LIMIT = 10_000_000

@@ -23,7 +23,7 @@ import numpy as np
 from difgen import naming, precision
 from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
-from difgen.core.ir import FrozenArray, Graph, Lit, Var
+from difgen.core.ir import FrozenArray, Graph, Lit, SubGraph, Var
 from difgen.core.primitive import Statements
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
@@ -523,6 +523,8 @@ class _Statements:
         self.lines: list[str] = []
         self.counter = 0
         self.loops: dict[Any, list[str]] = {}  # equal loops run once
+        self.eqns: tuple[Any, ...] = ()  # the graph being printed (a loop looks ahead)
+        self.tapes: dict[Any, str] = {}  # sweeps whose tape a primal loop recorded
         # the last if written: (its test, the line of its else, the line after it)
         self.last_if: tuple[str, int, int] | None = None
 
@@ -596,6 +598,7 @@ def print_graph(
 def _print_eqns(graph: Graph, out: _Statements, lead: int | None = None) -> Inlining:
     """Each equation of ``graph`` into ``out`` as the inlining policy decides."""
     policy = Inlining.of(graph, lead)
+    out.eqns = graph.eqns
     for eqn in graph.eqns:
         if isinstance(eqn.primitive.numpy, Statements):
             STATEMENTS[eqn.primitive.numpy.statement](eqn, out)
@@ -733,9 +736,20 @@ def _print_while(eqn: Any, out: _Statements) -> None:
         n = params["n_state"]
         names, consts = _loop_state(eqn, n, out)
         state = [atom(m) for m in names]
+        record = _records_for(out, eqn, params)
+        push: list[str] = []
+        if record is not None:  # this loop records a later sweep's tape
+            key_s, slots = record
+            stack = _fresh(out)
+            out.lines.append(f"{stack}: list[Any] = []  # the tape of a sweep below")
+            out.modules.add(TYPING)
+            picked = [names[k] for k in slots]
+            pushed = picked[0] if len(picked) == 1 else f"({', '.join(picked)})"
+            push = [f"{stack}.append({pushed})"]
+            out.tapes[key_s] = stack
         out.lines += _while_head(params["cond"].graph, state, consts, out)
         lines, new = _block(params["body"].graph, [*state, *consts], out)
-        out.lines += _indented([*lines, _assign_all(names, new)])
+        out.lines += _indented([*push, *lines, _assign_all(names, new)])
         out.loops[key] = names
     _result(out, eqn.out, names[params["index"]])
 
@@ -751,18 +765,47 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
         n, m = params["n_state"], params["n_carry"]
         back = params["back"].graph
         nc = len(eqn.inputs) - n - m
-        names, rest = _loop_state(eqn, n, out)
+        recorded = out.tapes.get(key)
+        if recorded is not None:  # the primal loop recorded the tape
+            operands = [_named(out, a) for a in eqn.inputs]
+            names = [_fresh(out) for _ in range(n)]
+            rest, stack = operands[n:], recorded
+        else:
+            names, rest = _loop_state(eqn, n, out)
+            stack = _fresh(out)
         consts, carry0 = rest[:nc], rest[nc:]
         state = [atom(v) for v in names]
-        stack = _fresh(out)
-        out.lines.append(f"{stack}: list[Any] = []")
-        out.modules.add(TYPING)
-        out.lines += _while_head(params["cond"].graph, state, consts, out)
         pushed = names[0] if n == 1 else f"({', '.join(names)})"
+        every, snapshots = params.get("every"), params.get("snapshots")
+        if recorded is not None:
+            pass
+        elif snapshots is None:
+            out.lines.append(f"{stack}: list[Any] = []")
+            out.modules.add(TYPING)
+        else:  # binomial checkpointing: the initial state, and the trips
+            out.lines.append(f"{stack} = {pushed}")
+        trips = ""
+        if every is not None or snapshots is not None:
+            trips = _fresh(out)
+            out.lines.append(f"{trips} = 0")
+        if recorded is None:
+            out.lines += _while_head(params["cond"].graph, state, consts, out)
         lines, new = _block(params["fwd"].graph, [*state, *consts], out)
-        out.lines += _indented(
-            [f"{stack}.append({pushed})", *lines, _assign_all(names, new)]
-        )
+        if recorded is not None:
+            lines = new = []
+            push = []
+        elif snapshots is not None:
+            push = [f"{trips} += 1"]
+        elif every is None:
+            push = [f"{stack}.append({pushed})"]
+        else:  # a snapshot every `every` steps, the trips counted
+            push = [
+                f"if {trips} % {every} == 0:",
+                f"    {stack}.append({pushed})",
+                f"{trips} += 1",
+            ]
+        if recorded is None:
+            out.lines += _indented([*push, *lines, _assign_all(names, new)])
         carry = [_fresh(out) for _ in range(m)]
         out.lines.append(_assign_all(carry, [c.text for c in carry0]))
         accs = [_fresh(out) for _ in back.outputs[m:]]
@@ -771,17 +814,168 @@ def _print_sweep(eqn: Any, out: _Statements) -> None:
             zeros = f"np.zeros({shape!r}{precision.float_dtype_arg()})"
             out.lines.append(f"{name} = {'0.0' if o.shape == () else zeros}")
         target = names[0] if n == 1 else ", ".join(names)
-        out.lines.append(f"for {target} in reversed({stack}):")
         inputs = [*state, *consts, *(atom(c) for c in carry)]
         lines, new = _block(back, inputs, out)
         # The sums first: a constant's cotangent may be the carried one itself
         # (``s = ... + x``), which must be this iteration's, not the next's.
         updates = [f"{a} = {a} + {v}" for a, v in zip(accs, new[m:])]
         updates += [_assign_all(carry, new[:m])] if m else []
-        out.lines += _indented([*lines, *updates])
+        if snapshots is not None:
+            out.lines += _revolved(
+                out, params["fwd"].graph, names, consts, stack, trips, snapshots
+            )
+            out.lines += _indented([*lines, *updates])
+        elif every is None:
+            out.lines.append(f"for {target} in reversed({stack}):")
+            out.lines += _indented([*lines, *updates])
+        else:
+            out.lines += _checkpointed(
+                out, params["fwd"].graph, names, consts, stack, trips, every
+            )
+            out.lines += _indented(_indented([*lines, *updates]))
         found = [*carry, *accs]
         out.loops[key] = found
     _result(out, eqn.out, found[params["out"]])
+
+
+def _records_for(
+    out: _Statements, eqn: Any, params: dict[str, Any]
+) -> tuple[Any, list[int]] | None:
+    """A later fully taped ``sweep`` of the graph whose forward loop is this loop
+    on some of its slots (the same initial values and constants, the condition
+    and body restricted to those slots equal by structure): (its key, this loop's
+    slots in the sweep's order). This loop then pushes the sweep's tape and the
+    sweep runs its backward loop only, as the C target does: one forward pass."""
+    from difgen.ad.loops import restrict
+
+    n = params["n_state"]
+    cond, body = params["cond"].graph, params["body"].graph
+    consts = list(eqn.inputs[n:])
+    later = out.eqns[out.eqns.index(eqn) + 1 :] if eqn in out.eqns else ()
+    for other in later:
+        form = other.primitive.numpy
+        if not isinstance(form, Statements) or form.statement != "for":
+            continue
+        sp = other.params.as_dict()
+        ns, m = sp["n_state"], sp["n_carry"]
+        nc = len(other.inputs) - ns - m
+        key = _loop_key(other, "out")
+        if "every" in sp or "snapshots" in sp or key in out.tapes:
+            continue
+        if nc != len(consts) or key in out.loops:
+            continue
+        if not all(
+            _same_atom(a, b) for a, b in zip(other.inputs[ns : ns + nc], consts)
+        ):
+            continue
+        for slots in _orderings(other.inputs[:ns], eqn.inputs[:n]):
+            picked = [*slots, *range(n, n + nc)]
+            if not (_read_inputs(cond, [0]) | _read_inputs(body, slots)) <= set(picked):
+                continue  # the slots read others: not the sweep's loop
+            if SubGraph(restrict(cond, picked, [0])) == sp["cond"] and (
+                SubGraph(restrict(body, picked, slots)) == sp["fwd"]
+            ):
+                return key, slots
+    return None
+
+
+def _same_atom(a: Any, b: Any) -> bool:
+    if isinstance(a, Lit) or isinstance(b, Lit):
+        return (
+            isinstance(a, Lit)
+            and isinstance(b, Lit)
+            and a.shape == b.shape
+            and np.asarray(a.value).tobytes() == np.asarray(b.value).tobytes()
+        )
+    return bool(a is b)
+
+
+def _orderings(
+    want: Sequence[Any], have: Sequence[Any], start: int = 0
+) -> list[list[int]]:
+    """Order-preserving positions in ``have`` holding the atoms of ``want``."""
+    if not want:
+        return [[]]
+    found = []
+    for k in range(start, len(have)):
+        if _same_atom(want[0], have[k]):
+            found += [[k, *rest] for rest in _orderings(want[1:], have, k + 1)]
+    return found
+
+
+def _read_inputs(graph: Graph, outputs: Sequence[int]) -> set[int]:
+    """The inputs (by position) that ``outputs`` of ``graph`` depend on."""
+    need = {graph.outputs[i] for i in outputs}
+    for e in reversed(graph.eqns):
+        if e.out in need:
+            need.update(e.inputs)
+    return {i for i, v in enumerate(graph.inputs) if v in need}
+
+
+def _checkpointed(
+    out: _Statements,
+    fwd: Graph,
+    names: Sequence[str],
+    consts: Sequence[Expr],
+    stack: str,
+    trips: str,
+    every: int,
+) -> list[str]:
+    """The head of a checkpointed sweep's backward pass: for each snapshot, last
+    first, the states of its segment recomputed from it (every step of a segment
+    was taken), then a loop over them in reverse, whose body the caller indents
+    twice. The snapshots and one segment are all the states held at a time."""
+    k, seg, size = _fresh(out), _fresh(out), _fresh(out)
+    state = [atom(v) for v in names]
+    lines, new = _block(fwd, [*state, *consts], out)
+    pushed = names[0] if len(names) == 1 else f"({', '.join(names)})"
+    target = names[0] if len(names) == 1 else ", ".join(names)
+    return [
+        f"for {k} in range(len({stack}) - 1, -1, -1):",
+        f"    {target} = {stack}[{k}]",
+        f"    {seg} = [{pushed}]",
+        f"    {size} = min({every}, {trips} - {k} * {every})",
+        f"    for _ in range({size} - 1):",
+        *_indented(_indented([*lines, _assign_all(names, new)])),
+        f"        {seg}.append({pushed})",
+        f"    for {target} in reversed({seg}):",
+    ]
+
+
+def _revolved(
+    out: _Statements,
+    fwd: Graph,
+    names: Sequence[str],
+    consts: Sequence[Expr],
+    start: str,
+    trips: str,
+    snapshots: int,
+) -> list[str]:
+    """The head of a sweep's backward pass by binomial checkpointing (revolve):
+    frames of (state, steps, free snapshots) from the initial state; from each
+    frame popped, a snapshot is placed ``C(s + r - 1, s)`` steps in (``r`` the
+    least with ``C(s + r, s)`` at least the steps) and the rest goes on with one
+    snapshot less, until one step remains, whose VJP the caller's block (indented
+    once) applies. At most ``snapshots`` states are held."""
+    frames, steps, free, reps, big, at = (_fresh(out) for _ in range(6))
+    state = [atom(v) for v in names]
+    lines, new = _block(fwd, [*state, *consts], out)
+    pushed = names[0] if len(names) == 1 else f"({', '.join(names)})"
+    target = names[0] if len(names) == 1 else f"({', '.join(names)})"
+    return [
+        f"{frames} = [({start}, {trips}, {snapshots - 1})] if {trips} else []",
+        f"while {frames}:",
+        f"    {target}, {steps}, {free} = {frames}.pop()",
+        f"    while {steps} > 1:",
+        f"        {reps}, {big}, {at} = 0, 1, 1",
+        f"        while {big} < {steps}:",
+        f"            {reps} += 1",
+        f"            {at}, {big} = {big}, {big} * ({free} + {reps}) // {reps}",
+        f"        {frames}.append(({pushed}, {at}, {free}))",
+        f"        for _ in range({at}):",
+        *_indented(_indented(_indented([*lines, _assign_all(names, new)]))),
+        f"        {steps}, {free} = {steps} - {at}, {free} - 1",
+    ]
 
 
 STATEMENTS: dict[str, Callable[[Any, _Statements], None]] = {}
