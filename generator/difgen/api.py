@@ -37,7 +37,7 @@ from difgen.budget import Progress, ProgressCallback, reporting, stage, time_lim
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
 from difgen.hashing import source_hash
-from difgen.load import load_function
+from difgen.load import load_function, load_object
 from difgen.naming import C_SUFFIX
 from difgen.targets.c import compiling
 from difgen.verification import ModuleVerification
@@ -307,15 +307,19 @@ def verify(
     points: int = 3,
     seed: int = 0,
     tolerance_factor: float = 1.0,
+    timeout: float | None = None,
 ) -> VerifyResult:
     """Check each generated module numerically against the traced function.
 
     Imports each module from its file (in this process) and calls every operator
-    at ``points`` random points; values are compared with the traced graph run by
-    the reference interpreter, derivatives with central differences of it. See
-    :mod:`difgen.verification` for the points, seeds, errors and tolerances
-    (``tolerance_factor`` multiplies every tolerance). A module that is missing,
-    not difgen's, or fails to import is reported as failed, not raised.
+    at ``points`` random points, drawn in the module's ``verify_domain`` (or
+    given by its ``verify_points`` function); values are compared with the traced
+    graph run by the reference interpreter, derivatives with central differences
+    of it. See :mod:`difgen.verification` for the points, seeds, errors and
+    tolerances (``tolerance_factor`` multiplies every tolerance). A module that is
+    missing, not difgen's, fails to import, or takes longer than its time limit
+    (its ``timeout`` key, else ``timeout``, else
+    :data:`difgen.verification.TIMEOUT`) is reported as failed, not raised.
     """
 
     cfg = _config(config)
@@ -326,17 +330,68 @@ def verify(
         raise UsageError(f"seed must be a non-negative integer; got {seed!r}")
     if not tolerance_factor > 0:
         raise UsageError(f"tolerance_factor must be positive; got {tolerance_factor!r}")
+    _check_timeout(timeout)
     pipeline = load_pipeline()
     results = []
     for spec in specs:
         path = output_path(cfg, spec)
         graph = _trace(spec, pipeline)
-        results.append(
-            verification.verify_module(
-                spec, path, graph, points=points, seed=seed, factor=tolerance_factor
+        sampler = _sampler(spec)
+        limit = spec.timeout or timeout or verification.TIMEOUT
+        try:
+            with time_limit(limit, spec.name):
+                found = verification.verify_module(
+                    spec,
+                    path,
+                    graph,
+                    points=points,
+                    seed=seed,
+                    factor=tolerance_factor,
+                    sampler=sampler,
+                )
+        except budget.BuildTimeout:
+            found = ModuleVerification(
+                spec.name, path, problem=_verify_timeout(spec, limit)
             )
-        )
+        except verification.SamplerError as exc:
+            found = ModuleVerification(spec.name, path, problem=str(exc))
+        results.append(found)
     return VerifyResult(cfg.path, tuple(results), points, seed)
+
+
+def _sampler(spec: ModuleSpec) -> verification.Sampler | None:
+    """The module's ``verify_points`` function, loaded as ``function`` is."""
+    ref = spec.verify.points
+    if ref is None:
+        return None
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(
+            spec.config_path,
+            spec.line_of("verify_points"),
+            f"cannot load verify_points '{ref}': {message}",
+        )
+
+    value = load_object(spec, ref, fail)[0]
+    if not callable(value):
+        raise fail(f"it is not a function (it has type {type(value).__name__})")
+    sampler: verification.Sampler = value
+    return sampler
+
+
+def _verify_timeout(spec: ModuleSpec, limit: float) -> str:
+    """Why a module's verification stopped: an operator that never returned."""
+    text = (
+        f"stopped after {limit:g} s (verify's time limit per module; raise it with "
+        "--timeout or the module's timeout key): an operator did not return, "
+        "most likely a loop that never meets its exit test"
+    )
+    if spec.input.dtype == "float32":
+        text += (
+            " (a float32 module: a convergence tolerance below float32's "
+            "resolution, about 1.2e-7 relative, is never met; loosen it)"
+        )
+    return text
 
 
 def _check_timeout(timeout: object) -> None:

@@ -173,6 +173,14 @@ def _parser() -> argparse.ArgumentParser:
         help="multiply every tolerance by F (default 1)",
     )
     verify.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_timeout,
+        default=None,
+        help="stop verifying a module after SECONDS (a module's timeout key "
+        "wins; default 300, 'inf' for none)",
+    )
+    verify.add_argument(
         "-q", "--quiet", action="store_true", help="print only the failures"
     )
     verify.set_defaults(run=_verify)
@@ -328,6 +336,7 @@ def _verify(args: argparse.Namespace) -> int:
         points=args.points,
         seed=args.seed,
         tolerance_factor=args.tolerance_factor,
+        timeout=args.timeout,
     )
     failed = 0
     for module in result.modules:
@@ -352,6 +361,10 @@ def _verify(args: argparse.Namespace) -> int:
                     f"  {label:<{width}}  error {op.worst.error:7.1e}  tolerance "
                     f"{op.worst.tolerance:.0e}  {'ok' if op.passed else 'FAIL'}"
                 )
+                for message in op.warnings:  # only a failed operator's
+                    print(f"  {'':<{width}}  warned: {message}")
+        if module.hint:
+            print(f"  hint: {module.hint}")
     count = len(result.modules)
     points = f"{result.points} random point{'s' if result.points != 1 else ''}"
     if failed:
