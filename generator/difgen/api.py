@@ -25,15 +25,31 @@ import multiprocessing
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    as_completed,
+    wait,
+)
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Union
 
-from difgen import budget, verification
-from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
+from difgen import budget, incremental, verification
+from difgen.budget import (
+    COMPILE,
+    COMPILED,
+    SKIPPED,
+    Progress,
+    ProgressCallback,
+    reporting,
+    stage,
+    time_limit,
+)
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, UsageError
 from difgen.hashing import source_hash
@@ -41,7 +57,7 @@ from difgen.load import load_function, load_object
 from difgen.naming import C_SUFFIX
 from difgen.targets.c import compiling
 from difgen.verification import ModuleVerification
-from difgen.write import State, WriteTransaction, inspect_file
+from difgen.write import State, WriteTransaction, inspect_file, remove_leftovers
 
 ConfigLike = Union[str, "os.PathLike[str]", Config, None]
 """What the API accepts as a config: a path, a loaded Config, or None (find it)."""
@@ -52,6 +68,8 @@ class Action(enum.Enum):
 
     WRITTEN = "written"
     UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    """Not generated: its inputs are as when it was built (``--force`` builds it)."""
 
 
 class Status(enum.Enum):
@@ -73,9 +91,11 @@ class BuiltModule:
     path: Path
     action: Action
     reason: str
-    """``"new file"``, ``"contents changed"`` or ``"identical bytes"``."""
+    """``"new file"``, ``"contents changed"``, ``"identical bytes"`` or (skipped)
+    ``"up to date"``."""
     seconds: float
-    """Time to generate the module's text (load, trace, derivatives, emit)."""
+    """Time to generate the module's text (load, trace, derivatives, emit); for a
+    skipped module, to find its inputs unchanged."""
     stages: tuple[tuple[str, float], ...]
     """Seconds per stage, in the order the stages ran."""
     notes: tuple[str, ...] = ()
@@ -170,8 +190,15 @@ def build(
     jobs: int = 1,
     progress: ProgressCallback | None = None,
     compile: bool = False,
+    force: bool = False,
 ) -> BuildResult:
     """Generate the modules (all, or those named), then write them all or none.
+
+    A module whose inputs are unchanged since the build that wrote it (its
+    function's source and the project's modules it uses, the data files it read,
+    its config entry, difgen and its templates: :mod:`difgen.incremental`) is
+    skipped without loading its function (:attr:`Action.SKIPPED`); ``force``
+    generates every module regardless.
 
     ``timeout`` bounds each module's generation in seconds (a module's own
     ``timeout`` key wins; None: :data:`difgen.budget.DEFAULT_TIMEOUT`, half an
@@ -199,50 +226,91 @@ def build(
     _check_timeout(timeout)
     if timeout is None:
         timeout = budget.DEFAULT_TIMEOUT
-    load_pipeline()  # import errors surface here, before any worker starts
     start = time.perf_counter()
-    if jobs == 1 or len(specs) == 1:
-        generated = [_generate(spec, cfg, timeout, progress) for spec in specs]
-    else:
-        generated = _generate_in_parallel(specs, cfg, timeout, jobs, progress)
-    outputs = [(output_path(cfg, spec), g.text) for spec, g in zip(specs, generated)]
+    skipped: dict[str, float] = {}
+    if not force:
+        for spec in specs:
+            began = time.perf_counter()
+            if incremental.up_to_date(cfg, spec, module_files(cfg, spec)):
+                skipped[spec.name] = time.perf_counter() - began
+                if progress is not None:
+                    progress(Progress(spec.name, SKIPPED, skipped[spec.name]))
+    todo = [spec for spec in specs if spec.name not in skipped]
+    generated: list[_Generated] = []
+    if todo:
+        load_pipeline()  # import errors surface here, before any worker starts
+        for spec in todo:  # generated again: its record no longer holds
+            incremental.forget(cfg, spec)
+    if len(todo) == 1 or (todo and jobs == 1):
+        generated = [_generate(spec, cfg, timeout, progress) for spec in todo]
+    elif todo:
+        generated = _generate_in_parallel(todo, cfg, timeout, jobs, progress)
+    outputs = [(output_path(cfg, spec), g.text) for spec, g in zip(todo, generated)]
     existed = [path.exists() for path, _ in outputs]
-    if progress is not None:
+    if progress is not None and todo:
         progress(Progress(None, "write", time.perf_counter() - start))
     extra = [  # C sources (emit = "c"): written with the modules, all or none
         (Path(cfg.output_dir, spec.name + suffix), text)
-        for spec, g in zip(specs, generated)
+        for spec, g in zip(todo, generated)
         for suffix, text in g.extra
     ]
     transaction = WriteTransaction(outputs + extra)  # refuses foreign files first
     changed_all = transaction.commit()
     changed = changed_all[: len(outputs)]
     extra_changed = iter(changed_all[len(outputs) :])
-    for spec, g in zip(specs, generated):
+    for index, g in enumerate(generated):
         for _ in g.extra:  # a changed C source counts as a change of its module
             if next(extra_changed):
-                index = specs.index(spec)
                 changed[index] = True
-    built = []
-    for spec, (path, _), g, wrote, was in zip(
-        specs, outputs, generated, changed, existed
+    done: dict[str, BuiltModule] = {}
+    for spec, (path, text), g, wrote, was in zip(
+        todo, outputs, generated, changed, existed
     ):
         reason = "identical bytes"
         if wrote:
             reason = "contents changed" if was else "new file"
         action = Action.WRITTEN if wrote else Action.UNCHANGED
-        built.append(
-            BuiltModule(spec.name, path, action, reason, g.seconds, g.stages, g.notes)
+        done[spec.name] = BuiltModule(
+            spec.name, path, action, reason, g.seconds, g.stages, g.notes
         )
+        files = [(path, text)]
+        files += [(Path(cfg.output_dir, spec.name + sfx), t) for sfx, t in g.extra]
+        incremental.save(cfg, spec, files, g.sources)
+    built = [
+        done.get(spec.name)
+        or BuiltModule(
+            spec.name,
+            output_path(cfg, spec),
+            Action.SKIPPED,
+            "up to date",
+            skipped[spec.name],
+            (),
+        )
+        for spec in specs
+    ]
     removed = list(transaction.removed_leftovers)
+    written_dirs = {path.parent for path, _ in outputs + extra}
+    removed += remove_leftovers(
+        [
+            p.parent
+            for s in specs
+            for p in module_files(cfg, s)
+            if p.parent not in written_dirs
+        ]
+    )
     if any(spec.emit == "c" for spec in specs):  # of a compiler killed earlier
         removed += compiling.remove_leftovers(Path(cfg.output_dir))
-    compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
+    compiled: tuple[compiling.Compiled, ...] = ()
+    if compile:
+        compiled = compile_extensions(cfg, [s.name for s in specs], progress=progress)
     return BuildResult(cfg.path, tuple(built), tuple(removed), compiled)
 
 
 def compile_extensions(
-    config: ConfigLike = None, modules: Sequence[str] | None = None
+    config: ConfigLike = None,
+    modules: Sequence[str] | None = None,
+    *,
+    progress: ProgressCallback | None = None,
 ) -> tuple[compiling.Compiled, ...]:
     """Compile the extension of each ``emit = "c"`` module (all, or those named)
     whose extension is missing or older than its C source; the others are left.
@@ -252,11 +320,25 @@ def compile_extensions(
     """
     cfg = _config(config)
     specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
-    return tuple(
-        compiling.compile_modules(
-            cfg.output_dir, [s.name for s in specs if _needs_compiling(cfg, s)]
-        )
-    )
+    names = [s.name for s in specs if _needs_compiling(cfg, s)]
+    if progress is None:
+        return tuple(compiling.compile_modules(cfg.output_dir, names))
+    # as compile_modules does (a compiler process per core), reporting each
+    # extension's compiler time from this thread as it ends
+    workers = min(len(names), os.cpu_count() or 1)
+    results: dict[str, compiling.Compiled] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {
+            pool.submit(compiling.compile_module, cfg.output_dir, name): name
+            for name in names
+        }
+        for name in names:
+            progress(Progress(name, COMPILE, 0.0))
+        for future in as_completed(futures):
+            done = future.result()
+            results[futures[future]] = done
+            progress(Progress(done.name, COMPILED, done.seconds))
+    return tuple(results[name] for name in names)
 
 
 def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
@@ -273,6 +355,15 @@ def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
         return True
     c_hash = inspect_file(output_path(config, spec)).c_hash
     return compiling.extension_problem(target, c_hash) is not None
+
+
+def module_files(config: Config, spec: ModuleSpec) -> list[Path]:
+    """The files a build writes for ``spec``: its module, and (emit = "c") its C
+    source."""
+    files = [output_path(config, spec)]
+    if spec.emit == "c":
+        files.append(c_source_path(config, spec))
+    return files
 
 
 def c_source_path(config: Config, spec: ModuleSpec) -> Path:
@@ -293,10 +384,7 @@ def check(
     cfg = _config(config)
     return CheckResult(
         cfg.path,
-        tuple(
-            _check_module(spec, output_path(cfg, spec))
-            for spec in select_modules(cfg, modules)
-        ),
+        tuple(_check_module(cfg, spec) for spec in select_modules(cfg, modules)),
     )
 
 
@@ -464,6 +552,8 @@ class _Generated:
     notes: tuple[str, ...] = ()
     extra: tuple[tuple[str, str], ...] = ()
     """Other files of the module, ``(suffix, text)``: its C source (emit = "c")."""
+    sources: tuple[Path, ...] = ()
+    """The project's files it was made from (:mod:`difgen.incremental`)."""
 
 
 def _generate(
@@ -477,16 +567,20 @@ def _generate(
     pipeline = (
         load_pipeline()
     )  # imported before the clock starts: not the module's time
-    with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
-        with stage("load"):
-            fn = load_function(spec)
-        files: list[tuple[str, str]] = pipeline.generate_files(spec, config, fn)
+    with incremental.watching() as opened:
+        with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
+            with stage("load"):
+                fn = load_function(spec)
+            files: list[tuple[str, str]] = pipeline.generate_files(spec, config, fn)
+        sources = incremental.project_files(fn, spec)
+        sources += incremental.data_files(opened, spec, config)
     return _Generated(
         files[0][1],
         tracker.elapsed,
         tracker.stage_times(),
         tuple(tracker.notes),
         tuple(files[1:]),
+        tuple(sources),
     )
 
 
@@ -594,8 +688,12 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
-    """What :func:`check` says about one module."""
+def _check_module(config: Config, spec: ModuleSpec) -> ModuleCheck:
+    """What :func:`check` says about one module: first what is at its path; then,
+    as :func:`build` decides to skip it, whether its inputs are unchanged since it
+    was built (:func:`difgen.incremental.up_to_date`); else, re-tracing the
+    function, whether its ``SOURCE_HASH`` is the traced graph's."""
+    path = output_path(config, spec)
     found = inspect_file(path)
 
     def result(status: Status, reason: str = "") -> ModuleCheck:
@@ -616,6 +714,8 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
         problem = _check_c_files(spec, path, found.c_hash)
         if problem is not None:
             return ModuleCheck(spec.name, problem[0], problem[1], problem[2])
+    if incremental.up_to_date(config, spec, module_files(config, spec)):
+        return result(Status.UP_TO_DATE)
     try:
         graph = _trace(spec)
     except DifgenError as exc:  # the config or the function changed beyond building

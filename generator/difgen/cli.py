@@ -128,6 +128,12 @@ def _parser() -> argparse.ArgumentParser:
         "(needs a C compiler and the Python and NumPy headers)",
     )
     build.add_argument(
+        "--force",
+        action="store_true",
+        help="generate every module, also those whose inputs are unchanged since "
+        "the last build (which are otherwise skipped)",
+    )
+    build.add_argument(
         "--exit-code",
         action="store_true",
         help="exit 1 when a file was written (for a pre-commit hook: the commit "
@@ -286,11 +292,15 @@ def _build(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             progress=reporter,
             compile=args.compile,
+            force=args.force,
         )
     if not args.quiet:
         for leftover in result.removed_leftovers:
             print(f"removed leftover {_display(leftover)}")
         for module in result.modules:
+            if module.action is Action.SKIPPED:
+                print(f"skipped {_display(module.path)} (up to date)")
+                continue
             verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
             print(f"{verb} {_display(module.path)}")
         for compiled in result.compiled:

@@ -24,9 +24,9 @@ from typing import Any
 from difgen import precision, structure
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
-from difgen.budget import note, stage
+from difgen.budget import describe, note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit, split_function_ref
-from difgen.core.ir import Graph, dce
+from difgen.core.ir import Graph, SubGraph, dce
 from difgen.derive import graphs, points, symbolic
 from difgen.derive.checks import IndexCheck, index_checks
 from difgen.derive.graphs import GraphDerivation
@@ -410,7 +410,9 @@ def _stages(
     spec: ModuleSpec, config: Config | None, fn: Callable[..., Any]
 ) -> list[tuple[str, str]]:
     with stage("trace"):
-        traced, interface = trace_interface(spec, fn)
+        with control.counting_unrolled() as loops:
+            traced, interface = trace_interface(spec, fn)
+        describe(graph_size(traced, loops))
         # of the graph as traced (aux included), before any backend
         digest = source_hash(spec, traced)
         graph, aux_graph = split_outputs(traced)
@@ -420,8 +422,9 @@ def _stages(
         try:
             derivation = derive(spec, graph)
         except ReverseOverReverse:
-            with control.unrolling():
+            with control.unrolling(), control.counting_unrolled() as loops:
                 again_traced = trace_spec(spec, fn)
+            describe(graph_size(again_traced, loops))
             again = split_outputs(again_traced)[0]
             if fingerprint(again) == fingerprint(graph):
                 raise  # no static loop to unroll: a loop on a traced condition
@@ -471,6 +474,52 @@ def _stages(
             spec, config, parts, digest, c_hash=c_hash, structure=wrapped
         )
         return [(".py", py_text), (c_code.SUFFIX + ".c", c_text)]
+
+
+UNROLLED_SHARE = 0.5
+"""An unrolled loop that traced at least this share of a graph's equations is
+named in progress reports as the cause of its size..."""
+
+UNROLLED_NAMED = 4096
+"""... when the graph has at least this many equations (a smaller one is quick
+to build, and a short loop unrolls by design: ``UNROLL_EQUATIONS``)."""
+
+
+def graph_size(graph: Graph, loops: dict[str, tuple[int, int]] | None = None) -> str:
+    """The graph's size for progress reports: its equations (those of loop bodies
+    and branches counted once each), and the unrolled loop that traced most of
+    them when it is at least :data:`UNROLLED_SHARE` of them.
+
+    >>> graph_size(Graph((), (), ()))
+    '0 equations'
+
+    A graph of at least :data:`UNROLLED_NAMED` equations names such a loop:
+    ``"12,003 equations, 12,000 of them from the loop at model.py:8 unrolled
+    over 6,000 iterations"``.
+    """
+    count = count_equations(graph)
+    text = f"{count:,} equation{'s' if count != 1 else ''}"
+    if loops:
+        where, (trips, made) = max(loops.items(), key=lambda item: item[1][1])
+        if count >= UNROLLED_NAMED and made >= UNROLLED_SHARE * count:
+            text += (
+                f", {min(made, count):,} of them from the loop at {where} unrolled "
+                f"over {trips:,} iterations"
+            )
+    return text
+
+
+def count_equations(graph: Graph) -> int:
+    """Equations of ``graph``, and of the sub-graphs in their params."""
+    total = 0
+    for eqn in graph.eqns:
+        total += 1
+        for _, value in eqn.params:
+            items = value if isinstance(value, tuple) else (value,)
+            for item in items:
+                if isinstance(item, SubGraph):
+                    total += count_equations(item.graph)
+    return total
 
 
 def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> str:
