@@ -258,3 +258,58 @@ def test_an_operators_warnings_are_shown_only_when_it_fails(
     module.write_text(stamp_body_hash(original + right))
     assert main(["verify", str(config)]) == 0
     assert "warned" not in capsys.readouterr().out
+
+
+KEPLER = """\
+import numpy as np
+
+
+def kepler(M, e):
+    E = M + e * np.sin(M)
+    step = np.ones(M.shape)
+    while np.max(np.abs(step)) > 1e-13:
+        step = (E - e * np.sin(E) - M) / (1.0 - e * np.cos(E))
+        E = E - step
+    return E
+"""
+
+
+def test_a_float32_loop_below_its_resolution_is_noted_and_times_out_in_verify(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "kepler.py").write_text(KEPLER)
+    (tmp_path / "difgen.toml").write_text(
+        '[difgen]\noutput_dir = "out"\n\n[[module]]\nname = "kepler32"\n'
+        'function = "kepler.py:kepler"\nbackend = "trace"\n'
+        'operators = ["jacobian"]\ninput = { shape = [4], dtype = "float32" }\n'
+        'contexts = [{ name = "e", shape = [], dtype = "float32", '
+        "verify_domain = [0.1, 0.5] }]\n"
+    )
+    config = tmp_path / "difgen.toml"
+    (built,) = difgen.build(config).modules
+    assert any(
+        "compares with 1e-13, below float32's resolution" in n for n in built.notes
+    )
+    (found,) = difgen.verify(config, timeout=1.0).modules
+    assert found.problem is not None
+    assert found.problem.startswith("stopped after 1 s (verify's time limit")
+    assert "below float32's resolution" in found.problem
+    # a tolerance float32 can meet: no note, and verify passes
+    (tmp_path / "kepler.py").write_text(KEPLER.replace("1e-13", "1e-5"))
+    (built,) = difgen.build(config).modules
+    assert built.notes == ()
+    assert difgen.verify(config, timeout=60.0).ok
+
+
+def test_difgen_generate_takes_verify_domain_as_the_key_means() -> None:
+    def entropy(x: np.ndarray) -> np.ndarray:
+        return np.sum(x * np.log(x))
+
+    module = difgen.generate(
+        entropy, np.ones(3), operators=["gradient"], verify_domain=(0.1, 3)
+    )
+    assert np.allclose(module.gradient(np.ones(3)), np.ones(3))
+    with pytest.raises(ConfigError, match=r"verify_domain.*low < high"):
+        difgen.generate(
+            entropy, np.ones(3), operators=["gradient"], verify_domain=[3, 1]
+        )

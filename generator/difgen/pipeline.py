@@ -21,12 +21,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from difgen import precision, structure
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import describe, note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit, split_function_ref
-from difgen.core.ir import Graph, SubGraph, dce
+from difgen.core.ir import Graph, Lit, SubGraph, dce
 from difgen.derive import graphs, points, symbolic
 from difgen.derive.checks import IndexCheck, index_checks
 from difgen.derive.graphs import GraphDerivation
@@ -413,6 +415,14 @@ def _stages(
         with control.counting_unrolled() as loops:
             traced, interface = trace_interface(spec, fn)
         describe(graph_size(traced, loops))
+        if spec.input.dtype == "float32":
+            for tolerance in tolerances_below(traced, FLOAT32_EPS):
+                note(
+                    f"{spec.function}: a while loop's exit test compares with "
+                    f"{tolerance:g}, below float32's resolution ({FLOAT32_EPS:.1e} "
+                    "relative): in this float32 module it may never be met and the "
+                    "loop never end; loosen the tolerance"
+                )
         # of the graph as traced (aux included), before any backend
         digest = source_hash(spec, traced)
         graph, aux_graph = split_outputs(traced)
@@ -507,6 +517,40 @@ def graph_size(graph: Graph, loops: dict[str, tuple[int, int]] | None = None) ->
                 f"over {trips:,} iterations"
             )
     return text
+
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+
+_COMPARISONS = frozenset({"gt", "lt", "ge", "le"})
+
+
+def tolerances_below(graph: Graph, eps: float) -> list[float]:
+    """The positive constants below ``eps`` that a ``while`` loop's exit test
+    compares with (``while err > 1e-13``), in this graph and its sub-graphs."""
+    found: list[float] = []
+    for eqn in graph.eqns:
+        for name, value in eqn.params:
+            items = value if isinstance(value, tuple) else (value,)
+            for item in items:
+                if not isinstance(item, SubGraph):
+                    continue
+                if eqn.primitive.name == "while_loop" and name == "cond":
+                    found += _compared_constants(item.graph, eps)
+                found += tolerances_below(item.graph, eps)
+    return sorted(set(found))
+
+
+def _compared_constants(graph: Graph, eps: float) -> list[float]:
+    found = []
+    for eqn in graph.eqns:
+        if eqn.primitive.name not in _COMPARISONS:
+            continue
+        for atom in eqn.inputs:
+            if isinstance(atom, Lit) and np.size(atom.value) == 1:
+                number = abs(float(np.asarray(atom.value).reshape(())))
+                if 0 < number < eps:
+                    found.append(number)
+    return found
 
 
 def count_equations(graph: Graph) -> int:
