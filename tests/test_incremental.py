@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,15 @@ input = { shape = [3] }
 """
 
 
+@pytest.fixture(autouse=True)
+def _forget_project_modules() -> Iterator[None]:
+    """The projects' modules (helper, pkg...) leave sys.modules with their test:
+    another test's project may have modules of the same names."""
+    yield
+    for name in ("helper", "weights", "pkg", "pkg.model", "pkg.consts"):
+        sys.modules.pop(name, None)
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "helper.py").write_text(HELPER)
@@ -78,6 +88,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "weights.txt").write_text("1.0 2.0 3.0\n")
     (tmp_path / "difgen.toml").write_text(CONFIG)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(incremental.CACHE_ENV, str(tmp_path.parent / "difgen-cache"))
     for name in ("helper", "weights"):  # another test's project of the same names
         monkeypatch.delitem(sys.modules, name, raising=False)
     difgen.build("difgen.toml")
@@ -130,7 +141,17 @@ def test_the_record_names_the_sources_and_the_data_file(project: Path) -> None:
         "weights.py",
         "weights.txt",
     ]
-    assert (project / ".difgen_cache" / ".gitignore").read_text().endswith("*\n")
+    # the records stay out of the project (git, sdists and wheels never see them)
+    where = incremental.record_path(config, config.modules[1])
+    assert where.is_file() and not where.is_relative_to(project)
+    assert sorted(p.name for p in project.iterdir() if p.name != "__pycache__") == [
+        "difgen.toml",
+        "functions.py",
+        "generated",
+        "helper.py",
+        "weights.py",
+        "weights.txt",
+    ]
 
 
 def test_an_edited_helper_rebuilds_the_modules_that_use_it(project: Path) -> None:
@@ -228,6 +249,7 @@ def test_project_files_follow_package_imports(
 ) -> None:
     for name in ("pkg", "pkg.model", "pkg.consts"):
         monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setenv(incremental.CACHE_ENV, str(tmp_path / "cache"))
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")

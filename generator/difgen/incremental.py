@@ -27,9 +27,12 @@ Installed packages are not followed (a change there comes with a version the
 key does not see, except the ones above): ``difgen build --force`` regenerates
 every module regardless.
 
-Records live in ``.difgen_cache/`` next to the config file, one JSON file per
-config and module, in a folder that ignores itself for git (as pytest's cache
-does). A record that cannot be read is no record; one that cannot be written
+Records live in difgen's user cache (:func:`records_directory`:
+``$DIFGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/difgen``, else ``~/.cache/difgen``;
+then ``builds/`` and a digest of the config file's absolute path), one JSON file
+per module: never inside the project, where git, an sdist or a wheel would pick
+them up (a hatchling sdist takes every file its root ``.gitignore`` does not
+exclude). A record that cannot be read is no record; one that cannot be written
 only costs the next build its skip.
 """
 
@@ -55,8 +58,8 @@ from difgen.hashing import spec_fingerprint
 from difgen.load import package_roots
 from difgen.version import VERSION
 
-CACHE_DIR = ".difgen_cache"
-"""The folder of the records, next to the config file."""
+CACHE_ENV = "DIFGEN_CACHE_DIR"
+"""Where difgen's user cache is, when set (as for :func:`difgen.generate`)."""
 
 FORMAT = 1
 """The records' layout; a record of another layout is ignored."""
@@ -67,9 +70,21 @@ LIBRARIES = ("numpy", "sympy", "black")
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
+def records_directory(config: Config) -> Path:
+    """The folder of a config's records in difgen's user cache."""
+    root = os.environ.get(CACHE_ENV)
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".cache"
+        )
+        root = os.path.join(xdg, "difgen")
+    where = str(Path(config.path).resolve())
+    return Path(root, "builds", hashlib.sha256(where.encode()).hexdigest()[:16])
+
+
 def record_path(config: Config, spec: ModuleSpec) -> Path:
-    """Where the record of ``spec`` goes: ``.difgen_cache/<config>/<module>.json``."""
-    return config.path.parent / CACHE_DIR / config.path.name / f"{spec.name}.json"
+    """Where the record of ``spec`` goes: ``<records_directory>/<module>.json``."""
+    return records_directory(config) / f"{spec.name}.json"
 
 
 def inputs_key(config: Config, spec: ModuleSpec, outputs: Sequence[Path]) -> str:
@@ -129,8 +144,7 @@ def save(
     }
     target = record_path(config, spec)
     with contextlib.suppress(OSError):
-        _make_cache_dir(target.parent.parent)
-        target.parent.mkdir(exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         temp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", "utf-8")
         os.replace(temp, target)
@@ -332,12 +346,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 def data_files(opened: Iterable[Path], spec: ModuleSpec, config: Config) -> list[Path]:
     """The files of ``opened`` that are the project's data: regular files in the
     project, not Python sources (:func:`project_files` follows those), not the
-    config file, not the generated files nor difgen's records."""
+    config file, not the generated files."""
     roots = project_roots(spec)
-    skipped = [
-        Path(config.output_dir).resolve(),
-        config.path.parent.resolve() / CACHE_DIR,
-    ]
+    skipped = [Path(config.output_dir).resolve()]
     found = set()
     for path in opened:
         try:
@@ -351,16 +362,6 @@ def data_files(opened: Iterable[Path], spec: ModuleSpec, config: Config) -> list
         if in_project(resolved, roots) and resolved.is_file():
             found.add(resolved)
     return sorted(found)
-
-
-def _make_cache_dir(folder: Path) -> None:
-    """The records' folder, ignoring itself for git on creation."""
-    if folder.is_dir():
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / ".gitignore").write_text(
-        "# written by difgen build: its records of what each module was built from\n*\n"
-    )
 
 
 def _read(path: Path) -> dict[str, Any] | None:
