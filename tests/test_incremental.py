@@ -276,3 +276,33 @@ def test_project_files_follow_package_imports(
     (package / "consts.py").write_text("K = 3.0\n")
     (result,) = difgen.build(tmp_path / "difgen.toml").modules
     assert result.action is Action.WRITTEN
+
+
+def test_an_environment_variable_read_at_import_is_an_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(incremental.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("DIFGEN_TEST_OFFSET", "1.5")
+    (tmp_path / "fn.py").write_text(
+        "import os\n\nimport numpy as np\n\n"
+        'OFFSET = float(os.environ["DIFGEN_TEST_OFFSET"])\n'
+        'SCALE = float(os.getenv("DIFGEN_TEST_UNSET", "2"))\n\n\n'
+        "def f(x):\n    return np.sum(SCALE * x**2 + OFFSET * x)\n"
+    )
+    (tmp_path / "difgen.toml").write_text(
+        CONFIG.split("[[module]]")[0]
+        + '[[module]]\nname = "m"\nfunction = "fn.py:f"\nbackend = "trace"\n'
+        'operators = ["gradient"]\ninput = { shape = [2] }\n'
+    )
+    config = tmp_path / "difgen.toml"
+    difgen.build(config)
+    spec = load_config(config).modules[0]
+    record = incremental._read(incremental.record_path(load_config(config), spec))
+    assert record is not None
+    assert record["environ"] == {"DIFGEN_TEST_OFFSET": "1.5", "DIFGEN_TEST_UNSET": None}
+    assert [m.action for m in difgen.build(config).modules] == [Action.SKIPPED]
+    monkeypatch.setenv("DIFGEN_TEST_OFFSET", "2.5")
+    assert not difgen.check(config).ok  # stale, as the build finds it
+    assert [m.action for m in difgen.build(config).modules] == [Action.WRITTEN]
+    monkeypatch.setenv("DIFGEN_TEST_UNSET", "2")  # set now: an input too
+    assert [m.action for m in difgen.build(config).modules] == [Action.UNCHANGED]

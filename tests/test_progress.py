@@ -118,6 +118,8 @@ def test_a_real_build_with_a_slow_stage_says_so_while_it_runs(
 
 
 def test_skipped_modules_and_compiler_times_are_lines() -> None:
+    """A slow compile gets the periodic lines of a stage (the first test); its
+    end is a line with the compiler's time."""
     out = io.StringIO()
     with Reporter(out, total=2, live=False) as report:
         report(Progress("a", SKIPPED, 0.01))
@@ -127,7 +129,6 @@ def test_skipped_modules_and_compiler_times_are_lines() -> None:
     assert out.getvalue().splitlines() == [
         "difgen: [1/2] a: 0.01 s (skipped: up to date)",
         "difgen: [2/2] b: 0.50 s",
-        "difgen: b: compiling its extension",
         "difgen: b: extension compiled in 12.50 s",
     ]
 
@@ -205,3 +206,19 @@ def test_an_unrolled_loop_is_named_when_it_makes_most_of_the_graph(
     # a small graph is not blamed on a loop, even one that made all of it
     count = pipeline.count_equations(rolled)
     assert pipeline.graph_size(rolled, {"fn.py:6": (3, count)}) == f"{count} equations"
+
+
+def test_a_slow_compile_gets_periodic_lines() -> None:
+    out = io.StringIO()
+    clock = Clock()
+    with Reporter(
+        out, total=1, live=False, interval=0.01, period=4.0, clock=clock
+    ) as report:
+        report(Progress("b", COMPILE, 0.0))
+        clock.advance(5.0)
+        wait_for(lambda: "compile" in out.getvalue())
+        report(Progress("b", COMPILED, 5.0))
+    assert out.getvalue().splitlines() == [
+        "difgen: b: compile for 5.0 s, 100% of its 5.0 s so far (the C compiler)",
+        "difgen: b: extension compiled in 5.00 s",
+    ]

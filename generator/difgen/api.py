@@ -275,7 +275,7 @@ def build(
         )
         files = [(path, text)]
         files += [(Path(cfg.output_dir, spec.name + sfx), t) for sfx, t in g.extra]
-        incremental.save(cfg, spec, files, g.sources)
+        incremental.save(cfg, spec, files, g.sources, g.environ)
     built = [
         done.get(spec.name)
         or BuiltModule(
@@ -321,8 +321,13 @@ def compile_extensions(
     cfg = _config(config)
     specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
     names = [s.name for s in specs if _needs_compiling(cfg, s)]
-    if progress is None:
+    if progress is None or not names:
         return tuple(compiling.compile_modules(cfg.output_dir, names))
+    if len(names) == 1:  # in this thread, as compile_modules does: Ctrl-C ends it
+        progress(Progress(names[0], COMPILE, 0.0))
+        done = compiling.compile_module(cfg.output_dir, names[0])
+        progress(Progress(done.name, COMPILED, done.seconds))
+        return (done,)
     # as compile_modules does (a compiler process per core), reporting each
     # extension's compiler time from this thread as it ends
     workers = min(len(names), os.cpu_count() or 1)
@@ -554,6 +559,8 @@ class _Generated:
     """Other files of the module, ``(suffix, text)``: its C source (emit = "c")."""
     sources: tuple[Path, ...] = ()
     """The project's files it was made from (:mod:`difgen.incremental`)."""
+    environ: dict[str, str | None] | None = None
+    """The environment variables its function looked up, and their values."""
 
 
 def _generate(
@@ -567,13 +574,13 @@ def _generate(
     pipeline = (
         load_pipeline()
     )  # imported before the clock starts: not the module's time
-    with incremental.watching() as opened:
+    with incremental.watching() as watched:
         with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
             with stage("load"):
                 fn = load_function(spec)
             files: list[tuple[str, str]] = pipeline.generate_files(spec, config, fn)
         sources = incremental.project_files(fn, spec)
-        sources += incremental.data_files(opened, spec, config)
+        sources += incremental.data_files(watched.files, spec, config)
     return _Generated(
         files[0][1],
         tracker.elapsed,
@@ -581,6 +588,7 @@ def _generate(
         tuple(tracker.notes),
         tuple(files[1:]),
         tuple(sources),
+        dict(watched.environ),
     )
 
 

@@ -19,7 +19,8 @@ The record of a module is its *key* and the digests of the files it came from:
   (:func:`project_files`: its module, and every module of the project it reaches
   through its globals and its ``import`` statements), and the data files of the
   project opened while it was loaded and traced (:func:`watching`), by SHA-256
-  of their bytes, so a touched but unchanged file changes nothing;
+  of their bytes, so a touched but unchanged file changes nothing; and the
+  environment variables it looked up meanwhile, by value;
 - the generated files themselves (the module, and with ``emit = "c"`` its C
   source), so a module deleted or edited by hand is generated again.
 
@@ -47,7 +48,9 @@ import inspect
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -116,6 +119,11 @@ def up_to_date(config: Config, spec: ModuleSpec, outputs: Sequence[Path]) -> boo
         return False
     if sorted(written) != sorted(str(Path(p).resolve()) for p in outputs):
         return False
+    environ = record.get("environ", {})
+    if not isinstance(environ, dict):
+        return False
+    if any(os.environ.get(key) != value for key, value in environ.items()):
+        return False
     return all(file_digest(Path(p)) == d for p, d in {**files, **written}.items())
 
 
@@ -124,6 +132,7 @@ def save(
     spec: ModuleSpec,
     outputs: Sequence[tuple[Path, str]],
     sources: Iterable[Path],
+    environ: dict[str, str | None] | None = None,
 ) -> None:
     """Record that ``spec`` was generated from ``sources`` into ``outputs`` (each
     path with the text now in it). Best effort: a folder that cannot be written
@@ -141,6 +150,7 @@ def save(
             str(Path(p).resolve()): hashlib.sha256(text.encode("utf-8")).hexdigest()
             for p, text in outputs
         },
+        "environ": dict(sorted((environ or {}).items())),
     }
     target = record_path(config, spec)
     with contextlib.suppress(OSError):
@@ -308,24 +318,67 @@ def _imported_names(path: Path, package: str) -> list[str]:
 _WATCHED: list[set[Path]] = []
 """The sets :func:`watching` collects opened files into (innermost last)."""
 
+_READ_ENVIRON: list[tuple[int, dict[str, str | None]]] = []
+"""The dicts :func:`watching` collects environment variables read into, each
+with the thread it watches (a progress thread's terminal size is no input)."""
+
 _HOOKED = False
 
 
+@dataclass
+class Watched:
+    """What the user's code read while :func:`watching`: the files it opened,
+    and the environment variables it looked up (their values then, None if
+    unset)."""
+
+    files: set[Path]
+    environ: dict[str, str | None]
+
+
 @contextlib.contextmanager
-def watching() -> Iterator[set[Path]]:
+def watching() -> Iterator[Watched]:
     """Collect the regular files opened for reading in the block (Python's audit
-    events: ``open``, NumPy's loaders and ``pathlib`` included): the data files a
-    function reads while it is loaded and traced."""
+    events: ``open``, NumPy's loaders and ``pathlib`` included) and the
+    environment variables looked up (``os.environ[...]``, ``os.getenv``, ``in``):
+    what a function reads while it is loaded and traced."""
     global _HOOKED  # noqa: PLW0603 (one audit hook per process, never removable)
     if not _HOOKED:
         sys.addaudithook(_audit)
         _HOOKED = True
-    opened: set[Path] = set()
-    _WATCHED.append(opened)
+    watched = Watched(set(), {})
+    _WATCHED.append(watched.files)
+    entry = (threading.get_ident(), watched.environ)
+    _READ_ENVIRON.append(entry)
+    environ_class = type(os.environ)
+    original = environ_class.__getitem__
+
+    def getitem(self: Any, key: Any) -> Any:
+        try:
+            value = original(self, key)
+        except KeyError:
+            _seen(self, key, None)
+            raise
+        _seen(self, key, value)
+        return value
+
+    if len(_READ_ENVIRON) == 1:
+        environ_class.__getitem__ = getitem  # type: ignore[method-assign]
     try:
-        yield opened
+        yield watched
     finally:
-        _WATCHED.remove(opened)
+        if len(_READ_ENVIRON) == 1:
+            environ_class.__getitem__ = original  # type: ignore[method-assign]
+        _WATCHED.remove(watched.files)
+        _READ_ENVIRON.remove(entry)
+
+
+def _seen(mapping: Any, key: Any, value: Any) -> None:
+    """Record a lookup of ``os.environ`` (not of another mapping of its class)."""
+    if mapping is os.environ and isinstance(key, str):
+        thread = threading.get_ident()
+        for owner, found in _READ_ENVIRON:
+            if owner == thread:
+                found.setdefault(key, value)
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:

@@ -109,8 +109,6 @@ class Reporter:
                 self.spent[event.module] = {}
                 self.said[event.module] = now - event.elapsed
                 self.details[event.module] = "the C compiler"
-                if not self.live:
-                    self._line(f"difgen: {event.module}: compiling its extension")
             elif event.stage == COMPILED:
                 self.active.pop(event.module, None)
                 self._line(
