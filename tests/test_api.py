@@ -77,11 +77,15 @@ def test_build_and_check_results(
     assert all(m.seconds >= 0 and m.stages[0][0] == "load" for m in result.modules)
     assert difgen.check(load_config("difgen.toml")).ok
 
-    again = difgen.build(Path("difgen.toml"))
+    again = difgen.build(Path("difgen.toml"))  # inputs unchanged: not generated
     assert [(m.action, m.reason) for m in again.modules] == [
-        (Action.UNCHANGED, "identical bytes")
+        (Action.SKIPPED, "up to date")
     ] * 2
     assert again.written == ()
+    forced = difgen.build(Path("difgen.toml"), force=True)
+    assert [(m.action, m.reason) for m in forced.modules] == [
+        (Action.UNCHANGED, "identical bytes")
+    ] * 2
 
     (project / "fn.py").write_text(SOURCE.replace("x * x", "x * x * x"))
     alpha, beta = difgen.check("difgen.toml").modules
@@ -224,11 +228,13 @@ def test_cli_quiet_and_verbose(
     (project / "generated" / "alpha.py").unlink()
     assert main(["build", "difgen.toml", "-v", "--jobs", "1"]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines() == [f"wrote {ALPHA}", f"unchanged {BETA}"]
+    assert out.splitlines() == [f"wrote {ALPHA}", f"skipped {BETA} (up to date)"]
     lines = err.splitlines()
-    assert lines[0] == "difgen: alpha: load (at 0.00 s)"
-    assert lines[1].startswith("difgen: [1/2] alpha: ")
-    assert lines[3].startswith("difgen: [2/2] beta: ")
+    # beta is found up to date before alpha is generated
+    assert lines[0].startswith("difgen: [1/2] beta: ")
+    assert lines[0].endswith(" s (skipped: up to date)")
+    assert lines[1] == "difgen: alpha: load (at 0.00 s)"
+    assert [line for line in lines if line.startswith("difgen: [2/2] alpha: ")]
     assert main(["build", "difgen.toml", "--quiet", "--verbose"]) == 2
     capsys.readouterr()
     assert main(["check", "difgen.toml", "-q"]) == 0

@@ -107,6 +107,12 @@ def test_build_writes_then_leaves_unchanged(
     status, out, _ = run(capsys, "build", "difgen.toml")
     assert status == 0
     assert out.splitlines() == [
+        f"skipped {Path('generated/alpha.py')} (up to date)",
+        f"skipped {Path('generated/beta.py')} (up to date)",
+    ]
+    status, out, _ = run(capsys, "build", "--force", "difgen.toml")
+    assert status == 0
+    assert out.splitlines() == [
         f"unchanged {Path('generated/alpha.py')}",
         f"unchanged {Path('generated/beta.py')}",
     ]

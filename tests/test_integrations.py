@@ -249,7 +249,7 @@ def test_pre_commit_hooks(tmp_path: Path) -> None:
     assert "1 module written; add them" in build.stderr
     build = entry("difgen-build")
     assert build.returncode == 0, build.stderr
-    assert build.stdout == f"unchanged {GENERATED}\n"
+    assert build.stdout == f"skipped {GENERATED} (up to date)\n"
     check = entry("difgen-check")
     assert (check.returncode, check.stdout.splitlines()[-1]) == (
         0,

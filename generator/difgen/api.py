@@ -27,23 +27,39 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    as_completed,
+    wait,
+)
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Union
 
-from difgen import budget, verification
-from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
+from difgen import budget, incremental, verification
+from difgen.budget import (
+    COMPILE,
+    COMPILED,
+    SKIPPED,
+    Progress,
+    ProgressCallback,
+    reporting,
+    stage,
+    time_limit,
+)
 from difgen.config import Config, ModuleSpec, find_config, load_config
 from difgen.errors import ConfigError, DifgenError, MissingDependencyError, UsageError
 from difgen.hashing import source_hash
-from difgen.load import load_function
+from difgen.load import load_function, load_object
 from difgen.naming import C_SUFFIX
 from difgen.targets.c import compiling
 from difgen.verification import ModuleVerification
-from difgen.write import State, WriteTransaction, inspect_file
+from difgen.write import State, WriteTransaction, inspect_file, remove_leftovers
 
 ConfigLike = Union[str, "os.PathLike[str]", Config, None]
 """What the API accepts as a config: a path, a loaded Config, or None (find it)."""
@@ -54,6 +70,8 @@ class Action(enum.Enum):
 
     WRITTEN = "written"
     UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    """Not generated: its inputs are as when it was built (``--force`` builds it)."""
 
 
 class Status(enum.Enum):
@@ -80,9 +98,11 @@ class BuiltModule:
     path: Path
     action: Action
     reason: str
-    """``"new file"``, ``"contents changed"`` or ``"identical bytes"``."""
+    """``"new file"``, ``"contents changed"``, ``"identical bytes"`` or (skipped)
+    ``"up to date"``."""
     seconds: float
-    """Time to generate the module's text (load, trace, derivatives, emit)."""
+    """Time to generate the module's text (load, trace, derivatives, emit); for a
+    skipped module, to find its inputs unchanged."""
     stages: tuple[tuple[str, float], ...]
     """Seconds per stage, in the order the stages ran."""
     notes: tuple[str, ...] = ()
@@ -188,8 +208,15 @@ def build(
     jobs: int = 1,
     progress: ProgressCallback | None = None,
     compile: bool = False,
+    force: bool = False,
 ) -> BuildResult:
     """Generate the modules (all, or those named), then write them all or none.
+
+    A module whose inputs are unchanged since the build that wrote it (its
+    function's source and the project's modules it uses, the data files it read,
+    its config entry, difgen and its templates: :mod:`difgen.incremental`) is
+    skipped without loading its function (:attr:`Action.SKIPPED`); ``force``
+    generates every module regardless.
 
     ``timeout`` bounds each module's generation in seconds (a module's own
     ``timeout`` key wins; None: :data:`difgen.budget.DEFAULT_TIMEOUT`, half an
@@ -217,45 +244,83 @@ def build(
     _check_timeout(timeout)
     if timeout is None:
         timeout = budget.DEFAULT_TIMEOUT
-    load_pipeline()  # import errors surface here, before any worker starts
     start = time.perf_counter()
-    if jobs == 1 or len(specs) == 1:
-        generated = [_generate(spec, cfg, timeout, progress) for spec in specs]
-    else:
-        generated = _generate_in_parallel(specs, cfg, timeout, jobs, progress)
-    outputs = [(output_path(cfg, spec), g.text) for spec, g in zip(specs, generated)]
+    skipped: dict[str, float] = {}
+    if not force:
+        for spec in specs:
+            began = time.perf_counter()
+            if incremental.up_to_date(cfg, spec, module_files(cfg, spec)):
+                skipped[spec.name] = time.perf_counter() - began
+                if progress is not None:
+                    progress(Progress(spec.name, SKIPPED, skipped[spec.name]))
+    todo = [spec for spec in specs if spec.name not in skipped]
+    generated: list[_Generated] = []
+    if todo:
+        load_pipeline()  # import errors surface here, before any worker starts
+        for spec in todo:  # generated again: its record no longer holds
+            incremental.forget(cfg, spec)
+    if len(todo) == 1 or (todo and jobs == 1):
+        generated = [_generate(spec, cfg, timeout, progress) for spec in todo]
+    elif todo:
+        generated = _generate_in_parallel(todo, cfg, timeout, jobs, progress)
+    outputs = [(output_path(cfg, spec), g.text) for spec, g in zip(todo, generated)]
     existed = [path.exists() for path, _ in outputs]
-    if progress is not None:
+    if progress is not None and todo:
         progress(Progress(None, "write", time.perf_counter() - start))
     extra = [  # C sources (emit = "c"): written with the modules, all or none
         (Path(cfg.output_dir, spec.name + suffix), text)
-        for spec, g in zip(specs, generated)
+        for spec, g in zip(todo, generated)
         for suffix, text in g.extra
     ]
     transaction = WriteTransaction(outputs + extra)  # refuses foreign files first
     changed_all = transaction.commit()
     changed = changed_all[: len(outputs)]
     extra_changed = iter(changed_all[len(outputs) :])
-    for spec, g in zip(specs, generated):
+    for index, g in enumerate(generated):
         for _ in g.extra:  # a changed C source counts as a change of its module
             if next(extra_changed):
-                index = specs.index(spec)
                 changed[index] = True
-    built = []
-    for spec, (path, _), g, wrote, was in zip(
-        specs, outputs, generated, changed, existed
+    done: dict[str, BuiltModule] = {}
+    for spec, (path, text), g, wrote, was in zip(
+        todo, outputs, generated, changed, existed
     ):
         reason = "identical bytes"
         if wrote:
             reason = "contents changed" if was else "new file"
         action = Action.WRITTEN if wrote else Action.UNCHANGED
-        built.append(
-            BuiltModule(spec.name, path, action, reason, g.seconds, g.stages, g.notes)
+        done[spec.name] = BuiltModule(
+            spec.name, path, action, reason, g.seconds, g.stages, g.notes
         )
+        files = [(path, text)]
+        files += [(Path(cfg.output_dir, spec.name + sfx), t) for sfx, t in g.extra]
+        incremental.save(cfg, spec, files, g.sources, g.environ)
+    built = [
+        done.get(spec.name)
+        or BuiltModule(
+            spec.name,
+            output_path(cfg, spec),
+            Action.SKIPPED,
+            "up to date",
+            skipped[spec.name],
+            (),
+        )
+        for spec in specs
+    ]
     removed = list(transaction.removed_leftovers)
+    written_dirs = {path.parent for path, _ in outputs + extra}
+    removed += remove_leftovers(
+        [
+            p.parent
+            for s in specs
+            for p in module_files(cfg, s)
+            if p.parent not in written_dirs
+        ]
+    )
     if any(spec.emit == "c" for spec in specs):  # of a compiler killed earlier
         removed += compiling.remove_leftovers(Path(cfg.output_dir))
-    compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
+    compiled: tuple[compiling.Compiled, ...] = ()
+    if compile:
+        compiled = compile_extensions(cfg, [s.name for s in specs], progress=progress)
     return BuildResult(cfg.path, tuple(built), tuple(removed), compiled)
 
 
@@ -263,6 +328,8 @@ def compile_extensions(
     config: ConfigLike = None,
     modules: Sequence[str] | None = None,
     force: bool = False,
+    *,
+    progress: ProgressCallback | None = None,
 ) -> tuple[compiling.Compiled, ...]:
     """Compile the extension of each ``emit = "c"`` module (all, or those named)
     whose extension is missing or older than its C source; the others are left.
@@ -274,12 +341,30 @@ def compile_extensions(
     """
     cfg = _config(config)
     specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
-    return tuple(
-        compiling.compile_modules(
-            cfg.output_dir,
-            [s.name for s in specs if force or _needs_compiling(cfg, s)],
-        )
-    )
+    names = [s.name for s in specs if force or _needs_compiling(cfg, s)]
+    if progress is None or not names:
+        return tuple(compiling.compile_modules(cfg.output_dir, names))
+    if len(names) == 1:  # in this thread, as compile_modules does: Ctrl-C ends it
+        progress(Progress(names[0], COMPILE, 0.0))
+        done = compiling.compile_module(cfg.output_dir, names[0])
+        progress(Progress(done.name, COMPILED, done.seconds))
+        return (done,)
+    # as compile_modules does (a compiler process per core), reporting each
+    # extension's compiler time from this thread as it ends
+    workers = min(len(names), os.cpu_count() or 1)
+    results: dict[str, compiling.Compiled] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {
+            pool.submit(compiling.compile_module, cfg.output_dir, name): name
+            for name in names
+        }
+        for name in names:
+            progress(Progress(name, COMPILE, 0.0))
+        for future in as_completed(futures):
+            done = future.result()
+            results[futures[future]] = done
+            progress(Progress(done.name, COMPILED, done.seconds))
+    return tuple(results[name] for name in names)
 
 
 def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
@@ -296,6 +381,15 @@ def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
         return True
     c_hash = inspect_file(output_path(config, spec)).c_hash
     return compiling.extension_problem(target, c_hash) is not None
+
+
+def module_files(config: Config, spec: ModuleSpec) -> list[Path]:
+    """The files a build writes for ``spec``: its module, and (emit = "c") its C
+    source."""
+    files = [output_path(config, spec)]
+    if spec.emit == "c":
+        files.append(c_source_path(config, spec))
+    return files
 
 
 def c_source_path(config: Config, spec: ModuleSpec) -> Path:
@@ -322,10 +416,7 @@ def check(
     :attr:`Status.STALE` with the error when it does not.
     """
     cfg = _config(config)
-    found = [
-        _check_module(spec, output_path(cfg, spec))
-        for spec in select_modules(cfg, modules)
-    ]
+    found = [_check_module(cfg, spec) for spec in select_modules(cfg, modules)]
     if missing_ok:
         found = [
             _build_elsewhere(cfg, m) if m.status is Status.MISSING else m for m in found
@@ -354,15 +445,19 @@ def verify(
     points: int = 3,
     seed: int = 0,
     tolerance_factor: float = 1.0,
+    timeout: float | None = None,
 ) -> VerifyResult:
     """Check each generated module numerically against the traced function.
 
     Imports each module from its file (in this process) and calls every operator
-    at ``points`` random points; values are compared with the traced graph run by
-    the reference interpreter, derivatives with central differences of it. See
-    :mod:`difgen.verification` for the points, seeds, errors and tolerances
-    (``tolerance_factor`` multiplies every tolerance). A module that is missing,
-    not difgen's, or fails to import is reported as failed, not raised.
+    at ``points`` random points, drawn in the module's ``verify_domain`` (or
+    given by its ``verify_points`` function); values are compared with the traced
+    graph run by the reference interpreter, derivatives with central differences
+    of it. See :mod:`difgen.verification` for the points, seeds, errors and
+    tolerances (``tolerance_factor`` multiplies every tolerance). A module that is
+    missing, not difgen's, fails to import, or takes longer than its time limit
+    (its ``timeout`` key, else ``timeout``, else
+    :data:`difgen.verification.TIMEOUT`) is reported as failed, not raised.
     """
 
     cfg = _config(config)
@@ -373,17 +468,68 @@ def verify(
         raise UsageError(f"seed must be a non-negative integer; got {seed!r}")
     if not tolerance_factor > 0:
         raise UsageError(f"tolerance_factor must be positive; got {tolerance_factor!r}")
+    _check_timeout(timeout)
     pipeline = load_pipeline()
     results = []
     for spec in specs:
         path = output_path(cfg, spec)
         graph = _trace(spec, pipeline)
-        results.append(
-            verification.verify_module(
-                spec, path, graph, points=points, seed=seed, factor=tolerance_factor
+        sampler = _sampler(spec)
+        limit = spec.timeout or timeout or verification.TIMEOUT
+        try:
+            with time_limit(limit, spec.name):
+                found = verification.verify_module(
+                    spec,
+                    path,
+                    graph,
+                    points=points,
+                    seed=seed,
+                    factor=tolerance_factor,
+                    sampler=sampler,
+                )
+        except budget.BuildTimeout:
+            found = ModuleVerification(
+                spec.name, path, problem=_verify_timeout(spec, limit)
             )
-        )
+        except verification.SamplerError as exc:
+            found = ModuleVerification(spec.name, path, problem=str(exc))
+        results.append(found)
     return VerifyResult(cfg.path, tuple(results), points, seed)
+
+
+def _sampler(spec: ModuleSpec) -> verification.Sampler | None:
+    """The module's ``verify_points`` function, loaded as ``function`` is."""
+    ref = spec.verify.points
+    if ref is None:
+        return None
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(
+            spec.config_path,
+            spec.line_of("verify_points"),
+            f"cannot load verify_points '{ref}': {message}",
+        )
+
+    value = load_object(spec, ref, fail)[0]
+    if not callable(value):
+        raise fail(f"it is not a function (it has type {type(value).__name__})")
+    sampler: verification.Sampler = value
+    return sampler
+
+
+def _verify_timeout(spec: ModuleSpec, limit: float) -> str:
+    """Why a module's verification stopped: an operator that never returned."""
+    text = (
+        f"stopped after {limit:g} s (verify's time limit per module; raise it with "
+        "--timeout or the module's timeout key): an operator did not return, "
+        "most likely a loop that never meets its exit test"
+    )
+    if spec.input.dtype == "float32":
+        text += (
+            " (a float32 module: a convergence tolerance below float32's "
+            "resolution, about 1.2e-7 relative, is never met; loosen it)"
+        )
+    return text
 
 
 def _check_timeout(timeout: object) -> None:
@@ -456,6 +602,10 @@ class _Generated:
     notes: tuple[str, ...] = ()
     extra: tuple[tuple[str, str], ...] = ()
     """Other files of the module, ``(suffix, text)``: its C source (emit = "c")."""
+    sources: tuple[Path, ...] = ()
+    """The project's files it was made from (:mod:`difgen.incremental`)."""
+    environ: dict[str, str | None] | None = None
+    """The environment variables its function looked up, and their values."""
 
 
 def _generate(
@@ -469,16 +619,21 @@ def _generate(
     pipeline = (
         load_pipeline()
     )  # imported before the clock starts: not the module's time
-    with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
-        with stage("load"):
-            fn = load_function(spec)
-        files: list[tuple[str, str]] = pipeline.generate_files(spec, config, fn)
+    with incremental.watching() as watched:
+        with reporting(spec.name, progress) as tracker, time_limit(limit, spec.name):
+            with stage("load"):
+                fn = load_function(spec)
+            files: list[tuple[str, str]] = pipeline.generate_files(spec, config, fn)
+        sources = incremental.project_files(fn, spec)
+        sources += incremental.data_files(watched.files, spec, config)
     return _Generated(
         files[0][1],
         tracker.elapsed,
         tracker.stage_times(),
         tuple(tracker.notes),
         tuple(files[1:]),
+        tuple(sources),
+        dict(watched.environ),
     )
 
 
@@ -586,8 +741,12 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
-    """What :func:`check` says about one module."""
+def _check_module(config: Config, spec: ModuleSpec) -> ModuleCheck:
+    """What :func:`check` says about one module: first what is at its path; then,
+    as :func:`build` decides to skip it, whether its inputs are unchanged since it
+    was built (:func:`difgen.incremental.up_to_date`); else, re-tracing the
+    function, whether its ``SOURCE_HASH`` is the traced graph's."""
+    path = output_path(config, spec)
     found = inspect_file(path)
 
     def result(status: Status, reason: str = "") -> ModuleCheck:
@@ -608,6 +767,11 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
         problem = _check_c_files(spec, path, found.c_hash)
         if problem is not None:
             return ModuleCheck(spec.name, problem[0], problem[1], problem[2])
+    uncompiled = spec.emit == "c" and not os.path.lexists(
+        compiling.extension_path(path.parent, spec.name)
+    )
+    if incremental.up_to_date(config, spec, module_files(config, spec)):
+        return ModuleCheck(spec.name, path, Status.UP_TO_DATE, uncompiled=uncompiled)
     try:
         graph = _trace(spec)
     except MissingDependencyError as exc:  # not the module's fault: the environment's
@@ -619,9 +783,6 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")
     if found.source_hash == source_hash(spec, graph):
-        uncompiled = spec.emit == "c" and not os.path.lexists(
-            compiling.extension_path(path.parent, spec.name)
-        )
         return ModuleCheck(spec.name, path, Status.UP_TO_DATE, uncompiled=uncompiled)
     return result(Status.STALE, "the function or its config changed")
 

@@ -46,6 +46,17 @@ for all modules)."""
 DONE = "done"
 """The stage a :class:`Progress` names when a module's generation has finished."""
 
+COMPILE = "compile"
+"""The stage a :class:`Progress` names when the C compiler starts on a module's
+extension (``build --compile``); :data:`COMPILED` when it is done, ``elapsed``
+then the compiler's seconds. Neither counts as a module generated."""
+
+COMPILED = "compiled"
+
+SKIPPED = "skipped"
+"""The stage a :class:`Progress` names for a module an incremental build skips
+(its inputs are unchanged, :mod:`difgen.incremental`): its only report."""
+
 _STAGES: list[str] = []
 
 
@@ -68,6 +79,9 @@ class Progress:
     elapsed: float
     stages: tuple[tuple[str, float], ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
+    detail: str = ""
+    """What the module's build is working on (:func:`describe`): the traced
+    graph's size, and an unrolled loop when it makes most of it."""
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -83,6 +97,7 @@ class _Tracker:
         self.start = self.last = time.perf_counter()
         self.times: dict[str, float] = {}
         self.notes: list[str] = []
+        self.detail = ""
 
     def account(self) -> None:
         """Charge the time since the last change to the innermost stage."""
@@ -99,7 +114,9 @@ class _Tracker:
     ) -> None:
         if self.callback is not None:
             elapsed = time.perf_counter() - self.start
-            self.callback(Progress(self.module, stage_name, elapsed, stages, notes))
+            self.callback(
+                Progress(self.module, stage_name, elapsed, stages, notes, self.detail)
+            )
 
     @property
     def elapsed(self) -> float:
@@ -126,6 +143,14 @@ def note(message: str) -> None:
     """
     if _TRACKERS:
         _TRACKERS[-1].notes.append(message)
+
+
+def describe(detail: str) -> None:
+    """Say what the module being built is working on (``"1,234 equations"``): it
+    goes with every later progress report of the module (the next stage entered,
+    ``"done"``); outside a build it is dropped."""
+    if _TRACKERS:
+        _TRACKERS[-1].detail = detail
 
 
 def notes() -> tuple[str, ...]:

@@ -128,6 +128,12 @@ def _parser() -> argparse.ArgumentParser:
         "(needs a C compiler and the Python and NumPy headers)",
     )
     build.add_argument(
+        "--force",
+        action="store_true",
+        help="generate every module, also those whose inputs are unchanged since "
+        "the last build (which are otherwise skipped)",
+    )
+    build.add_argument(
         "--exit-code",
         action="store_true",
         help="exit 1 when a file was written (for a pre-commit hook: the commit "
@@ -184,6 +190,14 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive_number,
         default=1.0,
         help="multiply every tolerance by F (default 1)",
+    )
+    verify.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_timeout,
+        default=None,
+        help="stop verifying a module after SECONDS (a module's timeout key "
+        "wins; default 300, 'inf' for none)",
     )
     verify.add_argument(
         "-q", "--quiet", action="store_true", help="print only the failures"
@@ -291,11 +305,15 @@ def _build(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             progress=reporter,
             compile=args.compile,
+            force=args.force,
         )
     if not args.quiet:
         for leftover in result.removed_leftovers:
             print(f"removed leftover {_display(leftover)}")
         for module in result.modules:
+            if module.action is Action.SKIPPED:
+                print(f"skipped {_display(module.path)} (up to date)")
+                continue
             verb = "wrote" if module.action is Action.WRITTEN else "unchanged"
             print(f"{verb} {_display(module.path)}")
         for compiled in result.compiled:
@@ -359,6 +377,7 @@ def _verify(args: argparse.Namespace) -> int:
         points=args.points,
         seed=args.seed,
         tolerance_factor=args.tolerance_factor,
+        timeout=args.timeout,
     )
     failed = 0
     for module in result.modules:
@@ -383,6 +402,10 @@ def _verify(args: argparse.Namespace) -> int:
                     f"  {label:<{width}}  error {op.worst.error:7.1e}  tolerance "
                     f"{op.worst.tolerance:.0e}  {'ok' if op.passed else 'FAIL'}"
                 )
+                for message in op.warnings:  # only a failed operator's
+                    print(f"  {'':<{width}}  warned: {message}")
+        if module.hint:
+            print(f"  hint: {module.hint}")
     count = len(result.modules)
     points = f"{result.points} random point{'s' if result.points != 1 else ''}"
     if failed:

@@ -86,6 +86,27 @@ class ContextSpec:
 
 
 @dataclass(frozen=True)
+class VerifySpec:
+    """Where ``difgen verify`` draws its points (it changes no generated text).
+
+    ``domain``: ``verify_domain = [low, high]``, the interval of ``x``'s entries
+    and of the float contexts' (instead of [-1, 1]); ``points``:
+    ``verify_points = "file.py:sampler"``, a function of the user's called as
+    ``sampler(count, rng)`` that returns ``count`` points, each ``x`` or a tuple
+    ``(x, *contexts)``; ``contexts``: a context's own ``verify_domain`` (floats)
+    or ``range`` (int64 contexts, both ends included), by name.
+    """
+
+    domain: tuple[float, float] | None = None
+    points: str | None = None
+    contexts: tuple[tuple[str, tuple[float, float]], ...] = ()
+
+    def context_domain(self, name: str) -> tuple[float, float] | None:
+        """The interval declared for context ``name`` (None: none declared)."""
+        return dict(self.contexts).get(name)
+
+
+@dataclass(frozen=True)
 class InputSpec:
     """One differentiated argument of ``inputs``: its parameter name and its tree
     (a bare :class:`~difgen.structure.Leaf` for ``{ name = "y0", shape = [3] }``)."""
@@ -170,6 +191,9 @@ class ModuleSpec:
     """The constraint function of an IPOPT adapter module."""
     time: str | None = None
     """The scalar context that is ``solve_ivp``'s time ``t`` (``ode_jac``)."""
+    verify: VerifySpec = VerifySpec()
+    """Where ``difgen verify`` samples (``verify_domain``, ``verify_points``, a
+    context's ``verify_domain`` or ``range``); not part of ``SOURCE_HASH``."""
     config_path: Path = Path("difgen.toml")
     line: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
@@ -773,6 +797,7 @@ class _Reader:
             adapters=adapters,
             constraints=constraints,
             time=time,
+            verify=self.verify(table, at),
             config_path=self.path,
             line=self.line(at) or 0,
             key_lines=self.key_lines(table, at),
@@ -796,6 +821,71 @@ class _Reader:
             '"revolve" (binomial checkpointing, keeping `snapshots` states); got '
             f"{_show(value)}",
         )
+
+    def verify(self, table: dict[str, Any], at: Key) -> VerifySpec:
+        """``verify_domain``, ``verify_points`` and the contexts' intervals."""
+        domain = None
+        if "verify_domain" in table:
+            domain = self.interval(table, at + ("verify_domain",), integers=False)
+        points = None
+        if "verify_points" in table:
+            points = self.get(table, at + ("verify_points",), str, _FUNCTION_FORMS)
+            if split_function_ref(points) is None:
+                raise self.error(
+                    at + ("verify_points",),
+                    f"'verify_points' must be {_FUNCTION_FORMS}; got {_show(points)}",
+                )
+        contexts: list[tuple[str, tuple[float, float]]] = []
+        for index, context in enumerate(table.get("contexts", ())):
+            key = at + ("contexts", index)
+            dtype = context.get("dtype", "float64")
+            if "range" in context:
+                if dtype != "int64":
+                    raise self.error(
+                        key + ("range",),
+                        f"'range' applies to int64 contexts (the integers verify "
+                        f"draws); context '{context['name']}' is {dtype}: give it "
+                        "verify_domain = [low, high] instead",
+                    )
+                contexts.append(
+                    (context["name"], self.interval(context, key + ("range",), True))
+                )
+            elif "verify_domain" in context:
+                if dtype == "bool":
+                    raise self.error(
+                        key + ("verify_domain",),
+                        f"context '{context['name']}' is bool: verify draws both "
+                        "values; it has no domain",
+                    )
+                interval = self.interval(
+                    context, key + ("verify_domain",), dtype == "int64"
+                )
+                contexts.append((context["name"], interval))
+        return VerifySpec(domain, points, tuple(contexts))
+
+    def interval(
+        self, table: dict[str, Any], key: Key, integers: bool
+    ) -> tuple[float, float]:
+        """``[low, high]``: two finite numbers (integers for ``integers``), low
+        below high (or equal, for integers)."""
+        value = table[str(key[-1])]
+        kinds: tuple[type, ...] = (int,) if integers else (int, float)
+        what = "integers" if integers else "numbers"
+        ok = (
+            type(value) in (list, tuple)
+            and len(value) == 2
+            and all(type(v) in kinds and math.isfinite(v) for v in value)
+        )
+        if ok and (value[0] > value[1] or (not integers and value[0] == value[1])):
+            ok = False
+        if not ok:
+            order = "low <= high" if integers else "low < high"
+            raise self.error(
+                key,
+                f"'{_dotted(key[2:])}' must be [low, high], two finite {what} with "
+                f"{order}; got {_show(value)}",
+            )
+        return float(value[0]), float(value[1])
 
     def implicit(self, table: dict[str, Any], key: Key) -> str:
         """``implicit = true | false | "auto"`` as ``"on"``, ``"off"``, ``"auto"``."""

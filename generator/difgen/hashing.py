@@ -34,9 +34,9 @@ from difgen.core.ir import FrozenArray, Graph, Lit, SubGraph, Var
 from difgen.version import VERSION
 
 HASH_LENGTH = 16
-_LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines", "timeout"})
-"""Fields that do not change the generated text: where the entry is, and how long
-its build may take."""
+_LOCATION_FIELDS = frozenset({"config_path", "line", "key_lines", "timeout", "verify"})
+"""Fields that do not change the generated text: where the entry is, how long
+its build may take, and where ``difgen verify`` samples it."""
 
 _OPT_IN_DEFAULTS: dict[str, object] = {
     "points": False,

@@ -21,13 +21,15 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from difgen import precision, structure
 from difgen.ad import loops
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
-from difgen.budget import note, stage
+from difgen.budget import describe, note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit, split_function_ref
-from difgen.core.ir import Graph, dce
+from difgen.core.ir import Graph, Lit, SubGraph, dce
 from difgen.derive import graphs, points, symbolic
 from difgen.derive.checks import IndexCheck, index_checks
 from difgen.derive.graphs import GraphDerivation
@@ -431,7 +433,17 @@ def _stages(
     spec: ModuleSpec, config: Config | None, fn: Callable[..., Any]
 ) -> list[tuple[str, str]]:
     with stage("trace"):
-        traced, interface = trace_interface(spec, fn)
+        with control.counting_unrolled() as loops:
+            traced, interface = trace_interface(spec, fn)
+        describe(graph_size(traced, loops))
+        if spec.input.dtype == "float32":
+            for tolerance in tolerances_below(traced, FLOAT32_EPS):
+                note(
+                    f"{spec.function}: a while loop's exit test compares with "
+                    f"{tolerance:g}, below float32's resolution ({FLOAT32_EPS:.1e} "
+                    "relative): in this float32 module it may never be met and the "
+                    "loop never end; loosen the tolerance"
+                )
         # of the graph as traced (aux included), before any backend
         digest = source_hash(spec, traced)
         graph, aux_graph = split_outputs(traced)
@@ -441,8 +453,9 @@ def _stages(
         try:
             derivation = derive(spec, graph)
         except ReverseOverReverse:
-            with control.unrolling():
+            with control.unrolling(), control.counting_unrolled() as loops:
                 again_traced = trace_spec(spec, fn)
+            describe(graph_size(again_traced, loops))
             again = split_outputs(again_traced)[0]
             if fingerprint(again) == fingerprint(graph):
                 raise  # no static loop to unroll: a loop on a traced condition
@@ -492,6 +505,86 @@ def _stages(
             spec, config, parts, digest, c_hash=c_hash, structure=wrapped
         )
         return [(".py", py_text), (c_code.SUFFIX + ".c", c_text)]
+
+
+UNROLLED_SHARE = 0.5
+"""An unrolled loop that traced at least this share of a graph's equations is
+named in progress reports as the cause of its size..."""
+
+UNROLLED_NAMED = 4096
+"""... when the graph has at least this many equations (a smaller one is quick
+to build, and a short loop unrolls by design: ``UNROLL_EQUATIONS``)."""
+
+
+def graph_size(graph: Graph, loops: dict[str, tuple[int, int]] | None = None) -> str:
+    """The graph's size for progress reports: its equations (those of loop bodies
+    and branches counted once each), and the unrolled loop that traced most of
+    them when it is at least :data:`UNROLLED_SHARE` of them.
+
+    >>> graph_size(Graph((), (), ()))
+    '0 equations'
+
+    A graph of at least :data:`UNROLLED_NAMED` equations names such a loop:
+    ``"12,003 equations, 12,000 of them from the loop at model.py:8 unrolled
+    over 6,000 iterations"``.
+    """
+    count = count_equations(graph)
+    text = f"{count:,} equation{'s' if count != 1 else ''}"
+    if loops:
+        where, (trips, made) = max(loops.items(), key=lambda item: item[1][1])
+        if count >= UNROLLED_NAMED and made >= UNROLLED_SHARE * count:
+            text += (
+                f", {min(made, count):,} of them from the loop at {where} unrolled "
+                f"over {trips:,} iterations"
+            )
+    return text
+
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+
+_COMPARISONS = frozenset({"gt", "lt", "ge", "le"})
+
+
+def tolerances_below(graph: Graph, eps: float) -> list[float]:
+    """The positive constants below ``eps`` that a ``while`` loop's exit test
+    compares with (``while err > 1e-13``), in this graph and its sub-graphs."""
+    found: list[float] = []
+    for eqn in graph.eqns:
+        for name, value in eqn.params:
+            items = value if isinstance(value, tuple) else (value,)
+            for item in items:
+                if not isinstance(item, SubGraph):
+                    continue
+                if eqn.primitive.name == "while_loop" and name == "cond":
+                    found += _compared_constants(item.graph, eps)
+                found += tolerances_below(item.graph, eps)
+    return sorted(set(found))
+
+
+def _compared_constants(graph: Graph, eps: float) -> list[float]:
+    found = []
+    for eqn in graph.eqns:
+        if eqn.primitive.name not in _COMPARISONS:
+            continue
+        for atom in eqn.inputs:
+            if isinstance(atom, Lit) and np.size(atom.value) == 1:
+                number = abs(float(np.asarray(atom.value).reshape(())))
+                if 0 < number < eps:
+                    found.append(number)
+    return found
+
+
+def count_equations(graph: Graph) -> int:
+    """Equations of ``graph``, and of the sub-graphs in their params."""
+    total = 0
+    for eqn in graph.eqns:
+        total += 1
+        for _, value in eqn.params:
+            items = value if isinstance(value, tuple) else (value,)
+            for item in items:
+                if isinstance(item, SubGraph):
+                    total += count_equations(item.graph)
+    return total
 
 
 def ir_text(spec: ModuleSpec, fn: Callable[..., Any], stage: str = "traced") -> str:

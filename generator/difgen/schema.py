@@ -244,6 +244,22 @@ KEYS: tuple[Key, ...] = (
         "required",
         "The number of constraints, g's output length.",
     ),
+    Key(
+        "module",
+        "verify_domain",
+        "[low, high]",
+        "[-1, 1]",
+        "Where difgen verify draws the input's values (a function defined for x > 0 "
+        "needs a positive interval).",
+    ),
+    Key(
+        "module",
+        "verify_points",
+        "string",
+        "none",
+        'A sampler "file.py:f", called as f(count, rng), returning the points '
+        "difgen verify checks.",
+    ),
     Key("input", "shape", "array of integers", "required", "The array's shape."),
     Key("input", "dtype", _choices(DTYPES), '"float64"', "The float type."),
     Key(
@@ -300,6 +316,20 @@ KEYS: tuple[Key, ...] = (
         "boolean",
         "false",
         "With points = true: the context carries the points axis.",
+    ),
+    Key(
+        "contexts",
+        "verify_domain",
+        "[low, high]",
+        "[-1, 1]",
+        "Where difgen verify draws a float context's values.",
+    ),
+    Key(
+        "contexts",
+        "range",
+        "[lo, hi] of integers",
+        "zeros",
+        "Where difgen verify draws an int64 context's values (labels, indices).",
     ),
 )
 

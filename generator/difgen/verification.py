@@ -5,10 +5,24 @@ config, the user's function and the generated files.
 
 For each module, at ``points`` random points (default 3):
 
-- ``x`` and every context are drawn uniformly from [-1, 1], and so is every seed
-  (``dx``, ``dy``, ``v``; with ``batch = k`` they have a leading axis of k). The
-  generator is NumPy's ``default_rng([seed, crc32(module name)])``: the same
-  points on every run and every machine, different for each module.
+- ``x`` and every float context are drawn uniformly from the module's
+  ``verify_domain = [low, high]`` (default [-1, 1]; a context's own
+  ``verify_domain`` wins for it), int64 contexts uniformly among the integers of
+  their ``range = [lo, hi]`` (zeros without one: they are mostly indices, and 0 is
+  the one index valid for every non-empty axis), booleans at random; every seed
+  (``dx``, ``dy``, ``v``; with ``batch = k`` they have a leading axis of k) is
+  drawn from [-1, 1]. Or ``verify_points = "file.py:sampler"`` names a function
+  of the user's that gives the points: ``sampler(count, rng)`` returns ``count``
+  points, each ``x`` or a tuple ``(x, *contexts)`` (contexts it leaves out are
+  drawn as above). The generator is NumPy's ``default_rng([seed, crc32(module
+  name)])``: the same points on every run and every machine, different for each
+  module.
+- Warnings (NumPy's RuntimeWarnings of a log at 0, an overflow) are captured, from
+  the reference interpreter and from the generated code alike: an operator's own
+  warnings are reported only with its failure, where they may say why.
+- Each module runs under a time limit (its ``timeout`` key, else ``timeout``,
+  :data:`TIMEOUT` by default): an operator that never returns (a loop whose
+  tolerance its dtype cannot reach) fails the module with a message naming it.
 - Every operator of the module (``f`` included) is called once; each result is
   compared with a reference computed from the *traced graph* of the function, run
   by the reference interpreter (:meth:`difgen.core.ir.Graph.evaluate`), which
@@ -136,6 +150,12 @@ fails by far. Second order keeps float64's 1e-3, which the finite differences of
 the reference (not the module) set. A float32 module must also return float32
 results: a result of another dtype is an error (infinite)."""
 
+TIMEOUT = 300.0
+"""Seconds for one module's verification unless its ``timeout`` key says more."""
+
+DEFAULT_DOMAIN = (-1.0, 1.0)
+"""Where ``x`` and the float contexts are drawn without ``verify_domain``."""
+
 POINTS_TOLERANCE = 1e-9
 """A points variant against the loop of its one-point operator (before ``factor``):
 the same arithmetic up to rounding (reductions, matrix products, the sympy
@@ -164,6 +184,8 @@ class OperatorCheck:
 
     operator: str
     results: tuple[ResultCheck, ...]
+    warnings: tuple[str, ...] = ()
+    """The warnings the generated operator raised, kept only when it failed."""
 
     @property
     def passed(self) -> bool:
@@ -188,10 +210,32 @@ class ModuleVerification:
     """The file's SOURCE_HASH is not the function's: errors are expected."""
     emission: str = ""
     """emit = "c": whether the compiled operators ran, or the Python fallback (why)."""
+    sampled: str = ""
+    """Where the points were drawn: ``"x in [-1, 1]"``, or the sampler's name."""
+    declared: bool = False
+    """Whether the config says where to sample (a ``verify_domain`` or
+    ``verify_points``): a failure without one may only be the default domain."""
 
     @property
     def passed(self) -> bool:
         return self.problem is None and all(op.passed for op in self.operators)
+
+    @property
+    def hint(self) -> str:
+        """Advice for a failure at the default domain that looks like one of the
+        domain (a result not finite where its reference is, or the reverse; a
+        failed operator that warned), else empty."""
+        if self.passed or self.declared or self.problem is not None:
+            return ""
+        failed = [op for op in self.operators if not op.passed]
+        if not any(op.warnings or math.isinf(op.worst.error) for op in failed):
+            return ""
+        return (
+            "the points were drawn in [-1, 1]: if the function is defined or "
+            "smooth only on part of it (log, sqrt, 1/x), declare where to sample "
+            "with verify_domain = [low, high] (or verify_points = "
+            '"file.py:sampler") in its [[module]]'
+        )
 
 
 def verify_module(
@@ -201,8 +245,11 @@ def verify_module(
     points: int = 3,
     seed: int = 0,
     factor: float = 1.0,
+    sampler: Sampler | None = None,
 ) -> ModuleVerification:
-    """Check the module at ``path`` against ``graph``, the traced function."""
+    """Check the module at ``path`` against ``graph``, the traced function, at
+    points drawn as the module's config says, or given by ``sampler`` (its
+    ``verify_points``, loaded)."""
     found = inspect_file(path)
     if not found.state.ours:
         problem = "missing" if found.state.value == "missing" else found.detail
@@ -217,32 +264,112 @@ def verify_module(
             spec.name, path, problem=f"importing it raised {type(exc).__name__}: {exc}"
         )
     rng = np.random.default_rng([seed, zlib.crc32(spec.name.encode())])
+    drawn = [None] * points if sampler is None else _sampled(spec, sampler, points, rng)
     worst: dict[tuple[str, str], float] = {}
+    said: dict[str, list[str]] = {}
     names = ("f", *spec.operators)
-    for _ in range(points):
-        point = _Point(spec, graph, rng)
-        for name in names:
-            for kind, error in point.check(module, name, factor):
-                key = (name, kind)
-                worst[key] = max(worst.get(key, 0.0), error)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reference's, the stencils' steps
+        for given in drawn:
+            point = _Point(spec, graph, rng, given)
+            for name in names:
+                for kind, error in point.check(module, name, factor):
+                    key = (name, kind)
+                    worst[key] = max(worst.get(key, 0.0), error)
+                for message in point.warned.pop(name, ()):
+                    if message not in said.setdefault(name, []):
+                        said[name].append(message)
     checks = tuple(
-        OperatorCheck(
+        _operator_check(
             name,
             tuple(
                 ResultCheck(kind, worst[(name, kind)], tolerance(spec, kind) * factor)
                 for kind in OPERATORS[name].results
             ),
+            said.get(name, ()),
         )
         for name in names
     )
     if spec.points:
         ys = tuple(graph.outputs[0].shape)
-        checks += tuple(
-            _points_check(module, spec, ys, name, points, rng, factor) for name in names
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            checks += tuple(
+                _points_check(module, spec, ys, name, points, rng, factor)
+                for name in names
+            )
     return ModuleVerification(
-        spec.name, path, checks, stale=stale, emission=_emission(module)
+        spec.name,
+        path,
+        checks,
+        stale=stale,
+        emission=_emission(module),
+        sampled=_where_sampled(spec),
+        declared=spec.verify.domain is not None or spec.verify.points is not None,
     )
+
+
+Sampler = Callable[[int, np.random.Generator], Any]
+"""A ``verify_points`` function: ``sampler(count, rng)`` -> ``count`` points."""
+
+
+def _operator_check(
+    name: str, results: tuple[ResultCheck, ...], said: Sequence[str]
+) -> OperatorCheck:
+    """An operator's check, with its warnings only when it failed."""
+    check = OperatorCheck(name, results)
+    if check.passed or not said:
+        return check
+    return OperatorCheck(name, results, tuple(said))
+
+
+def _where_sampled(spec: ModuleSpec) -> str:
+    """Where the points of ``spec`` come from, as verify's report says it."""
+    if spec.verify.points is not None:
+        return f"points from {spec.verify.points}"
+    low, high = spec.verify.domain or DEFAULT_DOMAIN
+    return f"x in [{low:g}, {high:g}]"
+
+
+def _sampled(
+    spec: ModuleSpec, sampler: Sampler, count: int, rng: np.random.Generator
+) -> list[tuple[Array, ...]]:
+    """The sampler's points, each as ``(x, *contexts)`` float64 or int arrays of
+    the configured shapes; a wrong one raises :class:`SamplerError`."""
+    where = spec.verify.points
+    try:
+        found = list(sampler(count, rng))
+    except Exception as exc:  # noqa: BLE001 (the user's code may raise anything)
+        raise SamplerError(
+            f"{where}({count}, rng) raised {type(exc).__name__}: {exc}"
+        ) from None
+    if len(found) != count:
+        raise SamplerError(f"{where}({count}, rng) returned {len(found)} points")
+    shapes = [tuple(spec.input.shape), *(tuple(c.shape) for c in spec.contexts)]
+    dtypes = ["float64", *(c.dtype for c in spec.contexts)]
+    points = []
+    for index, item in enumerate(found):
+        parts = tuple(item) if isinstance(item, (tuple, list)) else (item,)
+        if not 1 <= len(parts) <= len(shapes):
+            raise SamplerError(
+                f"{where}: point {index} has {len(parts)} parts; expected x and at "
+                f"most {len(shapes) - 1} contexts"
+            )
+        arrays = []
+        for part, shape, dtype in zip(parts, shapes, dtypes):
+            value = np.asarray(part, dtype=np.float64 if "float" in dtype else dtype)
+            if value.shape != shape:
+                raise SamplerError(
+                    f"{where}: point {index} has an array of shape {value.shape} "
+                    f"where the module takes {shape}"
+                )
+            arrays.append(value)
+        points.append(tuple(arrays))
+    return points
+
+
+class SamplerError(Exception):
+    """A ``verify_points`` function failed or returned points of the wrong form."""
 
 
 def tolerance(spec: ModuleSpec, kind: str) -> float:
@@ -279,7 +406,8 @@ def _points_check(
     op = OPERATORS[name]
     xs = tuple(spec.input.shape)
     lead = (points,) if spec.input.per_point else ()
-    args = [rng.uniform(-1.0, 1.0, (*lead, *xs))]
+    low, high = spec.verify.domain or DEFAULT_DOMAIN
+    args = [rng.uniform(low, high, (*lead, *xs))]
     args += [
         rng.uniform(-1.0, 1.0, (points, *seed_shape(s, xs, ys, spec.batch)))
         for s in op.seeds
@@ -287,7 +415,12 @@ def _points_check(
     per_point = [spec.input.per_point] + [True] * len(op.seeds)
     per_point += [c.per_point for c in spec.contexts]
     args += [
-        _context(((points,) if c.per_point else ()) + tuple(c.shape), c.dtype, rng)
+        _context(
+            ((points,) if c.per_point else ()) + tuple(c.shape),
+            c.dtype,
+            rng,
+            _context_domain(spec, c.name, c.dtype),
+        )
         for c in spec.contexts
     ]
     out = _operator(module, naming.points(name))(*(_plain_data(a) for a in args))
@@ -344,22 +477,49 @@ def error(generated: Any, reference: Any) -> float:
 
 def sample_point(spec: ModuleSpec, draw: int = 0) -> tuple[Array, list[Array]]:
     """A deterministic point ``(x, contexts)`` drawn as :func:`verify_module` draws
-    its points (uniform in [-1, 1], :func:`_context` for contexts), for build-time
-    checks: ``draw`` numbers the points of one module."""
+    its points (uniform in the module's ``verify_domain``, :func:`_context` for
+    contexts), for build-time checks: ``draw`` numbers the points of one module."""
     rng = np.random.default_rng([draw, zlib.crc32(spec.name.encode())])
-    x = rng.uniform(-1.0, 1.0, tuple(spec.input.shape))
-    return x, [_context(c.shape, c.dtype, rng) for c in spec.contexts]
+    low, high = spec.verify.domain or DEFAULT_DOMAIN
+    x = rng.uniform(low, high, tuple(spec.input.shape))
+    return x, [
+        _context(c.shape, c.dtype, rng, _context_domain(spec, c.name, c.dtype))
+        for c in spec.contexts
+    ]
 
 
-def _context(shape: Shape, dtype: str, rng: np.random.Generator) -> Array:
-    """A random context: floats in [-1, 1], random booleans, and zeros for integers
-    (they are mostly indices, and 0 is the one index valid for every non-empty
-    axis)."""
+def _context_domain(
+    spec: ModuleSpec, name: str, dtype: str
+) -> tuple[float, float] | None:
+    """Where context ``name`` is drawn: its own interval, else (floats) the
+    module's ``verify_domain``; None for the defaults of :func:`_context`."""
+    own = spec.verify.context_domain(name)
+    if own is not None or dtype != "float64":
+        return own
+    return spec.verify.domain
+
+
+def _context(
+    shape: Shape,
+    dtype: str,
+    rng: np.random.Generator,
+    domain: tuple[float, float] | None = None,
+) -> Array:
+    """A random context: floats uniform in ``domain`` (default [-1, 1]), random
+    booleans, integers uniform among those of ``domain`` (both ends included), or
+    zeros without one (integers are mostly indices, and 0 is the one index valid
+    for every non-empty axis)."""
     if dtype == "bool":
         return rng.random(tuple(shape)) < 0.5
     if dtype == "int64":
-        return np.zeros(tuple(shape), dtype=np.int64)
-    return rng.uniform(-1.0, 1.0, tuple(shape))
+        if domain is None:
+            return np.zeros(tuple(shape), dtype=np.int64)
+        first, last = math.ceil(domain[0]), math.floor(domain[1])
+        if first > last:  # a float interval holding no integer: its low end
+            return np.full(tuple(shape), math.floor(domain[0]), dtype=np.int64)
+        return rng.integers(first, last, tuple(shape), endpoint=True, dtype=np.int64)
+    low, high = domain or DEFAULT_DOMAIN
+    return rng.uniform(low, high, tuple(shape))
 
 
 class _Stencil:
@@ -423,17 +583,35 @@ def _operator(module: ModuleType, name: str) -> Any:
 class _Point:
     """One random point: the arguments, and references computed from the graph."""
 
-    def __init__(self, spec: ModuleSpec, graph: Graph, rng: np.random.Generator):
+    def __init__(
+        self,
+        spec: ModuleSpec,
+        graph: Graph,
+        rng: np.random.Generator,
+        given: tuple[Array, ...] | None = None,
+    ):
         self.spec = spec
         self.graph = graph
         self.rng = rng
         self.xs: Shape = tuple(spec.input.shape)
         self.ys: Shape = tuple(graph.outputs[0].shape)
         self.float32 = spec.input.dtype == "float32"
-        self.x = self.rounded(rng.uniform(-1.0, 1.0, self.xs))
+        low, high = spec.verify.domain or DEFAULT_DOMAIN
+        given = given or ()
+        x = given[0] if given else rng.uniform(low, high, self.xs)
+        self.x = self.rounded(x)
         self.contexts = [
-            self.rounded(_context(c.shape, c.dtype, rng)) for c in spec.contexts
+            self.rounded(
+                given[1 + i]
+                if 1 + i < len(given)
+                else _context(
+                    c.shape, c.dtype, rng, _context_domain(spec, c.name, c.dtype)
+                )
+            )
+            for i, c in enumerate(spec.contexts)
         ]
+        self.warned: dict[str, list[str]] = {}
+        """Each operator's warnings at this point (from the generated code)."""
         self.directions = _directions(self.xs, rng)
         self._stencils: dict[tuple[int, int], _Stencil] = {}
         self._pairs: list[tuple[Array, Array]] | None = None
@@ -504,7 +682,10 @@ class _Point:
             for s in op.seeds
         }
         args = [self.x, *(seeds[s] for s in op.seeds), *self.contexts]
-        out = _operator(module, name)(*map(self.argument, args))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = _operator(module, name)(*map(self.argument, args))
+        self.warned[name] = [f"{w.category.__name__}: {w.message}" for w in caught]
         results = out if len(op.results) > 1 else (out,)
         for kind, value in zip(op.results, results):
             if self.float32 and np.asarray(value).dtype != np.float32:

@@ -149,6 +149,19 @@ def inspect_file(path: Path) -> Inspection:
     return classify(read[0])
 
 
+def remove_leftovers(directories: Sequence[Path]) -> list[Path]:
+    """Remove a killed build's temporary files from each existing directory (each
+    locked as a transaction locks it): what a build whose modules were all
+    skipped still does, as one that writes does."""
+    removed: list[Path] = []
+    for directory in sorted(set(directories), key=str):
+        if not Path(directory).is_dir():
+            continue
+        with _locked(Path(directory)):
+            removed += _remove_leftovers(Path(directory))
+    return removed
+
+
 def write_all(items: Sequence[tuple[Path, str]]) -> list[bool]:
     """Write every ``(path, text)`` or none of them; True for each file changed."""
     return WriteTransaction(items).commit()

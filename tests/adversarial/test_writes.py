@@ -409,6 +409,9 @@ def test_unchanged_module_is_not_rewritten(project: Project) -> None:
     time.sleep(0.01)
     result = project.build()
     assert result.status == 0
+    assert result.out.count("(up to date)") == 3  # not even generated
+    result = project.build("--force")
+    assert result.status == 0
     assert result.out.count("unchanged") == 3
     assert stamps == {
         n: (project.root / "out" / f"{n}.py").stat().st_mtime_ns for n in NAMES

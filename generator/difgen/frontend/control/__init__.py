@@ -35,6 +35,7 @@ from __future__ import annotations
 from difgen.frontend.control.helpers import (
     Undefined,
     and_,
+    counting_unrolled,
     for_,
     if_,
     ifexp,
@@ -62,6 +63,7 @@ __all__ = [
     "Rewrite",
     "Undefined",
     "and_",
+    "counting_unrolled",
     "explain",
     "for_",
     "function_of",

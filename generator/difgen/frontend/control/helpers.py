@@ -291,6 +291,50 @@ def _implicit_loop(
     return True
 
 
+_UNROLLED: list[dict[str, tuple[int, int]]] = []
+"""Where :func:`counting_unrolled` records unrolled loops (innermost last)."""
+
+
+@contextlib.contextmanager
+def counting_unrolled() -> Iterator[dict[str, tuple[int, int]]]:
+    """Record each static ``for`` loop traced iteration by iteration in the block:
+    its place (``file.py:12``) -> (iterations, equations traced by them), the
+    larger of a loop traced twice (progress reports name a loop that makes most
+    of a large graph)."""
+    found: dict[str, tuple[int, int]] = {}
+    _UNROLLED.append(found)
+    try:
+        yield found
+    finally:
+        _UNROLLED.remove(found)
+
+
+def _counted_unrolled(
+    where: str,
+    body: Callable[..., Any],
+    items: Any,
+    state: tuple[Any, ...],
+    before: Any,
+) -> tuple[Any, ...]:
+    """:func:`_unrolled`, its iterations and equations recorded (when counting)."""
+    if not _UNROLLED:
+        return _unrolled(body, items, state, before)
+    trips = 0
+
+    def counted() -> Iterator[Any]:
+        nonlocal trips
+        for item in items:
+            trips += 1
+            yield item
+
+    start = len(current_builder().eqns)
+    result = _unrolled(body, counted(), state, before)
+    count = (trips, len(current_builder().eqns) - start)
+    for found in _UNROLLED:
+        found[where] = max(found.get(where, (0, 0)), count, key=lambda c: c[1])
+    return result
+
+
 @contextlib.contextmanager
 def unrolling() -> Iterator[None]:
     """Trace with every static ``for`` loop unrolled, whatever its length (reverse
@@ -337,18 +381,18 @@ def for_(
         or _UNROLLING[-1]
         or "while_loop" not in PRIMITIVES
     ):
-        return _unrolled(body, items, state, before)
+        return _counted_unrolled(where, body, items, state, before)
     if any(not isinstance(state[i], Tracer) for i in written):
         _unrolled_note(
             where, len(items), "it writes into an array difgen does not trace"
         )
-        return _unrolled(body, items, state, before)
+        return _counted_unrolled(where, body, items, state, before)
     before_first = len(current_builder().eqns)
     state = tuple(body(items[0], *state))
     rest = items[1:]
     per_iteration = len(current_builder().eqns) - before_first
     if per_iteration * len(items) < UNROLL_EQUATIONS:  # small enough unrolled
-        return _unrolled(body, rest, state, items[0])
+        return _counted_unrolled(where, body, rest, state, items[0])
     try:
         final = _index_loop(
             body, rest.start, rest.stop, rest.step, state, where, names
@@ -359,15 +403,15 @@ def for_(
         if type(exc) is not TracedBranch or not is_rewritten(exc.code):
             raise  # a function to rewrite first: the trace starts again
         _unrolled_note(where, len(items), _reason(exc))
-        return _unrolled(body, rest, state, items[0])
+        return _counted_unrolled(where, body, rest, state, items[0])
     except TraceError as exc:
         _unrolled_note(where, len(items), _reason(exc))
-        return _unrolled(body, rest, state, items[0])
+        return _counted_unrolled(where, body, rest, state, items[0])
     except DifgenError:
         raise
     except Exception as exc:  # noqa: BLE001  (the user's body on a traced index)
         _unrolled_note(where, len(items), f"{type(exc).__name__}: {exc}")
-        return _unrolled(body, rest, state, items[0])
+        return _counted_unrolled(where, body, rest, state, items[0])
     return (*_write_back_loop(final, values, written), items[-1])
 
 
