@@ -480,7 +480,10 @@ class Planner:
                 and src.size == out.size
                 and np.array_equal(table.reshape(-1), np.arange(out.size))
             ):
-                self.result_of[src] = Store(store.name, tuple(src.shape))
+                # a scalar result is a double, not an array: a (1,)-shaped value
+                # computed into it is that double too
+                shape = () if store.shape == () else tuple(src.shape)
+                self.result_of[src] = Store(store.name, shape)
                 self.in_place.add(out)
 
     def _needs_store(self, plan: list[Group | Step]) -> set[Var]:
