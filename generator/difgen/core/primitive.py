@@ -121,7 +121,8 @@ class LoopForm:
     loops over one shape), ``"structural"`` (a move of elements, derived from
     ``impl`` run on element references), ``"reduction"`` (``start`` is the C
     accumulator's start, ``update`` its update with ``{acc}`` and ``{v}``) or
-    ``"matmul"``. ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
+    ``"matmul"``, or ``"indexed"`` (a gather or scatter-add through a run-time
+    index along one axis, :mod:`difgen.targets.c.indexed`). ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
     beats the C library's per element, called on many elements. ``calls``: the
     helpers of the C runtime a reduction's ``update`` calls (``_maximum``), which
     the C file then carries.
@@ -144,7 +145,8 @@ class LoopForm:
     at_literals: tuple[tuple[int, float, str], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in ("elementwise", "structural", "reduction", "matmul"):
+        kinds = ("elementwise", "structural", "reduction", "matmul", "indexed")
+        if self.kind not in kinds:
             raise ValueError(f"unknown loop form {self.kind!r}")
         if (self.kind == "reduction") != bool(self.start and self.update):
             raise ValueError("a reduction's loop form (only) has start and update")
@@ -165,6 +167,12 @@ MOVES = LoopForm("structural")
 """``c_loop`` of a structural row: the element moves read off its ``impl``."""
 MATMUL_LOOP = LoopForm("matmul")
 """``c_loop`` of ``matmul``: a loop of multiply-adds, or NumPy's dot when large."""
+
+
+INDEXED_LOOP = LoopForm("indexed")
+"""``c_loop`` of a gather or scatter-add through a run-time index: the C loops
+read an int64 index *argument* (converted at the call's boundary, as a cast is)
+along one axis; any other index keeps the operator in vector code."""
 
 
 def reduction_loop(start: str, update: str, calls: tuple[str, ...] = ()) -> LoopForm:
