@@ -44,10 +44,11 @@ from difgen.core.expr import Aval, Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.ir import Atom, Eqn, FrozenArray
 from difgen.core.primitive import (
-    INDEXED_LOOP,
+    GATHER_LOOP,
     NO_HELPER,
     NO_IDENTITIES,
     NOT_LINEAR,
+    SCATTER_LOOP,
     Absent,
     Linear,
     LoopForm,
@@ -328,7 +329,7 @@ gather_p = runtime_row(
     transpose=_gather_transpose,
     batch=_gather_batch,
     sparsity=patterns.all_inputs,
-    c_loop=INDEXED_LOOP,
+    c_loop=GATHER_LOOP,
 )
 
 
@@ -418,7 +419,7 @@ scatter_add_dyn_p = runtime_row(
     transpose=_scatter_transpose,
     batch=_scatter_batch,
     sparsity=patterns.all_inputs,
-    c_loop=INDEXED_LOOP,
+    c_loop=SCATTER_LOOP,
 )
 
 

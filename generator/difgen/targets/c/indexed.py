@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from difgen.core.ir import Eqn, Lit, Var
+from difgen.core.primitive import INDEXED, LoopForm
 from difgen.targets.c.glue import PREFIX
 from difgen.targets.c.nest import c_number
 from difgen.targets.c.program import NoLoopForm, Store
@@ -53,12 +54,14 @@ class Axis:
 def one_axis(eqn: Eqn) -> Axis | None:
     """The equation's index as :class:`Axis`, or None for an equation that is no
     gather or scatter-add through one run-time operand along one axis."""
-    name = eqn.primitive.name
-    if name not in ("gather", "scatter_add_dyn") or len(eqn.inputs) != 2:
+    form = eqn.primitive.c_loop
+    if not isinstance(form, LoopForm) or form.kind not in INDEXED:
         return None
-    params = eqn.params.as_dict()
-    index = tuple(params["index"])
-    shape = tuple(eqn.inputs[0].shape if name == "gather" else params["shape"])
+    if len(eqn.inputs) != 2:
+        return None
+    gather = form.kind == "gather"
+    index = tuple(eqn.params.as_dict()["index"])
+    shape = tuple(eqn.inputs[0].shape if gather else eqn.out.shape)
     dyn = [k for k, item in enumerate(index) if item == ("dyn", 0)]
     if len(dyn) != 1 or any(i != _FULL for k, i in enumerate(index) if k != dyn[0]):
         return None
@@ -68,10 +71,8 @@ def one_axis(eqn: Eqn) -> Axis | None:
     idx = eqn.inputs[1]
     count = int(np.prod(idx.shape, dtype=np.int64))
     region = (*shape[:axis], *idx.shape, *shape[axis + 1 :])
-    if name == "scatter_add_dyn" and tuple(eqn.inputs[0].shape) != region:
+    if tuple(eqn.inputs[0].shape if not gather else eqn.out.shape) != region:
         return None  # a broadcast value: vector code
-    if name == "gather" and tuple(eqn.out.shape) != region:
-        return None
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     inner = int(np.prod(shape[axis + 1 :], dtype=np.int64))
     return Axis(1, axis, outer, int(shape[axis]), count, inner)
@@ -116,7 +117,7 @@ def _argument(name: str) -> str:
 
 
 def print_indexed(p: Any, eqn: Eqn) -> None:
-    """The C of a gather or scatter-add planned as ``indexed`` (see the module
+    """The C of a gather or scatter-add planned as a step (see the module
     docstring), appended to the printer ``p``'s lines."""
     found = one_axis(eqn)
     assert found is not None, eqn
@@ -144,8 +145,8 @@ def print_indexed(p: Any, eqn: Eqn) -> None:
         "    }",
         "}",
     ]
-    gather = eqn.primitive.name == "gather"
-    if gather:
+    form = eqn.primitive.c_loop
+    if isinstance(form, LoopForm) and form.kind == "gather":
         dst = f"({o} * {m} + {j}) * {inner} + {t}"
         srcpos = f"({o} * {n} + {i}) * {inner} + {t}"
         body = f"{_element(store, dst)} = {src(srcpos)};"

@@ -23,7 +23,7 @@ import numpy as np
 
 from difgen import precision
 from difgen.core.ir import Eqn, Graph, Lit, Params, Var, dce
-from difgen.core.primitive import Absent, Statements
+from difgen.core.primitive import INDEXED, Absent, Statements
 from difgen.targets.c import indexed, statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
@@ -260,7 +260,7 @@ class Planner:
             ):
                 self.fixed.add(eqn.out)
             kind = loop_kind(eqn)
-            if kind == "indexed":
+            if kind in INDEXED:
                 self._indexed(eqn)
             if kind == "structural" and self._view(eqn):
                 continue
