@@ -20,3 +20,8 @@ def columns(x, idx):
 def label(x, y):
     """One element chosen by a scalar int label, differentiated."""
     return x[y] ** 3 * np.sum(x**2)
+
+
+def shifted(x, idx):
+    """An index computed from the context (int64 arithmetic): vector code."""
+    return np.sum(x[idx + 1] ** 2)

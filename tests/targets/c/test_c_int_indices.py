@@ -49,6 +49,15 @@ input = { shape = [12], per_point = false }
 contexts = [{ name = "X", shape = [4], per_point = true }, \
 { name = "y", shape = [], dtype = "int64", per_point = true }]
 points = true
+
+[[module]]
+name = "shifted"
+function = "int_index_functions.py:shifted"
+backend = "trace"
+emit = "c"
+operators = ["gradient"]
+input = { shape = [5] }
+contexts = [{ name = "idx", shape = [3], dtype = "int64" }]
 """
 FUNCTIONS: dict[str, tuple[list[int], str, list[str]]] = {
     "gather_sq": (
@@ -90,7 +99,7 @@ class Built:
         config = directory / "difgen.toml"
         config.write_text(text)
         result = difgen.build(config, compile=True)
-        self.notes = [n for m in result.modules for n in m.notes]
+        self.notes = {m.name: m.notes for m in result.modules}
         self.modules: dict[tuple[str, bool], ModuleType] = {}
 
     def get(self, module: str, compiled: bool = True) -> ModuleType:
@@ -179,7 +188,7 @@ def test_every_operator_is_compiled(built: Built, function: str, mode: str) -> N
     assert loaded.PYTHON_OPERATORS == ()
     for op in FUNCTIONS[function][2]:
         assert type(getattr(loaded, op)).__name__ == "builtin_function_or_method"
-    assert not [n for n in built.notes if "kept in Python" in n]
+    assert not [n for n in built.notes[_name(function, mode)] if "kept in Python" in n]
 
 
 @pytest.mark.parametrize(("function", "mode", "operator"), CASES)
@@ -303,3 +312,15 @@ def test_cross_entropy_points_refuse_a_bad_label(built: Built, compiled: bool) -
         loaded.gradient_points(theta, X, y)
     with pytest.raises(TypeError, match="gradient_points: y: expected int64 values"):
         loaded.gradient_points(theta, X, y * 1.0)
+
+
+def test_a_computed_index_stays_in_python_and_says_so(built: Built) -> None:
+    """``x[idx + 1]``: int64 arithmetic, which the loops do not compute."""
+    loaded = built.get("shifted")
+    assert loaded.PYTHON_OPERATORS == ("f", "gradient")
+    assert any(
+        "gradient: kept in Python" in n and "int64" in n for n in built.notes["shifted"]
+    ), built.notes["shifted"]
+    x = np.arange(5.0)
+    idx = np.array([0, 0, -3], dtype=np.int64)
+    np.testing.assert_array_equal(loaded.gradient(x, idx), [0.0, 4.0, 0.0, 6.0, 0.0])
