@@ -113,6 +113,11 @@ and have no int64 values, but an int64 *argument* only cast so is converted once
 at the call's boundary, as NumPy casts it (:mod:`difgen.targets.c.ints`)."""
 
 
+INDEXED = ("gather", "scatter")
+"""The loop forms through a run-time index (:data:`GATHER_LOOP`,
+:data:`SCATTER_LOOP`)."""
+
+
 @dataclass(frozen=True)
 class LoopForm:
     """How the C loops compute a primitive (data only: ``targets/c`` reads it).
@@ -121,7 +126,9 @@ class LoopForm:
     loops over one shape), ``"structural"`` (a move of elements, derived from
     ``impl`` run on element references), ``"reduction"`` (``start`` is the C
     accumulator's start, ``update`` its update with ``{acc}`` and ``{v}``) or
-    ``"matmul"``. ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
+    ``"matmul"``, or ``"gather"``/``"scatter"`` (a read, or an ``np.add.at`` into
+    zeros, through a run-time index along one axis: the index the first operand
+    after the array, :mod:`difgen.targets.c.indexed`). ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
     beats the C library's per element, called on many elements. ``calls``: the
     helpers of the C runtime a reduction's ``update`` calls (``_maximum``), which
     the C file then carries.
@@ -144,7 +151,8 @@ class LoopForm:
     at_literals: tuple[tuple[int, float, str], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in ("elementwise", "structural", "reduction", "matmul"):
+        kinds = ("elementwise", "structural", "reduction", "matmul", *INDEXED)
+        if self.kind not in kinds:
             raise ValueError(f"unknown loop form {self.kind!r}")
         if (self.kind == "reduction") != bool(self.start and self.update):
             raise ValueError("a reduction's loop form (only) has start and update")
@@ -165,6 +173,15 @@ MOVES = LoopForm("structural")
 """``c_loop`` of a structural row: the element moves read off its ``impl``."""
 MATMUL_LOOP = LoopForm("matmul")
 """``c_loop`` of ``matmul``: a loop of multiply-adds, or NumPy's dot when large."""
+
+
+GATHER_LOOP = LoopForm("gather")
+"""``c_loop`` of a gather through a run-time index: the C loops read an int64
+index *argument* (converted at the call's boundary, as a cast is) along one
+axis; any other index keeps the operator in vector code."""
+SCATTER_LOOP = LoopForm("scatter")
+"""``c_loop`` of a scatter-add through a run-time index (a gather's transpose),
+under the gather's conditions."""
 
 
 def reduction_loop(start: str, update: str, calls: tuple[str, ...] = ()) -> LoopForm:

@@ -44,11 +44,14 @@ from difgen.core.expr import Aval, Expr, argument, atom, base
 from difgen.core.indexing import to_index
 from difgen.core.ir import Atom, Eqn, FrozenArray
 from difgen.core.primitive import (
+    GATHER_LOOP,
     NO_HELPER,
     NO_IDENTITIES,
     NOT_LINEAR,
+    SCATTER_LOOP,
     Absent,
     Linear,
+    LoopForm,
     Primitive,
     dummy,
     no_loop_form,
@@ -106,12 +109,13 @@ def runtime_row(
     transpose: Rule | Absent = NOT_LINEAR,
     batch: Rule | Absent,
     sparsity: Rule,
-    c_loop: Absent = _NO_LOOP,
+    c_loop: LoopForm | Absent = _NO_LOOP,
 ) -> Primitive:
     """A primitive that touches run-time indices: never lowered to SymPy (so never
     scalarized), no algebraic identities (integer arithmetic must not meet the float
     identities: ``a + a`` would become ``2.0 * a``), no C loop form (``c_loop``
-    says why)."""
+    says why) unless the row declares one (the gather and the scatter-add
+    through an int64 index argument)."""
     row = register(
         Primitive(
             name=name,
@@ -325,6 +329,7 @@ gather_p = runtime_row(
     transpose=_gather_transpose,
     batch=_gather_batch,
     sparsity=patterns.all_inputs,
+    c_loop=GATHER_LOOP,
 )
 
 
@@ -414,6 +419,7 @@ scatter_add_dyn_p = runtime_row(
     transpose=_scatter_transpose,
     batch=_scatter_batch,
     sparsity=patterns.all_inputs,
+    c_loop=SCATTER_LOOP,
 )
 
 

@@ -8,7 +8,9 @@ argument whose every use is a cast to float64 (``y * z`` with int labels
 ``y``, ``np.log(n)`` of a count) needs neither: NumPy's cast and C's conversion of
 an ``int64_t`` to a ``double`` are the same rounding (exact below 2**53), so the
 argument can be converted once, at the call's boundary, to a float64 array, and
-the casts read it. :func:`as_doubles` rewrites the graph so; the argument prologue
+the casts read it. An int64 argument read as a one-axis run-time index
+(``x[idx]`` and its scatter-add) is converted so too: the loops read the index
+as doubles (:mod:`difgen.targets.c.indexed`). :func:`as_doubles` rewrites the graph so; the argument prologue
 (:func:`difgen.targets.c.arguments.convert_lines` with ``ints``, the points
 variants' ``dg_int_points``) checks the argument as the Python operator does
 (exactly int64 on the fast path, else the module's ``_as_ints``) and converts it.
@@ -20,6 +22,18 @@ from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.core.ir import Eqn, Graph, Var
 from difgen.core.primitive import CAST_AT_BOUNDARY
+from difgen.targets.c.indexed import one_axis
+
+
+def _indexes(eqn: Eqn, var: Var) -> bool:
+    """Whether ``eqn`` reads ``var`` only as a one-axis run-time index, which the
+    loops read as doubles too (:mod:`difgen.targets.c.indexed`)."""
+    found = one_axis(eqn)
+    return (
+        found is not None
+        and eqn.inputs[found.slot] == var
+        and not any(a == var for k, a in enumerate(eqn.inputs) if k != found.slot)
+    )
 
 
 def _cast(eqn: Eqn) -> bool:
@@ -42,8 +56,8 @@ def helpers(spec: ModuleSpec, ints: frozenset[str]) -> tuple[tuple[str, str], ..
 
 
 def as_doubles(graph: Graph) -> tuple[Graph, tuple[int, ...]]:
-    """``graph`` with each int64 input that is only cast to float64 (or not read)
-    made a float64 input, its casts dropped and their results read from it; and
+    """``graph`` with each int64 input that is only cast to float64 or read as a
+    one-axis run-time index (or not read) made a float64 input, its casts dropped and their results read from it; and
     the positions of those inputs. An int64 input with another use is left as it
     is (the planner refuses it, and the operator stays in vector code)."""
     uses: dict[Var, list[Eqn]] = {}
@@ -59,7 +73,8 @@ def as_doubles(graph: Graph) -> tuple[Graph, tuple[int, ...]]:
     for var in ints:
         found = uses.get(var, [])
         if var in outputs or any(
-            not _cast(e) or e.out.shape != var.shape for e in found
+            not _indexes(e, var) and (not _cast(e) or e.out.shape != var.shape)
+            for e in found
         ):
             continue
         replaced[var] = Var(var.shape, "float64")
@@ -72,9 +87,12 @@ def as_doubles(graph: Graph) -> tuple[Graph, tuple[int, ...]]:
         if isinstance(source, Var) and source in replaced:
             alias[eqn.out] = replaced[source]
             continue
-        if any(isinstance(a, Var) and a in alias for a in eqn.inputs):
+        if any(
+            isinstance(a, Var) and (a in alias or a in replaced) for a in eqn.inputs
+        ):
             read = tuple(
-                alias.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs
+                alias.get(a, replaced.get(a, a)) if isinstance(a, Var) else a
+                for a in eqn.inputs
             )
             eqn = Eqn(eqn.primitive, read, eqn.params, eqn.out, eqn.relaxed)
         eqns.append(eqn)

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from difgen import precision
 from difgen.core.ir import Eqn, Graph, Lit, Params, Var, dce
-from difgen.core.primitive import Absent, Statements
-from difgen.targets.c import statements
+from difgen.core.primitive import INDEXED, Absent, Statements
+from difgen.targets.c import indexed, statements
 from difgen.targets.c.demand import Demand, demand_of
 from difgen.targets.c.finite import demand_plan
 from difgen.targets.c.moves import affine, gathered_arrays, moves_of, structural
@@ -259,6 +260,8 @@ class Planner:
             ):
                 self.fixed.add(eqn.out)
             kind = loop_kind(eqn)
+            if kind in INDEXED:
+                self._indexed(eqn)
             if kind == "structural" and self._view(eqn):
                 continue
             if kind == "elementwise" and self._ufunc(eqn):
@@ -281,6 +284,28 @@ class Planner:
             group.eqns.append(eqn)
             self.group_of[eqn.out] = group.index
         return plan
+
+    def _indexed(self, eqn: Any) -> None:
+        """A gather or scatter-add through a run-time index is a step of the
+        loops when the index is one argument along one axis
+        (:mod:`difgen.targets.c.indexed`), outside a loop's or a branch's body
+        (the step may raise) and in a float64 module (the index is read as
+        doubles)."""
+        found = indexed.one_axis(eqn)
+        if found is None:
+            raise NoLoopForm(
+                f"{eqn.primitive.name} (a run-time index, not along one axis)"
+            )
+        if self.sub:
+            raise NoLoopForm(
+                f"{eqn.primitive.name} (a run-time index in a loop's body)"
+            )
+        if precision.is_float32():
+            raise NoLoopForm(f"{eqn.primitive.name} (a run-time index in float32)")
+        if eqn.inputs[found.slot] not in self.graph.inputs:
+            raise NoLoopForm(
+                f"{eqn.primitive.name} (a run-time index that is no argument)"
+            )
 
     def _ufunc(self, eqn: Any) -> bool:
         """A transcendental over many elements is NumPy's own ufunc loop, called

@@ -22,8 +22,8 @@ import numpy as np
 
 from difgen import precision
 from difgen.core.ir import Lit, Var
-from difgen.core.primitive import LoopForm
-from difgen.targets.c import calls, statements
+from difgen.core.primitive import INDEXED, LoopForm
+from difgen.targets.c import calls, indexed, statements
 from difgen.targets.c.demand import Demand, DemandGroup
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.finite import DemandPlan, FinitePlan, Layout
@@ -368,6 +368,8 @@ class Printer:
             self._structural(eqn)
         elif kind == "reduction":
             self._reduction(eqn)
+        elif kind in INDEXED:
+            indexed.print_indexed(self, eqn)
         else:
             self._matmul(eqn, step.blas)
 
