@@ -31,7 +31,7 @@ from difgen.budget import describe, note, stage
 from difgen.config import Config, ModuleSpec, check_output_fit, split_function_ref
 from difgen.core.ir import Graph, Lit, SubGraph, dce
 from difgen.derive import graphs, points, symbolic
-from difgen.derive.checks import IndexCheck, index_checks
+from difgen.derive.checks import IndexCheck, enforced, index_checks
 from difgen.derive.graphs import GraphDerivation
 from difgen.derive.lowering import ExpressionTooLarge
 from difgen.derive.points import PointsGraphs
@@ -358,10 +358,11 @@ def print_parts(derivation: Derivation, pool: Constants | None = None) -> Module
     unless given)."""
     spec, module = derivation.spec, derivation.module
     pool = Constants() if pool is None else pool
-    if isinstance(module, SymbolicDerivation):
-        parts = choose.print_symbolic(spec, module, pool)
-    else:
-        parts = choose.print_graphs(spec, module, pool)
+    with enforced(derivation.index_checks):  # compiled operators must keep them
+        if isinstance(module, SymbolicDerivation):
+            parts = choose.print_symbolic(spec, module, pool)
+        else:
+            parts = choose.print_graphs(spec, module, pool)
     if derivation.fallback:
         emission = f"{parts.emission} (from the graph: {derivation.why})"
         parts = dataclasses.replace(parts, emission=emission)

@@ -401,8 +401,12 @@ def test_index_out_of_bounds_raises_in_every_operator(
         except IndexError as error:
             outcomes[name] = str(error)
     assert outcomes == dict.fromkeys(outcomes, message)
-    if emit == "c":  # no C form takes an int64 argument: the Python checks run
-        assert sorted(mod.PYTHON_OPERATORS) == sorted(mod.__all__)
+    if emit == "c":
+        # an operator that gathers with idx as the module's check does raises
+        # from its C loops; one that does not (the second-order ones) stays in
+        # Python, whose check runs at every call
+        compiled = set(mod.__all__) - set(mod.PYTHON_OPERATORS)
+        assert not compiled & {"hessian", "hvp", "second_derivative"}, compiled
 
 
 def _expected(function: str, kind: str, args: list[Any]) -> Any:

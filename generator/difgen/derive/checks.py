@@ -23,7 +23,9 @@ with the bound. An index computed otherwise (from two contexts, from ``x``:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +47,28 @@ class IndexCheck:
     arithmetic: tuple[tuple[str, int, bool], ...] = ()
     """The integer arithmetic from the context's elements to the index, in order:
     ``int_arith``'s (op, constant, swap) (``swap``: the constant on the left)."""
+
+
+_ENFORCED: contextvars.ContextVar[tuple[IndexCheck, ...]] = contextvars.ContextVar(
+    "difgen_index_checks", default=()
+)
+
+
+@contextlib.contextmanager
+def enforced(checks: Sequence[IndexCheck]) -> Iterator[None]:
+    """While the module's operators are printed: the run-time index checks every
+    Python operator starts with (:func:`enforced_checks`)."""
+    token = _ENFORCED.set(tuple(checks))
+    try:
+        yield
+    finally:
+        _ENFORCED.reset(token)
+
+
+def enforced_checks() -> tuple[IndexCheck, ...]:
+    """The module's run-time index checks (:func:`enforced`), which a compiled
+    operator must enforce as the Python operator does, or stay in Python."""
+    return _ENFORCED.get()
 
 
 def _source(

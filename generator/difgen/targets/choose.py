@@ -24,6 +24,7 @@ from difgen import precision
 from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
+from difgen.derive.checks import enforced_checks
 from difgen.derive.graphs import GraphDerivation, Layouts
 from difgen.derive.lowering import ExpressionTooLarge
 from difgen.derive.symbolic import SymbolicDerivation
@@ -131,7 +132,16 @@ def _print_compiled(
     small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
     # a float32 module's C is loops only: straight-line code is SymPy's folding
     # of the graph, the loops are its operations in float32, as its vector code
-    if small and cost_model.scalar_reason(graph) is None and not precision.is_float32():
+    # straight-line C checks no run-time index: a module whose operators check
+    # one at every call (even where their graph does not read it) takes loops,
+    # which enforce the checks or keep the operator in Python
+    checked = bool(enforced_checks())
+    if (
+        small
+        and cost_model.scalar_reason(graph) is None
+        and not precision.is_float32()
+        and not checked
+    ):
         try:
             code, _ = scalar_code(op, spec, graph, pool, layouts)
             return _print_expressions(op, spec, ys, code), "scalar"

@@ -283,7 +283,9 @@ def test_cross_entropy_points_equal_jax_vmap(built: Built, k: int) -> None:
     y = rng.integers(-3, 3, k)  # negative labels wrap
     v = rng.normal(size=(k, 12))
     compiled, python = built.get("cross_entropy"), built.get("cross_entropy", False)
-    assert compiled.PYTHON_OPERATORS == ()
+    # the hvp does not read the labels (the second derivative of -logits[y] is
+    # zero), so it cannot check them as every operator must: it stays in Python
+    assert set(compiled.PYTHON_OPERATORS) <= {"hvp", "hvp_points"}
     assert type(compiled.gradient_points).__name__ == "builtin_function_or_method"
     # exp and log: the C library's and NumPy's may differ in the last bit
     got = compiled.gradient_points(theta, X, y)

@@ -30,6 +30,7 @@ import numpy as np
 
 from difgen.core.ir import Eqn, Lit, Var
 from difgen.core.primitive import INDEXED, LoopForm
+from difgen.derive.checks import enforced_checks
 from difgen.targets.c.glue import PREFIX
 from difgen.targets.c.nest import c_number
 from difgen.targets.c.program import NoLoopForm, Store
@@ -133,7 +134,11 @@ def print_indexed(p: Any, eqn: Eqn) -> None:
     n, m, inner = found.size, found.count, found.inner
     read = value.name if value.shape == () else f"{value.name}[{j}]"
     name = _argument(value.name)
-    label = f"{name}: index %lld is out of bounds for axis {found.axis} with size {n}"
+    # the axis the user's code indexes (the module's own check says it), not the
+    # axis of the derivative's array (a batch of tangents puts one before it)
+    axes = {c.axis for c in enforced_checks() if c.context == name and c.size == n}
+    axis = axes.pop() if len(axes) == 1 else found.axis
+    label = f"{name}: index %lld is out of bounds for axis {axis} with size {n}"
     p.calls_numpy = True  # the check raises: the GIL is held
     p.lines += [
         f"/* {eqn.primitive.name} through {name} along axis {found.axis} */",

@@ -18,11 +18,15 @@ variants' ``dg_int_points``) checks the argument as the Python operator does
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from difgen import naming
 from difgen.config import ModuleSpec
 from difgen.core.ir import Eqn, Graph, Var
 from difgen.core.primitive import CAST_AT_BOUNDARY
+from difgen.derive.checks import enforced_checks
 from difgen.targets.c.indexed import one_axis
+from difgen.targets.c.program import NoLoopForm
 
 
 def _indexes(eqn: Eqn, var: Var) -> bool:
@@ -100,3 +104,38 @@ def as_doubles(graph: Graph) -> tuple[Graph, tuple[int, ...]]:
     outs = tuple(alias.get(o, o) if isinstance(o, Var) else o for o in graph.outputs)
     positions = tuple(i for i, v in enumerate(graph.inputs) if v in replaced)
     return Graph(inputs, outs, tuple(eqns)), positions
+
+
+def keeps_index_checks(
+    graph: Graph, names: Sequence[str], positions: Sequence[int]
+) -> None:
+    """Raise :class:`~difgen.targets.c.program.NoLoopForm` unless the C operator
+    enforces every run-time index check of the module on the int64 arguments it
+    reads as doubles (``positions`` of ``graph.inputs``, named ``names``).
+
+    A Python operator checks a context used as an index at every call, even when
+    its own graph does not read it (the hessian of ``sum(x[idx])`` is all zeros),
+    and raises ``IndexError``. A compiled operator checks only where its loops
+    gather: so it may take such a context only when it gathers with all of it,
+    along an axis of each checked length, with no arithmetic on the way."""
+    checks = enforced_checks()
+    for position in positions:
+        name, var = names[position], graph.inputs[position]
+        mine = [c for c in checks if c.context == name]
+        if not mine:
+            continue
+        sizes = set()
+        for eqn in graph.eqns:
+            found = one_axis(eqn)
+            if found is not None and _indexes(eqn, var):
+                sizes.add(found.size)
+        for check in mine:
+            if (
+                check.positions is not None
+                or check.arithmetic
+                or check.size not in sizes
+            ):
+                raise NoLoopForm(
+                    f"the int64 argument '{name}', which every operator checks as an "
+                    "index (this one does not gather with it as the check does)"
+                )

@@ -205,8 +205,10 @@ def loop_body(
     :class:`NoLoopForm` when the graph uses a primitive without a loop form.
     int64 arguments that the graph only casts to float64 are read as doubles
     (:mod:`difgen.targets.c.ints`); any other int64 argument has no loop form."""
+    original = graph
     graph, ints = c_ints.as_doubles(graph)
     sig = abi.signature(op, spec, ys, graph, ints)
+    c_ints.keeps_index_checks(original, [n for n, _ in sig.args], ints)
     results = abi.result_stores(graph, sig.shapes)
     program = Planner(graph).program(results)
     inputs = [(f"{PREFIX}p_{n}" if s else n, s) for n, s in sig.args]
