@@ -144,6 +144,17 @@ def lagrangian(
     )
 
 
+def lagrangian_parts(
+    fn: Callable[..., Any],
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The objective and the constraint function a :func:`lagrangian` was made
+    of, each a function of (x, *contexts): an ipopt module also derives them
+    apart, so that the callbacks needing only f, its gradient, g or g's jacobian
+    compute only that (:func:`difgen.pipeline.ipopt_parts`)."""
+    scope = fn.__globals__
+    return scope["objective"], scope["constraints"]
+
+
 def load_object(
     spec: ModuleSpec, ref: str, fail: Callable[[str], ConfigError]
 ) -> tuple[Any, str]:

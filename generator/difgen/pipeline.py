@@ -44,7 +44,7 @@ from difgen.hashing import (
     stamp_body_hash,
 )
 from difgen.interface import FlatFunction, Interface, resolve_classes
-from difgen.load import load_object
+from difgen.load import lagrangian_parts, load_object
 from difgen.operators import OPERATORS
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
@@ -393,6 +393,67 @@ def print_aux(spec: ModuleSpec, graph: Graph, pool: Constants) -> Function:
     return function
 
 
+IPOPT_PARTS = (
+    ("objective", ("gradient",), False),
+    ("constraints", ("jacobian",), True),
+)
+"""What an ipopt module derives apart from its Lagrangian: (part, its operator
+besides ``f``, sparse), each a function of x alone (:func:`ipopt_parts`)."""
+
+
+def ipopt_parts(
+    spec: ModuleSpec, fn: Callable[..., Any], pool: Constants
+) -> list[Function]:
+    """The private functions of an ipopt module that IPOPT's first-order
+    callbacks call: ``_objective`` and ``_objective_gradient`` (f and its
+    gradient), ``_constraints`` and ``_constraints_jacobian`` (g and its sparse
+    jacobian, colored on its own pattern), each traced from the user's function
+    of x and printed as NumPy code into ``pool``. The Lagrangian's hessian holds
+    the same derivatives, but computing it for every ``jacobian`` callback costs
+    a colored hessian where a colored jacobian is enough."""
+    assert spec.constraints is not None
+    functions = dict(zip(("objective", "constraints"), lagrangian_parts(fn)))
+    x = dataclasses.replace(spec.input, shape=spec.constraints.variables)
+    found: list[Function] = []
+    for part, operators, sparse in IPOPT_PARTS:
+        part_spec = dataclasses.replace(
+            spec,
+            input=x,
+            operators=operators,
+            sparse=sparse,
+            emit="vector",
+            mode="auto",
+            points=False,
+            triangle=None,
+            adapters=(),
+            constraints=None,
+        )
+        graph = trace_spec(part_spec, functions[part])
+        printed = choose.print_graphs(part_spec, graphs.derive(part_spec, graph), pool)
+        for f in printed.functions:
+            name = f"_{part}" if f.name == "f" else f"_{part}_{f.name}"
+            found.append(dataclasses.replace(f, name=name, block_of=f.name))
+    return found
+
+
+def _with_ipopt_parts(
+    spec: ModuleSpec, fn: Callable[..., Any], parts: ModuleParts, pool: Constants
+) -> ModuleParts:
+    """``parts`` with the :func:`ipopt_parts` added, its constants those of the
+    pool and its patterns only the Lagrangian's (the structure functions
+    describe the module's operators)."""
+    patterns = dict(parts.patterns)
+    found = ipopt_parts(spec, fn, pool)
+    return dataclasses.replace(
+        parts,
+        functions=[*parts.functions, *found],
+        constants=pool.items,
+        setup=pool.setup,
+        uses=pool.uses,
+        patterns=patterns,
+    )
+
+
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """The module's printed parts from its traced graph (derive, then print)."""
     with precision.computing_in(spec.input.dtype, spec.accumulate):
@@ -474,6 +535,8 @@ def _stages(
             pool = Constants()
             parts = print_parts(derivation, pool)
         aux = None if aux_graph is None else print_aux(spec, aux_graph, pool)
+        if spec.constraints is not None:
+            parts = _with_ipopt_parts(spec, fn, parts, pool)
     wrapped = (
         StructuredParts(interface, aux) if interface.wrapped or spec.flat else None
     )

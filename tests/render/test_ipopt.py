@@ -189,3 +189,44 @@ def test_verify_checks_the_lagrangian(module: ModuleType) -> None:
     assert result.ok
     (checked,) = result.modules
     assert {op.operator for op in checked.operators} >= {"gradient", "hessian"}
+
+
+def test_the_jacobian_callback_is_the_lagrangians_constraint_rows(
+    module: ModuleType,
+) -> None:
+    # the jacobian callback computes g's own sparse jacobian; the Lagrangian's
+    # hessian (what it computed before) holds the same in its multipliers' rows
+    problem = module.IpoptProblem()
+    x = nlp.START + np.linspace(0.0, 0.3, nlp.N)
+    z = np.concatenate([x, [0.0], np.zeros(nlp.M)])
+    rows, cols = module.hessian_structure()
+    block = (rows > nlp.N) & (cols < nlp.N)
+    old = np.zeros((nlp.M, nlp.N))
+    old[rows[block] - nlp.N - 1, cols[block]] = module.hessian(z).data[block]
+    jac_rows, jac_cols = problem.jacobianstructure()
+    assert list(zip(jac_rows, jac_cols)) == list(
+        zip(rows[block] - nlp.N - 1, cols[block])
+    )  # the same entries, in the same order
+    new = np.zeros((nlp.M, nlp.N))
+    new[jac_rows, jac_cols] = problem.jacobian(x)
+    np.testing.assert_allclose(new, old, rtol=1e-14, atol=1e-14)
+    first = problem.jacobian(x)
+    again = problem.jacobian(x + 0.1)  # refilled in place: earlier results stay
+    np.testing.assert_array_equal(problem.jacobian(x), first)
+    assert not np.array_equal(first, again)
+
+
+def test_first_order_callbacks_do_not_compute_the_hessian(
+    module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a first-order callback computed the Lagrangian")
+
+    problem = module.IpoptProblem()
+    monkeypatch.setattr(module, "hessian", refused)
+    monkeypatch.setattr(module, "gradient", refused)
+    x = nlp.START
+    assert problem.objective(x) == pytest.approx(float(nlp.objective(x)), rel=1e-14)
+    np.testing.assert_allclose(problem.constraints(x), nlp.constraints(x), rtol=1e-14)
+    assert problem.gradient(x).shape == (nlp.N,)
+    assert problem.jacobian(x).shape == problem.jacobianstructure()[0].shape

@@ -197,12 +197,12 @@ def _ipopt(spec: ModuleSpec) -> str:
     {spec.constraints.function}); the contexts {ctx_doc} are given once, here.
 
     Use: ``cyipopt.Problem(n={n}, m={m}, problem_obj={naming.IPOPT_CLASS}(),
-    lb=..., ub=..., cl=..., cu=...)``. Every callback comes from this module's
-    operators over z = (x, obj_factor, lagrange): objective, gradient and
-    constraints from one gradient of the Lagrangian at (x, 1, 0) (kept for the
-    same x), jacobian and hessian from its sparse hessian, refilled in place
-    (the jacobian's entries are the rows of the multipliers, the hessian's the
-    x-x block of the lower triangle, as IPOPT takes it).
+    lb=..., ub=..., cl=..., cu=...)``. Each callback computes only what it
+    returns: objective, gradient and constraints from f, its gradient and g as
+    functions of x, jacobian from g's own sparse jacobian (colored on its
+    pattern), each refilled in place where it can be; hessian from this module's
+    sparse hessian of the Lagrangian over z = (x, obj_factor, lagrange), the x-x
+    block of its lower triangle, as IPOPT takes it.
     """
 
     n = {n}
@@ -210,49 +210,27 @@ def _ipopt(spec: ModuleSpec) -> str:
 
     def __init__({init}) -> None:
 {stored}        self._z = np.zeros({n + 1 + m})
-        self._point = np.full({n}, np.nan)
-        self._grad = np.zeros({n + 1 + m})
         self._h: sp.csr_array | None = None
+        self._j: sp.csr_array | None = None
         rows, cols = hessian_structure()
         self._hess_at = np.flatnonzero(rows < {n})
-        self._jac_at = np.flatnonzero((rows > {n}) & (cols < {n}))
         self._hess_rows = rows[self._hess_at]
         self._hess_cols = cols[self._hess_at]
-        self._jac_rows = rows[self._jac_at] - {n + 1}
-        self._jac_cols = cols[self._jac_at]
-
-    def _gradient_at(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The Lagrangian's gradient at (x, 1, 0): (grad f, f, g)."""
-        if not np.array_equal(x, self._point):
-            self._z[:{n}] = x
-            self._z[{n}] = 1.0
-            self._z[{n + 1}:] = 0.0
-            self._grad = gradient(self._z{passed})
-            self._point = np.array(x, dtype=np.float64)
-        return self._grad
-
-    def _hessian_at(
-        self, x: NDArray[np.float64], obj_factor: float, lagrange: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        """The data of the Lagrangian's sparse hessian (lower triangle) at z."""
-        self._z[:{n}] = x
-        self._z[{n}] = obj_factor
-        self._z[{n + 1}:] = lagrange
-        self._h = hessian(self._z{passed}, out=self._h)
-        data: NDArray[np.float64] = self._h.data
-        return data
+        counts = np.diff(JACOBIAN_INDPTR)
+        self._jac_rows = np.repeat(np.arange({m}, dtype=np.int64), counts)
+        self._jac_cols = JACOBIAN_INDICES.astype(np.int64)
 
     def objective(self, x: NDArray[np.float64]) -> float:
         """f(x)."""
-        return float(self._gradient_at(x)[{n}])
+        return _objective(x{passed})
 
     def gradient(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The objective's gradient."""
-        return self._gradient_at(x)[:{n}].copy()
+        return _objective_gradient(x{passed})
 
     def constraints(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """g(x)."""
-        return self._gradient_at(x)[{n + 1}:].copy()
+        return _constraints(x{passed})
 
     def jacobianstructure(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(rows, cols) of the constraints' jacobian, in the order of jacobian()."""
@@ -260,7 +238,9 @@ def _ipopt(spec: ModuleSpec) -> str:
 
     def jacobian(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The constraints' jacobian's entries (of jacobianstructure())."""
-        return self._hessian_at(x, 0.0, np.zeros({m}))[self._jac_at]
+        self._j = _constraints_jacobian(x{passed}, out=self._j)
+        data: NDArray[np.float64] = self._j.data
+        return data.copy()
 
     def hessianstructure(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(rows, cols) of the Lagrangian's hessian's lower triangle."""
@@ -271,4 +251,9 @@ def _ipopt(spec: ModuleSpec) -> str:
     ) -> NDArray[np.float64]:
         """The entries (of hessianstructure()) of the hessian of obj_factor * f(x)
         + lagrange @ g(x)."""
-        return self._hessian_at(x, obj_factor, lagrange)[self._hess_at]'''
+        self._z[:{n}] = x
+        self._z[{n}] = obj_factor
+        self._z[{n + 1}:] = lagrange
+        self._h = hessian(self._z{passed}, out=self._h)
+        data: NDArray[np.float64] = self._h.data
+        return data[self._hess_at]'''
