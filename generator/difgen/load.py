@@ -144,15 +144,27 @@ def lagrangian(
     )
 
 
-def lagrangian_parts(
-    fn: Callable[..., Any],
-) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The objective and the constraint function a :func:`lagrangian` was made
-    of, each a function of (x, *contexts): an ipopt module also derives them
-    apart, so that the callbacks needing only f, its gradient, g or g's jacobian
-    compute only that (:func:`difgen.pipeline.ipopt_parts`)."""
+def lagrangian_parts(fn: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
+    """The functions of x an ipopt module derives besides its :func:`lagrangian`
+    ``fn`` (:func:`difgen.pipeline.ipopt_parts`), so that each IPOPT callback
+    computes only what it returns: ``objective`` f(x, *contexts),
+    ``constraints`` g(x, *contexts), and ``lagrangian`` ``obj_factor * f(x) +
+    lagrange @ g(x)`` of (x, *contexts, obj_factor, lagrange), whose hessian in
+    x alone is IPOPT's hessian (no multipliers' rows to color)."""
     scope = fn.__globals__
-    return scope["objective"], scope["constraints"]
+    objective, constraints = scope["objective"], scope["constraints"]
+
+    def lagrangian(x: Any, *args: Any) -> Any:
+        contexts, (obj_factor, lagrange) = args[:-2], args[-2:]
+        return obj_factor * objective(x, *contexts) + lagrange @ constraints(
+            x, *contexts
+        )
+
+    # the Lagrangian's globals are the user's side, as :func:`lagrangian`'s are
+    made = types.FunctionType(
+        lagrangian.__code__, scope, "lagrangian", None, lagrangian.__closure__
+    )
+    return {"objective": objective, "constraints": constraints, "lagrangian": made}
 
 
 def load_object(

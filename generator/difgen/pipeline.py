@@ -26,7 +26,13 @@ from difgen.ad import loops
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import note, stage
-from difgen.config import Config, ModuleSpec, check_output_fit, split_function_ref
+from difgen.config import (
+    Config,
+    ContextSpec,
+    ModuleSpec,
+    check_output_fit,
+    split_function_ref,
+)
 from difgen.core.ir import Graph, dce
 from difgen.derive import graphs, points, symbolic
 from difgen.derive.checks import IndexCheck, index_checks
@@ -55,7 +61,7 @@ from difgen.structure import Leaf
 from difgen.targets import choose
 from difgen.targets.c import extension as c_code
 from difgen.targets.numpy import points as numpy_points
-from difgen.targets.parts import Constants, Function, ModuleParts
+from difgen.targets.parts import Constants, Function, ModuleParts, Pattern
 from difgen.version import VERSION
 
 
@@ -396,25 +402,38 @@ def print_aux(spec: ModuleSpec, graph: Graph, pool: Constants) -> Function:
 IPOPT_PARTS = (
     ("objective", ("gradient",), False),
     ("constraints", ("jacobian",), True),
+    ("lagrangian", ("hessian",), True),
 )
-"""What an ipopt module derives apart from its Lagrangian: (part, its operator
-besides ``f``, sparse), each a function of x alone (:func:`ipopt_parts`)."""
+"""What an ipopt module derives apart from its Lagrangian of z: (part, its
+operator besides ``f``, sparse), each a function of x (:func:`ipopt_parts`)."""
+
+IPOPT_MULTIPLIERS = ("obj_factor", "lagrange")
+"""The contexts the ``lagrangian`` part takes after the module's own."""
 
 
 def ipopt_parts(
     spec: ModuleSpec, fn: Callable[..., Any], pool: Constants
-) -> list[Function]:
-    """The private functions of an ipopt module that IPOPT's first-order
-    callbacks call: ``_objective`` and ``_objective_gradient`` (f and its
-    gradient), ``_constraints`` and ``_constraints_jacobian`` (g and its sparse
-    jacobian, colored on its own pattern), each traced from the user's function
-    of x and printed as NumPy code into ``pool``. The Lagrangian's hessian holds
-    the same derivatives, but computing it for every ``jacobian`` callback costs
-    a colored hessian where a colored jacobian is enough."""
+) -> tuple[list[Function], dict[str, Pattern]]:
+    """The private functions of an ipopt module that IPOPT's callbacks call, and
+    their patterns (by function name): ``_objective`` and
+    ``_objective_gradient`` (f and its gradient), ``_constraints`` and
+    ``_constraints_jacobian`` (g and its sparse jacobian, colored on its own
+    pattern), ``_lagrangian_hessian`` (the lower triangle of the Lagrangian's
+    hessian in x, the multipliers ``obj_factor`` and ``lagrange`` its last
+    contexts), each traced from the user's functions of x and printed as NumPy
+    code into ``pool``. The module's hessian over z holds the same derivatives,
+    but its multipliers' rows (dense where a constraint is) cost a star coloring
+    of many more colors."""
     assert spec.constraints is not None
-    functions = dict(zip(("objective", "constraints"), lagrangian_parts(fn)))
+    functions = lagrangian_parts(fn)
     x = dataclasses.replace(spec.input, shape=spec.constraints.variables)
+    taken = {c.name for c in spec.contexts}
+    multipliers = tuple(
+        ContextSpec(_free(name, taken), shape)
+        for name, shape in zip(IPOPT_MULTIPLIERS, ((), (spec.constraints.size,)))
+    )
     found: list[Function] = []
+    patterns: dict[str, Pattern] = {}
     for part, operators, sparse in IPOPT_PARTS:
         part_spec = dataclasses.replace(
             spec,
@@ -424,16 +443,29 @@ def ipopt_parts(
             emit="vector",
             mode="auto",
             points=False,
-            triangle=None,
+            triangle="lower" if part == "lagrangian" else None,
             adapters=(),
             constraints=None,
+            contexts=spec.contexts + (multipliers if part == "lagrangian" else ()),
         )
         graph = trace_spec(part_spec, functions[part])
+        pool.patterns.clear()
         printed = choose.print_graphs(part_spec, graphs.derive(part_spec, graph), pool)
         for f in printed.functions:
+            if part == "lagrangian" and f.name == "f":
+                continue  # the value is objective's and constraints'
             name = f"_{part}" if f.name == "f" else f"_{part}_{f.name}"
             found.append(dataclasses.replace(f, name=name, block_of=f.name))
-    return found
+            if f.name in pool.patterns:
+                patterns[name] = pool.patterns[f.name]
+    return found, patterns
+
+
+def _free(name: str, taken: set[str]) -> str:
+    """``name``, or with underscores before it until no context has it."""
+    while name in taken:
+        name = f"_{name}"
+    return name
 
 
 def _with_ipopt_parts(
@@ -443,14 +475,14 @@ def _with_ipopt_parts(
     pool and its patterns only the Lagrangian's (the structure functions
     describe the module's operators)."""
     patterns = dict(parts.patterns)
-    found = ipopt_parts(spec, fn, pool)
+    found, private = ipopt_parts(spec, fn, pool)
     return dataclasses.replace(
         parts,
         functions=[*parts.functions, *found],
         constants=pool.items,
         setup=pool.setup,
         uses=pool.uses,
-        patterns=patterns,
+        patterns={**patterns, **private},
     )
 
 
