@@ -1068,12 +1068,6 @@ class _Reader:
                     "'triangle' applies to a sparse hessian; add sparse = true and "
                     '"hessian" to operators',
                 )
-            if emit == "c":
-                raise self.error(
-                    at + ("triangle",),
-                    "'triangle' is not offered with emit = \"c\" in this version: "
-                    "the compiled operators fill the whole symmetric pattern",
-                )
         adapters: tuple[str, ...] = ()
         if "adapters" in table:
             given = self.get(table, at + ("adapters",), list, '["scipy", "ipopt"]')

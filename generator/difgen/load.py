@@ -144,6 +144,29 @@ def lagrangian(
     )
 
 
+def lagrangian_parts(fn: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
+    """The functions of x an ipopt module derives besides its :func:`lagrangian`
+    ``fn`` (:func:`difgen.pipeline.ipopt_parts`), so that each IPOPT callback
+    computes only what it returns: ``objective`` f(x, *contexts),
+    ``constraints`` g(x, *contexts), and ``lagrangian`` ``obj_factor * f(x) +
+    lagrange @ g(x)`` of (x, *contexts, obj_factor, lagrange), whose hessian in
+    x alone is IPOPT's hessian (no multipliers' rows to color)."""
+    scope = fn.__globals__
+    objective, constraints = scope["objective"], scope["constraints"]
+
+    def lagrangian(x: Any, *args: Any) -> Any:
+        contexts, (obj_factor, lagrange) = args[:-2], args[-2:]
+        return obj_factor * objective(x, *contexts) + lagrange @ constraints(
+            x, *contexts
+        )
+
+    # the Lagrangian's globals are the user's side, as :func:`lagrangian`'s are
+    made = types.FunctionType(
+        lagrangian.__code__, scope, "lagrangian", None, lagrangian.__closure__
+    )
+    return {"objective": objective, "constraints": constraints, "lagrangian": made}
+
+
 def load_object(
     spec: ModuleSpec, ref: str, fail: Callable[[str], ConfigError]
 ) -> tuple[Any, str]:

@@ -28,7 +28,13 @@ from difgen.ad import loops
 from difgen.ad.custom import uses_rules
 from difgen.ad.loops import ReverseOverReverse
 from difgen.budget import describe, note, stage
-from difgen.config import Config, ModuleSpec, check_output_fit, split_function_ref
+from difgen.config import (
+    Config,
+    ContextSpec,
+    ModuleSpec,
+    check_output_fit,
+    split_function_ref,
+)
 from difgen.core.ir import Graph, Lit, SubGraph, dce
 from difgen.derive import graphs, points, symbolic
 from difgen.derive.checks import IndexCheck, enforced, index_checks
@@ -46,7 +52,7 @@ from difgen.hashing import (
     stamp_body_hash,
 )
 from difgen.interface import FlatFunction, Interface, resolve_classes
-from difgen.load import load_object
+from difgen.load import lagrangian_parts, load_object
 from difgen.operators import OPERATORS
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
@@ -57,7 +63,7 @@ from difgen.structure import Leaf
 from difgen.targets import choose
 from difgen.targets.c import extension as c_code
 from difgen.targets.numpy import points as numpy_points
-from difgen.targets.parts import Constants, Function, ModuleParts
+from difgen.targets.parts import Constants, Function, ModuleParts, Pattern
 from difgen.version import VERSION
 
 
@@ -396,6 +402,93 @@ def print_aux(spec: ModuleSpec, graph: Graph, pool: Constants) -> Function:
     return function
 
 
+IPOPT_PARTS = (
+    ("objective", ("gradient",), False),
+    ("constraints", ("jacobian",), True),
+    ("lagrangian", ("hessian",), True),
+)
+"""What an ipopt module derives apart from its Lagrangian of z: (part, its
+operator besides ``f``, sparse), each a function of x (:func:`ipopt_parts`)."""
+
+IPOPT_MULTIPLIERS = ("obj_factor", "lagrange")
+"""The contexts the ``lagrangian`` part takes after the module's own."""
+
+
+def ipopt_parts(
+    spec: ModuleSpec, fn: Callable[..., Any], pool: Constants
+) -> tuple[list[Function], dict[str, Pattern]]:
+    """The private functions of an ipopt module that IPOPT's callbacks call, and
+    their patterns (by function name): ``_objective`` and
+    ``_objective_gradient`` (f and its gradient), ``_constraints`` and
+    ``_constraints_jacobian`` (g and its sparse jacobian, colored on its own
+    pattern), ``_lagrangian_hessian`` (the lower triangle of the Lagrangian's
+    hessian in x, the multipliers ``obj_factor`` and ``lagrange`` its last
+    contexts), each traced from the user's functions of x and printed as NumPy
+    code into ``pool``. The module's hessian over z holds the same derivatives,
+    but its multipliers' rows (dense where a constraint is) cost a star coloring
+    of many more colors."""
+    assert spec.constraints is not None
+    functions = lagrangian_parts(fn)
+    x = dataclasses.replace(spec.input, shape=spec.constraints.variables)
+    taken = {c.name for c in spec.contexts}
+    multipliers = tuple(
+        ContextSpec(_free(name, taken), shape)
+        for name, shape in zip(IPOPT_MULTIPLIERS, ((), (spec.constraints.size,)))
+    )
+    found: list[Function] = []
+    patterns: dict[str, Pattern] = {}
+    for part, operators, sparse in IPOPT_PARTS:
+        part_spec = dataclasses.replace(
+            spec,
+            input=x,
+            operators=operators,
+            sparse=sparse,
+            emit="vector",
+            mode="auto",
+            points=False,
+            triangle="lower" if part == "lagrangian" else None,
+            adapters=(),
+            constraints=None,
+            contexts=spec.contexts + (multipliers if part == "lagrangian" else ()),
+        )
+        graph = trace_spec(part_spec, functions[part])
+        pool.patterns.clear()
+        printed = choose.print_graphs(part_spec, graphs.derive(part_spec, graph), pool)
+        for f in printed.functions:
+            if part == "lagrangian" and f.name == "f":
+                continue  # the value is objective's and constraints'
+            name = f"_{part}" if f.name == "f" else f"_{part}_{f.name}"
+            found.append(dataclasses.replace(f, name=name, block_of=f.name))
+            if f.name in pool.patterns:
+                patterns[name] = pool.patterns[f.name]
+    return found, patterns
+
+
+def _free(name: str, taken: set[str]) -> str:
+    """``name``, or with underscores before it until no context has it."""
+    while name in taken:
+        name = f"_{name}"
+    return name
+
+
+def _with_ipopt_parts(
+    spec: ModuleSpec, fn: Callable[..., Any], parts: ModuleParts, pool: Constants
+) -> ModuleParts:
+    """``parts`` with the :func:`ipopt_parts` added, its constants those of the
+    pool and its patterns only the Lagrangian's (the structure functions
+    describe the module's operators)."""
+    patterns = dict(parts.patterns)
+    found, private = ipopt_parts(spec, fn, pool)
+    return dataclasses.replace(
+        parts,
+        functions=[*parts.functions, *found],
+        constants=pool.items,
+        setup=pool.setup,
+        uses=pool.uses,
+        patterns={**patterns, **private},
+    )
+
+
 def build_parts(spec: ModuleSpec, graph: Graph) -> ModuleParts:
     """The module's printed parts from its traced graph (derive, then print)."""
     with precision.computing_in(spec.input.dtype, spec.accumulate):
@@ -488,6 +581,8 @@ def _stages(
             pool = Constants()
             parts = print_parts(derivation, pool)
         aux = None if aux_graph is None else print_aux(spec, aux_graph, pool)
+        if spec.constraints is not None:
+            parts = _with_ipopt_parts(spec, fn, parts, pool)
     wrapped = (
         StructuredParts(interface, aux) if interface.wrapped or spec.flat else None
     )

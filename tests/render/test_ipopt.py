@@ -189,3 +189,117 @@ def test_verify_checks_the_lagrangian(module: ModuleType) -> None:
     assert result.ok
     (checked,) = result.modules
     assert {op.operator for op in checked.operators} >= {"gradient", "hessian"}
+
+
+def test_the_jacobian_callback_is_the_lagrangians_constraint_rows(
+    module: ModuleType,
+) -> None:
+    # the jacobian callback computes g's own sparse jacobian; the Lagrangian's
+    # hessian (what it computed before) holds the same in its multipliers' rows
+    problem = module.IpoptProblem()
+    x = nlp.START + np.linspace(0.0, 0.3, nlp.N)
+    z = np.concatenate([x, [0.0], np.zeros(nlp.M)])
+    rows, cols = module.hessian_structure()
+    block = (rows > nlp.N) & (cols < nlp.N)
+    old = np.zeros((nlp.M, nlp.N))
+    old[rows[block] - nlp.N - 1, cols[block]] = module.hessian(z).data[block]
+    jac_rows, jac_cols = problem.jacobianstructure()
+    assert list(zip(jac_rows, jac_cols)) == list(
+        zip(rows[block] - nlp.N - 1, cols[block])
+    )  # the same entries, in the same order
+    new = np.zeros((nlp.M, nlp.N))
+    new[jac_rows, jac_cols] = problem.jacobian(x)
+    np.testing.assert_allclose(new, old, rtol=1e-14, atol=1e-14)
+    first = problem.jacobian(x)
+    again = problem.jacobian(x + 0.1)  # refilled in place: earlier results stay
+    np.testing.assert_array_equal(problem.jacobian(x), first)
+    assert not np.array_equal(first, again)
+
+
+def test_the_hessian_callback_is_the_lagrangians_x_block(module: ModuleType) -> None:
+    # the hessian callback differentiates the Lagrangian in x alone (3 colors on
+    # the sample NLP, against 81 for the module's hessian over z)
+    problem = module.IpoptProblem()
+    x = nlp.START + np.linspace(0.0, 0.3, nlp.N)
+    lagrange, obj_factor = np.linspace(-1.0, 1.0, nlp.M), 0.5
+    z = np.concatenate([x, [obj_factor], lagrange])
+    rows, cols = module.hessian_structure()
+    block = rows < nlp.N
+    hess_rows, hess_cols = problem.hessianstructure()
+    assert list(zip(hess_rows, hess_cols)) == list(zip(rows[block], cols[block]))
+    np.testing.assert_allclose(
+        problem.hessian(x, lagrange, obj_factor),
+        module.hessian(z).data[block],
+        rtol=1e-13,
+        atol=1e-13,
+    )
+    first = problem.hessian(x, lagrange, obj_factor)
+    problem.hessian(x, -lagrange, 2.0)  # refilled in place: earlier results stay
+    np.testing.assert_array_equal(problem.hessian(x, lagrange, obj_factor), first)
+
+
+def test_no_callback_computes_the_lagrangian_over_z(
+    module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a callback computed the Lagrangian over z")
+
+    problem = module.IpoptProblem()
+    monkeypatch.setattr(module, "hessian", refused)
+    monkeypatch.setattr(module, "gradient", refused)
+    x = nlp.START
+    assert problem.objective(x) == pytest.approx(float(nlp.objective(x)), rel=1e-14)
+    np.testing.assert_allclose(problem.constraints(x), nlp.constraints(x), rtol=1e-14)
+    assert problem.gradient(x).shape == (nlp.N,)
+    assert problem.jacobian(x).shape == problem.jacobianstructure()[0].shape
+    values = problem.hessian(x, np.ones(nlp.M), 1.0)
+    assert values.shape == problem.hessianstructure()[0].shape
+
+
+CONTEXT_NLP = """
+import numpy as np
+
+def f(x, lagrange):
+    return lagrange * np.sum(x**4)
+
+def g(x, lagrange):
+    return np.concatenate([np.reshape(x[0] * x[1] * lagrange, (1,)), x[1:] ** 2])
+"""
+
+CONTEXT_CONFIG = """
+[difgen]
+output_dir = "out"
+
+[[module]]
+name = "context_nlp"
+function = "context_nlp.py:f"
+constraints = { function = "context_nlp.py:g", size = 3 }
+backend = "trace"
+operators = ["gradient", "hessian"]
+input = { shape = [3] }
+contexts = [{ name = "lagrange", shape = [] }]
+adapters = ["ipopt"]
+"""
+
+
+def test_a_context_named_like_the_multipliers(tmp_path: Path) -> None:
+    # the Lagrangian-in-x part takes the multipliers after the module's contexts,
+    # renamed away from a context of the same name
+    (tmp_path / "context_nlp.py").write_text(CONTEXT_NLP)
+    (tmp_path / "difgen.toml").write_text(CONTEXT_CONFIG)
+    difgen.build(tmp_path / "difgen.toml")
+    module = import_file(tmp_path / "out" / "context_nlp.py")
+    problem = module.IpoptProblem(2.0)
+    x, lam, sigma = np.array([0.5, -1.0, 2.0]), np.array([1.0, -2.0, 3.0]), 0.25
+    assert problem.objective(x) == pytest.approx(2.0 * np.sum(x**4))
+    np.testing.assert_allclose(problem.gradient(x), 8.0 * x**3)
+    np.testing.assert_allclose(problem.constraints(x), [-1.0, 1.0, 4.0])
+    jacobian = np.zeros((3, 3))
+    jacobian[problem.jacobianstructure()] = problem.jacobian(x)
+    expected = [[2.0 * x[1], 2.0 * x[0], 0.0], [0.0, 2 * x[1], 0.0], [0, 0, 2 * x[2]]]
+    np.testing.assert_allclose(jacobian, expected)
+    lower = np.zeros((3, 3))
+    lower[problem.hessianstructure()] = problem.hessian(x, lam, sigma)
+    hessian = np.diag(sigma * 24.0 * x**2 + [0.0, 2.0 * lam[1], 2.0 * lam[2]])
+    hessian[1, 0] = 2.0 * lam[0]
+    np.testing.assert_allclose(lower, np.tril(hessian))

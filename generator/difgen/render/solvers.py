@@ -35,13 +35,12 @@ def solver_parts(
     output_shape: tuple[int, ...],
 ) -> list[tuple[str, str]]:
     """(public name, source) of each structure function and adapter of the module."""
-    found = [
-        item for kind in sorted(patterns) for item in _structure(patterns[kind], spec)
-    ]
+    public = sorted(kind for kind in patterns if not kind.startswith("_"))
+    found = [item for kind in public for item in _structure(patterns[kind], spec)]
     by_name = {f.name: f for f in functions if f.block_of is None}
     found += _scipy(spec, by_name, output_shape)
     if "ipopt" in spec.adapters:
-        found.append((naming.IPOPT_CLASS, _ipopt(spec)))
+        found.append((naming.IPOPT_CLASS, _ipopt(spec, patterns)))
     return found
 
 
@@ -181,9 +180,11 @@ def _scipy(
     return found
 
 
-def _ipopt(spec: ModuleSpec) -> str:
-    """The cyipopt problem class of an ipopt module."""
+def _ipopt(spec: ModuleSpec, patterns: dict[str, Pattern]) -> str:
+    """The cyipopt problem class of an ipopt module, over its private functions
+    of x (:func:`difgen.pipeline.ipopt_parts`), whose ``patterns`` these are."""
     assert spec.constraints is not None
+    jac, hess = patterns["_constraints_jacobian"], patterns["_lagrangian_hessian"]
     m = spec.constraints.size
     n = math.prod(spec.constraints.variables)
     typed, args = _params(spec)
@@ -197,62 +198,35 @@ def _ipopt(spec: ModuleSpec) -> str:
     {spec.constraints.function}); the contexts {ctx_doc} are given once, here.
 
     Use: ``cyipopt.Problem(n={n}, m={m}, problem_obj={naming.IPOPT_CLASS}(),
-    lb=..., ub=..., cl=..., cu=...)``. Every callback comes from this module's
-    operators over z = (x, obj_factor, lagrange): objective, gradient and
-    constraints from one gradient of the Lagrangian at (x, 1, 0) (kept for the
-    same x), jacobian and hessian from its sparse hessian, refilled in place
-    (the jacobian's entries are the rows of the multipliers, the hessian's the
-    x-x block of the lower triangle, as IPOPT takes it).
+    lb=..., ub=..., cl=..., cu=...)``. Each callback computes only what it
+    returns, from functions of x: f, its gradient, g, g's sparse jacobian
+    (colored on its own pattern) and the lower triangle of the Lagrangian's
+    sparse hessian in x (the multipliers its last arguments), the sparse ones
+    refilled in place. The module's operators over z = (x, obj_factor,
+    lagrange) hold the same derivatives (its hessian's multipliers' rows are
+    g's jacobian) and are verified as the module.
     """
 
     n = {n}
     m = {m}
 
     def __init__({init}) -> None:
-{stored}        self._z = np.zeros({n + 1 + m})
-        self._point = np.full({n}, np.nan)
-        self._grad = np.zeros({n + 1 + m})
-        self._h: sp.csr_array | None = None
-        rows, cols = hessian_structure()
-        self._hess_at = np.flatnonzero(rows < {n})
-        self._jac_at = np.flatnonzero((rows > {n}) & (cols < {n}))
-        self._hess_rows = rows[self._hess_at]
-        self._hess_cols = cols[self._hess_at]
-        self._jac_rows = rows[self._jac_at] - {n + 1}
-        self._jac_cols = cols[self._jac_at]
-
-    def _gradient_at(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The Lagrangian's gradient at (x, 1, 0): (grad f, f, g)."""
-        if not np.array_equal(x, self._point):
-            self._z[:{n}] = x
-            self._z[{n}] = 1.0
-            self._z[{n + 1}:] = 0.0
-            self._grad = gradient(self._z{passed})
-            self._point = np.array(x, dtype=np.float64)
-        return self._grad
-
-    def _hessian_at(
-        self, x: NDArray[np.float64], obj_factor: float, lagrange: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        """The data of the Lagrangian's sparse hessian (lower triangle) at z."""
-        self._z[:{n}] = x
-        self._z[{n}] = obj_factor
-        self._z[{n + 1}:] = lagrange
-        self._h = hessian(self._z{passed}, out=self._h)
-        data: NDArray[np.float64] = self._h.data
-        return data
+{stored}        self._h: sp.csr_array | None = None
+        self._j: sp.csr_array | None = None
+        self._jac_rows, self._jac_cols = _triplets({jac.indptr}, {jac.indices})
+        self._hess_rows, self._hess_cols = _triplets({hess.indptr}, {hess.indices})
 
     def objective(self, x: NDArray[np.float64]) -> float:
         """f(x)."""
-        return float(self._gradient_at(x)[{n}])
+        return _objective(x{passed})
 
     def gradient(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The objective's gradient."""
-        return self._gradient_at(x)[:{n}].copy()
+        return _objective_gradient(x{passed})
 
     def constraints(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """g(x)."""
-        return self._gradient_at(x)[{n + 1}:].copy()
+        return _constraints(x{passed})
 
     def jacobianstructure(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(rows, cols) of the constraints' jacobian, in the order of jacobian()."""
@@ -260,7 +234,9 @@ def _ipopt(spec: ModuleSpec) -> str:
 
     def jacobian(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The constraints' jacobian's entries (of jacobianstructure())."""
-        return self._hessian_at(x, 0.0, np.zeros({m}))[self._jac_at]
+        self._j = _constraints_jacobian(x{passed}, out=self._j)
+        data: NDArray[np.float64] = self._j.data
+        return data.copy()
 
     def hessianstructure(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(rows, cols) of the Lagrangian's hessian's lower triangle."""
@@ -271,4 +247,16 @@ def _ipopt(spec: ModuleSpec) -> str:
     ) -> NDArray[np.float64]:
         """The entries (of hessianstructure()) of the hessian of obj_factor * f(x)
         + lagrange @ g(x)."""
-        return self._hessian_at(x, obj_factor, lagrange)[self._hess_at]'''
+        self._h = _lagrangian_hessian(
+            x{passed}, float(obj_factor), lagrange, out=self._h
+        )
+        data: NDArray[np.float64] = self._h.data
+        return data.copy()
+
+
+def _triplets(
+    indptr: NDArray[np.integer], indices: NDArray[np.integer]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(rows, cols) of a CSR pattern's entries, in the order of its .data."""
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    return rows, indices.astype(np.int64)'''

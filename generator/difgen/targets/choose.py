@@ -130,6 +130,8 @@ def _print_compiled(
     says so."""
     c_code.check_names(spec)
     small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
+    # a hessian's triangle is gathered by the loops' glue only
+    small = small and not (spec.triangle is not None and "hessian" in op.results)
     # a float32 module's C is loops only: straight-line code is SymPy's folding
     # of the graph, the loops are its operations in float32, as its vector code
     # straight-line C checks no run-time index: a module whose operators check
@@ -158,7 +160,9 @@ def _print_compiled(
         return function, "vector"
     native, doc, runtime = c_loops.c_loops_function(body, len(graph.eqns), pattern)
     points = c_loops.points_native(op, spec, ys, body) if spec.points else None
-    wrappers, uses = c_glue.csr_helpers(op.results, wrap, sparse_out(op, spec))
+    # the C computes a triangle's nonzeros only: its wrappers select none
+    native_wrap = {i: dataclasses.replace(f, select=None) for i, f in wrap.items()}
+    wrappers, uses = c_glue.csr_helpers(op.results, native_wrap, sparse_out(op, spec))
     wrappers += c_ints.helpers(spec, body.sig.ints)
     compiled = dataclasses.replace(
         function.using(uses),

@@ -37,6 +37,10 @@ class Signature:
     takes_out: bool  # a dense last result written into out=
     csr_out: bool  # a sparse last result written into a CSR out='s data
     ints: frozenset[str] = frozenset()  # int64 arguments read as doubles (c.ints)
+    triangle: str | None = None
+    """``triangle``: the last result is a sparse hessian's triangle, the loops
+    writing the whole pattern's nonzeros into a buffer of their own
+    (:data:`FULL`) that :func:`finish_lines` gathers the triangle's from."""
 
     @property
     def out(self) -> str | None:
@@ -67,6 +71,7 @@ def signature(
     args += [(c.name, tuple(c.shape)) for c in spec.contexts]
     sparse = [is_sparse(k, spec) for k in op.results]
     dense_last = result_shape(op.results[-1], xs, ys, batch)
+    triangle = spec.triangle if sparse[-1] and op.results[-1] == "hessian" else None
     return Signature(
         op,
         args,
@@ -75,7 +80,23 @@ def signature(
         op.takes_out and dense_last != () and not sparse[-1],
         sparse_out(op, spec),
         frozenset(args[i][0] for i in ints),
+        triangle,
     )
+
+
+FULL = f"{PREFIX}full"
+"""With a triangle: the buffer of the whole pattern's nonzeros the loops write."""
+
+
+@dataclass(frozen=True)
+class Select:
+    """With a triangle: the C table of the triangle's positions among the whole
+    pattern's nonzeros (``name``, ``size`` of them) and the whole pattern's
+    ``nnz``."""
+
+    name: str
+    size: int
+    nnz: int
 
 
 def argument_lines(sig: Signature, use: Used) -> list[str]:
@@ -87,6 +108,8 @@ def argument_lines(sig: Signature, use: Used) -> list[str]:
         f"double *{PREFIX}w = NULL;",
         f"int {PREFIX}heap = 0;",
     ]
+    if sig.triangle is not None:
+        declare.append(f"double *{FULL} = NULL;")
     arrays = [f"PyArrayObject *{PREFIX}a_{a} = NULL;" for a in sig.arrays]
     lines = parse_lines(sig.op.name, sig.names, len(sig.args), use, declare, arrays)
     for i, (name, shape) in enumerate(sig.args):
@@ -107,16 +130,24 @@ def argument_lines(sig: Signature, use: Used) -> list[str]:
     return lines
 
 
-def buffer_lines(sig: Signature, pattern: str | None, use: Used) -> list[str]:
+def buffer_lines(
+    sig: Signature, pattern: str | None, use: Used, select: Select | None = None
+) -> list[str]:
     """The result arrays, made before the loops write into them: new arrays, or
     ``out`` (its CSR data, checked against ``pattern``) when it can be written
-    directly and shares no memory with an argument."""
+    directly and shares no memory with an argument. With ``select`` (a
+    triangle), the last result holds the triangle's nonzeros and the loops
+    write the whole pattern's into :data:`FULL`, ``dg_r<k>`` then pointing
+    there and ``dg_t<k>`` at the result's data."""
     lines: list[str] = []
     last_k, out = len(sig.shapes) - 1, sig.out
     for k, kind in enumerate(sig.op.results):
         shape, res, r = sig.shapes[k], f"{PREFIX}res[{k}]", f"{PREFIX}r{k}"
         if shape == () and not sig.sparse[k]:
             lines.append(f"double {r} = 0.0;")
+            continue
+        if k == last_k and select is not None:
+            lines += _triangle_buffer(k, kind, sig, pattern, use, select)
             continue
         nd, dims = len(shape), f"{PREFIX}rdims_{k}"
         lines += [
@@ -161,6 +192,45 @@ def buffer_lines(sig: Signature, pattern: str | None, use: Used) -> list[str]:
                 "}",
             ]
     return lines
+
+
+def _triangle_buffer(
+    k: int, kind: str, sig: Signature, pattern: str | None, use: Used, select: Select
+) -> list[str]:
+    """The triangle's result (``out``'s CSR data when given, checked against
+    the triangle's ``pattern``) and the whole pattern's buffer the loops write."""
+    res, t, dims = f"{PREFIX}res[{k}]", f"{PREFIX}t{k}", f"{PREFIX}rdims_{k}"
+    lines = [
+        f"double *{t} = NULL;",
+        f"static const npy_intp {dims}[] = {{{select.size}}};",
+    ]
+    if sig.csr_out:
+        out = sig.out
+        lines += [
+            f"if ({out} != NULL && {out} != Py_None) {{",
+            f'    {PREFIX}sdata = {use("csr_data")}({out}, "{kind}.out", &{pattern});',
+            f"    if ({PREFIX}sdata == NULL) goto {PREFIX}fail;",
+            "}",
+            (
+                f"{res} = {use('result')}(NULL, {PREFIX}sdata == NULL ? Py_None : "
+                f"{PREFIX}sdata, 1, {dims}, &{t});"
+            ),
+        ]
+    else:
+        lines.append(f"{res} = {use('new')}(1, {dims}, &{t});")
+    return lines + [
+        f"if ({res} == NULL) goto {PREFIX}fail;",
+        f"{FULL} = (double *)malloc(sizeof(double) * {max(select.nnz, 1)});",
+        f"if ({FULL} == NULL) {{ PyErr_NoMemory(); goto {PREFIX}fail; }}",
+        f"double *{PREFIX}r{k} = {FULL};",
+    ]
+
+
+def gather_lines(k: int, select: Select) -> list[str]:
+    """The triangle's nonzeros from the whole pattern's (see :func:`buffer_lines`)."""
+    i = f"{PREFIX}i"
+    loop = f"for (npy_intp {i} = 0; {i} < {select.size}; {i}++)"
+    return [f"{loop} {PREFIX}t{k}[{i}] = {FULL}[{select.name}[{i}]];"]
 
 
 def workspace_lines(work: int) -> list[str]:
@@ -243,6 +313,8 @@ def return_lines(sig: Signature, work: int, use: Used) -> list[str]:
     nres = len(sig.shapes)
     cleanup = workspace_cleanup(work)
     cleanup.append(f"Py_XDECREF({PREFIX}sdata);")
+    if sig.triangle is not None:
+        cleanup.append(f"free({FULL});")
     cleanup += [f"Py_XDECREF({PREFIX}a_{n});" for n in sig.arrays]
     lines = list(cleanup)
     lines += c_code.return_lines(nres, use)

@@ -115,6 +115,7 @@ from difgen.targets.c.program import (
     Store,
     View,
 )
+from difgen.targets.numpy.printer import triangle_of
 
 __all__ = [
     "BLAS_WORK",
@@ -259,19 +260,28 @@ def c_loops_function(
     pattern_init: list[str] = []
     use = Used()
     use.add(body.runtime)
+    select, gather = None, []
+    if sig.triangle is not None:
+        if pattern is None:
+            raise ValueError(f"{op.name}: a triangle needs its sparsity pattern")
+        pattern, select, select_source = _triangle(op.name, pattern, sig.triangle)
+        pattern_source += select_source
+        gather = abi.gather_lines(len(sig.shapes) - 1, select)
     if sig.csr_out:
         if pattern is None:
             raise ValueError(f"{op.name}: a CSR out= needs its sparsity pattern")
-        pattern_source, pattern_name, pattern_init = c_code.csr_pattern(
+        more, pattern_name, pattern_init = c_code.csr_pattern(
             op.name, *pattern, use, compact=True
         )
+        pattern_source += more
     fill_source, fill = fill_tables(op.name, (*body.table_init, *pattern_init))
     lines = [
         *fill,
         *abi.argument_lines(sig, use),
-        *abi.buffer_lines(sig, pattern_name, use),
+        *abi.buffer_lines(sig, pattern_name, use, select),
         *abi.workspace_lines(body.work),
         *body.lines,
+        *gather,
         *abi.finish_lines(sig, use),
         *abi.return_lines(sig, body.work, use),
     ]
@@ -290,6 +300,27 @@ def c_loops_function(
     names = sig.names
     params = ", ".join(names[:-1] + [f"{naming.OUT}=None"] if sig.out else names)
     return OVERLAP + source, f"{op.name}({params})\\n--\\n\\n", use.frozen()
+
+
+def _triangle(
+    name: str, pattern: Pattern, triangle: str
+) -> tuple[Pattern, abi.Select, str]:
+    """The triangle's pattern (what a CSR ``out`` is checked against), its
+    positions among the whole pattern's nonzeros and their C table."""
+    indices, indptr, shape = pattern
+    kept, kept_ptr, positions = triangle_of(
+        np.asarray(indices), np.asarray(indptr), shape, triangle
+    )
+    nnz = int(np.asarray(indices).size)
+    table = f"{PREFIX}{name}_select"
+    ctype = "npy_int32" if nnz < 2**31 else "npy_int64"
+    items = [str(int(v)) for v in positions] or ["0"]
+    rows = ",\n    ".join(
+        ", ".join(items[i : i + 16]) for i in range(0, len(items), 16)
+    )
+    source = f"static const {ctype} {table}[{len(items)}] = {{\n    {rows}\n}};\n"
+    select = abi.Select(table, int(positions.size), nnz)
+    return (kept, kept_ptr, shape), select, source
 
 
 def points_native(
