@@ -32,7 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from difgen import budget, verification
 from difgen.budget import Progress, ProgressCallback, reporting, stage, time_limit
@@ -41,9 +41,11 @@ from difgen.errors import ConfigError, DifgenError, MissingDependencyError, Usag
 from difgen.hashing import source_hash
 from difgen.load import load_function
 from difgen.naming import C_SUFFIX
-from difgen.targets.c import compiling
 from difgen.verification import ModuleVerification
 from difgen.write import State, WriteTransaction, inspect_file
+
+if TYPE_CHECKING:  # the C toolchain is imported where a module emits C
+    from difgen.targets.c import compiling
 
 ConfigLike = Union[str, "os.PathLike[str]", Config, None]
 """What the API accepts as a config: a path, a loaded Config, or None (find it)."""
@@ -254,6 +256,8 @@ def build(
         )
     removed = list(transaction.removed_leftovers)
     if any(spec.emit == "c" for spec in specs):  # of a compiler killed earlier
+        from difgen.targets.c import compiling
+
         removed += compiling.remove_leftovers(Path(cfg.output_dir))
     compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
     return BuildResult(cfg.path, tuple(built), tuple(removed), compiled)
@@ -274,6 +278,10 @@ def compile_extensions(
     """
     cfg = _config(config)
     specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
+    if not specs:
+        return ()
+    from difgen.targets.c import compiling
+
     return tuple(
         compiling.compile_modules(
             cfg.output_dir,
@@ -286,6 +294,8 @@ def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
     """Whether the module's extension is missing, older than its C source, or not
     the one compiled from it (another ``C_HASH``, truncated; whatever the mtimes
     say). Not a regular file: True, and the compile refuses it naming the path."""
+    from difgen.targets.c import compiling
+
     source = c_source_path(config, spec)
     target = compiling.extension_path(config.output_dir, spec.name)
     if not source.is_file():
@@ -619,6 +629,8 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")
     if found.source_hash == source_hash(spec, graph):
+        from difgen.targets.c import compiling
+
         uncompiled = spec.emit == "c" and not os.path.lexists(
             compiling.extension_path(path.parent, spec.name)
         )
@@ -644,6 +656,8 @@ def _check_c_files(
         return source, Status.TRUNCATED, found.detail
     if found.body_hash != c_hash:
         return source, Status.STALE, "the C source is not the one the module names"
+    from difgen.targets.c import compiling
+
     extension = compiling.extension_path(path.parent, spec.name)
     if not os.path.lexists(extension):
         return None  # not built: the module runs its Python operators
