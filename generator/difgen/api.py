@@ -41,11 +41,24 @@ from difgen.errors import ConfigError, DifgenError, MissingDependencyError, Usag
 from difgen.hashing import source_hash
 from difgen.load import load_function
 from difgen.naming import C_SUFFIX
+
+if TYPE_CHECKING:
+    from difgen.targets.c import compiling
+else:
+
+    class _Compiling:
+        """:mod:`difgen.targets.c.compiling`, imported on first use: only the
+        builds, checks and compiles of ``emit = "c"`` modules reach it."""
+
+        def __getattr__(self, name: str) -> Any:
+            from difgen.targets.c import compiling
+
+            return getattr(compiling, name)
+
+    compiling = _Compiling()
+
 from difgen.verification import ModuleVerification
 from difgen.write import State, WriteTransaction, inspect_file
-
-if TYPE_CHECKING:  # the C toolchain is imported where a module emits C
-    from difgen.targets.c import compiling
 
 ConfigLike = Union[str, "os.PathLike[str]", Config, None]
 """What the API accepts as a config: a path, a loaded Config, or None (find it)."""
@@ -256,8 +269,6 @@ def build(
         )
     removed = list(transaction.removed_leftovers)
     if any(spec.emit == "c" for spec in specs):  # of a compiler killed earlier
-        from difgen.targets.c import compiling
-
         removed += compiling.remove_leftovers(Path(cfg.output_dir))
     compiled = compile_extensions(cfg, [s.name for s in specs]) if compile else ()
     return BuildResult(cfg.path, tuple(built), tuple(removed), compiled)
@@ -278,10 +289,6 @@ def compile_extensions(
     """
     cfg = _config(config)
     specs = [s for s in select_modules(cfg, modules) if s.emit == "c"]
-    if not specs:
-        return ()
-    from difgen.targets.c import compiling
-
     return tuple(
         compiling.compile_modules(
             cfg.output_dir,
@@ -294,8 +301,6 @@ def _needs_compiling(config: Config, spec: ModuleSpec) -> bool:
     """Whether the module's extension is missing, older than its C source, or not
     the one compiled from it (another ``C_HASH``, truncated; whatever the mtimes
     say). Not a regular file: True, and the compile refuses it naming the path."""
-    from difgen.targets.c import compiling
-
     source = c_source_path(config, spec)
     target = compiling.extension_path(config.output_dir, spec.name)
     if not source.is_file():
@@ -629,8 +634,6 @@ def _check_module(spec: ModuleSpec, path: Path) -> ModuleCheck:
     except DifgenError as exc:  # the config or the function changed beyond building
         return result(Status.STALE, f"and the function no longer builds: {exc}")
     if found.source_hash == source_hash(spec, graph):
-        from difgen.targets.c import compiling
-
         uncompiled = spec.emit == "c" and not os.path.lexists(
             compiling.extension_path(path.parent, spec.name)
         )
@@ -656,8 +659,6 @@ def _check_c_files(
         return source, Status.TRUNCATED, found.detail
     if found.body_hash != c_hash:
         return source, Status.STALE, "the C source is not the one the module names"
-    from difgen.targets.c import compiling
-
     extension = compiling.extension_path(path.parent, spec.name)
     if not os.path.lexists(extension):
         return None  # not built: the module runs its Python operators
