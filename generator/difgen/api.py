@@ -39,7 +39,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from difgen import budget, incremental, verification
 from difgen.budget import (
@@ -57,7 +57,22 @@ from difgen.errors import ConfigError, DifgenError, MissingDependencyError, Usag
 from difgen.hashing import source_hash
 from difgen.load import load_function, load_object
 from difgen.naming import C_SUFFIX
-from difgen.targets.c import compiling
+
+if TYPE_CHECKING:
+    from difgen.targets.c import compiling
+else:
+
+    class _Compiling:
+        """:mod:`difgen.targets.c.compiling`, imported on first use: only the
+        builds, checks and compiles of ``emit = "c"`` modules reach it."""
+
+        def __getattr__(self, name: str) -> Any:
+            from difgen.targets.c import compiling
+
+            return getattr(compiling, name)
+
+    compiling = _Compiling()
+
 from difgen.verification import ModuleVerification
 from difgen.write import State, WriteTransaction, inspect_file, remove_leftovers
 

@@ -61,7 +61,6 @@ from difgen.render.structured import StructuredParts
 from difgen.rules import check_rules
 from difgen.structure import Leaf
 from difgen.targets import choose
-from difgen.targets.c import extension as c_code
 from difgen.targets.numpy import points as numpy_points
 from difgen.targets.parts import Constants, Function, ModuleParts, Pattern
 from difgen.version import VERSION
@@ -563,8 +562,14 @@ def _stages(
     with stage("print"):
         try:
             parts = print_parts(derivation, pool)
-        except c_code.NoCForm as exc:
-            if not isinstance(derivation.module, SymbolicDerivation):
+        except ConfigError as exc:
+            if spec.emit != "c" or not isinstance(
+                derivation.module, SymbolicDerivation
+            ):
+                raise
+            from difgen.targets.c.extension import NoCForm  # loaded: C was printed
+
+            if not isinstance(exc, NoCForm):
                 raise
             # a function only Python computes (SciPy's digamma): as over budget,
             # the graph's C loops, with the operators they cannot hold in Python
@@ -591,6 +596,9 @@ def _stages(
             return [
                 (".py", render_module(spec, config, parts, digest, structure=wrapped))
             ]
+        # the C target is imported only by the builds that emit C
+        from difgen.targets.c import extension as c_code
+
         c_text = stamp_body_hash(
             c_code.render_c_module(
                 spec, parts.functions, VERSION, digest, BODY_HASH_PLACEHOLDER

@@ -31,10 +31,6 @@ from difgen.derive.symbolic import SymbolicDerivation
 from difgen.errors import ConfigError
 from difgen.operators import Operator
 from difgen.targets import cost as cost_model
-from difgen.targets.c import extension as c_code
-from difgen.targets.c import glue as c_glue
-from difgen.targets.c import ints as c_ints
-from difgen.targets.c import loops as c_loops
 from difgen.targets.numpy import printer as vector_code
 from difgen.targets.parts import Constants, Function, ModuleParts
 from difgen.targets.python.printer import ScalarCode, print_operator, scalar_code
@@ -128,6 +124,11 @@ def _print_compiled(
     code is kept only where it serves the one-point call. A graph with a primitive
     that has no loop form keeps the operator in Python (vector code), and the build
     says so."""
+    from difgen.targets.c import extension as c_code
+    from difgen.targets.c import glue as c_glue
+    from difgen.targets.c import ints as c_ints
+    from difgen.targets.c import loops as c_loops
+
     c_code.check_names(spec)
     small = cost_model.work(graph) <= c_loops.STRAIGHT_LINE_WORK
     # a hessian's triangle is gathered by the loops' glue only
@@ -199,6 +200,8 @@ def _print_expressions(
     """Straight-line code of one operator's expressions: C (with its Python twin)
     for ``emit = "c"``, else Python floats."""
     if spec.emit == "c":
+        from difgen.targets.c import extension as c_code
+
         return c_code.print_operator(op, spec, ys, code)
     return print_operator(op, spec, ys, code)
 

@@ -50,7 +50,6 @@ from difgen.core.ir import Graph, Lit, Var
 from difgen.derive.points import PointsGraphs
 from difgen.errors import ConfigError
 from difgen.operators import Operator, Shape
-from difgen.targets.c import points as c_points
 from difgen.targets.numpy import columns
 from difgen.targets.numpy.epilogue import LastResult, returns
 from difgen.targets.numpy.printer import PointsAxis, is_view, number, print_graph
@@ -384,6 +383,8 @@ def _c_helpers(spec: ModuleSpec) -> tuple[tuple[str, str], ...]:
     the number of points, as the Python variant's do), else ``_as_points``."""
     if points_over_some(spec):
         return ((naming.AS_POINTS, naming.AS_POINTS_C),)
+    from difgen.targets.c import points as c_points  # only C modules get here
+
     return c_points.HELPERS
 
 
