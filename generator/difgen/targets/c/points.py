@@ -48,78 +48,14 @@ GIL_FREE_POINTS = 64
 fewer points would notice)."""
 
 THREAD_POINTS = 4096
-"""The fewest points a thread of the points loop is given: starting and joining a
-thread costs some tens of microseconds, which a block of fewer points (at tens
-of nanoseconds each) would not repay."""
+"""The fewest points a thread of the points loop is given (``DG_THREAD_POINTS``
+in ``templates/c/points.c``, whose section ``dg_run_blocks`` splits the points):
+starting and joining a thread costs some tens of microseconds, which a block of
+fewer points (at tens of nanoseconds each) would not repay."""
 
 MAX_THREADS = 16
-"""The most threads one points call starts (``DIFGEN_THREADS`` included)."""
-
-THREADS = f"""#ifndef {PREFIX.upper()}POINTS_THREADS
-#define {PREFIX.upper()}POINTS_THREADS
-#include <stdlib.h>
-#if !defined(_WIN32)
-#include <pthread.h>
-#include <unistd.h>
-#define {PREFIX.upper()}HAVE_THREADS 1
-#endif
-/* One thread's contiguous block of points [start, stop) of one call. */
-typedef struct {{ const void *call; npy_intp start, stop; int failed; }} {PREFIX}block;
-
-/* How many threads {THREAD_POINTS}-or-more-point blocks of k points take: $DIFGEN_THREADS
-   if set (a positive integer), else the online processors (os.cpu_count()),
-   at most {MAX_THREADS}. Read with the GIL held, at each call. */
-static int
-{PREFIX}threads(npy_intp k)
-{{
-    long n = 1;
-#ifdef {PREFIX.upper()}HAVE_THREADS
-    const char *env = getenv("DIFGEN_THREADS");
-    n = (env != NULL && *env != '\\0') ? strtol(env, NULL, 10)
-                                      : sysconf(_SC_NPROCESSORS_ONLN);
-    if (n > {MAX_THREADS}) n = {MAX_THREADS};
-    if (n > k / {THREAD_POINTS}) n = (long)(k / {THREAD_POINTS});
-#endif
-    if (n < 1) n = 1;
-    (void)k;
-    return (int)n;
-}}
-
-/* Runs work on n contiguous blocks of the k points, block 0 in this thread
-   (a block whose thread cannot start runs here too); nonzero if any failed. */
-static int
-{PREFIX}run_blocks(void *(*work)(void *), const void *call, npy_intp k, int n)
-{{
-    {PREFIX}block b[{MAX_THREADS}];
-    int failed = 0;
-    for (int t = 0; t < n; t++) {{
-        b[t].call = call;
-        b[t].start = k / n * t + (t < k % n ? t : k % n);
-        b[t].stop = b[t].start + k / n + (t < k % n ? 1 : 0);
-        b[t].failed = 0;
-    }}
-#ifdef {PREFIX.upper()}HAVE_THREADS
-    pthread_t th[{MAX_THREADS}];
-    int started[{MAX_THREADS}] = {{0}};
-    for (int t = 1; t < n; t++)
-        started[t] = pthread_create(&th[t], NULL, work, &b[t]) == 0;
-    work(&b[0]);
-    for (int t = 1; t < n; t++) {{
-        if (started[t]) pthread_join(th[t], NULL);
-        else work(&b[t]);
-    }}
-#else
-    for (int t = 0; t < n; t++) work(&b[t]);
-#endif
-    for (int t = 0; t < n; t++) failed |= b[t].failed;
-    return failed;
-}}
-#endif
-"""
-"""The points loop's threads: the C file carries it (guarded) from the first
-points variant whose body runs without the GIL on. Each point's computation is
-independent and each thread writes only its own block's rows, with its own
-workspace, so the rows are those of one thread bit for bit."""
+"""The most threads one points call starts, ``DIFGEN_THREADS`` included
+(``DG_MAX_THREADS`` in ``templates/c/points.c``)."""
 
 
 @dataclass(frozen=True)
@@ -377,20 +313,21 @@ def points_function(
     if code.gil_free:
         assert not any("goto" in line for line in code.at_point)  # no exit without it
         call, worker = _worker(name, args, nargs, nres, code)
-        prelude += THREADS + worker
+        prelude += worker
+        threads, run = use("threads"), use("run_blocks")
         ts, failed = f"{PREFIX}ts", f"{PREFIX}failed"
         lines += [
             call,
             (
                 f"const int {PREFIX}nt = {PREFIX}k >= {GIL_FREE_POINTS} ? "
-                f"{PREFIX}threads({PREFIX}k) : 1;"
+                f"{threads}({PREFIX}k) : 1;"
             ),
             (
                 f"PyThreadState *{ts} = {PREFIX}k >= {GIL_FREE_POINTS} ? "
                 "PyEval_SaveThread() : NULL;"
             ),
             (
-                f"const int {failed} = {PREFIX}run_blocks({PREFIX}work_{name}, "
+                f"const int {failed} = {run}({PREFIX}work_{name}, "
                 f"&{PREFIX}c, {PREFIX}k, {PREFIX}nt);"
             ),
             f"if ({ts} != NULL) PyEval_RestoreThread({ts});",
