@@ -98,6 +98,75 @@ dg_int_points(PyObject *obj, const char *name, int nd, const npy_intp *dims,
     return dg_int_doubles(checked);
 }
 
+/*@ dg_run_blocks defines dg_block dg_threads requires points-variants */
+/* The points loop on all cores: contiguous blocks of at least DG_THREAD_POINTS
+   points (starting and joining a thread costs tens of microseconds), on
+   $DIFGEN_THREADS threads if set (a positive integer; anything else is one),
+   else on the online processors (os.cpu_count()), at most DG_MAX_THREADS. A
+   points variant runs its body on a block through a function of one dg_block;
+   each block's thread writes only its own rows, with its own workspace, so the
+   results are those of one thread bit for bit. One thread on Windows. */
+#include <stdlib.h>
+#if !defined(_WIN32)
+#include <pthread.h>
+#include <unistd.h>
+#define DG_HAVE_THREADS 1
+#endif
+#define DG_THREAD_POINTS 4096
+#define DG_MAX_THREADS 16
+
+typedef struct {
+    const void *call; /* the call's arguments and results */
+    npy_intp start, stop;
+    int failed; /* set by a block that could not take its workspace */
+} dg_block;
+
+/* How many threads k points take; read with the GIL held, at each call. */
+static int
+dg_threads(npy_intp k)
+{
+    long n = 1;
+#ifdef DG_HAVE_THREADS
+    const char *env = getenv("DIFGEN_THREADS");
+    n = (env != NULL && *env != '\0') ? strtol(env, NULL, 10)
+                                      : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n > DG_MAX_THREADS) n = DG_MAX_THREADS;
+    if (n > k / DG_THREAD_POINTS) n = (long)(k / DG_THREAD_POINTS);
+#endif
+    (void)k;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* Runs work on n contiguous blocks of the k points (their lengths differ by at
+   most one), the first in this thread, as does a block whose thread cannot
+   start; nonzero if any block failed. Called without the GIL for many points. */
+static int
+dg_run_blocks(void *(*work)(void *), const void *call, npy_intp k, int n)
+{
+    dg_block b[DG_MAX_THREADS];
+    int failed = 0;
+    for (int t = 0; t < n; t++) {
+        b[t].call = call;
+        b[t].start = k / n * t + (t < k % n ? t : k % n);
+        b[t].stop = b[t].start + k / n + (t < k % n ? 1 : 0);
+        b[t].failed = 0;
+    }
+#ifdef DG_HAVE_THREADS
+    pthread_t th[DG_MAX_THREADS];
+    int started[DG_MAX_THREADS] = {0};
+    for (int t = 1; t < n; t++) started[t] = pthread_create(&th[t], NULL, work, &b[t]) == 0;
+    work(&b[0]);
+    for (int t = 1; t < n; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else work(&b[t]);
+    }
+#else
+    for (int t = 0; t < n; t++) work(&b[t]);
+#endif
+    for (int t = 0; t < n; t++) failed |= b[t].failed;
+    return failed;
+}
+
 /*@ dg_release */
 /* Drop the references held in `items` (NULL slots skipped). */
 static void

@@ -124,12 +124,13 @@ def test_equal_the_numpy_fallback(built: Built, module: str, operator: str) -> N
 
 
 def test_shared_x_is_read_once_in_c(built: Built) -> None:
-    """The C loop reads the parameters before the loop over the points."""
+    """Each thread of the C loop reads the parameters before its block of points."""
     source = (built.directory / "out" / "mlp_trace__c.c").read_text()
-    body = source.split("dg_op_gradient_points(", 1)[1].split("\n}\n", 1)[0]
-    before, loop = body.split("for (npy_intp dg_i = 0;", 1)
+    work = source.split("dg_work_gradient_points(void", 1)[1].split("\n}\n", 1)[0]
+    before, loop = work.split("for (npy_intp dg_i = dg_b->start;", 1)
     assert "dg_p_x" in before and "dg_p_x" not in loop.split("dg_q_")[0]
-    assert "dg_k = PyArray_DIM((PyArrayObject *)dg_in[1], 0);" in before
+    body = source.split("dg_op_gradient_points(", 1)[1].split("\n}\n", 1)[0]
+    assert "dg_k = PyArray_DIM((PyArrayObject *)dg_in[1], 0);" in body
 
 
 @pytest.mark.parametrize("compiled", [True, False])

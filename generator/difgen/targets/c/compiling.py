@@ -121,6 +121,7 @@ def compile_module(directory: Path, module: str) -> Compiled:
         "-o",
         str(temp),
         "-lm",
+        "-pthread",  # the points loop's threads
     ]
     start = time.perf_counter()
     try:

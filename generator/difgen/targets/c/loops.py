@@ -344,6 +344,16 @@ def points_native(
     ) -> c_points.PointsBody:
         once, reads = _points_reads(args, body.reads)
         rows, stores = _points_results(shapes)
+        if not body.calls_numpy:  # threads, each reading and working on its own
+            return c_points.PointsBody(
+                prelude=OVERLAP
+                + f"/* {naming.points(op.name)}: {op.name}'s loops at each point */\n",
+                before=tuple(fill_tables(op.name, body.table_init)[1]),
+                per_thread=tuple(once),
+                at_point=(*reads, *rows, *body.lines, *stores),
+                work=body.work,
+                runtime=body.runtime,
+            )
         return c_points.PointsBody(
             prelude=OVERLAP
             + f"/* {naming.points(op.name)}: {op.name}'s loops at each point */\n",

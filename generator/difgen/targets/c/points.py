@@ -20,8 +20,12 @@ per-point contexts); anything else goes through the module's own ``_as_points``,
 which converts it or raises the same error. Shared contexts are checked as the
 one-point operator checks them, once per call. A body that touches no Python
 object runs without the GIL when there are many points (Dask's threads, or any
-other, run meanwhile); loop code that calls NumPy (BLAS products, NumPy's
-transcendental loops on large arrays) keeps it.
+other, run meanwhile), and from :data:`THREAD_POINTS` points a thread on
+splits them into contiguous blocks over ``DIFGEN_THREADS`` threads (else the
+online processors, at most :data:`MAX_THREADS`), each thread with its own
+workspace, so that the rows are those of one thread bit for bit; loop code that
+calls NumPy (BLAS products, NumPy's transcendental loops on large arrays) keeps
+the GIL and one thread.
 """
 
 from __future__ import annotations
@@ -42,6 +46,16 @@ from difgen.targets.c.glue import PREFIX, Used, dims, nulls, return_lines
 GIL_FREE_POINTS = 64
 """From this many points on, the loop releases the GIL (a few tens of ns, which
 fewer points would notice)."""
+
+THREAD_POINTS = 4096
+"""The fewest points a thread of the points loop is given (``DG_THREAD_POINTS``
+in ``templates/c/points.c``, whose section ``dg_run_blocks`` splits the points):
+starting and joining a thread costs some tens of microseconds, which a block of
+fewer points (at tens of nanoseconds each) would not repay."""
+
+MAX_THREADS = 16
+"""The most threads one points call starts, ``DIFGEN_THREADS`` included
+(``DG_MAX_THREADS`` in ``templates/c/points.c``)."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +206,8 @@ class PointsBody:
     at_point: tuple[str, ...] = ()  # the loop's body at point dg_i
     cleanup: tuple[str, ...] = ()  # once per call, on success and on failure
     gil_free: bool = True  # the loop touches no Python object
+    per_thread: tuple[str, ...] = ()  # each thread's reads before its block
+    work: int = 0  # each thread's workspace dg_w, in doubles
     runtime: frozenset[str] = frozenset()  # the runtime names its lines use
 
 
@@ -248,7 +264,7 @@ def straight_line_body(
     for r, (shape, exprs) in enumerate(zip(shapes, results)):
         loop.append(f"double *{PREFIX}o{r} = {result_row(r, math.prod(shape))};")
         loop += [f"{PREFIX}o{r}[{i}] = {e};" for i, e in enumerate(exprs)]
-    return PointsBody(before=tuple(before), at_point=tuple(loop))
+    return PointsBody(per_thread=tuple(before), at_point=tuple(loop))
 
 
 def points_function(
@@ -293,23 +309,36 @@ def points_function(
             f"if ({PREFIX}res[{r}] == NULL) goto {PREFIX}fail;",
         ]
     lines += code.before
-    loop = [
-        f"for (npy_intp {PREFIX}i = 0; {PREFIX}i < {PREFIX}k; {PREFIX}i++) {{",
-        *(f"    {line}" for line in code.at_point),
-        "}",
-    ]
+    prelude = code.prelude
     if code.gil_free:
         assert not any("goto" in line for line in code.at_point)  # no exit without it
+        call, worker = _worker(name, args, nargs, nres, code)
+        prelude += worker
+        threads, run = use("threads"), use("run_blocks")
+        ts, failed = f"{PREFIX}ts", f"{PREFIX}failed"
         lines += [
+            call,
             (
-                f"PyThreadState *{PREFIX}ts = {PREFIX}k >= {GIL_FREE_POINTS} ? "
+                f"const int {PREFIX}nt = {PREFIX}k >= {GIL_FREE_POINTS} ? "
+                f"{threads}({PREFIX}k) : 1;"
+            ),
+            (
+                f"PyThreadState *{ts} = {PREFIX}k >= {GIL_FREE_POINTS} ? "
                 "PyEval_SaveThread() : NULL;"
             ),
-            *loop,
-            f"if ({PREFIX}ts != NULL) PyEval_RestoreThread({PREFIX}ts);",
+            (
+                f"const int {failed} = {run}({PREFIX}work_{name}, "
+                f"&{PREFIX}c, {PREFIX}k, {PREFIX}nt);"
+            ),
+            f"if ({ts} != NULL) PyEval_RestoreThread({ts});",
+            f"if ({failed}) {{ PyErr_NoMemory(); goto {PREFIX}fail; }}",
         ]
-    else:  # the body calls NumPy at each point: it keeps the GIL
-        lines += loop
+    else:  # the body calls NumPy at each point: it keeps the GIL, in one loop
+        lines += [
+            f"for (npy_intp {PREFIX}i = 0; {PREFIX}i < {PREFIX}k; {PREFIX}i++) {{",
+            *(f"    {line}" for line in code.at_point),
+            "}",
+        ]
     cleanup = [*code.cleanup, f"{use('release')}({nargs}, {PREFIX}in);"]
     lines += [*cleanup, *return_lines(nres, use)]
     lines += [f"{PREFIX}fail:", *cleanup, f"{use('release')}({nres}, {PREFIX}res);"]
@@ -322,7 +351,72 @@ def points_function(
     source = head + "".join(f"    {line}\n" for line in lines) + "}\n"
     params = ", ".join(a.name for a in args)
     doc = f"{name}({params})\\n--\\n\\n"
-    return PointsSource(code.prelude + source, doc, use.frozen())
+    return PointsSource(prelude + source, doc, use.frozen())
+
+
+def _worker(
+    name: str, args: list[PointsArgument], nargs: int, nres: int, code: PointsBody
+) -> tuple[str, str]:
+    """(the line making the call's ``dg_c``, the file-scope C of its struct and
+    of the function running the body on one block of points).
+
+    A thread sees the call through ``dg_c``: the converted arguments ``dg_in``,
+    the results' data ``dg_out``, the number of points ``dg_k`` and the shared
+    scalars, under the names the body's lines use. Its workspace is its own (on
+    its stack up to ``abi.STACK_DOUBLES``), so no two threads write one double.
+    """
+    from difgen.targets.c.abi import STACK_DOUBLES  # abi imports extension, and it us
+
+    scalars = [a.name for a in args if not a.per_point and a.shape == ()]
+    ctx, work = f"{PREFIX}ctx_{name}", f"{PREFIX}work_{name}"
+    fields = [
+        "PyObject *const *in;",
+        "double *const *out;",
+        "npy_intp k;",
+        *(f"double s_{s};" for s in scalars),
+    ]
+    struct = f"typedef struct {{ {' '.join(fields)} }} {ctx};\n"
+    body = [
+        f"{PREFIX}block *const {PREFIX}b = ({PREFIX}block *){PREFIX}arg;",
+        f"const {ctx} *const {PREFIX}cp = (const {ctx} *){PREFIX}b->call;",
+        f"PyObject *const *const {PREFIX}in = {PREFIX}cp->in;",
+        f"double *const *const {PREFIX}out = {PREFIX}cp->out;",
+        f"const npy_intp {PREFIX}k = {PREFIX}cp->k;",
+        *(f"const double {PREFIX}s_{s} = {PREFIX}cp->s_{s};" for s in scalars),
+        *code.per_thread,
+    ]
+    if code.work and code.work <= STACK_DOUBLES:
+        body += [
+            f"double {PREFIX}stack[{code.work}];",
+            f"double *const {PREFIX}w = {PREFIX}stack;",
+        ]
+    elif code.work:
+        body += [
+            f"double *const {PREFIX}w = (double *)malloc(sizeof(double) * {code.work});",
+            f"if ({PREFIX}w == NULL) {{ {PREFIX}b->failed = 1; return NULL; }}",
+        ]
+    body += [
+        f"(void){PREFIX}k;",
+        (
+            f"for (npy_intp {PREFIX}i = {PREFIX}b->start; {PREFIX}i < {PREFIX}b->stop; "
+            f"{PREFIX}i++) {{"
+        ),
+        *(f"    {line}" for line in code.at_point),
+        "}",
+    ]
+    if code.work > STACK_DOUBLES:
+        body.append(f"free({PREFIX}w);")
+    body.append("return NULL;")
+    source = (
+        struct
+        + f"static void *\n{work}(void *{PREFIX}arg)\n{{\n"
+        + "".join(f"    {line}\n" for line in body)
+        + "}\n"
+    )
+    values = [f"{PREFIX}in", f"{PREFIX}out", f"{PREFIX}k"]
+    values += [f"{PREFIX}s_{s}" for s in scalars]
+    call = f"const {ctx} {PREFIX}c = {{{', '.join(values)}}};"
+    return call, source
 
 
 HELPERS = ((naming.AS_POINTS, naming.AS_POINTS),)
