@@ -47,6 +47,21 @@ def test_tutorial_runs(
     scripts = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ['PATH']}"}
     namespace: dict[str, object] = {"__name__": f"tutorial_{path.stem}"}
+    before = set(sys.modules)
+    try:
+        ran = _run(path, tmp_path, env, namespace)
+    finally:  # the tutorial's own modules (rosen, bruss, ...) leave with it
+        for name in set(sys.modules) - before:
+            where = getattr(sys.modules[name], "__file__", None) or ""
+            if Path(where).is_relative_to(tmp_path):
+                del sys.modules[name]
+    assert ran, f"{path.name} has nothing that runs"
+
+
+def _run(
+    path: Path, tmp_path: Path, env: dict[str, str], namespace: dict[str, object]
+) -> int:
+    """Write, run and execute the tutorial's blocks in order; how many ran."""
     ran = 0
     for marker, language, text in blocks(path):
         if marker is not None and marker.startswith("file: "):
@@ -69,4 +84,4 @@ def test_tutorial_runs(
             )
             assert result.returncode == 0, f"{text}\n{result.stdout}\n{result.stderr}"
             ran += 1
-    assert ran, f"{path.name} has nothing that runs"
+    return ran

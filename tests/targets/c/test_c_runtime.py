@@ -15,6 +15,7 @@ from difgen import floats, naming, pipeline
 from difgen.config import load_config
 from difgen.load import load_function
 from difgen.targets.c import compiling, runtime
+from difgen.targets.c import extension as c_extension
 from difgen.targets.parts import Function
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -139,13 +140,14 @@ def _reported_and_printed(
     """(module, sections of the names the printers reported, sections the printed
     functions' text uses) of every ``emit = "c"`` module of ``config``."""
     seen: list[list[Function]] = []
-    render = pipeline.c_code.render_c_module
+    render = c_extension.render_c_module
 
     def recording(spec: Any, functions: list[Function], *args: Any) -> str:
         seen.append(functions)
         return render(spec, functions, *args)
 
-    monkeypatch.setattr(pipeline.c_code, "render_c_module", recording)
+    # the pipeline imports the C target when a build emits C, and calls it there
+    monkeypatch.setattr(c_extension, "render_c_module", recording)
     cfg = load_config(config)
     found = []
     for spec in cfg.modules:
