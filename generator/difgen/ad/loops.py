@@ -166,6 +166,66 @@ def restrict(graph: Graph, order: Sequence[int], keep: Sequence[int]) -> Graph:
     return _joint(graph, order, keep)
 
 
+def forward_slots(loop: Eqn, sweep: Eqn) -> list[int] | None:
+    """The slots of ``loop`` (a ``while_loop``) that ``sweep``'s forward loop is
+    ``loop`` on, in the sweep's order, or None: the same constants, the slots
+    reading no others, and the condition and body restricted to them equal by
+    structure. A target then lets the primal loop record the sweep's tape, and the
+    forward pass runs once (the NumPy and the C targets both ask this)."""
+    params, other = loop.params.as_dict(), sweep.params.as_dict()
+    n = params["n_state"]
+    cond, body = params["cond"].graph, params["body"].graph
+    consts = list(loop.inputs[n:])
+    ns, m = other["n_state"], other["n_carry"]
+    nc = len(sweep.inputs) - ns - m
+    if nc != len(consts):
+        return None
+    if not all(_same_atom(a, b) for a, b in zip(sweep.inputs[ns : ns + nc], consts)):
+        return None
+    for slots in _orderings(sweep.inputs[:ns], loop.inputs[:n]):
+        picked = [*slots, *range(n, n + nc)]
+        if not (_read_inputs(cond, [0]) | _read_inputs(body, slots)) <= set(picked):
+            continue  # the slots read others: not the sweep's loop
+        if SubGraph(restrict(cond, picked, [0])) == other["cond"] and (
+            SubGraph(restrict(body, picked, slots)) == other["fwd"]
+        ):
+            return slots
+    return None
+
+
+def _same_atom(a: Any, b: Any) -> bool:
+    if isinstance(a, Lit) or isinstance(b, Lit):
+        return (
+            isinstance(a, Lit)
+            and isinstance(b, Lit)
+            and a.shape == b.shape
+            and np.asarray(a.value).tobytes() == np.asarray(b.value).tobytes()
+        )
+    return bool(a is b)
+
+
+def _orderings(
+    want: Sequence[Any], have: Sequence[Any], start: int = 0
+) -> list[list[int]]:
+    """Order-preserving positions in ``have`` holding the atoms of ``want``."""
+    if not want:
+        return [[]]
+    found = []
+    for k in range(start, len(have)):
+        if _same_atom(want[0], have[k]):
+            found += [[k, *rest] for rest in _orderings(want[1:], have, k + 1)]
+    return found
+
+
+def _read_inputs(graph: Graph, outputs: Sequence[int]) -> set[int]:
+    """The inputs (by position) that ``outputs`` of ``graph`` depend on."""
+    need = {graph.outputs[i] for i in outputs}
+    for e in reversed(graph.eqns):
+        if e.out in need:
+            need.update(e.inputs)
+    return {i for i, v in enumerate(graph.inputs) if v in need}
+
+
 def _float_slots(graph: Graph, n: int) -> list[int]:
     return [i for i in range(n) if graph.inputs[i].dtype == "float64"]
 

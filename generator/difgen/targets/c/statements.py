@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from difgen.core.ir import Graph, Lit, SubGraph, Var
+from difgen.core.ir import Graph, Lit, Var
 from difgen.core.primitive import Statements
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.nest import LoopNest
@@ -218,39 +218,6 @@ def _while(p: Printer, eqn: Any) -> None:
     _give(p, eqn.out, found[params["index"]])
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, Lit) or isinstance(b, Lit):
-        return (
-            isinstance(a, Lit)
-            and isinstance(b, Lit)
-            and a.shape == b.shape
-            and np.asarray(a.value).tobytes() == np.asarray(b.value).tobytes()
-        )
-    return bool(a is b)
-
-
-def _mappings(
-    want: Sequence[Any], have: Sequence[Any], start: int = 0
-) -> list[list[int]]:
-    """Order-preserving positions in ``have`` holding the atoms of ``want``."""
-    if not want:
-        return [[]]
-    found = []
-    for k in range(start, len(have)):
-        if _same(want[0], have[k]):
-            found += [[k, *rest] for rest in _mappings(want[1:], have, k + 1)]
-    return found
-
-
-def _reads(graph: Graph, outputs: Sequence[int]) -> set[int]:
-    """The inputs (by position) that ``outputs`` of ``graph`` depend on."""
-    need = {graph.outputs[i] for i in outputs}
-    for eqn in reversed(graph.eqns):
-        if eqn.out in need:
-            need.update(eqn.inputs)
-    return {i for i, v in enumerate(graph.inputs) if v in need}
-
-
 def _taped(back: Graph, n: int) -> list[int]:
     """The state slots a sweep's backward body reads (the tape holds them)."""
     read = {a for e in back.eqns for a in e.inputs} | set(back.outputs)
@@ -266,11 +233,8 @@ def _records_for(
     tape that fits the workspace: (its key, this loop's slots it tapes, the trip
     count, the tape's doubles). Then this loop records the tape and the sweep
     runs its backward loop only: the forward pass runs once, not twice."""
-    from difgen.ad.loops import restrict
+    from difgen.ad.loops import forward_slots
 
-    n = params["n_state"]
-    cond, body = params["cond"].graph, params["body"].graph
-    consts = list(eqn.inputs[n:])
     for item in p.program.items:
         if isinstance(item, Group):
             continue
@@ -279,28 +243,20 @@ def _records_for(
         if not isinstance(form, Statements) or form.statement != "for":
             continue
         sp = other.params.as_dict()
-        ns, m = sp["n_state"], sp["n_carry"]
-        nc = len(other.inputs) - ns - m
+        ns = sp["n_state"]
         key = _loop_key(other, "out")
-        if key in p.loops or key in p.tapes or nc != len(consts):
+        if key in p.loops or key in p.tapes:
             continue
         if "every" in sp or "snapshots" in sp:  # checkpointed: its own snapshots
-            continue
-        if not all(_same(a, b) for a, b in zip(other.inputs[ns : ns + nc], consts)):
             continue
         back, taped = sp["back"].graph, _taped(sp["back"].graph, ns)
         record = sum(int(np.prod(back.inputs[j].shape, dtype=np.int64)) for j in taped)
         count = known_trips(p, other, ns, sp["cond"].graph, sp["fwd"].graph)
         if not record or not count or count * record > TAPE_WORKSPACE:
             continue
-        for slots in _mappings(other.inputs[:ns], eqn.inputs[:n]):
-            picked = [*slots, *range(n, n + nc)]
-            if not (_reads(cond, [0]) | _reads(body, slots)) <= set(picked):
-                continue  # the slots read others: not the sweep's loop
-            if SubGraph(restrict(cond, picked, [0])) == sp["cond"] and (
-                SubGraph(restrict(body, picked, slots)) == sp["fwd"]
-            ):
-                return key, [slots[j] for j in taped], count, count * record
+        slots = forward_slots(eqn, other)
+        if slots is not None:
+            return key, [slots[j] for j in taped], count, count * record
     return None
 
 

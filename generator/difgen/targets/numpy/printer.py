@@ -23,7 +23,7 @@ import numpy as np
 from difgen import naming, precision
 from difgen.config import ModuleSpec
 from difgen.core.expr import Expr, atom, literal
-from difgen.core.ir import FrozenArray, Graph, Lit, SubGraph, Var
+from difgen.core.ir import FrozenArray, Graph, Lit, Var
 from difgen.core.primitive import Statements
 from difgen.operators import Operator
 from difgen.primitives.indexing import roll_of_arange
@@ -846,70 +846,23 @@ def _records_for(
     and body restricted to those slots equal by structure): (its key, this loop's
     slots in the sweep's order). This loop then pushes the sweep's tape and the
     sweep runs its backward loop only, as the C target does: one forward pass."""
-    from difgen.ad.loops import restrict
+    from difgen.ad.loops import forward_slots
 
-    n = params["n_state"]
-    cond, body = params["cond"].graph, params["body"].graph
-    consts = list(eqn.inputs[n:])
     later = out.eqns[out.eqns.index(eqn) + 1 :] if eqn in out.eqns else ()
     for other in later:
         form = other.primitive.numpy
         if not isinstance(form, Statements) or form.statement != "for":
             continue
         sp = other.params.as_dict()
-        ns, m = sp["n_state"], sp["n_carry"]
-        nc = len(other.inputs) - ns - m
         key = _loop_key(other, "out")
         if "every" in sp or "snapshots" in sp or key in out.tapes:
             continue
-        if nc != len(consts) or key in out.loops:
+        if key in out.loops:
             continue
-        if not all(
-            _same_atom(a, b) for a, b in zip(other.inputs[ns : ns + nc], consts)
-        ):
-            continue
-        for slots in _orderings(other.inputs[:ns], eqn.inputs[:n]):
-            picked = [*slots, *range(n, n + nc)]
-            if not (_read_inputs(cond, [0]) | _read_inputs(body, slots)) <= set(picked):
-                continue  # the slots read others: not the sweep's loop
-            if SubGraph(restrict(cond, picked, [0])) == sp["cond"] and (
-                SubGraph(restrict(body, picked, slots)) == sp["fwd"]
-            ):
-                return key, slots
+        slots = forward_slots(eqn, other)
+        if slots is not None:
+            return key, slots
     return None
-
-
-def _same_atom(a: Any, b: Any) -> bool:
-    if isinstance(a, Lit) or isinstance(b, Lit):
-        return (
-            isinstance(a, Lit)
-            and isinstance(b, Lit)
-            and a.shape == b.shape
-            and np.asarray(a.value).tobytes() == np.asarray(b.value).tobytes()
-        )
-    return bool(a is b)
-
-
-def _orderings(
-    want: Sequence[Any], have: Sequence[Any], start: int = 0
-) -> list[list[int]]:
-    """Order-preserving positions in ``have`` holding the atoms of ``want``."""
-    if not want:
-        return [[]]
-    found = []
-    for k in range(start, len(have)):
-        if _same_atom(want[0], have[k]):
-            found += [[k, *rest] for rest in _orderings(want[1:], have, k + 1)]
-    return found
-
-
-def _read_inputs(graph: Graph, outputs: Sequence[int]) -> set[int]:
-    """The inputs (by position) that ``outputs`` of ``graph`` depend on."""
-    need = {graph.outputs[i] for i in outputs}
-    for e in reversed(graph.eqns):
-        if e.out in need:
-            need.update(e.inputs)
-    return {i for i, v in enumerate(graph.inputs) if v in need}
 
 
 def _checkpointed(
