@@ -2,7 +2,10 @@
 
 Run from the repository root. Progress goes to stderr; the Markdown report (also
 written to ``benchmarks/results/results.md``, with ``results.json`` and
-``results.png``) to stdout. The exit status is 1 when any bar of the issue fails
+``results.png``) to stdout. ``--only`` re-measures the chosen cases and merges
+them into the results already in the output folder (the other cases keep the rows
+of the run that measured them, and every bar is judged again on the merged set);
+``--replace`` writes the chosen cases alone. The exit status is 1 when any bar of the issue fails
 (a difgen row that is WRONG, SKIPPED or missing fails its bars), after the results
 are written.
 """
@@ -10,6 +13,7 @@ are written.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -33,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-build", action="store_true", help="import benchmarks/generated as is"
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --only: write the chosen cases alone, not merged into the folder's",
+    )
     args = parser.parse_args(argv)
     repeats = args.repeat or (3 if args.quick else 7)
 
@@ -69,11 +78,16 @@ def main(argv: list[str] | None = None) -> int:
             for name, b in built.items()
         },
         "cases": results_cases,
-        # --only judges the bars of the chosen cases; a full run judges them all.
-        "bars": report.bars(
-            results_cases, [c.name for c in cases] if args.only else None
-        ),
     }
+    previous = args.output / "results.json"
+    merged = bool(args.only) and not args.replace and previous.exists()
+    if merged:
+        results = report.merge(json.loads(previous.read_text("utf-8")), results)
+    # A partial run written alone judges the bars of its own cases; a full or
+    # merged run judges them all.
+    results["bars"] = report.bars(
+        results["cases"], [c.name for c in cases] if args.only and not merged else None
+    )
     args.output.mkdir(parents=True, exist_ok=True)
     text = report.markdown(results)
     (args.output / "results.md").write_text(text, encoding="utf-8")

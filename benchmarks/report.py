@@ -557,6 +557,29 @@ def c_build_table(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def merge(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The results of a partial run (``--only``) merged into an earlier run's.
+
+    A case measured now replaces the earlier one of the same name; the others are
+    kept as measured then (each bar's ratio comes from one case, so from one run).
+    The header keeps this run's machine and names both commands.
+    """
+    names = {c["name"] for c in new["cases"]}
+    kept = [c for c in previous.get("cases", []) if c["name"] not in names]
+    meta = dict(new["meta"])
+    earlier = previous.get("meta", {}).get("command", "")
+    meta["command"] = (
+        f"{earlier}, then {meta['command']}" if earlier else meta["command"]
+    )
+    return {
+        **new,
+        "meta": meta,
+        "peers": {**previous.get("peers", {}), **new["peers"]},
+        "difgen": {**previous.get("difgen", {}), **new["difgen"]},
+        "cases": kept + new["cases"],
+    }
+
+
 # --- JSON and PNG ----------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ really produces. Only the JAX tests call a real (tiny) jitted function.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -304,6 +305,56 @@ def test_main_exits_1_when_difgen_did_not_build(
     n_bars = sum(name == "seed" for _, name, *_ in report.BARS)
     n_fail = n_bars + len(seed.difgen) + len(c_modules({"seed": seed}))
     assert f"0 pass, {n_fail} fail" in md
+
+
+def test_only_merges_into_the_folders_results_and_replace_does_not(
+    cases: dict[str, Case], tmp_path: Path
+) -> None:
+    """A partial run replaces its own cases in the earlier results and keeps the
+    rest, so ``--only`` never throws away the full table; bars are judged again on
+    the merged set."""
+    earlier = results_of([synthetic(c) for c in cases.values()])
+    earlier["meta"]["command"] = "python -m benchmarks"
+    remeasured = synthetic(cases["logistic_gradient"])
+    row = next(r for r in remeasured["rows"] if r["tool"] == "difgen trace")
+    row["median_us"] = None  # this run's logistic row is untimed: its bars fail
+    later = results_of([remeasured], ["logistic_gradient"])
+    later["meta"]["command"] = "python -m benchmarks --only logistic_gradient"
+    merged = report.merge(earlier, later)
+    assert [c["name"] for c in merged["cases"]].count("logistic_gradient") == 1
+    assert {c["name"] for c in merged["cases"]} == set(cases)
+    assert merged["meta"]["command"] == (
+        "python -m benchmarks, then python -m benchmarks --only logistic_gradient"
+    )
+    merged["bars"] = report.bars(merged["cases"])
+    failed = {b["why"] for b in report.failures(merged)}
+    assert failed == {"difgen trace was not timed"}
+
+
+def test_main_with_only_keeps_the_other_cases_unless_replace(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cases: dict[str, Case]
+) -> None:
+    earlier = results_of([synthetic(c) for c in cases.values()])
+    earlier["meta"]["command"] = "python -m benchmarks"
+    report.write_json(earlier, tmp_path / "results.json")
+    monkeypatch.setattr(
+        bench_main.peers,
+        "build_difgen",
+        lambda names, build: {n: peers.Built(None, 0.1, "build failed") for n in names},
+    )
+    monkeypatch.setattr(bench_main, "measure", lambda tools, repeats: None)
+    monkeypatch.setattr(bench_main.report, "plot", lambda results, path: None)
+    monkeypatch.setattr(bench_main.peers, "peer_status", dict)
+    bench_main.main(["--only", "seed", "--quick", "--output", str(tmp_path)])
+    names = [c["name"] for c in json_of(tmp_path / "results.json")["cases"]]
+    assert sorted(names) == sorted(cases)
+    bench_main.main(["--only", "seed", "--replace", "--output", str(tmp_path)])
+    names = [c["name"] for c in json_of(tmp_path / "results.json")["cases"]]
+    assert names == ["seed"]
+
+
+def json_of(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
 # --- item 2: JAX's headline time is native; the conversion is beside it ----------------
