@@ -45,15 +45,14 @@ emit = "EMIT"
 """
 
 NO_COMPILER = shutil.which(compiler()[0]) is None
+NEEDS_COMPILER = pytest.mark.skipif(NO_COMPILER, reason="no C compiler found")
 
 
 @pytest.fixture(
     scope="module",
     params=[
         "vector",
-        pytest.param(
-            "c", marks=pytest.mark.skipif(NO_COMPILER, reason="no C compiler found")
-        ),
+        pytest.param("c", marks=NEEDS_COMPILER),
     ],
 )
 def module(
@@ -315,13 +314,25 @@ adapters = ["ipopt"]
 """
 
 
-def test_a_context_named_like_the_multipliers(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("backend", "emit"),
+    [
+        ("trace", "vector"),
+        pytest.param("trace", "c", marks=NEEDS_COMPILER),  # C loops
+        pytest.param("sympy", "c", marks=NEEDS_COMPILER),  # straight-line C
+    ],
+)
+def test_a_context_named_like_the_multipliers(
+    tmp_path: Path, backend: str, emit: str
+) -> None:
     # the Lagrangian-in-x part takes the multipliers after the module's contexts,
     # renamed away from a context of the same name
     (tmp_path / "context_nlp.py").write_text(CONTEXT_NLP)
-    (tmp_path / "difgen.toml").write_text(CONTEXT_CONFIG)
-    difgen.build(tmp_path / "difgen.toml")
+    config = CONTEXT_CONFIG.replace('"trace"', f'"{backend}"')
+    (tmp_path / "difgen.toml").write_text(config + f'emit = "{emit}"\n')
+    difgen.build(tmp_path / "difgen.toml", compile=emit == "c")
     module = import_file(tmp_path / "out" / "context_nlp.py")
+    assert emit == "vector" or module.COMPILED, module.C_FALLBACK_REASON
     problem = module.IpoptProblem(2.0)
     x, lam, sigma = np.array([0.5, -1.0, 2.0]), np.array([1.0, -2.0, 3.0]), 0.25
     assert problem.objective(x) == pytest.approx(2.0 * np.sum(x**4))
