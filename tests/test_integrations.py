@@ -611,3 +611,62 @@ def test_editable_install_warns_when_its_module_is_stale(
         assert not [w for w in caught if "editable install" in str(w.message)]
     finally:
         sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_Watch"]
+
+
+WATCH_TWICE_SCRIPT = """\
+import sys
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import sampledf.energy_derivatives
+    del sys.modules["sampledf.energy_derivatives"]
+    import sampledf.energy_derivatives
+print([(w.category.__name__, str(w.message)) for w in caught
+       if "editable install" in str(w.message)])
+"""
+
+
+def test_setuptools_editable_install_warns_when_its_module_is_stale(
+    tmp_path: Path, numpy_only: Path
+) -> None:
+    """A setuptools editable wheel (``editable_wheel``, which runs difgen's
+    ``build_py`` in editable mode) carries the same watcher as hatchling's:
+    importing a generated module after an edit of the function warns once per
+    process, naming the module and ``difgen build``; a normal wheel of the same
+    project carries no watcher."""
+    project = sample_project(tmp_path, "setuptools")
+
+    def backend(call: str) -> zipfile.ZipFile:
+        script = f"import setuptools.build_meta as b; print(b.{call}('dist'))"
+        output = run([sys.executable, "-c", script], cwd=project).stdout
+        return zipfile.ZipFile(project / "dist" / output.split()[-1])
+
+    with backend("build_wheel") as archive:
+        assert IN_WHEEL in archive.namelist()
+        assert not [n for n in archive.namelist() if "difgen_watch" in n]
+    with backend("build_editable") as archive:
+        names = archive.namelist()
+        assert "difgen_watch_sampledf.pth" in names, names
+        assert "_difgen_watch_sampledf.py" in names, names
+        assert IN_WHEEL not in names  # served from the source tree
+        wheel = Path(str(archive.filename))
+    assert run_installed(wheel, tmp_path, numpy_only, WATCH_TWICE_SCRIPT) == "[]\n"
+
+    model = project / "src/sampledf/model.py"
+    model.write_text(model.read_text().replace("x[0] * x[1] * x[2]", "x[0] * x[1]"))
+    later = (project / GENERATED).stat().st_mtime + 10
+    os.utime(model, (later, later))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(numpy_only),
+        "PYTHONNOUSERSITE": "1",
+    }
+    fresh = tmp_path / "fresh" / "bin" / "python"
+    printed = run(
+        [fresh, "-c", WATCH_TWICE_SCRIPT], cwd=tmp_path / "elsewhere", env=env
+    )
+    ((category, message),) = eval(printed.stdout)  # once, though imported twice
+    assert category == "RuntimeWarning"
+    assert "sampledf.energy_derivatives is stale" in message
+    assert "model.py changed after it was generated" in message
+    assert "run difgen build" in message

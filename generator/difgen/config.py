@@ -1058,7 +1058,6 @@ class _Reader:
     ) -> tuple[str | None, tuple[str, ...], Constraints | None, str | None]:
         """``triangle``, ``adapters``, ``constraints`` and ``time``, checked
         against the rest of the entry."""
-        emit = table.get("emit", "auto")
         triangle = None
         if "triangle" in table:
             triangle = self.choice(table, at + ("triangle",), TRIANGLES, "")
@@ -1104,11 +1103,11 @@ class _Reader:
                     'operators "gradient" and "hessian" and sparse = true; add '
                     + (", ".join(f'"{n}"' for n in sorted(needed)) or "sparse = true"),
                 )
-            if triangle not in (None, "lower") or emit == "c":
+            if triangle not in (None, "lower"):
                 raise self.error(
                     at + ("constraints",),
-                    "an ipopt module's hessian is IPOPT's lower triangle, in "
-                    'NumPy code: drop triangle = "upper" and emit = "c"',
+                    "an ipopt module's hessian is IPOPT's lower triangle: drop "
+                    'triangle = "upper"',
                 )
             triangle = "lower"
         time = None

@@ -127,6 +127,15 @@ def up_to_date(config: Config, spec: ModuleSpec, outputs: Sequence[Path]) -> boo
     return all(file_digest(Path(p)) == d for p, d in {**files, **written}.items())
 
 
+def recorded_files(config: Config, spec: ModuleSpec) -> list[Path]:
+    """The files ``spec``'s record says its module came from (none without a
+    record): what a build that skipped the module, never loading its function,
+    knows of its inputs."""
+    record = _read(record_path(config, spec))
+    files = record.get("files") if record is not None else None
+    return sorted(Path(p) for p in files) if isinstance(files, dict) else []
+
+
 def save(
     config: Config,
     spec: ModuleSpec,

@@ -442,7 +442,7 @@ def ipopt_parts(
             input=x,
             operators=operators,
             sparse=sparse,
-            emit="vector",
+            emit="c" if spec.emit == "c" else "vector",
             mode="auto",
             points=False,
             triangle="lower" if part == "lagrangian" else None,
@@ -457,7 +457,12 @@ def ipopt_parts(
             if part == "lagrangian" and f.name == "f":
                 continue  # the value is objective's and constraints'
             name = f"_{part}" if f.name == "f" else f"_{part}_{f.name}"
-            found.append(dataclasses.replace(f, name=name, block_of=f.name))
+            private = dataclasses.replace(f, name=name, block_of=f.name)
+            if private.native:  # its C beside the operator it was printed as
+                from difgen.targets.c import glue as c_glue  # loaded: C was printed
+
+                private = c_glue.renamed(private, f.name)
+            found.append(private)
             if f.name in pool.patterns:
                 patterns[name] = pool.patterns[f.name]
     return found, patterns

@@ -6,10 +6,14 @@ Vlček's 78 trigonometric-exponential constraints, and three inequalities). cyip
 is an optional test dependency (Debian's coinor-libipopt-dev, then pip's cyipopt:
 .ci/run installs both when it can); CasADi (pip's casadi, IPOPT inside) only for the
 comparison. The callbacks are checked against finite differences without either.
+Every test of the sample NLP runs on its NumPy module and, where a C compiler is
+found, on its ``emit = "c"`` module, whose callbacks call the compiled private
+functions of x.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +27,7 @@ import pytest
 import difgen
 import nlp_functions as nlp
 from conftest import import_file
+from difgen.targets.c.compiling import compiler
 
 CONFIG = """
 [difgen]
@@ -36,15 +41,42 @@ backend = "trace"
 operators = ["gradient", "hessian"]
 input = { shape = [80] }
 adapters = ["ipopt"]
+emit = "EMIT"
 """
 
+NO_COMPILER = shutil.which(compiler()[0]) is None
+NEEDS_COMPILER = pytest.mark.skipif(NO_COMPILER, reason="no C compiler found")
 
-@pytest.fixture(scope="module")
-def module(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    project = tmp_path_factory.mktemp("ipopt")
-    (project / "difgen.toml").write_text(CONFIG)
-    difgen.build(project / "difgen.toml")
-    return import_file(project / "out" / "sample_nlp.py")
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        "vector",
+        pytest.param("c", marks=NEEDS_COMPILER),
+    ],
+)
+def module(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> ModuleType:
+    emit = str(request.param)
+    project = tmp_path_factory.mktemp(f"ipopt_{emit}")
+    (project / "difgen.toml").write_text(CONFIG.replace("EMIT", emit))
+    difgen.build(project / "difgen.toml", compile=emit == "c")
+    built = import_file(project / "out" / "sample_nlp.py")
+    assert emit == "vector" or built.COMPILED, built.C_FALLBACK_REASON
+    return built
+
+
+def test_the_c_module_computes_every_callback_in_c(module: ModuleType) -> None:
+    # the private functions of x are the extension's, beside its operators over z
+    if not getattr(module, "COMPILED", False):
+        assert not hasattr(module, "C_MODULE")  # the NumPy module has no C
+        return
+    private = ("_objective", "_objective_gradient", "_constraints")
+    private += ("_constraints_jacobian", "_lagrangian_hessian")
+    for name in (*private, "gradient", "hessian"):
+        assert type(getattr(module, name)).__name__ == "builtin_function_or_method"
+    assert module.PYTHON_OPERATORS == ()
 
 
 def _differences(fn: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
@@ -282,13 +314,25 @@ adapters = ["ipopt"]
 """
 
 
-def test_a_context_named_like_the_multipliers(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("backend", "emit"),
+    [
+        ("trace", "vector"),
+        pytest.param("trace", "c", marks=NEEDS_COMPILER),  # C loops
+        pytest.param("sympy", "c", marks=NEEDS_COMPILER),  # straight-line C
+    ],
+)
+def test_a_context_named_like_the_multipliers(
+    tmp_path: Path, backend: str, emit: str
+) -> None:
     # the Lagrangian-in-x part takes the multipliers after the module's contexts,
     # renamed away from a context of the same name
     (tmp_path / "context_nlp.py").write_text(CONTEXT_NLP)
-    (tmp_path / "difgen.toml").write_text(CONTEXT_CONFIG)
-    difgen.build(tmp_path / "difgen.toml")
+    config = CONTEXT_CONFIG.replace('"trace"', f'"{backend}"')
+    (tmp_path / "difgen.toml").write_text(config + f'emit = "{emit}"\n')
+    difgen.build(tmp_path / "difgen.toml", compile=emit == "c")
     module = import_file(tmp_path / "out" / "context_nlp.py")
+    assert emit == "vector" or module.COMPILED, module.C_FALLBACK_REASON
     problem = module.IpoptProblem(2.0)
     x, lam, sigma = np.array([0.5, -1.0, 2.0]), np.array([1.0, -2.0, 3.0]), 0.25
     assert problem.objective(x) == pytest.approx(2.0 * np.sum(x**4))

@@ -2,8 +2,9 @@
 
 An editable install (``pip install -e .``) generates the modules once, at install,
 and then imports them from the source tree: after an edit of the function they
-serve stale derivatives, silently. For an editable wheel the hatchling hook adds
-two files to it: ``difgen_watch_<project>.pth``, which Python runs at start-up, and
+serve stale derivatives, silently. For an editable wheel the hatchling hook and
+setuptools' ``build_py`` (in ``editable_mode``, which setuptools' ``editable_wheel``
+sets) add two files to it (:func:`watcher_files`): ``difgen_watch_<project>.pth``, which Python runs at start-up, and
 the module it imports, ``_difgen_watch_<project>.py`` (:func:`watcher_source`,
 standard library only: the environment need not hold difgen). That module puts a
 finder on ``sys.meta_path`` which does nothing but watch: the first time a process
@@ -31,6 +32,30 @@ def names(project: str) -> tuple[str, str]:
     name, normalized to an identifier)."""
     ident = re.sub(r"\W", "_", project.lower())
     return f"{PREFIX}{ident}.pth", f"_{PREFIX}{ident}"
+
+
+def watcher_files(cfg: Config, paths: list[Path], project: str) -> dict[str, str]:
+    """The two files an editable wheel of ``project`` gets, by name (at the
+    wheel's root): the ``.pth`` and the watcher module over the generated
+    modules among ``paths`` (what :func:`difgen.integrations.regenerate`
+    returned), their inputs the config, the project's files this process
+    loaded (:func:`difgen.load.project_files`) and those the modules' build
+    records name (:func:`difgen.incremental.recorded_files`: a module found up
+    to date was never loaded)."""
+    from difgen.incremental import recorded_files
+    from difgen.integrations import dotted_name
+    from difgen.load import project_files
+
+    modules = {
+        dotted_name(p.resolve()): p.resolve() for p in paths if p.suffix == ".py"
+    }
+    recorded = [p for spec in cfg.modules for p in recorded_files(cfg, spec)]
+    inputs = sorted({cfg.path.resolve(), *project_files(), *recorded})
+    pth, module = names(project)
+    return {
+        pth: f"import {module}\n",
+        f"{module}.py": watcher_source(cfg, modules, inputs),
+    }
 
 
 def watcher_source(cfg: Config, modules: dict[str, Path], inputs: list[Path]) -> str:

@@ -36,8 +36,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.plugin import hookimpl
 
 from difgen.config import find_config, load_config
-from difgen.integrations import dotted_name, editable, regenerate
-from difgen.load import project_files
+from difgen.integrations import editable, regenerate
 from difgen.targets.c.compiling import EXTENSION_SUFFIX
 
 
@@ -90,22 +89,15 @@ class DifgenBuildHook(BuildHookInterface):
         (:mod:`difgen.integrations.editable`): its ``.pth`` and its module."""
         config = self.config.get("config")
         cfg = load_config(root / config if config else find_config(root))
-        modules = {
-            dotted_name(p.resolve()): p.resolve() for p in paths if p.suffix == ".py"
-        }
-        inputs = sorted({cfg.path.resolve(), *project_files()})
-        pth, module = editable.names(self.metadata.core.name)
+        files = editable.watcher_files(cfg, paths, self.metadata.core.name)
         folder = Path(tempfile.mkdtemp(prefix="difgen-watch-"))
         self._watch_folder = folder
-        (folder / pth).write_text(f"import {module}\n", encoding="utf-8")
-        (folder / f"{module}.py").write_text(
-            editable.watcher_source(cfg, modules, inputs), encoding="utf-8"
-        )
         forced = build_data.get("force_include_editable") or dict(
             self.build_config.get_force_include()
         )
-        forced[str(folder / pth)] = pth
-        forced[str(folder / f"{module}.py")] = f"{module}.py"
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+            forced[str(folder / name)] = name
         build_data["force_include_editable"] = forced
 
     def finalize(

@@ -15,6 +15,9 @@ Put it in the project's ``pyproject.toml``; it finds ``difgen.toml`` or
 difgen adds them itself (:mod:`difgen.integrations.setuptools_hook`) and the wheel
 is tagged for the platform; a ``setup.py`` passes ``ext_modules=extensions()``.
 A C module without its extension stops the build with a message saying which.
+An editable install (``pip install -e .``, setuptools' ``editable_wheel``) gets
+difgen's stale-module watcher (:mod:`difgen.integrations.editable`), as with
+hatchling; a normal install does not.
 
 Why ``finalize_options`` and not ``run``: setuptools lists a package's modules from
 the files present when the command is finalized, and the sdist asks ``build_py``
@@ -35,7 +38,7 @@ from setuptools.errors import SetupError
 
 from difgen.api import c_source_path
 from difgen.config import find_config, load_config
-from difgen.integrations import dotted_name, regenerate
+from difgen.integrations import dotted_name, editable, regenerate
 from difgen.naming import C_SUFFIX
 from difgen.targets.c.compiling import CFLAGS, include_dirs
 
@@ -52,10 +55,34 @@ class build_py(_build_py):
             return
 
         root = Path(self.distribution.src_root or Path.cwd()).resolve()
-        for path in regenerate(root, log=self.announce_info):
+        paths = regenerate(root, log=self.announce_info)
+        for path in paths:
             self._include(path.resolve(), root)
         self._require_extensions(root)
+        self._difgen_paths = (root, paths)
         self._difgen_done = True
+
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:
+            self._watch()
+
+    def _watch(self) -> None:
+        """An editable wheel gets the stale-module watcher: its two files are
+        written where ``editable_wheel`` unpacks the wheel (the ``install``
+        command's ``install_lib``, which it points there), which it then zips."""
+        found = getattr(self, "_difgen_paths", None)
+        unpacked = self.distribution.get_command_obj("install").install_lib
+        if found is None or unpacked is None:
+            self.announce(
+                "difgen: no editable wheel to add the stale-module watcher to", level=3
+            )
+            return
+        root, paths = found
+        cfg = load_config(find_config(root))
+        project = self.distribution.get_name()
+        for name, text in editable.watcher_files(cfg, paths, project).items():
+            Path(unpacked, name).write_text(text, encoding="utf-8")
 
     def _require_extensions(self, root: Path) -> None:
         """Stop the build, saying what to add, when an ``emit = "c"`` module has

@@ -247,6 +247,16 @@ def _lagrangian_note(spec: ModuleSpec) -> str:
     )
 
 
+def _private_compiled(spec: ModuleSpec, functions: list[Function]) -> str:
+    """The source of the list of an ipopt module's private functions that its
+    extension computes (their names are no operator's, so that the extension
+    replaces them too), or "" for any other module."""
+    if spec.constraints is None:
+        return ""
+    names = sorted(f.name for f in functions if f.block_of is not None and f.native)
+    return repr(names) if names else ""
+
+
 def config_reference(spec: ModuleSpec, config: Config) -> str:
     """The config path as seen from the output directory (no absolute paths)."""
     rel = os.path.relpath(config.path.resolve(), config.output_dir.resolve())
@@ -349,6 +359,7 @@ def render_module(
         setup=parts.setup,
         all_names=repr(sorted(public + solver_names)),
         python_operators=repr(public) if solver_names else "__all__",
+        private_compiled=_private_compiled(spec, functions),
         solver_parts=solver,
         lagrangian=_lagrangian_note(spec),
         helpers=naming,

@@ -211,8 +211,9 @@ def _ipopt(spec: ModuleSpec, patterns: dict[str, Pattern]) -> str:
     m = {m}
 
     def __init__({init}) -> None:
-{stored}        self._h: sp.csr_array | None = None
-        self._j: sp.csr_array | None = None
+{stored}        # the results' CSR arrays, made once and refilled in place by each call
+        self._j = _csr({jac.indptr}, {jac.indices}, {jac.shape})
+        self._h = _csr({hess.indptr}, {hess.indices}, {hess.shape})
         self._jac_rows, self._jac_cols = _triplets({jac.indptr}, {jac.indices})
         self._hess_rows, self._hess_cols = _triplets({hess.indptr}, {hess.indices})
 
@@ -234,8 +235,7 @@ def _ipopt(spec: ModuleSpec, patterns: dict[str, Pattern]) -> str:
 
     def jacobian(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The constraints' jacobian's entries (of jacobianstructure())."""
-        self._j = _constraints_jacobian(x{passed}, out=self._j)
-        data: NDArray[np.float64] = self._j.data
+        data: NDArray[np.float64] = _constraints_jacobian(x{passed}, out=self._j).data
         return data.copy()
 
     def hessianstructure(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -247,11 +247,18 @@ def _ipopt(spec: ModuleSpec, patterns: dict[str, Pattern]) -> str:
     ) -> NDArray[np.float64]:
         """The entries (of hessianstructure()) of the hessian of obj_factor * f(x)
         + lagrange @ g(x)."""
-        self._h = _lagrangian_hessian(
+        data: NDArray[np.float64] = _lagrangian_hessian(
             x{passed}, float(obj_factor), lagrange, out=self._h
-        )
-        data: NDArray[np.float64] = self._h.data
+        ).data
         return data.copy()
+
+
+def _csr(
+    indptr: NDArray[np.integer], indices: NDArray[np.integer], shape: tuple[int, int]
+) -> sp.csr_array:
+    """A CSR array of this pattern, its data zeros (what out= refills)."""
+    data = np.zeros(indices.size, dtype=np.float64)
+    return sp.csr_array((data, indices, indptr), shape=shape)
 
 
 def _triplets(

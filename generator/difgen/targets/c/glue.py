@@ -11,10 +11,12 @@ two copies of the same C glue would drift apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from difgen.targets.numpy.printer import CsrFormat
-from difgen.targets.parts import NOTHING, Uses
+from difgen.targets.parts import NOTHING, Function, Uses
 
 PREFIX = "dg_"
 """Every name the C code defines itself starts with this (arguments' element
@@ -85,3 +87,36 @@ def csr_helpers(
             helpers.append((f"{kinds[i]}.out", f"lambda out: {fmt.out_check('out')}"))
             uses |= fmt.OUT_CHECK_USES
     return tuple(helpers), uses
+
+
+def renamed(function: Function, old: str) -> Function:
+    """``function`` (printed as the operator ``old``, since renamed) with its C
+    twin renamed after it, so that it shares one extension with the operator
+    ``old`` itself: an ipopt module's private ``_lagrangian_hessian`` beside
+    its ``hessian`` over z (:func:`difgen.pipeline.ipopt_parts`).
+
+    A printed operator names its file-scope C symbols ``dg_op_<old>`` (the
+    function) and ``dg_<old>_*`` (its tables, patterns, selections), its error
+    labels ``"<old>"`` and ``"<old>: <argument>"``, and the helpers it asks the
+    module for (its sparse result's wrapper and ``out`` check) by its result
+    kind; each becomes the new name's. A helper keyed by a kind other than the
+    operator's name would be ambiguous, and is refused."""
+    new = function.name
+    if not function.native or new == old:
+        return function
+    for key, _ in function.wrappers:
+        if key not in (old, f"{old}.out"):
+            raise ValueError(f"{new}: the C helper {key!r} is not named after {old}")
+    text = re.sub(
+        rf"\b{PREFIX}op_{re.escape(old)}\b", f"{PREFIX}op_{new}", function.native
+    )
+    text = re.sub(rf"\b{PREFIX}{re.escape(old)}_", f"{PREFIX}{new}_", text)
+    text = re.sub(rf'"{re.escape(old)}(\.out)?"', rf'"{new}\1"', text)
+    text = re.sub(rf'"{re.escape(old)}: ', f'"{new}: ', text)
+    doc = function.native_doc
+    if doc.startswith(f"{old}("):
+        doc = new + doc[len(old) :]
+    wrappers = tuple(
+        (new + key[len(old) :], source) for key, source in function.wrappers
+    )
+    return replace(function, native=text, native_doc=doc, wrappers=wrappers)
