@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "32cc6552844bee04"
-BODY_HASH = "311b3462770d9919"
+BODY_HASH = "10225a5aece3813d"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -263,9 +263,15 @@ def _run_blocks(work: Callable[[int, int], None], npoints: int, size: int) -> No
         for start, stop in part:
             work(start, stop)
 
-    futures = [pool.submit(run, part) for part in runs[1:]]
+    futures, here = [], [runs[0]]
+    for part in runs[1:]:
+        try:
+            futures.append(pool.submit(run, part))
+        except RuntimeError:  # the pool is shut down (the interpreter is exiting)
+            here.append(part)
     try:
-        run(runs[0])
+        for part in here:
+            run(part)
     finally:  # no thread may still write into the results when this returns
         for future in futures:
             future.exception()

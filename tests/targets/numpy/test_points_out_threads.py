@@ -289,6 +289,24 @@ def test_many_points_run_on_the_pool(
     assert module._POOL[0][0] == os.getpid()
 
 
+def test_a_shut_down_pool_runs_the_blocks_here(
+    modules: dict[str, ModuleType], threads: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the interpreter's exit the pool takes no more work (``submit`` raises
+    RuntimeError): the blocks run in the calling thread, with the same bits."""
+    module = modules["rosen_vector"]
+    monkeypatch.setattr(module, "_THREAD_POINTS", 1)
+    x = np.random.default_rng(1).normal(size=(9_001, 10))
+    threads("1")
+    one = module.gradient_points(x)
+    closed = module.ThreadPoolExecutor(1)
+    closed.shutdown()
+    monkeypatch.setattr(module, "_POOL", [(os.getpid(), closed)])
+    threads("3")
+    assert _bits(module.gradient_points(x)) == _bits(one)
+    assert module._POOL[0][1] is closed
+
+
 @pytest.mark.parametrize(
     "value, expected",
     [
