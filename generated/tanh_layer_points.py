@@ -9,13 +9,16 @@ this file's directory). DO NOT EDIT: the next build overwrites this file.
 
 from __future__ import annotations
 import math
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.typing import NDArray
 
 DIFGEN_VERSION = "0.1.0"
 SOURCE_HASH = "32cc6552844bee04"
-BODY_HASH = "b8046c63d706a92a"
+BODY_HASH = "10225a5aece3813d"
 INPUT_SHAPE: tuple[int, ...] = (3, 4)
 OUTPUT_SHAPE: tuple[int, ...] = ()
 
@@ -205,6 +208,118 @@ def _point_blocks(npoints: int, size: int) -> list[tuple[int, int]]:
         (i * size, npoints if i == blocks - 1 else (i + 1) * size)
         for i in range(blocks)
     ]
+
+
+_MAX_THREADS = 16  # as the C extension's DG_MAX_THREADS
+_THREAD_POINTS = 16384
+"""The fewest points a thread of a points variant is given: below it a block's
+NumPy calls are too short for a second thread to repay handing it over (tens of
+microseconds); measured by ``python -m benchmarks.points_threads``."""
+_POOL: list[tuple[int, ThreadPoolExecutor]] = []  # (the process that made it, the pool)
+
+
+def _point_threads(npoints: int, blocks: int) -> int:
+    """How many threads ``npoints`` points in ``blocks`` blocks take: the
+    environment's ``DIFGEN_THREADS`` read as C's ``strtol`` reads it (leading
+    blanks, a sign, digits; anything else is 0, so one thread), else the online
+    processors (``os.cpu_count()``), at most 16, at most one per
+    ``_THREAD_POINTS`` points and one per block; at least one. The compiled
+    extension counts its threads the same way."""
+    env = os.environ.get("DIFGEN_THREADS", "")
+    if env:
+        text = env.lstrip(" \t\n\v\f\r")
+        sign = -1 if text[:1] == "-" else 1
+        text = text[1:] if text[:1] in ("+", "-") else text
+        digits = len(text) - len(text.lstrip("0123456789"))
+        threads = sign * int(text[:digits]) if digits else 0
+    else:
+        threads = os.cpu_count() or 1
+    return max(1, min(threads, _MAX_THREADS, npoints // _THREAD_POINTS, blocks))
+
+
+def _run_blocks(work: Callable[[int, int], None], npoints: int, size: int) -> None:
+    """Run ``work(start, stop)`` on every block of :func:`_point_blocks`, split
+    over :func:`_point_threads` threads in contiguous runs of blocks (the first
+    run in this thread). NumPy releases the GIL inside its kernels, so the runs
+    overlap; the blocks are the same whatever the number of threads and each writes
+    only its own rows, so the results are those of one thread bit for bit."""
+    blocks = _point_blocks(npoints, size)
+    threads = _point_threads(npoints, len(blocks))
+    if threads == 1:
+        for start, stop in blocks:
+            work(start, stop)
+        return
+    runs = [
+        blocks[len(blocks) * t // threads : len(blocks) * (t + 1) // threads]
+        for t in range(threads)
+    ]
+    if not _POOL or _POOL[0][0] != os.getpid():  # a forked child starts its own
+        _POOL[:] = [
+            (os.getpid(), ThreadPoolExecutor(_MAX_THREADS - 1, "difgen-points"))
+        ]
+    pool = _POOL[0][1]
+
+    def run(part: list[tuple[int, int]]) -> None:
+        for start, stop in part:
+            work(start, stop)
+
+    futures, here = [], [runs[0]]
+    for part in runs[1:]:
+        try:
+            futures.append(pool.submit(run, part))
+        except RuntimeError:  # the pool is shut down (the interpreter is exiting)
+            here.append(part)
+    try:
+        for part in here:
+            run(part)
+    finally:  # no thread may still write into the results when this returns
+        for future in futures:
+            future.exception()
+    for future in futures:
+        future.result()
+
+
+def _points_out(
+    name: str,
+    out: object,
+    shapes: tuple[tuple[int, ...], ...],
+    arguments: tuple[tuple[str, object], ...],
+) -> None:
+    """Check ``out`` of a points variant: one array of the result's shape, or a tuple
+    of one per result, each a writeable C-contiguous float64 array (as
+    :func:`_check_out` checks the one-point ``out``, contiguity too: rows are
+    written where they lie), sharing no memory with an argument or another of
+    them; the errors start with ``name`` (the operator and ``out``)."""
+    if len(shapes) == 1:
+        outs: tuple[object, ...] = (out,)
+    elif isinstance(out, tuple) and len(out) == len(shapes):
+        outs = out
+    else:
+        got = f"a tuple of {len(out)}" if isinstance(out, tuple) else type(out).__name__
+        raise TypeError(
+            f"{name}: expected a tuple of {len(shapes)} arrays, one per result, got {got}"
+        )
+    for i, (array, shape) in enumerate(zip(outs, shapes)):
+        said = name if len(shapes) == 1 else f"{name}[{i}]"
+        _check_out(array, shape, said)
+        assert isinstance(array, np.ndarray)
+        if not array.flags.c_contiguous:
+            raise ValueError(
+                f"{said}: expected a C-contiguous array, got a strided view: pass np.empty({shape}) or a contiguous array"
+            )
+        others = [
+            *((f"the argument {a}", v) for a, v in arguments),
+            *((f"{name}[{j}]", outs[j]) for j in range(i)),
+        ]
+        for other, value in others:
+            if (
+                isinstance(value, np.ndarray)
+                and np.may_share_memory(array, value)
+                and np.shares_memory(array, value)
+            ):
+                raise ValueError(
+                    f"{said}: shares memory with {other}: the results would overwrite what they are computed from"
+                )
 
 
 def _exp(a: float) -> float:
@@ -456,7 +571,11 @@ def _f_points_block(
     return result
 
 
-def f_points(x: NDArray[np.float64], a: NDArray[np.float64]) -> NDArray[np.float64]:
+def f_points(
+    x: NDArray[np.float64],
+    a: NDArray[np.float64],
+    out: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
     """The function itself, at k points. Per point: x, a. Returns value (k,)."""
     if (
         type(x) is not _ND
@@ -468,16 +587,24 @@ def f_points(x: NDArray[np.float64], a: NDArray[np.float64]) -> NDArray[np.float
     npoints = x.shape[0]
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
         a = _as_points("f_points: a", a, (4,), npoints)
+    if out is not None:
+        _points_out("f_points: out", out, ((npoints,),), (("x", x), ("a", a)))
     if npoints < 4096:
         if npoints > 12:
             x = _points_layout(x)
             a = _points_layout(a)
-        return _f_points_block(x, a)
-    result = np.empty((npoints,))
-    for start, stop in _point_blocks(npoints, 2048):
+        if out is None:
+            return _f_points_block(x, a)
+        out[...] = _f_points_block(x, a)
+        return out
+    result = np.empty((npoints,)) if out is None else out
+
+    def rows(start: int, stop: int) -> None:
         result[start:stop] = _f_points_block(
             _points_layout(x[start:stop]), _points_layout(a[start:stop])
         )
+
+    _run_blocks(rows, npoints, 2048)
     return result
 
 
@@ -531,7 +658,9 @@ def _gradient_points_block(
 
 
 def gradient_points(
-    x: NDArray[np.float64], a: NDArray[np.float64]
+    x: NDArray[np.float64],
+    a: NDArray[np.float64],
+    out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Gradient of a scalar output, at k points. Per point: x, a. Returns gradient (k, 3, 4)."""
     if (
@@ -544,16 +673,26 @@ def gradient_points(
     npoints = x.shape[0]
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
         a = _as_points("gradient_points: a", a, (4,), npoints)
+    if out is not None:
+        _points_out(
+            "gradient_points: out", out, ((npoints, 3, 4),), (("x", x), ("a", a))
+        )
     if npoints < 4096:
         if npoints > 12:
             x = _points_layout(x)
             a = _points_layout(a)
-        return _gradient_points_block(x, a)
-    result = np.empty((npoints, 3, 4))
-    for start, stop in _point_blocks(npoints, 2048):
+        if out is None:
+            return _gradient_points_block(x, a)
+        out[...] = _gradient_points_block(x, a)
+        return out
+    result = np.empty((npoints, 3, 4)) if out is None else out
+
+    def rows(start: int, stop: int) -> None:
         result[start:stop] = _gradient_points_block(
             _points_layout(x[start:stop]), _points_layout(a[start:stop])
         )
+
+    _run_blocks(rows, npoints, 2048)
     return result
 
 
@@ -612,7 +751,9 @@ def _value_and_gradient_points_block(
 
 
 def value_and_gradient_points(
-    x: NDArray[np.float64], a: NDArray[np.float64]
+    x: NDArray[np.float64],
+    a: NDArray[np.float64],
+    out: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """f(x) and its gradient, at k points. Per point: x, a. Returns value (k,), gradient (k, 3, 4)."""
     if (
@@ -625,18 +766,31 @@ def value_and_gradient_points(
     npoints = x.shape[0]
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
         a = _as_points("value_and_gradient_points: a", a, (4,), npoints)
+    if out is not None:
+        _points_out(
+            "value_and_gradient_points: out",
+            out,
+            ((npoints,), (npoints, 3, 4)),
+            (("x", x), ("a", a)),
+        )
     if npoints < 4096:
         if npoints > 12:
             x = _points_layout(x)
             a = _points_layout(a)
-        return _value_and_gradient_points_block(x, a)
-    results = (np.empty((npoints,)), np.empty((npoints, 3, 4)))
-    for start, stop in _point_blocks(npoints, 2048):
+        if out is None:
+            return _value_and_gradient_points_block(x, a)
+        out[0][...], out[1][...] = _value_and_gradient_points_block(x, a)
+        return out
+    results = (np.empty((npoints,)), np.empty((npoints, 3, 4))) if out is None else out
+
+    def rows(start: int, stop: int) -> None:
         results[0][start:stop], results[1][start:stop] = (
             _value_and_gradient_points_block(
                 _points_layout(x[start:stop]), _points_layout(a[start:stop])
             )
         )
+
+    _run_blocks(rows, npoints, 2048)
     return results
 
 
@@ -723,7 +877,10 @@ def _hvp_points_block(
 
 
 def hvp_points(
-    x: NDArray[np.float64], v: NDArray[np.float64], a: NDArray[np.float64]
+    x: NDArray[np.float64],
+    v: NDArray[np.float64],
+    a: NDArray[np.float64],
+    out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Hessian-vector product H(x) @ v, at k points. Per point: x, v, a. Returns hvp (k, 3, 4)."""
     if (
@@ -738,17 +895,27 @@ def hvp_points(
         v = _as_points("hvp_points: v", v, (3, 4), npoints)
     if type(a) is not _ND or a.shape != (npoints, 4) or a.dtype is not _F64:
         a = _as_points("hvp_points: a", a, (4,), npoints)
+    if out is not None:
+        _points_out(
+            "hvp_points: out", out, ((npoints, 3, 4),), (("x", x), ("v", v), ("a", a))
+        )
     if npoints < 2048:
         if npoints > 12:
             x = _points_layout(x)
             v = _points_layout(v)
             a = _points_layout(a)
-        return _hvp_points_block(x, v, a)
-    result = np.empty((npoints, 3, 4))
-    for start, stop in _point_blocks(npoints, 1024):
+        if out is None:
+            return _hvp_points_block(x, v, a)
+        out[...] = _hvp_points_block(x, v, a)
+        return out
+    result = np.empty((npoints, 3, 4)) if out is None else out
+
+    def rows(start: int, stop: int) -> None:
         result[start:stop] = _hvp_points_block(
             _points_layout(x[start:stop]),
             _points_layout(v[start:stop]),
             _points_layout(a[start:stop]),
         )
+
+    _run_blocks(rows, npoints, 1024)
     return result

@@ -677,6 +677,8 @@ class _Reader:
             adapters_named,
             "time" in table,
         )
+        if table.get("points") is True:  # every points variant takes out=
+            emitted.add(naming.OUT)
         contexts = self.contexts(table, at + ("contexts",), operators, emitted)
         taken = {i.name for i in inputs}
         if has_aux:

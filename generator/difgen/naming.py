@@ -61,7 +61,9 @@ MODULES = ("np", "math", "sp")
 """Modules the generated code imports, by the names it imports them as."""
 
 ARGUMENTS = (INPUT, TANGENT, COTANGENT, DIRECTION, OUT)
-LOCALS = (RESULT, VALUE, NPOINTS, START, STOP, RESULTS)
+BLOCK_WORK = "rows"
+"""The points variant's local function filling the rows of one block."""
+LOCALS = (RESULT, VALUE, NPOINTS, START, STOP, RESULTS, BLOCK_WORK)
 F64 = "_F64"
 F32 = "_F32"
 """The module's float dtype, as its argument checks compare it (float32 modules)."""
@@ -79,6 +81,11 @@ AS_POINTS_C = "_as_points_c"
 POINTS_FIRST = "_POINTS_FIRST"
 POINTS_LAYOUT = "_points_layout"
 POINT_BLOCKS = "_point_blocks"
+POINT_THREADS = "_point_threads"
+RUN_BLOCKS = "_run_blocks"
+POINTS_OUT = "_points_out"
+POINTS_POOL = ("_MAX_THREADS", "_THREAD_POINTS", "_POOL")
+"""The thread pool's constants in a points module (:data:`RUN_BLOCKS` runs it)."""
 AS_INTS = "_as_ints"
 AS_BOOLS = "_as_bools"
 CHECK_INDEX = "_check_index"
@@ -100,6 +107,10 @@ HELPERS = (
     POINTS_FIRST,
     POINTS_LAYOUT,
     POINT_BLOCKS,
+    POINT_THREADS,
+    RUN_BLOCKS,
+    POINTS_OUT,
+    *POINTS_POOL,
     AS_INTS,
     AS_BOOLS,
     CHECK_INDEX,
@@ -125,6 +136,8 @@ MODULE_CONSTANTS = (
     "importlib",
     "os",
     "warnings",
+    "Callable",
+    "ThreadPoolExecutor",
 )
 """Module-level names every generated module defines or imports besides MODULES."""
 

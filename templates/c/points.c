@@ -98,6 +98,42 @@ dg_int_points(PyObject *obj, const char *name, int nd, const npy_intp *dims,
     return dg_int_doubles(checked);
 }
 
+/*@ dg_points_out requires points-variants module-prologue */
+/* A points variant's out=: checked by the module's _points_out (one array, or a
+   tuple of one per result, each a writeable C-contiguous float64 array of its
+   result's shape sharing no memory with an argument or another of them; the
+   errors name the operator and out, as the Python variant's do), then taken as
+   the results: res[r] a new reference to result r's array, data[r] its first
+   double. `shapes` (the results' shapes) and `args` ((name, argument) pairs)
+   are new references, released here; NULL when building them failed. */
+static int
+dg_points_out(PyObject *out, const char *name, int nres, PyObject *shapes,
+              PyObject *args, PyObject **res, double **data)
+{
+    int status = -1;
+    PyObject *fn =
+        dg_helpers == NULL ? NULL : PyDict_GetItemString(dg_helpers, "_points_out");
+    if (shapes == NULL || args == NULL) goto done;
+    if (fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "difgen extension used before _bind");
+        goto done;
+    }
+    PyObject *checked = PyObject_CallFunction(fn, "sOOO", name, out, shapes, args);
+    if (checked == NULL) goto done;
+    Py_DECREF(checked);
+    for (int r = 0; r < nres; r++) {
+        PyObject *a = nres == 1 ? out : PyTuple_GET_ITEM(out, r);
+        Py_INCREF(a);
+        res[r] = a;
+        data[r] = (double *)PyArray_DATA((PyArrayObject *)a);
+    }
+    status = 0;
+done:
+    Py_XDECREF(shapes);
+    Py_XDECREF(args);
+    return status;
+}
+
 /*@ dg_run_blocks defines dg_block dg_threads requires points-variants */
 /* The points loop on all cores: contiguous blocks of at least DG_THREAD_POINTS
    points (starting and joining a thread costs tens of microseconds), on

@@ -217,7 +217,7 @@ def test_rows_are_the_one_point_operator(
 def block_of(mod: ModuleType, op: str) -> int:
     """The block size the NumPy points variant of ``op`` was built with."""
     source = inspect.getsource(getattr(mod, f"{op}_points"))
-    found = re.search(r"_point_blocks\(npoints, (\d+)\)", source)
+    found = re.search(r"_run_blocks\(rows, npoints, (\d+)\)", source)
     assert found is not None, source
     return int(found.group(1))
 

@@ -26,6 +26,7 @@ from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
 from difgen.render import blackfast, solvers, structured
 from difgen.render.structured import AUX, StructuredParts, private
+from difgen.targets.numpy.points import THREAD_POINTS
 from difgen.targets.parts import (
     BASE64,
     MATH,
@@ -143,11 +144,21 @@ def module_uses(functions: Sequence[Function], constants: Uses = NOTHING) -> Use
     return uses
 
 
-def imports_of(uses: Uses, compiled: bool = False) -> list[str]:
+POINTS_IMPORTS = (
+    "import os",
+    "from collections.abc import Callable",
+    "from concurrent.futures import ThreadPoolExecutor",
+)
+"""What a module with points variants imports for its thread pool (the
+environment's ``DIFGEN_THREADS``, the blocks' work, the pool)."""
+
+
+def imports_of(uses: Uses, compiled: bool = False, points: bool = False) -> list[str]:
     """The imports of a module whose code names ``uses``: NumPy always (the
     argument checks use it); ``math`` when a printer reported it or the module
     defines any helper of :mod:`difgen.floats` (most are written with it); with
-    ``compiled`` (emit = "c") those of the extension's loader."""
+    ``compiled`` (emit = "c") those of the extension's loader; with ``points``
+    those of the points variants' thread pool."""
     lines = []
     if BASE64 in uses.modules:  # a compressed index table, decoded at import
         lines.append(IMPORTS[BASE64])
@@ -157,10 +168,14 @@ def imports_of(uses: Uses, compiled: bool = False) -> list[str]:
         lines.append(IMPORTS[MATH])
     if compiled:
         lines += ["import os", "import warnings"]
+    if points and not compiled:
+        lines.append("import os")
     if ZLIB in uses.modules:
         lines.append(IMPORTS[ZLIB])
     if TYPING in uses.modules:  # the state stack of a loop's adjoint
         lines.append(IMPORTS[TYPING])
+    if points:
+        lines += POINTS_IMPORTS[1:]
     lines += ["", "import numpy as np", "from numpy.typing import NDArray"]
     if SCIPY_SPARSE in uses.modules:
         lines.append(IMPORTS[SCIPY_SPARSE])
@@ -226,7 +241,7 @@ def _structure_imports(
     stdlib.append("from collections.abc import Callable, Mapping")
     names = "Any, NamedTuple, NoReturn" if "namedtuple" in kinds else "Any, NoReturn"
     typing = f"from typing import {names}"
-    rest = [line for line in lines if line != IMPORTS[TYPING]]
+    rest = [line for line in lines if line not in (IMPORTS[TYPING], POINTS_IMPORTS[1])]
     cut = rest.index("")
     head = sorted(rest[:cut] + stdlib, key=lambda line: line.startswith("from"))
     return [*head, typing, *rest[cut:]]
@@ -311,6 +326,7 @@ def render_module(
             for f in functions
         ]
     uses = module_uses(functions, parts.uses)
+    points = any(f.points_of is not None for f in functions)
     solver = solvers.solver_parts(
         spec, parts.patterns, parts.functions, parts.output_shape
     )
@@ -343,7 +359,7 @@ def render_module(
         config=None if config is None else config_reference(spec, config),
         name=spec.name,
         imports=_structure_imports(
-            imports_of(uses, c_hash is not None), structure, spec, parts
+            imports_of(uses, c_hash is not None, points), structure, spec, parts
         ),
         scipy=SCIPY_SPARSE in uses.modules,
         scipy_special=SCIPY_SPECIAL in uses.modules,
@@ -363,7 +379,8 @@ def render_module(
         solver_parts=solver,
         lagrangian=_lagrangian_note(spec),
         helpers=naming,
-        points=any(f.points_of is not None for f in functions),
+        points=points,
+        thread_points=THREAD_POINTS,
         float_helpers=floats.definitions(uses.helpers)
         + data_helpers(spec, parts.index_checks, numpy_floats),
     )

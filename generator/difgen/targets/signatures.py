@@ -250,11 +250,15 @@ def _points_annotation(shape: Shape, dtype: str) -> str:
     return "NDArray[np.float64]"
 
 
-def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
+def points_signature(
+    op: Operator, spec: ModuleSpec, ys: Shape, with_out: bool = True
+) -> tuple[str, str]:
     """(parameter list, return annotation) of an operator's points variant.
 
     The parameters keep their names and order, so keyword calls carry over from
-    the one-point operator; every result is an array with the points in front.
+    the one-point operator; every result is an array with the points in front,
+    written into ``out`` when it is given (one array, or a tuple of one per
+    result); ``with_out`` False: the block function's, without ``out``.
     """
     xs = tuple(spec.input.shape)
     x_type = "NDArray[np.float64]" if spec.input.per_point else annotation(xs)
@@ -271,6 +275,8 @@ def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, st
     ]
     results = ["NDArray[np.float64]"] * len(op.results)
     returns = results[0] if len(results) == 1 else f"tuple[{', '.join(results)}]"
+    if with_out:
+        params.append(f"{naming.OUT}: {returns} | None = None")
     return ", ".join(params), returns
 
 

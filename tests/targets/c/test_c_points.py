@@ -254,7 +254,8 @@ def test_same_argument_checks(built: Built, name: str) -> None:
             _same_outcome(
                 _outcome(fast, *args[:-1]), _outcome(slow, *args[:-1])
             )  # a missing argument
-            assert _outcome(fast, *args, 1.0)[0] is TypeError  # one too many
+            assert _outcome(fast, *args, None, 1.0)[0] is TypeError  # out, one more
+            _same_outcome(_outcome(fast, *args, 1.0), _outcome(slow, *args, 1.0))
             assert _outcome(fast, *args, bogus=1.0)[0] is TypeError
 
 

@@ -534,9 +534,9 @@ BLOCK_CASES = [
 
 def _blocking(mod: ModuleType, op: str) -> tuple[int, int | None]:
     """(points per block, layout threshold or None) of ``op_points``, read from
-    its code: ``_point_blocks(npoints, BLOCK)`` and ``if npoints > SIZE:``."""
+    its code: ``_run_blocks(rows, npoints, BLOCK)`` and ``if npoints > SIZE:``."""
     source = inspect.getsource(getattr(mod, f"{op}_points"))
-    block = re.search(r"_point_blocks\(npoints, (\d+)\)", source)
+    block = re.search(r"_run_blocks\(rows, npoints, (\d+)\)", source)
     layout = re.search(r"if npoints > (\d+):", source)
     assert block is not None, source
     assert f"if npoints < {2 * int(block.group(1))}:" in source, source

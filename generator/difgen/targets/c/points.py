@@ -297,17 +297,20 @@ def points_function(
     ]
     use = Used()
     use.add(code.runtime)
-    lines = parse_lines(name, [a.name for a in args], nargs, use, declare)
+    names = [a.name for a in args]
+    lines = parse_lines(name, [*names, naming.OUT], nargs, use, declare)
     lines += _check_lines(name, args, use)
+    lines += _out_lines(name, names, shapes, use)
     for r, shape in enumerate(shapes):
         lines += [
-            f"npy_intp {PREFIX}rdims_{r}[] = {dims([f'{PREFIX}k', *shape])};",
+            f"    npy_intp {PREFIX}rdims_{r}[] = {dims([f'{PREFIX}k', *shape])};",
             (
-                f"{PREFIX}res[{r}] = {use('new')}({len(shape) + 1}, {PREFIX}rdims_{r}, "
-                f"&{PREFIX}out[{r}]);"
+                f"    {PREFIX}res[{r}] = {use('new')}({len(shape) + 1}, "
+                f"{PREFIX}rdims_{r}, &{PREFIX}out[{r}]);"
             ),
-            f"if ({PREFIX}res[{r}] == NULL) goto {PREFIX}fail;",
+            f"    if ({PREFIX}res[{r}] == NULL) goto {PREFIX}fail;",
         ]
+    lines.append("}")
     lines += code.before
     prelude = code.prelude
     if code.gil_free:
@@ -349,9 +352,37 @@ def points_function(
         f"PyObject *{PREFIX}kwnames)\n{{\n"
     )
     source = head + "".join(f"    {line}\n" for line in lines) + "}\n"
-    params = ", ".join(a.name for a in args)
+    params = ", ".join([*(a.name for a in args), f"{naming.OUT}=None"])
     doc = f"{name}({params})\\n--\\n\\n"
     return PointsSource(prelude + source, doc, use.frozen())
+
+
+def _out_lines(
+    function: str, names: list[str], shapes: list[tuple[int, ...]], use: Used
+) -> list[str]:
+    """With ``out`` given, its arrays become the results (``dg_points_out``
+    checks them through the module's ``_points_out``, against the arguments as
+    passed, as the Python variant checks them); the lines open the ``else``
+    branch that makes fresh results, which the caller closes."""
+    out = f"{PREFIX}argv[{len(names)}]"
+    shape_format = "".join(f"(n{'i' * len(shape)})" for shape in shapes)
+    shape_values = ", ".join(
+        ", ".join([f"(Py_ssize_t){PREFIX}k", *(str(n) for n in shape)])
+        for shape in shapes
+    )
+    arg_format = "(sO)" * len(names)
+    arg_values = ", ".join(f'"{n}", {PREFIX}argv[{j}]' for j, n in enumerate(names))
+    return [
+        f"if ({out} != NULL && {out} != Py_None) {{",
+        (
+            f"    if ({use('points_out')}({out}, {c_label(function, naming.OUT)}, "
+            f'{len(shapes)}, Py_BuildValue("({shape_format})", {shape_values}), '
+            f'Py_BuildValue("({arg_format})", {arg_values}), {PREFIX}res, '
+            f"{PREFIX}out) < 0)"
+        ),
+        f"        goto {PREFIX}fail;",
+        "} else {",
+    ]
 
 
 def _worker(
@@ -419,6 +450,9 @@ def _worker(
     return call, source
 
 
-HELPERS = ((naming.AS_POINTS, naming.AS_POINTS),)
+HELPERS = (
+    (naming.AS_POINTS, naming.AS_POINTS),
+    (naming.POINTS_OUT, naming.POINTS_OUT),
+)
 """What the extension's ``_bind`` is given for the points variants: the module's
-own ``_as_points``."""
+own ``_as_points`` and ``_points_out``."""

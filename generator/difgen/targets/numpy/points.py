@@ -79,6 +79,20 @@ from one point, where NumPy may take other loops. ``python -m
 benchmarks.calibration`` measures the call and the n = 100 gradient in blocks of
 128 against 256."""
 
+THREAD_POINTS = 16384
+"""The fewest points one thread of a points variant is given (``_THREAD_POINTS``
+of the module, whose ``_run_blocks`` splits the blocks over ``DIFGEN_THREADS``
+threads); fewer than twice as many points run in the calling thread. Measured on
+the Rosenbrock n=10 gradient (2 shared cores, load average 13-15 from other
+work, so an upper bound): handing a run of blocks to a pool thread and waiting
+for it costs 9-13 us, a block of 1024 points 64-76 us (65-75 ns a point), so at
+16384 points a thread (16 such blocks) the hand-over is about 1% of its work.
+Between a block's NumPy calls the Python holds the GIL, which serializes threads
+given few blocks each; under that load the 1-against-2-thread timings from 2048
+to 32768 points were noise (one block, never split, "gained" 3.75x), so the
+threshold keeps a margin rather than the smallest count that paid once.
+``python -m benchmarks.points_threads`` times 1 thread against 2 at 10^6 points."""
+
 
 def _code(
     graph: Graph,
@@ -166,25 +180,48 @@ def _block_points(per_point: int, layout_size: int) -> int:
 
 
 def _blocked(
+    variant: str,
     name: str,
     params: Sequence[str],
     args: PointsArguments,
     block: int,
     results: Sequence[tuple[Shape, str]],
 ) -> list[str]:
-    """The body of a points variant after its argument checks: one call of the
-    block function ``name`` (parameters ``params``) when the points make one
-    block (fewer than ``2 * block``: the last block takes the remainder), else one
-    per block, writing into results allocated once."""
+    """The body of a points variant after its argument checks: ``out`` checked
+    when given, then one call of the block function ``name`` (parameters
+    ``params``) when the points make one block (fewer than ``2 * block``: the
+    last block takes the remainder), else one per block, over the module's
+    thread pool (``_run_blocks``), writing into results allocated once or into
+    ``out``."""
     per_point = set(args.per_point)
+    shapes = _tuple([_points_shape(shape) for shape, _ in results])
+    arguments = _tuple([f'("{a}", {a})' for a in params])
+    said = f'"{variant}'
+    checks = [
+        f"if {naming.OUT} is not None:",
+        (
+            f'    {naming.POINTS_OUT}({said}: {naming.OUT}", {naming.OUT}, '
+            f"{shapes}, {arguments})"
+        ),
+    ]
     layout = [
         f"if {naming.NPOINTS} > {args.layout_size}:",
         *(f"    {a} = {naming.POINTS_LAYOUT}({a})" for a in args.layout),
     ]
+    whole = f"{name}({', '.join(params)})"
+    if len(results) == 1:
+        into = [f"{naming.OUT}[...] = {whole}"]
+    else:
+        outs = ", ".join(f"{naming.OUT}[{i}][...]" for i in range(len(results)))
+        into = [f"{outs} = {whole}"]
     lines = [
+        *checks,
         f"if {naming.NPOINTS} < {2 * block}:",  # the last block takes the rest
         *(f"    {line}" for line in (layout if args.layout else [])),
-        f"    return {name}({', '.join(params)})",
+        f"    if {naming.OUT} is None:",
+        f"        return {whole}",
+        *(f"    {line}" for line in into),
+        f"    return {naming.OUT}",
     ]
 
     def part(a: str) -> str:
@@ -200,26 +237,47 @@ def _blocked(
 
     call = f"{name}({', '.join(part(a) for a in params)})"
     rows = f"[{naming.START}:{naming.STOP}]"
-    loop = (
-        f"for {naming.START}, {naming.STOP} in "
-        f"{naming.POINT_BLOCKS}({naming.NPOINTS}, {block}):"
-    )
+    work = f"def {naming.BLOCK_WORK}({naming.START}: int, {naming.STOP}: int) -> None:"
+    run = f"{naming.RUN_BLOCKS}({naming.BLOCK_WORK}, {naming.NPOINTS}, {block})"
     if len(results) == 1:
         return [
             *lines,
-            f"{naming.RESULT} = {empty(*results[0])}",
-            loop,
+            (
+                f"{naming.RESULT} = {empty(*results[0])} if {naming.OUT} is None "
+                f"else {naming.OUT}"
+            ),
+            "",
+            work,
             f"    {naming.RESULT}{rows} = {call}",
+            "",
+            run,
             f"return {naming.RESULT}",
         ]
     targets = ", ".join(f"{naming.RESULTS}[{i}]{rows}" for i in range(len(results)))
     return [
         *lines,
-        f"{naming.RESULTS} = ({', '.join(empty(*r) for r in results)})",
-        loop,
+        (
+            f"{naming.RESULTS} = ({', '.join(empty(*r) for r in results)}) "
+            f"if {naming.OUT} is None else {naming.OUT}"
+        ),
+        "",
+        work,
         f"    {targets} = {call}",
+        "",
+        run,
         f"return {naming.RESULTS}",
     ]
+
+
+def _tuple(items: Sequence[str]) -> str:
+    """Python text of a tuple of ``items`` (no trailing comma but for one)."""
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+def _points_shape(shape: Shape) -> str:
+    """A result's shape at ``npoints`` points, as Python text."""
+    dims = ", ".join([naming.NPOINTS, *(str(n) for n in shape)])
+    return f"({dims}{',' if not shape else ''})"
 
 
 def _columns(
@@ -278,6 +336,7 @@ def points_function(
     names = [naming.INPUT, *op.seeds, *(c.name for c in spec.contexts)]
     (g1, f1), (g2, f2) = derived.batched
     params, annotation = points_signature(op, spec, ys)
+    block_params = points_signature(op, spec, ys, with_out=False)[0]
     name = naming.points_block(op.name)
     args = points_arguments(op, spec, ys)
     on_columns = _columns(spec, op, ys, expressions)
@@ -285,7 +344,7 @@ def points_function(
         body, helpers, per_point_bytes, shapes = on_columns
         block = Function(
             name,
-            params,
+            block_params,
             annotation,
             f"{naming.points(op.name)} on one block of points, checked and laid out.",
             tuple(body),
@@ -298,7 +357,7 @@ def points_function(
             params,
             annotation,
             points_docstring(op, spec, ys),
-            tuple(_blocked(name, names, args, size, shapes)),
+            tuple(_blocked(naming.points(op.name), name, names, args, size, shapes)),
             points_of=op.name,
         )
         return block, variant
@@ -327,7 +386,7 @@ def points_function(
         body += returns(op.results, results, None, False)
     block = Function(
         name,
-        params,
+        block_params,
         annotation,
         f"{naming.points(op.name)} on one block of points, checked and laid out.",
         tuple(body),
@@ -343,7 +402,14 @@ def points_function(
         annotation,
         points_docstring(op, spec, ys),
         tuple(
-            _blocked(name, names, args, block_size(g1, args.layout_size, k1), shapes)
+            _blocked(
+                naming.points(op.name),
+                name,
+                names,
+                args,
+                block_size(g1, args.layout_size, k1),
+                shapes,
+            )
         ),
         points_of=op.name,
     )
@@ -382,7 +448,10 @@ def _c_helpers(spec: ModuleSpec) -> tuple[tuple[str, str], ...]:
     point, the module's ``_as_points_c`` (its errors name the argument that set
     the number of points, as the Python variant's do), else ``_as_points``."""
     if points_over_some(spec):
-        return ((naming.AS_POINTS, naming.AS_POINTS_C),)
+        return (
+            (naming.AS_POINTS, naming.AS_POINTS_C),
+            (naming.POINTS_OUT, naming.POINTS_OUT),
+        )
     from difgen.targets.c import points as c_points  # only C modules get here
 
     return c_points.HELPERS
