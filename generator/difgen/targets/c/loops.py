@@ -32,6 +32,12 @@ How each equation becomes C (docs/design.md, section 10):
   declare their C accumulator (``reduction_loop(start, update)``), and **matmul**
   its loop (``MATMUL_LOOP``); ``max``/``min`` propagate NaN as NumPy does (the
   ``_maximum``/``_minimum`` of the C runtime).
+- A large X read by ``u = X @ w`` and by ``X.T @ r`` (``r @ X``) of a value of
+  the elementwise chain on ``u`` is read in **one pass over its rows**
+  (:mod:`~difgen.targets.c.rows`): the dot, the chain, then the row times ``r``
+  added into the result, in one loop nest; and an operator with loop nests of
+  :data:`CLONES_FROM` elements or more is compiled per SIMD width
+  (:data:`SIMD_CLONES`).
 - Any other primitive declares **no loop form** (``no_loop_form(why)``):
   :class:`NoLoopForm` names it with that reason, and the trace backend keeps that
   operator in Python (the extension does not export it).
