@@ -41,6 +41,9 @@ RTOL = 1e-12
 MODULES: dict[str, tuple[str, list[int], list[int], list[int], str, str]] = {
     "logistic_1x3": ("logistic", [3], [1, 3], [1], "gradient", "float64"),
     "logistic_2x3": ("logistic", [3], [2, 3], [2], "gradient", "float64"),
+    # one column: X @ w is a broadcast multiply, the gradient of shape (1,) a
+    # reduction to a scalar (once computed "in place" as a double: no C built)
+    "logistic_1000x1": ("logistic", [1], [1000, 1], [1000], "gradient", "float64"),
     "logistic_7x50": ("logistic", [50], [7, 50], [7], "gradient", "float64"),
     "logistic_3000x50": ("logistic", [50], [3000, 50], [3000], "gradient", "float64"),
     "least_squares_7x3": ("least_squares", [3], [7, 3], [7], "gradient", "float64"),
@@ -178,12 +181,14 @@ def test_a_float32_module_takes_the_row_pass_in_float(fused: Built) -> None:
     assert "row pass" in _c_source(fused, name)
 
 
-@pytest.mark.parametrize("name", [n for n in FLOAT64 if MODULES[n][2][0] > 1])
+@pytest.mark.parametrize(
+    "name", [n for n in FLOAT64 if MODULES[n][2][0] > 1 and MODULES[n][2][1] > 1]
+)
 def test_the_matrix_is_read_in_one_loop_nest(fused: Built, name: str) -> None:
     """The row pass's head and tail are one loop nest over the rows, and X is
     read nowhere else; no BLAS call and no array for ``u`` or ``r``. (With one
-    row, ``r @ X`` contracts an axis of length 1: the graph has no second
-    product, it is a broadcast multiply. ``f`` of a gradient module reads X
+    row, ``r @ X`` contracts an axis of length 1, and with one column ``X @
+    w`` does: the graph has no product there, a broadcast multiply. ``f`` of a gradient module reads X
     once anyway, in its one product.)"""
     op = MODULES[name][4]
     whole = _c_source(fused, name)

@@ -567,6 +567,9 @@ class Planner:
                 and src not in self.result_of
                 and src.size == out.size
                 and np.array_equal(table.reshape(-1), np.arange(out.size))
+                # a scalar value (a double in the loops) is copied into a
+                # result of shape (1,), which is an array
+                and (src.shape != () or store.shape == ())
             ):
                 # a scalar result is a double, not an array: a (1,)-shaped value
                 # computed into it is that double too
