@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import problems as P
+from benchmarks.kernels import logistic as logistic_kernel
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,11 @@ class Case:
         return (self.x, *self.contexts)
 
 
+KERNEL = "hand C kernel"
+"""The label of a hand-written C kernel's row (``benchmarks/kernels``): the
+limit a generated C derivative is measured against (issue 24)."""
+
+
 def all_cases() -> list[Case]:
     """Every case, with its fixed seeded data."""
     try:
@@ -65,6 +71,7 @@ def all_cases() -> list[Case]:
     x100, _ = P.make_rosenbrock(100)
     x10k, v10k = P.make_rosenbrock(10_000)
     w, Xl, yl = P.make_logistic()
+    w_big, X_big, y_big = P.make_logistic(100_000, 50)
     p, Xm, tm = P.make_mlp()
     u, params = P.make_lorenz()
     mlp_params, Xf, tf = P.make_mlp_params()
@@ -177,6 +184,26 @@ def all_cases() -> list[Case]:
             w,
             contexts=(Xl, yl),
             difgen=(("difgen trace", "logistic"), ("difgen C", "logistic_c")),
+        ),
+        Case(
+            "logistic_100000x50_gradient",
+            "logistic regression NLL gradient, 50 weights, X 100000x50 (40 MB)",
+            "gradient",
+            P.logistic_nll,
+            P.logistic_nll_gradient,
+            w_big,
+            contexts=(X_big, y_big),
+            difgen=(
+                ("difgen trace", "logistic_100000x50"),
+                ("difgen C", "logistic_100000x50_c"),
+            ),
+            extras=((KERNEL, logistic_kernel.gradient),),
+            note=(
+                "X does not fit in cache: the hand C kernel reads it once (per "
+                "row: its dot with w, the residual, the row added into the "
+                "gradient), compiled with difgen's C flags; a gemv then a "
+                "transposed gemv read it twice."
+            ),
         ),
         Case(
             "mlp_gradient",

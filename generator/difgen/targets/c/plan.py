@@ -37,6 +37,7 @@ from difgen.targets.c.program import (
     Step,
     Store,
 )
+from difgen.targets.c.rows import Rows, head_rows, tail_slot
 
 UFUNC_SIZE = 512
 """From this many elements, a transcendental calls NumPy's own loop instead of
@@ -161,6 +162,7 @@ class Planner:
         self.consts: dict[Var, np.ndarray] = {}
         self.unfolded: set[Var] = set()  # constants computed by the loops
         self.fixed: set[Var] = set()  # values that read no argument (not folded)
+        self.no_row_pass: set[Var] = set()  # products whose row pass found no tail
         for var in graph.inputs:
             if var.dtype not in REAL and not (sub and var.dtype == "bool"):
                 raise NoLoopForm(f"a {var.dtype} argument")
@@ -245,9 +247,29 @@ class Planner:
 
         An elementwise equation joins the current group when it has the group's
         shape and reads no reduction still accumulating in it, nor a view of one of
-        its values (the loop has not written all of them yet)."""
+        its values (the loop has not written all of them yet). A product
+        ``X @ w`` of a large X starts a row pass (:mod:`difgen.targets.c.rows`)
+        that a later ``X.T @ r`` of a value of the group ends; one that no such
+        product joins is planned again as before."""
+        while True:
+            plan = self._plan()
+            lone = [
+                g.eqns[0].out
+                for g in plan
+                if isinstance(g, Group)
+                and g.rows is not None
+                and not any(
+                    e.out in g.pending for e in g.eqns[1:] if loop_kind(e) == "matmul"
+                )
+            ]
+            if not lone:
+                return plan
+            self.no_row_pass.update(lone)
+
+    def _plan(self) -> list[Group | Step]:
         plan: list[Group | Step] = []
         group: Group | None = None
+        self.group_of = {}
         for eqn in self.graph.eqns:
             if self._constant(eqn):
                 continue
@@ -264,17 +286,26 @@ class Planner:
                 self._indexed(eqn)
             if kind == "structural" and self._view(eqn):
                 continue
-            if kind == "elementwise" and self._ufunc(eqn):
+            if (
+                kind == "elementwise"
+                and self._ufunc(eqn)
+                and not self._in_row(eqn, group)
+            ):
                 group = None
                 plan.append(Step(eqn))
                 continue
-            if kind == "elementwise":
+            tail = kind == "matmul" and group is not None and self._row_tail(eqn, group)
+            rows = self._row_head(eqn) if kind == "matmul" and not tail else None
+            if rows is not None:
+                group = Group(len(plan), tuple(eqn.out.shape), rows=rows)
+                plan.append(group)
+            elif kind == "elementwise":
                 shape = tuple(eqn.out.shape)
                 if group is None or not self._joins(eqn, group, shape):
                     group = Group(len(plan), shape)
                     plan.append(group)
-            elif (
-                kind == "reduction" and group is not None and self._fusable(eqn, group)
+            elif group is not None and (
+                (kind == "reduction" and self._fusable(eqn, group)) or tail
             ):
                 group.pending.add(eqn.out)
             else:
@@ -284,6 +315,38 @@ class Planner:
             group.eqns.append(eqn)
             self.group_of[eqn.out] = group.index
         return plan
+
+    def _row_head(self, eqn: Any) -> Rows | None:
+        """The matrix of ``X @ w`` when it starts a row pass: a large X, outside
+        a loop's body, not already found without a tail."""
+        if self.sub or eqn.out in self.no_row_pass:
+            return None
+        return head_rows(eqn, self.view_of, self.consts)
+
+    def _in_row(self, eqn: Any, group: Group | None) -> bool:
+        """Whether elementwise ``eqn`` joins a row pass (where a transcendental
+        is computed one element at a time, as the row is read)."""
+        return (
+            group is not None
+            and group.rows is not None
+            and self._joins(eqn, group, tuple(eqn.out.shape))
+        )
+
+    def _row_tail(self, eqn: Any, group: Group) -> bool:
+        """Whether ``eqn`` is ``X.T @ r`` (``r @ X``) on the row pass's X and a
+        value ``r`` of the group, accumulated in its loop."""
+        if group.rows is None:
+            return False
+        slot = tail_slot(eqn, group.rows, group.shape, self.view_of)
+        if slot is None:
+            return False
+        r, matrix = eqn.inputs[slot], eqn.inputs[1 - slot]
+        return (
+            isinstance(r, Var)
+            and self.group_of.get(r) == group.index
+            and r not in group.pending
+            and matrix not in self.group_of
+        )
 
     def _indexed(self, eqn: Any) -> None:
         """A gather or scatter-add through a run-time index is a step of the
@@ -504,6 +567,9 @@ class Planner:
                 and src not in self.result_of
                 and src.size == out.size
                 and np.array_equal(table.reshape(-1), np.arange(out.size))
+                # a scalar value (a double in the loops) is copied into a
+                # result of shape (1,), which is an array
+                and (src.shape != () or store.shape == ())
             ):
                 # a scalar result is a double, not an array: a (1,)-shaped value
                 # computed into it is that double too
@@ -548,11 +614,11 @@ def workspace(
     for k, item in enumerate(items):
         if cached and k in cached:
             continue  # static arrays, kept from the first call
-        grouped = isinstance(item, Group)
+        pending = item.pending if isinstance(item, Group) else None
         for eqn in item.eqns if isinstance(item, Group) else [item.eqn]:
             out = eqn.out
-            if grouped and eqn.primitive.elementwise and out not in needs:
-                continue  # a scalar temporary of its loop
+            if pending is not None and out not in pending and out not in needs:
+                continue  # a scalar temporary of its loop (a row pass's dot too)
             if out in result_of or out.shape == ():
                 continue
             offsets[out] = work

@@ -40,6 +40,7 @@ from difgen.targets.c.program import (
     View,
     store_size,
 )
+from difgen.targets.c.rows import resolved, tail_slot
 
 
 def reduction_form(prim: Any) -> tuple[str, str]:
@@ -332,6 +333,17 @@ class Printer:
                     body.append(f"{nest.at(store, here.reshape(shape))} = {temp};")
                     stored[eqn.out] = store
                 continue
+            if group.rows is not None and eqn.primitive.c_loop.kind == "matmul":
+                if eqn.out in group.pending:
+                    stored[eqn.out] = self._row_tail(nest, eqn, group, before, body)
+                    continue
+                temp = self._row_head(nest, eqn, group, body)
+                self.values[eqn.out] = Fused(temp, group.index)
+                if eqn.out in needs:
+                    store = self._array(eqn.out)
+                    body.append(f"{nest.at(store, here.reshape(shape))} = {temp};")
+                    stored[eqn.out] = store
+                continue
             # a reduction of a value of this loop
             (a,) = eqn.inputs
             start, update = self._accumulator(eqn.primitive)
@@ -372,6 +384,90 @@ class Printer:
             indexed.print_indexed(self, eqn)
         else:
             self._matmul(eqn, step.blas)
+
+    def _row_head(self, nest: LoopNest, eqn: Any, group: Group, body: list[str]) -> str:
+        """A row pass's ``u = X @ w`` at the loop's element ``(i, j)``: the dot
+        of X's row ``i`` with ``w``'s column ``j``, in index order from 0.0 as
+        :meth:`_matmul`'s loop (:mod:`difgen.targets.c.rows`)."""
+        a, b = eqn.inputs
+        rows = group.rows
+        assert rows is not None
+        n, k = rows.n, rows.k
+        starts = np.arange(n, dtype=np.int64) * k  # a's element (i, 0)
+        columns = np.arange(b.size // k, dtype=np.int64)  # b's element (0, j)
+        if len(group.shape) == 2:
+            starts, columns = np.broadcast_arrays(starts[:, None], columns[None, :])
+        else:
+            columns = np.zeros(n, dtype=np.int64)
+        found = resolved(b, self.view_of)
+        assert found is not None  # planned (rows.head_rows)
+        x = self.read(nest, a, starts)
+        w = self.read(nest, b, columns)
+        temp, q = self._fresh("h"), f"{PREFIX}q"
+        body += [
+            f"double {temp} = 0.0; /* {eqn_text(eqn)}: row pass, a row's dot */",
+            (
+                f"for (npy_intp {q} = 0; {q} < {k}; {q}++) "
+                f"{temp} += (&{x})[{_times(rows.col, q)}] * "
+                f"(&{w})[{_times(found[2][0], q)}];"
+            ),
+        ]
+        return temp
+
+    def _row_tail(
+        self,
+        nest: LoopNest,
+        eqn: Any,
+        group: Group,
+        before: list[str],
+        body: list[str],
+    ) -> Store:
+        """A row pass's ``X.T @ r`` (or ``r @ X``) at the loop's element ``(i,
+        j)``: X's row ``i`` times ``r[i, j]`` added into the result's column
+        ``j``, so that each result element sums its terms in row order, as
+        :meth:`_matmul`'s loop does. Returns the result's zeroing (before the
+        loop)."""
+        rows = group.rows
+        assert rows is not None
+        n, k = rows.n, rows.k
+        slot = tail_slot(eqn, rows, group.shape, self.view_of)
+        assert slot is not None  # planned (Planner._row_tail)
+        r_atom, matrix = eqn.inputs[slot], eqn.inputs[1 - slot]
+        store = self._array(eqn.out)
+        self.values[eqn.out] = store
+        here = np.arange(n, dtype=np.int64)
+        if slot == 0:  # r @ X: X's element (i, 0)
+            starts = here * k
+        else:  # X.T @ r: X.T's element (0, i)
+            starts = here
+        columns = np.zeros(n, dtype=np.int64)  # the result's element (0, j)
+        r_at = np.arange(n, dtype=np.int64)
+        if len(group.shape) == 2:
+            c = group.shape[1]
+            width = np.arange(c, dtype=np.int64)
+            starts = np.broadcast_to(starts[:, None], group.shape)
+            columns = np.broadcast_to(width[None, :], group.shape)
+            r_at = r_at[:, None] * c + width[None, :]
+            step = c
+        else:
+            step = 1
+        x = self.read(nest, matrix, starts)
+        r = self.read(nest, r_atom, r_at)
+        g = nest.at(store, columns) if store.shape != () else store.name
+        q = f"{PREFIX}q"
+        term = f"({r}) * (&{x})[{_times(rows.col, q)}]"
+        if slot == 1:
+            term = f"(&{x})[{_times(rows.col, q)}] * ({r})"
+        body.append(
+            f"for (npy_intp {q} = 0; {q} < {k}; {q}++) "
+            f"(&{g})[{_times(step, q)}] += {term}; /* {eqn_text(eqn)}: row pass */"
+        )
+        if store.shape == ():
+            before.append(f"{store.name} = 0.0;")
+        else:
+            size = store_size(store)
+            before.append(f"memset({store.name}, 0, sizeof(double) * {size});")
+        return store
 
     def _structural(self, eqn: Any) -> None:
         """Zeros (or the constant elements), then one loop per term rank and input,
@@ -527,6 +623,11 @@ class Printer:
             return
         dst = nest.at(store, here.reshape(shape))
         self.lines += nest.render("a result copied", [], [f"{dst} = {src};"], [])
+
+
+def _times(stride: int, var: str) -> str:
+    """``stride * var`` as C index arithmetic."""
+    return var if stride == 1 else f"{stride} * {var}"
 
 
 def _fill_line(store: Store, value: bytes, use: Used) -> str:

@@ -22,6 +22,7 @@ from difgen.core.ir import Graph, Var
 
 if TYPE_CHECKING:
     from difgen.targets.c.finite import DemandPlan
+    from difgen.targets.c.rows import Rows
 
 
 CONST_LIMIT = 1 << 16
@@ -82,6 +83,9 @@ class Group:
     shape: tuple[int, ...]
     eqns: list[Any] = field(default_factory=list)
     pending: set[Var] = field(default_factory=set)  # reductions done after the loop
+    # a row pass (difgen.targets.c.rows): its first equation is X @ w, computed
+    # one element at a time, and products X.T @ r of its values are pending
+    rows: Rows | None = None
 
 
 @dataclass
