@@ -202,13 +202,6 @@ BAD_CONFIGS = [
         "sparse = true is float64 only in this version",
     ),
     (
-        "float32-points",
-        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
-        + 'backend = "trace"\npoints = true\n',
-        7,
-        "points = true is float64 only in this version",
-    ),
-    (
         "accumulate-float64-module",
         MODULE + 'backend = "trace"\naccumulate = "float64"\n',
         7,

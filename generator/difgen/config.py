@@ -751,7 +751,7 @@ class _Reader:
                 "drop input.per_point = false",
             )
         if array.dtype == "float32":
-            self.check_float32(table, at, backend, sparse, points, contexts)
+            self.check_float32(table, at, backend, sparse, contexts)
         accumulate = None
         if "accumulate" in table:
             accumulate = self.choice(table, at + ("accumulate",), ("float64",), "")
@@ -909,11 +909,11 @@ class _Reader:
         at: Key,
         backend: str,
         sparse: bool,
-        points: bool,
         contexts: tuple[ContextSpec, ...],
     ) -> None:
         """What a float32 module (``input.dtype = "float32"``) cannot be combined
-        with, refused at the key that asks for it, saying why."""
+        with, refused at the key that asks for it, saying why. ``points = true``
+        is offered: its variants compute in float32 as the operators do."""
         dtype_key = at + (("inputs",) if "inputs" in table else ("input", "dtype"))
         if backend != "trace":
             where = at + ("backend",) if "backend" in table else dtype_key
@@ -943,12 +943,6 @@ class _Reader:
                 at + ("sparse",),
                 "sparse = true is float64 only in this version (its CSR results "
                 "are float64); drop it or declare input.dtype float64",
-            )
-        if points:
-            raise self.error(
-                at + ("points",),
-                "points = true is float64 only in this version (the points "
-                "variants are float64 code); drop it or declare input.dtype float64",
             )
         for index, context in enumerate(contexts):
             if context.dtype != "float64":

@@ -257,7 +257,7 @@ def _points_wrapper(
         annotations.append(
             next(
                 (annotation(t) for t in found if isinstance(t, Node)),
-                "NDArray[np.float64]",
+                precision.array_type(),
             )
         )
     if len(pieces) == 1:

@@ -247,7 +247,7 @@ def _points_annotation(shape: Shape, dtype: str) -> str:
     """A per-point argument's annotation: an array of its dtype."""
     if dtype in _DATA:
         return f"NDArray[{_DATA[dtype][1]}]"
-    return "NDArray[np.float64]"
+    return precision.array_type()
 
 
 def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, str]:
@@ -257,9 +257,10 @@ def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, st
     the one-point operator; every result is an array with the points in front.
     """
     xs = tuple(spec.input.shape)
-    x_type = "NDArray[np.float64]" if spec.input.per_point else annotation(xs)
+    array = precision.array_type()
+    x_type = array if spec.input.per_point else annotation(xs)
     params = [f"{naming.INPUT}: {x_type}"]
-    params += [f"{s}: NDArray[np.float64]" for s in op.seeds]
+    params += [f"{s}: {array}" for s in op.seeds]
     params += [
         f"{c.name}: "
         + (
@@ -269,7 +270,7 @@ def points_signature(op: Operator, spec: ModuleSpec, ys: Shape) -> tuple[str, st
         )
         for c in spec.contexts
     ]
-    results = ["NDArray[np.float64]"] * len(op.results)
+    results = [array] * len(op.results)
     returns = results[0] if len(results) == 1 else f"tuple[{', '.join(results)}]"
     return ", ".join(params), returns
 
@@ -311,7 +312,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
         (
             f"if type({name}) is not {naming.NDARRAY} or len({name}.shape) != "
             f"{len(shape) + 1} or {name}.shape[1:] != {shape!r} or {name}.dtype "
-            f"is not {naming.F64}:"
+            f"is not {float_name()}:"
         ),
         f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, {shape!r})",
         f"{naming.NPOINTS} = {name}.shape[0]",
@@ -323,7 +324,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
         lines += [
             (
                 f"if type({name}) is not {naming.NDARRAY} or {name}.shape != {full} "
-                f"or {name}.dtype is not {naming.F64}:"
+                f"or {name}.dtype is not {float_name()}:"
             ),
             (
                 f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, "
@@ -339,7 +340,7 @@ def _dtype_test(name: str, dtype: str) -> str:
     """The fast path's dtype comparison of an argument of ``dtype``."""
     if dtype in _DATA:
         return f"{name}.dtype.type is not {_DATA[dtype][1]}"
-    return f"{name}.dtype is not {naming.F64}"
+    return f"{name}.dtype is not {float_name()}"
 
 
 def _points_like_checks(
