@@ -1159,21 +1159,14 @@ class _Reader:
         that asks for it, saying why (docs/design.md, "Structured arguments").
 
         ``points`` is offered (each leaf carries the points axis unless it says
-        ``per_point = false``), except with ``has_aux``, whose aux value is
-        computed per call, not per point. ``sparse`` is offered with ``flat =
+        ``per_point = false``), with ``has_aux`` too: each point's aux value,
+        stacked on the points axis. ``sparse`` is offered with ``flat =
         true``: the flat operators return the jacobian of the flat vectors as one
         CSR array; its blocks by output and input leaf would be CSR arrays of
         their own, cut out of it at every call, which a solver or a coloring does
         not want. ``batch`` stacks seeds of the flat vectors and stays with one
         array input."""
         why = "inputs" if inputs else "has_aux" if has_aux else "flat"
-        if has_aux and table.get("points", False):
-            raise self.error(
-                at + ("points",),
-                "'points' is not offered with 'has_aux' in this version: the aux "
-                "value is computed once per call of the one-point operators; "
-                "build the points variants in a module without has_aux",
-            )
         if table.get("sparse", False) and (not flat or has_aux):
             raise self.error(
                 at + ("sparse",),

@@ -283,7 +283,8 @@ def render_module(
     wrapped = structure is not None and structure.interface.wrapped
     public = sorted(f.name for f in functions if f.block_of is None)
     aux_fn = [] if structure is None or structure.aux is None else [structure.aux]
-    numpy_floats = _numpy_floats([*functions, *aux_fn], spec, parts)
+    aux_points = [] if structure is None else list(structure.aux_points)
+    numpy_floats = _numpy_floats([*functions, *aux_fn, *aux_points], spec, parts)
     if structure is not None and structure.aux is not None:
         aux = structure.aux
         functions.append(
@@ -291,11 +292,15 @@ def render_module(
                 aux, name=AUX, body=(*_checks(aux, spec, parts), *aux.body)
             )
         )
+        functions += [
+            dataclasses.replace(f, body=(*_checks(f, spec, parts), *f.body))
+            for f in aux_points
+        ]
     if wrapped:
         functions = [
             (
                 f
-                if f.name == AUX or f.block_of is not None  # blocks: private already
+                if f.name.startswith(AUX) or f.block_of is not None  # private already
                 else dataclasses.replace(f, name=private(f.name))
             )
             for f in functions

@@ -62,6 +62,8 @@ class StructuredParts:
 
     interface: Interface
     aux: Function | None = None
+    aux_points: tuple[Function, ...] = ()
+    """With ``points = true``: the aux value's points variant and its block."""
 
 
 @dataclass(frozen=True)
@@ -243,23 +245,38 @@ def _points_wrapper(
     call = ", ".join([x, *map(naming.flat, op.seeds), *contexts])
     body.append(f"result = {private(name)}({call})")
     sizes = {r: structure.size(t) for r, t in by_role.items()}
+    aux = parts.interface.aux
     pieces, annotations = [], []
     for i, kind in enumerate(op.results):
         roles = RESULT_TREES[kind]
         ref = "result" if len(op.results) == 1 else f"result[{i}]"
         shape = ", ".join(str(sizes[r]) for r in roles)
         tree_refs = ", ".join(TREE_NAMES[r] for r in roles)
-        pieces.append(
+        piece = (
             f"_split_points(np.reshape({ref}, ({ref}.shape[0], {shape})), "
             f"({tree_refs},))"
         )
         found = [by_role[r] for r in roles]
-        annotations.append(
-            next(
-                (annotation(t) for t in found if isinstance(t, Node)),
-                precision.array_type(),
-            )
+        ann = next(
+            (annotation(t) for t in found if isinstance(t, Node)),
+            precision.array_type(),
         )
+        if kind == "value" and aux is not None:
+            piece, ann = f"({piece}, aux)", f"tuple[{ann}, {_points_annotation(aux)}]"
+        pieces.append(piece)
+        annotations.append(ann)
+    if aux is not None:
+        # each point's aux value, stacked on the points axis (never differentiated)
+        body += [
+            f"aux_flat = {naming.points(AUX)}({', '.join([x, *contexts])})",
+            (
+                "aux = _split_points(np.reshape(aux_flat, (aux_flat.shape[0], "
+                f"{structure.size(aux)})), ({TREE_NAMES['aux']},))"
+            ),
+        ]
+        if "value" not in op.results:
+            pieces.append("aux")
+            annotations.append(_points_annotation(aux))
     if len(pieces) == 1:
         returns = annotations[0]
         body += [f"value: {returns} = {pieces[0]}", "return value"]
@@ -272,8 +289,19 @@ def _points_wrapper(
         "(structured as the module docstring says). Per point: every leaf of "
         f"{', '.join(args)} but the per_point = false ones, the seeds, the "
         "per-point contexts."
+        + (
+            " With each point's aux value, stacked on the points axis: each value "
+            "as (value, aux), else aux last."
+            if aux is not None
+            else ""
+        )
     )
     return Wrapper(name, ", ".join(params), returns, doc, tuple(body))
+
+
+def _points_annotation(tree: Tree) -> str:
+    """The annotation of a points result of this tree: each leaf an array."""
+    return precision.array_type() if isinstance(tree, Leaf) else annotation(tree)
 
 
 def points_constant(spec: ModuleSpec) -> list[tuple[str, str]]:
