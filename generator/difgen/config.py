@@ -931,13 +931,6 @@ class _Reader:
                 "scalar code computes with Python floats, which are float64; use "
                 'emit = "vector" (or "auto") or "c", which compute in float32',
             )
-        if emit == "c" and "accumulate" in table:
-            raise self.error(
-                at + ("accumulate",),
-                'accumulate = "float64" is vector code only in this version: the '
-                "C loops of a float32 module sum into their float32 results; use "
-                'emit = "vector" to accumulate in float64, or drop accumulate',
-            )
         if sparse:
             raise self.error(
                 at + ("sparse",),
