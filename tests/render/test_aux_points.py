@@ -275,3 +275,56 @@ def test_wrong_arguments_are_refused_naming_them(built: BuiltConfig, emit: str) 
         module.gradient_points(params, X, y, label.astype(float))
     with pytest.raises(ValueError, match=r"gradient_points: X"):
         module.gradient_points(params, X[:2], y, label)
+
+
+FLOAT32_SOURCE = """
+import numpy as np
+
+
+def fit(params, X):
+    pred = np.tanh(X @ params["W"] + params["b"])
+    return np.sum(pred * pred), {"pred": pred}
+"""
+
+
+def test_float32_trees_with_aux_and_float64_accumulation(tmp_path: Any) -> None:
+    """The three together: float32 points of a tree with aux, in C accumulating
+    in double, equal the one-point operators and the NumPy twin."""
+    (tmp_path / "functions.py").write_text(FLOAT32_SOURCE)
+    tree = (
+        '[{ name = "params", tree = { W = { shape = [3], dtype = "float32" }, '
+        'b = { shape = [], dtype = "float32", per_point = false } } }]'
+    )
+    config = ['[difgen]\noutput_dir = "out"\n']
+    config += [
+        f'[[module]]\nname = "fit_{emit}"\nfunction = "functions.py:fit"\n'
+        f'backend = "trace"\nemit = "{emit}"\noperators = ["gradient"]\n'
+        f"inputs = {tree}\n"
+        'contexts = [{ name = "X", shape = [4, 3], dtype = "float32", '
+        "per_point = true }]\n"
+        'has_aux = true\npoints = true\naccumulate = "float64"\n'
+        for emit in EMITS
+    ]
+    built = BuiltConfig(tmp_path, "\n".join(config))
+    rng = np.random.default_rng(0)
+    params = {
+        "W": rng.standard_normal((K, 3)).astype(np.float32),
+        "b": np.float32(0.1),
+    }
+    X = rng.standard_normal((K, 4, 3)).astype(np.float32)
+    compiled = built.get("fit_c")
+    assert compiled.COMPILED and compiled.PYTHON_OPERATORS == ()
+    grad, aux = compiled.gradient_points(params, X)
+    twin_grad, twin_aux = built.get("fit_vector").gradient_points(params, X)
+    for got in (grad["W"], grad["b"], aux["pred"]):
+        assert got.dtype == np.float32 and got.shape[0] == K
+    for i in range(K):
+        one_grad, one_aux = compiled.gradient(
+            {"W": params["W"][i], "b": params["b"]}, X[i]
+        )
+        np.testing.assert_array_equal(grad["W"][i], one_grad["W"])
+        np.testing.assert_array_equal(aux["pred"][i], one_aux["pred"])
+    np.testing.assert_allclose(grad["W"], twin_grad["W"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(aux["pred"], twin_aux["pred"], rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match=r"gradient_points: params\['W'\]"):
+        compiled.gradient_points({"W": params["W"].astype(np.float64), "b": 0.1}, X)
