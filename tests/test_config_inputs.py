@@ -171,9 +171,9 @@ def test_a_type_names_a_class(tmp_path: Path) -> None:
             "must be true or false",
         ),
         (
-            "input = { shape = [2] }\nhas_aux = true\nbatch = 2\n",
+            "input = { shape = [2] }\nhas_aux = true\nbatch = 2\npoints = true\n",
             7,
-            "'batch' is not offered",
+            "'batch' with 'points' is not offered with 'has_aux'",
         ),
         (
             "input = { shape = [2] }\nhas_aux = 1\n",

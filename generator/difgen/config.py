@@ -1157,8 +1157,8 @@ class _Reader:
         true``: the flat operators return the jacobian of the flat vectors as one
         CSR array; its blocks by output and input leaf would be CSR arrays of
         their own, cut out of it at every call, which a solver or a coloring does
-        not want. ``batch`` stacks seeds of the flat vectors and stays with one
-        array input."""
+        not want. ``batch`` stacks the seeds of every leaf (and the jvp or vjp
+        results), except in a points module."""
         why = "inputs" if inputs else "has_aux" if has_aux else "flat"
         if table.get("sparse", False) and (not flat or has_aux):
             raise self.error(
@@ -1168,12 +1168,13 @@ class _Reader:
                 "the flat vectors (the module docstring lists which slice is which "
                 "leaf), not blocks nested by output and input; add flat = true",
             )
-        if table.get("batch", 1) != 1:
+        if table.get("batch", 1) != 1 and table.get("points", False):
             raise self.error(
                 at + ("batch",),
-                f"'batch' is not offered with '{why}' in this version: the batched "
-                "operators stack seeds of one array input; build them in a module "
-                "of their own over one flat input",
+                f"module '{table.get('name', '?')}': 'batch' with 'points' is not "
+                f"offered with '{why}' in this version: the structured points "
+                "variants take one seed per point; build the batched operators in "
+                "a module without points",
             )
 
     def inputs(self, table: dict[str, Any], key: Key) -> tuple[InputSpec, ...]:

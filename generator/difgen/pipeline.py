@@ -167,11 +167,11 @@ def _load_class(spec: ModuleSpec, fn: Callable[..., Any], ref: str) -> Any:
 
 
 def check_structure(spec: ModuleSpec, interface: Interface) -> None:
-    """What a structured result refuses: sparse and batched operators (one
-    array output each; a sparse jacobian with flat = true), and the operators of one scalar output when the
-    function returns a tuple or a tree."""
+    """What a structured result refuses: sparse operators (one array output
+    each; a sparse jacobian with flat = true), and the operators of one scalar
+    output when the function returns a tuple or a tree."""
     if not isinstance(interface.output, Leaf) and not spec.flat:
-        for key, off in (("sparse", False), ("batch", 1)):
+        for key, off in (("sparse", False),):
             if getattr(spec, key) != off:
                 raise ConfigError(
                     spec.config_path,

@@ -208,7 +208,7 @@ def _structure_context(
         "real_array": precision.array_type(),
         "real_dtype": naming.F32 if precision.is_float32() else naming.F64,
         "real_scalar": "np.float32" if precision.is_float32() else "float",
-        "points_structured": wrapped and spec.points,
+        "points_structured": wrapped and (spec.points or spec.batch > 1),
     }
 
 

@@ -159,6 +159,9 @@ def wrappers(
         ]
         for seed in op.seeds:
             role = SEED_TREES[seed]
+            if seed in BATCHED_SEEDS and spec.batch > 1:
+                body += _batched_seed(name, seed, TREE_NAMES[role], spec.batch)
+                continue
             ravel = f'_ravel("{name}", ("{seed}",), {TREE_NAMES[role]}, ({seed},))'
             body.append(f"{naming.flat(seed)} = {_scalar(by_role[role], ravel)}")
         call = ", ".join([x, *map(naming.flat, op.seeds), *contexts])
@@ -170,6 +173,9 @@ def wrappers(
             ref = "result" if len(op.results) == 1 else f"result[{i}]"
             tree_refs = ", ".join(TREE_NAMES[r] for r in roles)
             piece = f"_split(np.reshape({ref}, {shape!r}), ({tree_refs},))"
+            if kind in BATCHED_RESULTS and spec.batch > 1:  # one per stacked seed
+                stacked = ", ".join(str(n) for n in (spec.batch, *shape))
+                piece = f"_split_points(np.reshape({ref}, ({stacked})), ({tree_refs},))"
             ann = _result_annotation([by_role[r] for r in roles])
             if kind == "value" and aux is not None:
                 piece, ann = f"({piece}, aux)", f"tuple[{ann}, {annotation(aux)}]"
@@ -199,6 +205,30 @@ def wrappers(
             )
         )
     return result
+
+
+BATCHED_SEEDS = frozenset(["dx", "dy"])
+"""The seeds that ``batch = B`` stacks: B tangents, or B cotangents."""
+
+BATCHED_RESULTS = frozenset(["jvp", "vjp"])
+"""The results that ``batch = B`` stacks, one per seed."""
+
+
+def _batched_seed(name: str, seed: str, tree: str, batch: int) -> list[str]:
+    """The lines laying ``batch`` stacked seeds end to end, each leaf of shape
+    ``(batch, *leaf shape)`` (``jax.vmap`` over the tangents), and refusing
+    another number of them, naming the operator, the seed and the option."""
+    flat = naming.flat(seed)
+    said = f"{name}: {seed}"
+    return [
+        f'count, {flat} = _ravel_points("{name}", ("{seed}",), {tree}, ({seed},), None, None)',
+        f"if count is None or count[0] != {batch}:",
+        (
+            f'    raise ValueError(f"{said}: expected {batch} stacked seeds (batch = '
+            f"{batch}), each leaf of shape ({batch}, *its shape), got "
+            f'{{0 if count is None else count[0]}}")'
+        ),
+    ]
 
 
 def _points_wrapper(
