@@ -179,13 +179,6 @@ BAD_CONFIGS = [
         'input.dtype = "float32" needs backend = "trace"',
     ),
     (
-        "float32-c-accumulate",
-        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
-        + 'backend = "trace"\nemit = "c"\naccumulate = "float64"\n',
-        8,
-        'accumulate = "float64" is vector code only in this version: the C loops',
-    ),
-    (
         "float32-scalar",
         with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
         + 'backend = "trace"\nemit = "scalar"\n',
@@ -200,13 +193,6 @@ BAD_CONFIGS = [
         + 'backend = "trace"\nsparse = true\n',
         7,
         "sparse = true is float64 only in this version",
-    ),
-    (
-        "float32-points",
-        with_line("{ shape = [] }", '{ shape = [], dtype = "float32" }')
-        + 'backend = "trace"\npoints = true\n',
-        7,
-        "points = true is float64 only in this version",
     ),
     (
         "accumulate-float64-module",

@@ -156,11 +156,6 @@ def test_a_type_names_a_class(tmp_path: Path) -> None:
             "context 'a' has the name of a differentiated input",
         ),
         (
-            'inputs = [{ name = "a", shape = [2] }]\nhas_aux = true\npoints = true\n',
-            7,
-            "'points' is not offered with 'has_aux'",
-        ),
-        (
             'inputs = [{ name = "a", shape = [2], per_point = false }]\n',
             5,
             "inputs[0] ('a') has per_point = false, which applies to the points",
@@ -176,9 +171,9 @@ def test_a_type_names_a_class(tmp_path: Path) -> None:
             "must be true or false",
         ),
         (
-            "input = { shape = [2] }\nhas_aux = true\nbatch = 2\n",
+            "input = { shape = [2] }\nhas_aux = true\nbatch = 2\npoints = true\n",
             7,
-            "'batch' is not offered",
+            "'batch' with 'points' is not offered with 'has_aux'",
         ),
         (
             "input = { shape = [2] }\nhas_aux = 1\n",

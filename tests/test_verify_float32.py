@@ -121,3 +121,40 @@ def test_a_float64_result_of_a_float32_module_fails(project: Path) -> None:
         ("curve", "derivative", float("inf")),
         ("layer", "pullback", float("inf")),
     }
+
+
+POINTS_CONFIG = """\
+[difgen]
+output_dir = "out"
+
+[[module]]
+name = "layer_points"
+function = "fn.py:layer"
+backend = "trace"
+operators = ["jacobian", "pushforward"]
+input = { shape = [4], dtype = "float32" }
+contexts = [{ name = "W", shape = [3, 4], dtype = "float32", per_point = true }]
+points = true
+"""
+
+
+def test_float32_points_variants_are_verified_in_float32(tmp_path: Path) -> None:
+    (tmp_path / "fn.py").write_text(SOURCE)
+    (tmp_path / "difgen.toml").write_text(POINTS_CONFIG)
+    difgen.build(tmp_path / "difgen.toml")
+    (checked,) = difgen.verify(tmp_path / "difgen.toml").modules
+    points = [op for op in checked.operators if op.operator.endswith("_points")]
+    assert sorted(op.operator for op in points) == [
+        "f_points",
+        "jacobian_points",
+        "pushforward_points",
+    ]
+    assert all(op.passed for op in checked.operators), checked
+    _wrap(
+        tmp_path / "out" / "layer_points.py", "jacobian_points", "r.astype(np.float64)"
+    )
+    (checked,) = difgen.verify(tmp_path / "difgen.toml").modules
+    failed = [
+        (op.operator, op.worst.error) for op in checked.operators if not op.passed
+    ]
+    assert failed == [("jacobian_points", float("inf"))]

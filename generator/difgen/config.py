@@ -753,7 +753,7 @@ class _Reader:
                 "drop input.per_point = false",
             )
         if array.dtype == "float32":
-            self.check_float32(table, at, backend, sparse, points, contexts)
+            self.check_float32(table, at, backend, sparse, contexts)
         accumulate = None
         if "accumulate" in table:
             accumulate = self.choice(table, at + ("accumulate",), ("float64",), "")
@@ -911,11 +911,11 @@ class _Reader:
         at: Key,
         backend: str,
         sparse: bool,
-        points: bool,
         contexts: tuple[ContextSpec, ...],
     ) -> None:
         """What a float32 module (``input.dtype = "float32"``) cannot be combined
-        with, refused at the key that asks for it, saying why."""
+        with, refused at the key that asks for it, saying why. ``points = true``
+        is offered: its variants compute in float32 as the operators do."""
         dtype_key = at + (("inputs",) if "inputs" in table else ("input", "dtype"))
         if backend != "trace":
             where = at + ("backend",) if "backend" in table else dtype_key
@@ -933,24 +933,11 @@ class _Reader:
                 "scalar code computes with Python floats, which are float64; use "
                 'emit = "vector" (or "auto") or "c", which compute in float32',
             )
-        if emit == "c" and "accumulate" in table:
-            raise self.error(
-                at + ("accumulate",),
-                'accumulate = "float64" is vector code only in this version: the '
-                "C loops of a float32 module sum into their float32 results; use "
-                'emit = "vector" to accumulate in float64, or drop accumulate',
-            )
         if sparse:
             raise self.error(
                 at + ("sparse",),
                 "sparse = true is float64 only in this version (its CSR results "
                 "are float64); drop it or declare input.dtype float64",
-            )
-        if points:
-            raise self.error(
-                at + ("points",),
-                "points = true is float64 only in this version (the points "
-                "variants are float64 code); drop it or declare input.dtype float64",
             )
         for index, context in enumerate(contexts):
             if context.dtype != "float64":
@@ -1166,21 +1153,14 @@ class _Reader:
         that asks for it, saying why (docs/design.md, "Structured arguments").
 
         ``points`` is offered (each leaf carries the points axis unless it says
-        ``per_point = false``), except with ``has_aux``, whose aux value is
-        computed per call, not per point. ``sparse`` is offered with ``flat =
+        ``per_point = false``), with ``has_aux`` too: each point's aux value,
+        stacked on the points axis. ``sparse`` is offered with ``flat =
         true``: the flat operators return the jacobian of the flat vectors as one
         CSR array; its blocks by output and input leaf would be CSR arrays of
         their own, cut out of it at every call, which a solver or a coloring does
-        not want. ``batch`` stacks seeds of the flat vectors and stays with one
-        array input."""
+        not want. ``batch`` stacks the seeds of every leaf (and the jvp or vjp
+        results), except in a points module."""
         why = "inputs" if inputs else "has_aux" if has_aux else "flat"
-        if has_aux and table.get("points", False):
-            raise self.error(
-                at + ("points",),
-                "'points' is not offered with 'has_aux' in this version: the aux "
-                "value is computed once per call of the one-point operators; "
-                "build the points variants in a module without has_aux",
-            )
         if table.get("sparse", False) and (not flat or has_aux):
             raise self.error(
                 at + ("sparse",),
@@ -1189,12 +1169,13 @@ class _Reader:
                 "the flat vectors (the module docstring lists which slice is which "
                 "leaf), not blocks nested by output and input; add flat = true",
             )
-        if table.get("batch", 1) != 1:
+        if table.get("batch", 1) != 1 and table.get("points", False):
             raise self.error(
                 at + ("batch",),
-                f"'batch' is not offered with '{why}' in this version: the batched "
-                "operators stack seeds of one array input; build them in a module "
-                "of their own over one flat input",
+                f"module '{table.get('name', '?')}': 'batch' with 'points' is not "
+                f"offered with '{why}' in this version: the structured points "
+                "variants take one seed per point; build the batched operators in "
+                "a module without points",
             )
 
     def inputs(self, table: dict[str, Any], key: Key) -> tuple[InputSpec, ...]:

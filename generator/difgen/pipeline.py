@@ -57,7 +57,7 @@ from difgen.operators import OPERATORS
 from difgen.passes import fingerprint
 from difgen.primitives import runtime as runtime_rows
 from difgen.render.module import render_module
-from difgen.render.structured import StructuredParts
+from difgen.render.structured import AUX, StructuredParts
 from difgen.rules import check_rules
 from difgen.structure import Leaf
 from difgen.targets import choose
@@ -167,11 +167,11 @@ def _load_class(spec: ModuleSpec, fn: Callable[..., Any], ref: str) -> Any:
 
 
 def check_structure(spec: ModuleSpec, interface: Interface) -> None:
-    """What a structured result refuses: sparse and batched operators (one
-    array output each; a sparse jacobian with flat = true), and the operators of one scalar output when the
-    function returns a tuple or a tree."""
+    """What a structured result refuses: sparse operators (one array output
+    each; a sparse jacobian with flat = true), and the operators of one scalar
+    output when the function returns a tuple or a tree."""
     if not isinstance(interface.output, Leaf) and not spec.flat:
-        for key, off in (("sparse", False), ("batch", 1)):
+        for key, off in (("sparse", False),):
             if getattr(spec, key) != off:
                 raise ConfigError(
                     spec.config_path,
@@ -382,10 +382,16 @@ def print_parts(derivation: Derivation, pool: Constants | None = None) -> Module
     return parts
 
 
-def print_aux(spec: ModuleSpec, graph: Graph, pool: Constants) -> Function:
+def print_aux(
+    spec: ModuleSpec, graph: Graph, pool: Constants
+) -> tuple[Function, tuple[Function, ...]]:
     """The function computing the aux value (``has_aux``) from the flat input and
     the contexts: the aux graph's ``f``, as the trace backend prints it in NumPy
-    (it is not differentiated, and it stays Python with ``emit = "c"``)."""
+    (it is not differentiated, and it stays Python with ``emit = "c"``); with
+    ``points = true`` also its points variant ``_aux_flat_points`` (and the
+    function of one block of points it calls), the aux graph batched as every
+    operator's is, so each point's aux value is that point's (``jax.vmap`` of the
+    function's aux output)."""
     aux_spec = dataclasses.replace(
         spec,
         backend="trace",
@@ -396,9 +402,22 @@ def print_aux(spec: ModuleSpec, graph: Graph, pool: Constants) -> Function:
         has_aux=False,
         flat=False,
     )
-    parts = choose.print_graphs(aux_spec, graphs.derive(aux_spec, graph), pool)
+    derivation = graphs.derive(aux_spec, graph)
+    parts = choose.print_graphs(aux_spec, derivation, pool)
     (function,) = [f for f in parts.functions if f.name == "f"]
-    return function
+    if not spec.points:
+        return function, ()
+    # named after the aux function, so its variant and block are the module's own
+    op = dataclasses.replace(OPERATORS["f"], name=AUX)
+    item = derivation.operators[0]
+    batched = points.derive(aux_spec, [dataclasses.replace(item, op=op)])
+    pair = numpy_points.build(
+        aux_spec, batched, derivation.output_shape, pool, parts.functions
+    )
+    # the variant checks its arguments as f_points does (it takes f's arguments)
+    return function, tuple(
+        dataclasses.replace(f, points_of="f") if f.points_of == AUX else f for f in pair
+    )
 
 
 IPOPT_PARTS = (
@@ -590,11 +609,15 @@ def _stages(
             )
             pool = Constants()
             parts = print_parts(derivation, pool)
-        aux = None if aux_graph is None else print_aux(spec, aux_graph, pool)
+        aux, aux_points = (
+            (None, ()) if aux_graph is None else print_aux(spec, aux_graph, pool)
+        )
         if spec.constraints is not None:
             parts = _with_ipopt_parts(spec, fn, parts, pool)
     wrapped = (
-        StructuredParts(interface, aux) if interface.wrapped or spec.flat else None
+        StructuredParts(interface, aux, aux_points)
+        if interface.wrapped or spec.flat
+        else None
     )
     with stage("render"):
         if spec.emit != "c":

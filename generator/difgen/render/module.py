@@ -223,7 +223,7 @@ def _structure_context(
         "real_array": precision.array_type(),
         "real_dtype": naming.F32 if precision.is_float32() else naming.F64,
         "real_scalar": "np.float32" if precision.is_float32() else "float",
-        "points_structured": wrapped and spec.points,
+        "points_structured": wrapped and (spec.points or spec.batch > 1),
     }
 
 
@@ -308,7 +308,8 @@ def render_module(
     wrapped = structure is not None and structure.interface.wrapped
     public = sorted(f.name for f in functions if f.block_of is None)
     aux_fn = [] if structure is None or structure.aux is None else [structure.aux]
-    numpy_floats = _numpy_floats([*functions, *aux_fn], spec, parts)
+    aux_points = [] if structure is None else list(structure.aux_points)
+    numpy_floats = _numpy_floats([*functions, *aux_fn, *aux_points], spec, parts)
     if structure is not None and structure.aux is not None:
         aux = structure.aux
         functions.append(
@@ -316,11 +317,15 @@ def render_module(
                 aux, name=AUX, body=(*_checks(aux, spec, parts), *aux.body)
             )
         )
+        functions += [
+            dataclasses.replace(f, body=(*_checks(f, spec, parts), *f.body))
+            for f in aux_points
+        ]
     if wrapped:
         functions = [
             (
                 f
-                if f.name == AUX or f.block_of is not None  # blocks: private already
+                if f.name.startswith(AUX) or f.block_of is not None  # private already
                 else dataclasses.replace(f, name=private(f.name))
             )
             for f in functions

@@ -62,6 +62,8 @@ class StructuredParts:
 
     interface: Interface
     aux: Function | None = None
+    aux_points: tuple[Function, ...] = ()
+    """With ``points = true``: the aux value's points variant and its block."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,9 @@ def wrappers(
         ]
         for seed in op.seeds:
             role = SEED_TREES[seed]
+            if seed in BATCHED_SEEDS and spec.batch > 1:
+                body += _batched_seed(name, seed, TREE_NAMES[role], spec.batch)
+                continue
             ravel = f'_ravel("{name}", ("{seed}",), {TREE_NAMES[role]}, ({seed},))'
             body.append(f"{naming.flat(seed)} = {_scalar(by_role[role], ravel)}")
         call = ", ".join([x, *map(naming.flat, op.seeds), *contexts])
@@ -168,6 +173,9 @@ def wrappers(
             ref = "result" if len(op.results) == 1 else f"result[{i}]"
             tree_refs = ", ".join(TREE_NAMES[r] for r in roles)
             piece = f"_split(np.reshape({ref}, {shape!r}), ({tree_refs},))"
+            if kind in BATCHED_RESULTS and spec.batch > 1:  # one per stacked seed
+                stacked = ", ".join(str(n) for n in (spec.batch, *shape))
+                piece = f"_split_points(np.reshape({ref}, ({stacked})), ({tree_refs},))"
             ann = _result_annotation([by_role[r] for r in roles])
             if kind == "value" and aux is not None:
                 piece, ann = f"({piece}, aux)", f"tuple[{ann}, {annotation(aux)}]"
@@ -197,6 +205,30 @@ def wrappers(
             )
         )
     return result
+
+
+BATCHED_SEEDS = frozenset(["dx", "dy"])
+"""The seeds that ``batch = B`` stacks: B tangents, or B cotangents."""
+
+BATCHED_RESULTS = frozenset(["jvp", "vjp"])
+"""The results that ``batch = B`` stacks, one per seed."""
+
+
+def _batched_seed(name: str, seed: str, tree: str, batch: int) -> list[str]:
+    """The lines laying ``batch`` stacked seeds end to end, each leaf of shape
+    ``(batch, *leaf shape)`` (``jax.vmap`` over the tangents), and refusing
+    another number of them, naming the operator, the seed and the option."""
+    flat = naming.flat(seed)
+    said = f"{name}: {seed}"
+    return [
+        f'count, {flat} = _ravel_points("{name}", ("{seed}",), {tree}, ({seed},), None, None)',
+        f"if count is None or count[0] != {batch}:",
+        (
+            f'    raise ValueError(f"{said}: expected {batch} stacked seeds (batch = '
+            f"{batch}), each leaf of shape ({batch}, *its shape), got "
+            f'{{0 if count is None else count[0]}}")'
+        ),
+    ]
 
 
 def _points_wrapper(
@@ -243,23 +275,38 @@ def _points_wrapper(
     call = ", ".join([x, *map(naming.flat, op.seeds), *contexts])
     body.append(f"result = {private(name)}({call})")
     sizes = {r: structure.size(t) for r, t in by_role.items()}
+    aux = parts.interface.aux
     pieces, annotations = [], []
     for i, kind in enumerate(op.results):
         roles = RESULT_TREES[kind]
         ref = "result" if len(op.results) == 1 else f"result[{i}]"
         shape = ", ".join(str(sizes[r]) for r in roles)
         tree_refs = ", ".join(TREE_NAMES[r] for r in roles)
-        pieces.append(
+        piece = (
             f"_split_points(np.reshape({ref}, ({ref}.shape[0], {shape})), "
             f"({tree_refs},))"
         )
         found = [by_role[r] for r in roles]
-        annotations.append(
-            next(
-                (annotation(t) for t in found if isinstance(t, Node)),
-                "NDArray[np.float64]",
-            )
+        ann = next(
+            (annotation(t) for t in found if isinstance(t, Node)),
+            precision.array_type(),
         )
+        if kind == "value" and aux is not None:
+            piece, ann = f"({piece}, aux)", f"tuple[{ann}, {_points_annotation(aux)}]"
+        pieces.append(piece)
+        annotations.append(ann)
+    if aux is not None:
+        # each point's aux value, stacked on the points axis (never differentiated)
+        body += [
+            f"aux_flat = {naming.points(AUX)}({', '.join([x, *contexts])})",
+            (
+                "aux = _split_points(np.reshape(aux_flat, (aux_flat.shape[0], "
+                f"{structure.size(aux)})), ({TREE_NAMES['aux']},))"
+            ),
+        ]
+        if "value" not in op.results:
+            pieces.append("aux")
+            annotations.append(_points_annotation(aux))
     if len(pieces) == 1:
         returns = annotations[0]
         body += [f"value: {returns} = {pieces[0]}", "return value"]
@@ -272,8 +319,19 @@ def _points_wrapper(
         "(structured as the module docstring says). Per point: every leaf of "
         f"{', '.join(args)} but the per_point = false ones, the seeds, the "
         "per-point contexts."
+        + (
+            " With each point's aux value, stacked on the points axis: each value "
+            "as (value, aux), else aux last."
+            if aux is not None
+            else ""
+        )
     )
     return Wrapper(name, ", ".join(params), returns, doc, tuple(body))
+
+
+def _points_annotation(tree: Tree) -> str:
+    """The annotation of a points result of this tree: each leaf an array."""
+    return precision.array_type() if isinstance(tree, Leaf) else annotation(tree)
 
 
 def points_constant(spec: ModuleSpec) -> list[tuple[str, str]]:

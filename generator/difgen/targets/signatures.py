@@ -247,7 +247,7 @@ def _points_annotation(shape: Shape, dtype: str) -> str:
     """A per-point argument's annotation: an array of its dtype."""
     if dtype in _DATA:
         return f"NDArray[{_DATA[dtype][1]}]"
-    return "NDArray[np.float64]"
+    return precision.array_type()
 
 
 def points_signature(
@@ -261,9 +261,10 @@ def points_signature(
     result); ``with_out`` False: the block function's, without ``out``.
     """
     xs = tuple(spec.input.shape)
-    x_type = "NDArray[np.float64]" if spec.input.per_point else annotation(xs)
+    array = precision.array_type()
+    x_type = array if spec.input.per_point else annotation(xs)
     params = [f"{naming.INPUT}: {x_type}"]
-    params += [f"{s}: NDArray[np.float64]" for s in op.seeds]
+    params += [f"{s}: {array}" for s in op.seeds]
     params += [
         f"{c.name}: "
         + (
@@ -273,7 +274,7 @@ def points_signature(
         )
         for c in spec.contexts
     ]
-    results = ["NDArray[np.float64]"] * len(op.results)
+    results = [array] * len(op.results)
     returns = results[0] if len(results) == 1 else f"tuple[{', '.join(results)}]"
     if with_out:
         params.append(f"{naming.OUT}: {returns} | None = None")
@@ -317,7 +318,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
         (
             f"if type({name}) is not {naming.NDARRAY} or len({name}.shape) != "
             f"{len(shape) + 1} or {name}.shape[1:] != {shape!r} or {name}.dtype "
-            f"is not {naming.F64}:"
+            f"is not {float_name()}:"
         ),
         f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, {shape!r})",
         f"{naming.NPOINTS} = {name}.shape[0]",
@@ -329,7 +330,7 @@ def points_argument_checks(op: Operator, spec: ModuleSpec, ys: Shape) -> list[st
         lines += [
             (
                 f"if type({name}) is not {naming.NDARRAY} or {name}.shape != {full} "
-                f"or {name}.dtype is not {naming.F64}:"
+                f"or {name}.dtype is not {float_name()}:"
             ),
             (
                 f"    {name} = {naming.AS_POINTS}({label(function, name)}, {name}, "
@@ -345,7 +346,7 @@ def _dtype_test(name: str, dtype: str) -> str:
     """The fast path's dtype comparison of an argument of ``dtype``."""
     if dtype in _DATA:
         return f"{name}.dtype.type is not {_DATA[dtype][1]}"
-    return f"{name}.dtype is not {naming.F64}"
+    return f"{name}.dtype is not {float_name()}"
 
 
 def _points_like_checks(

@@ -390,6 +390,8 @@ class Planner:
         that wrap the operands' memory: the loops would be slower than BLAS."""
         a, b = eqn.inputs
         k = a.shape[-1]
+        if precision.accumulating():  # sgemm sums in float: the loops, in double
+            return False
         if (
             self.sub
             or a.ndim > 2

@@ -33,6 +33,7 @@ from difgen.targets.c.nest import LoopNest, Tables, c_number, element_text, eqn_
 from difgen.targets.c.program import (
     Fused,
     Group,
+    NoLoopForm,
     Program,
     Step,
     Store,
@@ -56,6 +57,46 @@ EXPONENT = "0x7ff0000000000000ULL"
 
 EXPONENT32 = "0x7f800000U"
 """The exponent bits of a float (a float32 module's values)."""
+
+
+WIDE = frozenset(["reduce_sum", "reduce_prod"])
+"""The reductions a float32 module with ``accumulate = "float64"`` accumulates in
+double, as its NumPy emission's ``np.add.reduce(..., dtype=np.float64)`` and
+``np.multiply.reduce`` do (matmul's register is double too; cumsum and einsum
+have no loop form)."""
+
+WIDE_ELEMENTS = 4096
+"""The most elements of a double accumulator (on the C stack, 32 KiB): a larger
+reduction keeps its operator in Python, which accumulates in float64 too."""
+
+
+def widening(eqn: Any) -> bool:
+    """Whether ``eqn`` accumulates in double and rounds its result to float once."""
+    return precision.accumulating() and eqn.primitive.name in WIDE
+
+
+def wide_accumulator(name: str, store: Store, start: str) -> tuple[Store, list[str]]:
+    """The double accumulator standing for ``store`` in a widened reduction, and
+    its declaration set to ``start``. ``npy_double`` is the one spelling of double
+    a float32 module's C keeps (:mod:`difgen.targets.c.real`)."""
+    acc = Store(name, store.shape)
+    if store.shape == ():
+        return acc, [f"npy_double {name} = {start};"]
+    size = store_size(store)
+    if size > WIDE_ELEMENTS:
+        raise NoLoopForm(
+            f'a float64 accumulator of {size} elements (accumulate = "float64")'
+        )
+    loop = f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {size}; {PREFIX}j++)"
+    return acc, [f"npy_double {name}[{size}];", f"{loop} {name}[{PREFIX}j] = {start};"]
+
+
+def wide_result(acc: Store, store: Store) -> list[str]:
+    """``store`` set to the double accumulator ``acc``, each element rounded once."""
+    if store.shape == ():
+        return [f"{store.name} = (double){acc.name};"]
+    loop = f"for (npy_intp {PREFIX}j = 0; {PREFIX}j < {store_size(store)}; {PREFIX}j++)"
+    return [f"{loop} {store.name}[{PREFIX}j] = (double){acc.name}[{PREFIX}j];"]
 
 
 class Printer:
@@ -349,8 +390,19 @@ class Printer:
             start, update = self._accumulator(eqn.primitive)
             store = self._array(eqn.out)
             out_pos = _reduced_positions(shape, eqn.params.as_dict()["axes"])
-            target = nest.at(store, out_pos)
             value = self.read(nest, a, here.reshape(shape))
+            if widening(eqn):
+                acc, declared = wide_accumulator(self._fresh("w"), store, start)
+                before += declared
+                after += wide_result(acc, store)
+                target = nest.at(acc, out_pos)
+                body.append(
+                    f"{target} = {update.format(acc=target, v=f'(npy_double){value}')}; "
+                    f"/* {eqn_text(eqn)} */"
+                )
+                stored[eqn.out] = store
+                continue
+            target = nest.at(store, out_pos)
             if store.shape == ():
                 before.append(f"{store.name} = {start};")
             else:
@@ -539,7 +591,19 @@ class Printer:
         nest = LoopNest(shape, self.tables)
         here = np.arange(a.size, dtype=np.int64).reshape(shape)
         value = self.read(nest, a, here)
-        target = nest.at(store, _reduced_positions(shape, eqn.params.as_dict()["axes"]))
+        positions = _reduced_positions(shape, eqn.params.as_dict()["axes"])
+        if widening(eqn):
+            acc, before = wide_accumulator(self._fresh("w"), store, start)
+            target = nest.at(acc, positions)
+            body = [
+                f"{target} = {update.format(acc=target, v=f'(npy_double){value}')};"
+            ]
+            self.lines += nest.render(
+                eqn_text(eqn), before, body, wide_result(acc, store)
+            )
+            self.values[eqn.out] = store
+            return
+        target = nest.at(store, positions)
         if store.shape == ():
             before = [f"{store.name} = {start};"]
         else:
@@ -578,6 +642,7 @@ class Printer:
         mb = mb.reshape(out_shape + (k,))
         found = self.values.get(eqn.out)
         store = found if isinstance(found, Store) else self._array(eqn.out)
+        wide = precision.accumulating()  # a double register, rounded once
         nest = LoopNest(out_shape + (k,), self.tables)
         ra = self.read(nest, a, ma)
         rb = self.read(nest, b, mb)
@@ -586,10 +651,10 @@ class Printer:
         self.lines += nest.render(
             eqn_text(eqn),
             [],
-            [f"{PREFIX}acc += {ra} * {rb};"],
+            [f"{PREFIX}acc += {'(npy_double)' if wide else ''}{ra} * {rb};"],
             [],
             inner=k,
-            inner_pre=[f"double {PREFIX}acc = 0.0;"],
+            inner_pre=[f"{'npy_double' if wide else 'double'} {PREFIX}acc = 0.0;"],
             inner_post=[f"{dst} = {PREFIX}acc;"],
         )
         self.values[eqn.out] = store

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from difgen import naming
+from difgen import naming, precision
 from difgen.budget import note
 from difgen.config import ModuleSpec
 from difgen.core.ir import Graph, Lit, Var
@@ -233,6 +233,8 @@ def _blocked(
     def empty(shape: Shape, dtype: str) -> str:
         dims = ", ".join([naming.NPOINTS, *(str(n) for n in shape)])
         kind = "" if dtype == "float64" else f", np.{dtype}"
+        if dtype == "float64" and precision.is_float32():  # the IR's float type
+            kind = ", np.float32"
         return f"np.empty(({dims}{',' if not shape else ''}){kind})"
 
     call = f"{name}({', '.join(part(a) for a in params)})"
@@ -380,7 +382,7 @@ def points_function(
     if any(naming.NPOINTS in line for line in (*body, *results)):
         body.insert(0, f"{naming.NPOINTS} = {args.per_point[0]}.shape[0]")
     if len(results) == 1:
-        last = LastResult(f": NDArray[np.float64] = {results[0]}", naming.RESULT)
+        last = LastResult(f": {precision.array_type()} = {results[0]}", naming.RESULT)
         body += returns(op.results, results, last, False)
     else:
         body += returns(op.results, results, None, False)
