@@ -45,7 +45,7 @@ from compiled import BuiltConfig
 from conftest import SUPPORT
 from difgen.ad import jvp
 from difgen.frontend import trace
-from difgen.primitives import binary
+from difgen.primitives.heads import binary
 
 CONFIGS = [
     ("sympy", "auto", "auto"),
