@@ -74,13 +74,14 @@ def main(argv: list[str] | None = None) -> int:
         },
         "cases": results_cases,
         # --only judges the bars of the chosen cases; a full run judges them all.
-        "tiny_build": tiny,
         "bars": report.bars(
             results_cases, [c.name for c in cases] if args.only else None
-        )
-        + report.tiny_build_bars(tiny),
+        ),
     }
     args.output.mkdir(parents=True, exist_ok=True)
+    if tiny is not None:
+        results["tiny_build"] = tiny
+        results["bars"] += report.tiny_build_bars(tiny)
     text = report.markdown(results)
     (args.output / "results.md").write_text(text, encoding="utf-8")
     report.write_json(results, args.output / "results.json")
