@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import peers, report
+from benchmarks import peers, report, tiny_build
 from benchmarks.cases import all_cases, select
 from benchmarks.timing import as_dense, check, measure
 
@@ -63,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         measure(tools, repeats)
         results_cases.append(report.case_result(case, tools))
 
+    # the tiny build's bar is a whole run's: --only runs choose cases, not it
+    print("tiny build", file=sys.stderr)
+    tiny = None if args.only else tiny_build.measure(min(repeats, 3))
+
     command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     results = {
         "meta": {
@@ -89,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         results["cases"], [c.name for c in cases] if args.only and not merged else None
     )
     args.output.mkdir(parents=True, exist_ok=True)
+    if tiny is not None:
+        results["tiny_build"] = tiny
+        results["bars"] += report.tiny_build_bars(tiny)
     text = report.markdown(results)
     (args.output / "results.md").write_text(text, encoding="utf-8")
     report.write_json(results, args.output / "results.json")

@@ -292,6 +292,25 @@ COMPILE_MAX_S = 10.0
 timed apart from difgen's generation) takes less than this many seconds."""
 
 
+def tiny_build_bars(best: dict[str, float] | None) -> list[dict[str, Any]]:
+    """The issue's tiny-build bar, one per emission: the least CPU seconds of a
+    whole build in a fresh process (:mod:`benchmarks.tiny_build`) at most its
+    ``BAR_SECONDS``. None: not measured in this run (an ``--only`` run), no bar."""
+    if best is None:
+        return []
+    from benchmarks.tiny_build import BAR_SECONDS
+
+    return [
+        _bar(
+            f"tiny build (3x3 jacobian, emit = {emit!r}): CPU seconds "
+            f"<= {BAR_SECONDS:g}",
+            cpu,
+            _judge(cpu, "<=", BAR_SECONDS),
+        )
+        for emit, cpu in best.items()
+    ]
+
+
 def _row(case: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str]:
     """The one row named ``tool`` (or the LIMIT / F role), or None and why not."""
     role = {LIMIT: "limit", F: "f"}.get(tool)

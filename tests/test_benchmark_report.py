@@ -502,3 +502,14 @@ def test_a_gradient_of_a_dict_is_checked_leaf_by_leaf_at_float32_tolerance() -> 
         tool = Tool("t", "hand", fn, (params, X, t))
         check(tool, as_dense(reference))
         assert tool.status == status and said in tool.note, (tool.status, tool.note)
+
+
+def test_the_tiny_build_bar_judges_each_emission() -> None:
+    """Issue 24's tiny build: a bar per emission, at most BAR_SECONDS of CPU;
+    not measured (an --only run), no bar."""
+    from benchmarks.tiny_build import BAR_SECONDS
+
+    bars = report.tiny_build_bars({"auto": BAR_SECONDS + 0.01, "vector": 0.2})
+    assert [b["result"] for b in bars] == [report.FAIL, report.PASS]
+    assert "emit = 'auto'" in bars[0]["bar"] and bars[1]["ratio"] == 0.2
+    assert report.tiny_build_bars(None) == []

@@ -3,8 +3,11 @@
 Each build runs ``difgen build`` in a fresh interpreter (what a user's build
 costs) and reports which modules it imported: a trace build that emits vector
 code must not load the C target, whose printers and planners are a fifth of a
-tiny build's imports. An ``emit = "c"`` build of the same function is the
-control: it does load them, so the check is of the build, not of the probe.
+tiny build's imports; nor SymPy (with mpmath, about 430 modules and 0.4 s of
+CPU), which only the sympy backend and straight-line scalar code use. An
+``emit = "c"`` build of the same function is the control of the first, an
+``emit = "auto"`` one (straight-line scalar code: SymPy's folding of the graph)
+of the second, so the check is of the build, not of the probe.
 """
 
 from __future__ import annotations
@@ -75,3 +78,20 @@ def test_vector_build_does_not_import_the_c_target(tmp_path: Path) -> None:
 def test_c_build_imports_the_c_target(tmp_path: Path) -> None:
     names, _ = _imported(tmp_path, "c")
     assert {"difgen.targets.c.extension", "difgen.targets.c.loops"} <= names
+
+
+SYMPY = {"sympy", "mpmath"}
+
+
+def test_vector_build_does_not_import_sympy(tmp_path: Path) -> None:
+    names, text = _imported(tmp_path, "vector")
+    assert "emission vector." in text
+    assert "difgen.pipeline" in names
+    assert names & SYMPY == set()
+    assert not any(n.startswith("difgen.primitives.heads") for n in names)
+
+
+def test_scalar_build_imports_sympy(tmp_path: Path) -> None:
+    names, text = _imported(tmp_path, "auto")
+    assert "emission scalar." in text
+    assert names >= SYMPY

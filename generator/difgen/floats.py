@@ -45,6 +45,7 @@ def _definitions(text: str) -> dict[str, str]:
     copies. Read with :mod:`ast`, not imported, so :mod:`difgen.naming` can check
     names against :data:`NAMES` without importing NumPy."""
     found: dict[str, str] = {}
+    lines = text.split("\n")  # ast.get_source_segment splits the text per call
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef):
             name = node.name
@@ -57,10 +58,19 @@ def _definitions(text: str) -> dict[str, str]:
         else:
             continue
         if name.startswith("_"):
-            segment = ast.get_source_segment(text, node)
-            assert segment is not None  # parsed from this very text
-            found[name] = segment + "\n"
+            found[name] = _segment(lines, node) + "\n"
     return found
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """``ast.get_source_segment`` of ``node`` on the text of ``lines``, without
+    splitting the text again (which made reading the helpers quadratic)."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset
+    rows = [line.encode("utf-8") for line in lines[first : last + 1]]
+    rows[-1] = rows[-1][:end]
+    rows[0] = rows[0][start:]
+    return b"\n".join(rows).decode("utf-8")
 
 
 HELPERS: dict[str, str] = _definitions(RUNTIME.read_text("utf-8"))

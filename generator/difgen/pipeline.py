@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,12 +36,11 @@ from difgen.config import (
     split_function_ref,
 )
 from difgen.core.ir import Graph, Lit, SubGraph, dce
-from difgen.derive import graphs, points, symbolic
+from difgen.derive import graphs, points
 from difgen.derive.checks import IndexCheck, enforced, index_checks
 from difgen.derive.graphs import GraphDerivation
-from difgen.derive.lowering import ExpressionTooLarge
 from difgen.derive.points import PointsGraphs
-from difgen.derive.symbolic import SymbolicDerivation
+from difgen.derive.sizes import ExpressionTooLarge
 from difgen.errors import ConfigError, TraceError
 from difgen.frontend import control, trace
 from difgen.frontend.tracing import definition
@@ -61,9 +60,11 @@ from difgen.render.structured import AUX, StructuredParts
 from difgen.rules import check_rules
 from difgen.structure import Leaf
 from difgen.targets import choose
-from difgen.targets.numpy import points as numpy_points
 from difgen.targets.parts import Constants, Function, ModuleParts, Pattern
 from difgen.version import VERSION
+
+if TYPE_CHECKING:  # the sympy backend's, imported where it derives
+    from difgen.derive.symbolic import SymbolicDerivation
 
 
 def trace_spec(spec: ModuleSpec, fn: Callable[..., Any]) -> Graph:
@@ -314,6 +315,8 @@ def _derive(spec: ModuleSpec, graph: Graph) -> Derivation:
         fallback = True
     elif spec.backend == "sympy":
         _refuse_runtime_data(spec, graph)
+        from difgen.derive import symbolic  # SymPy: only this backend needs it
+
         try:
             module = symbolic.derive(spec, graph)
         except ExpressionTooLarge as exc:
@@ -364,15 +367,17 @@ def print_parts(derivation: Derivation, pool: Constants | None = None) -> Module
     spec, module = derivation.spec, derivation.module
     pool = Constants() if pool is None else pool
     with enforced(derivation.index_checks):  # compiled operators must keep them
-        if isinstance(module, SymbolicDerivation):
-            parts = choose.print_symbolic(spec, module, pool)
-        else:
+        if isinstance(module, GraphDerivation):
             parts = choose.print_graphs(spec, module, pool)
+        else:
+            parts = choose.print_symbolic(spec, module, pool)
     if derivation.fallback:
         emission = f"{parts.emission} (from the graph: {derivation.why})"
         parts = dataclasses.replace(parts, emission=emission)
     parts.index_checks = derivation.index_checks
     if derivation.points:
+        from difgen.targets.numpy import points as numpy_points  # SymPy's printer
+
         parts.functions += numpy_points.build(
             spec, derivation.points, module.output_shape, pool, parts.functions
         )
@@ -587,9 +592,7 @@ def _stages(
         try:
             parts = print_parts(derivation, pool)
         except ConfigError as exc:
-            if spec.emit != "c" or not isinstance(
-                derivation.module, SymbolicDerivation
-            ):
+            if spec.emit != "c" or isinstance(derivation.module, GraphDerivation):
                 raise
             from difgen.targets.c.extension import NoCForm  # loaded: C was printed
 

@@ -46,6 +46,7 @@ from conftest import SUPPORT
 from difgen.ad import jvp
 from difgen.frontend import trace
 from difgen.primitives import binary
+from difgen.primitives.heads import binary as binary_heads
 
 CONFIGS = [
     ("sympy", "auto", "auto"),
@@ -298,7 +299,7 @@ def test_third_order_of_the_sympy_heads(function: str) -> None:
     NpHypot -> HypotUnit -> HypotSlope -> HypotGap (atan2 -> HypotSlope), each head
     evaluated by its NumPy value."""
     a, b = sp.symbols("a b", real=True)
-    head = binary.NpHypot if function == "hypot_pair" else binary.Atan2
+    head = binary_heads.NpHypot if function == "hypot_pair" else binary_heads.Atan2
     values = {
         "HypotUnit": binary._hypot_unit_value,
         "HypotSlope": binary._hypot_slope_value,

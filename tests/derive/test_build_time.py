@@ -27,7 +27,7 @@ from difgen.cli import main
 from difgen.derive import lowering
 from difgen.derive.lowering import Sizes, expanded_terms, simplest
 from difgen.frontend import control, trace
-from difgen.primitives.reductions import NaryMax
+from difgen.primitives.heads.reductions import NaryMax
 from difgen.targets import cost as cost_model
 from difgen.targets.python.printer import PRINTER
 

@@ -28,7 +28,8 @@ from difgen import floats
 from difgen.ad import jvp, vjp
 from difgen.derive.lowering import inert
 from difgen.frontend import trace
-from difgen.primitives.singular import SINC_SERIES, NpSinc
+from difgen.primitives.heads.singular import NpSinc
+from difgen.primitives.singular import SINC_SERIES
 from difgen.targets.c.extension import c_expr
 from difgen.targets.python.printer import FloatPrinter
 from surface_harness import same

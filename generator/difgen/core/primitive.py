@@ -32,7 +32,10 @@ value (``NOT_LINEAR``, ``NOT_DIFFERENTIABLE``...), and a field nobody declared h
 - ``batch``: ``batch(args, batched, k, **params)`` evaluates the primitive when the
   inputs flagged in ``batched`` carry an extra leading axis of size ``k``, returning
   the result with that axis in front (the vmap rule);
-- ``sympy``: evaluation on object arrays of SymPy expressions;
+- ``sympy``: evaluation on object arrays of SymPy expressions; a rule that needs
+  SymPy is named, not imported (:class:`Deferred`: ``"sympy:sin"``, or a head of
+  :mod:`difgen.primitives.heads`), so declaring the primitives imports no SymPy
+  and a trace build that never lowers to SymPy never pays for it;
 - ``simplify``: its algebraic identities, ``simplify(atoms, params, context)``
   (:mod:`difgen.core.simplify`), or ``NO_IDENTITIES``;
 - ``commutative``: operands in either order are one value (CSE modulo commutativity);
@@ -51,6 +54,7 @@ cannot disagree with the rules.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -249,6 +253,42 @@ class Statements:
     def __post_init__(self) -> None:
         if self.statement not in ("if", "while", "for"):
             raise ValueError(f"unknown statement form {self.statement!r}")
+
+
+class Deferred:
+    """A rule named by where it lives, ``"package.module:attribute"``, imported on
+    its first call (then called directly). ``name`` is the ``__name__`` of what it
+    names (the scalar printers map a SymPy function by it), given where a head
+    renames itself (``NpCbrt`` is ``cbrt``); a test resolves every deferred rule
+    and checks both."""
+
+    __slots__ = ("_target", "name", "path")
+
+    def __init__(self, path: str, name: str | None = None) -> None:
+        module, sep, attribute = path.partition(":")
+        if not (sep and module and attribute):
+            raise ValueError(f"a deferred rule is 'module:attribute', not {path!r}")
+        self.path = path
+        self.name = name or attribute
+        self._target: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The rule itself (imported once)."""
+        if self._target is None:
+            module, _, attribute = self.path.partition(":")
+            self._target = getattr(importlib.import_module(module), attribute)
+        return self._target
+
+    def __call__(self, *args: Any, **params: Any) -> Any:
+        return self.resolve()(*args, **params)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.path!r})"
+
+
+def resolved(rule: Any) -> Any:
+    """``rule`` itself, or what it names when it is :class:`Deferred`."""
+    return rule.resolve() if isinstance(rule, Deferred) else rule
 
 
 class Missing:

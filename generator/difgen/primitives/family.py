@@ -30,12 +30,14 @@ from difgen.core.primitive import (
     NOT_DIFFERENTIABLE,
     NOT_LINEAR,
     Absent,
+    Deferred,
     LoopForm,
     Primitive,
     ScalarHelper,
     Statements,
     broadcasting,
     no_loop_form,
+    resolved,
 )
 from difgen.core.tracer import bind_name
 from difgen.primitives import patterns
@@ -62,14 +64,20 @@ STACKED = RowDefault("STACKED")
 """``batch`` of a matrix function: the function of the stack (:func:`stack_batch`)."""
 
 
-def objectwise(fn: Callable[..., Any], nin: int) -> Callable[..., Any]:
-    """A scalar SymPy function applied to each element of object arrays."""
-    ufunc = np.frompyfunc(fn, nin, 1)
+class objectwise:
+    """A scalar SymPy function applied to each element of object arrays; a
+    :class:`~difgen.core.primitive.Deferred` one (``rule``) is imported on the
+    first call."""
 
-    def apply(*args: Any) -> Any:
-        return np.asarray(ufunc(*args), dtype=object)
+    def __init__(self, fn: Callable[..., Any], nin: int) -> None:
+        self.rule = fn
+        self.nin = nin
+        self._ufunc: Any = None
 
-    return apply
+    def __call__(self, *args: Any) -> Any:
+        if self._ufunc is None:
+            self._ufunc = np.frompyfunc(resolved(self.rule), self.nin, 1)
+        return np.asarray(self._ufunc(*args), dtype=object)
 
 
 # ------------------------------------------------------------------------ work
@@ -138,6 +146,11 @@ def unary_jvp(deriv: Callable[[Any, Any], Any] | Absent) -> Rule:
     return jvp
 
 
+def _function_name(sympy: Rule) -> str:
+    """The ``__name__`` of a SymPy function, without importing a deferred one."""
+    return sympy.name if isinstance(sympy, Deferred) else sympy.__name__
+
+
 def unary(
     name: str,
     impl: Rule,
@@ -155,7 +168,7 @@ def unary(
     SymPy function and its NumPy ``impl``), or ``NO_HELPER``."""
     jvp = MISSING if deriv is MISSING else unary_jvp(deriv)
     helper: ScalarHelper | Absent = (
-        ScalarHelper(sympy.__name__, scalar, f"np.{impl.__name__}")
+        ScalarHelper(_function_name(sympy), scalar, f"np.{impl.__name__}")
         if isinstance(scalar, str)
         else scalar
     )

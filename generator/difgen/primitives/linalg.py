@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from difgen import precision
 from difgen.core import simplify as identities
@@ -32,6 +31,7 @@ from difgen.core.ir import Eqn, FrozenArray
 from difgen.core.primitive import (
     MATMUL_LOOP,
     NOT_DIFFERENTIABLE,
+    Deferred,
     Linear,
     no_loop_form,
     register,
@@ -327,18 +327,7 @@ def _solve_batch(args: Any, batched: Any, k: int) -> Any:
     return out[..., 0] if vector else out
 
 
-def _sym_solve(a: Any, b: Any) -> Any:
-    """LU solve of each system of the (static) stack."""
-
-    def one(a: Any, b: Any) -> Any:
-        with sp.evaluate(True):  # SymPy's matrix algorithms need evaluation
-            x = sp.Matrix(a).LUsolve(sp.Matrix(b))
-        return np.array(x.tolist(), dtype=object).reshape(np.shape(b))
-
-    if np.ndim(b) == 1:
-        return one(a, b)
-    return _each_matrix(one, a, b)
-
+HEADS = "difgen.primitives.heads.linalg"
 
 solve_p = register(
     matrix_function(
@@ -347,7 +336,7 @@ solve_p = register(
         call("np.linalg.solve({0}, {1})"),
         jvp=_solve_jvp,
         transpose=_solve_transpose,  # linear in the right-hand side
-        sympy=_sym_solve,
+        sympy=Deferred(f"{HEADS}:solve"),
         shape_rule=_solve_shape,
         batch=_solve_batch,
     )
@@ -392,19 +381,6 @@ def _cholesky_jvp(out: Any, primals: list[Any], tangents: list[Any]) -> Any:
     return out @ (inner * (strict + 0.5 * np.eye(n)))
 
 
-def _sym_matrix(fn: Any, scalar: bool) -> Any:
-    """A SymPy matrix function of each matrix of the (static) stack."""
-
-    def one(a: Any) -> Any:
-        with sp.evaluate(True):  # SymPy's matrix algorithms need evaluation
-            value = fn(sp.Matrix(a))
-        if scalar:
-            return np.asarray(value, dtype=object)
-        return np.array(value.tolist(), dtype=object)
-
-    return lambda a: _each_matrix(one, a)
-
-
 _SQUARE = lambda a: (a[0], "float64")
 _STACK = lambda a: (a[0][:-2], "float64")
 
@@ -414,7 +390,7 @@ inv_p = register(
         np.linalg.inv,
         call("np.linalg.inv({0})"),
         jvp=_inv_jvp,
-        sympy=_sym_matrix(lambda m: m.inv(), scalar=False),
+        sympy=Deferred(f"{HEADS}:inv"),
         shape_rule=_SQUARE,
     )
 )
@@ -424,7 +400,7 @@ for _prim in (
         np.linalg.det,
         call("np.linalg.det({0})"),
         jvp=_det_jvp,
-        sympy=_sym_matrix(lambda m: m.det(), scalar=True),
+        sympy=Deferred(f"{HEADS}:det"),
         shape_rule=_STACK,
     ),
     matrix_function(
@@ -432,7 +408,7 @@ for _prim in (
         lambda a: np.linalg.slogdet(a)[1],
         call("np.linalg.slogdet({0})[1]"),
         jvp=_logabsdet_jvp,
-        sympy=_sym_matrix(lambda m: sp.log(sp.Abs(m.det())), scalar=True),
+        sympy=Deferred(f"{HEADS}:logabsdet"),
         shape_rule=_STACK,
     ),
     matrix_function(
@@ -440,7 +416,7 @@ for _prim in (
         lambda a: np.linalg.slogdet(a)[0],
         call("np.linalg.slogdet({0})[0]"),
         jvp=NOT_DIFFERENTIABLE,
-        sympy=_sym_matrix(lambda m: sp.sign(m.det()), scalar=True),
+        sympy=Deferred(f"{HEADS}:detsign"),
         shape_rule=_STACK,
         sparsity=patterns.no_dependence,
     ),
@@ -449,7 +425,7 @@ for _prim in (
         np.linalg.cholesky,
         call("np.linalg.cholesky({0})"),
         jvp=_cholesky_jvp,
-        sympy=_sym_matrix(lambda m: m.cholesky(hermitian=False), scalar=False),
+        sympy=Deferred(f"{HEADS}:cholesky"),
         shape_rule=_SQUARE,
     ),
 ):

@@ -10,12 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from difgen import precision
 from difgen.core import simplify as identities
 from difgen.core.expr import Expr, NumpyForm, argument, atom, call
-from difgen.core.primitive import no_loop_form, reduction_loop, register
+from difgen.core.primitive import Deferred, no_loop_form, reduction_loop, register
 from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
@@ -166,41 +165,10 @@ def _object_reduce(fn: Any) -> Any:
     return reduce
 
 
-def _nary(base: Any, sign: int, name: str) -> Any:
-    """SymPy's ``Max`` (``Min``) of many arguments that never compares them
-    symbolically.
-
-    SymPy's ``Max`` drops arguments it can prove smaller than another
-    (``Max._find_localzeros``): every new argument is compared with all the others,
-    so building (or rebuilding, as ``cse`` does) the max of n elements costs n^2
-    symbolic comparisons, and a pairwise fold n^3: minutes for a few dozen
-    elements. The generated code is the same nested NaN-propagating
-    ``_maximum`` calls either way (the printer dispatches on ``Max``).
-
-    ``sign`` is +1 for ``Max`` and -1 for ``Min``: d/d arg_i is
-    ``Heaviside(sign * (arg_i - extremum of the others))``, as SymPy's own.
-    """
-
-    def __new__(cls: Any, *args: Any, **options: Any) -> Any:
-        options["evaluate"] = False
-        return base.__new__(cls, *args, **options)
-
-    def fdiff(self: Any, argindex: int = 1) -> Any:
-        others = [a for i, a in enumerate(self.args) if i != argindex - 1]
-        rest = others[0] if len(others) == 1 else type(self)(*others)
-        return sp.Heaviside(sign * (self.args[argindex - 1] - rest))
-
-    namespace = {"__new__": __new__, "fdiff": fdiff, "__doc__": _nary.__doc__}
-    return type(name, (base,), namespace)
-
-
-NaryMax = _nary(sp.Max, 1, "NaryMax")
-NaryMin = _nary(sp.Min, -1, "NaryMin")
-
-
 def _object_extremum(fn: Any) -> Any:
-    """The SymPy lowering of a max/min reduction: one n-ary :class:`NaryMax`
-    (:class:`NaryMin`) per output element, in time linear in the elements."""
+    """The SymPy lowering of a max/min reduction: one n-ary ``fn`` per output
+    element (:class:`~difgen.primitives.heads.reductions.NaryMax`), in time
+    linear in the elements."""
 
     def reduce(x: Any, axes: Any) -> Any:
         x = np.asarray(x, dtype=object)
@@ -227,7 +195,7 @@ for _prim in (
         _reduction_impl(np.max),
         _reduce_form("maximum"),
         jvp=_extremum_jvp,
-        sympy=_object_extremum(NaryMax),
+        sympy=Deferred("difgen.primitives.heads.reductions:maximum"),
         c_loop=reduction_loop("-INFINITY", "_maximum({acc}, {v})", ("_maximum",)),
     ),
     reduction(
@@ -235,7 +203,7 @@ for _prim in (
         _reduction_impl(np.min),
         _reduce_form("minimum"),
         jvp=_extremum_jvp,
-        sympy=_object_extremum(NaryMin),
+        sympy=Deferred("difgen.primitives.heads.reductions:minimum"),
         c_loop=reduction_loop("INFINITY", "_minimum({acc}, {v})", ("_minimum",)),
     ),
     reduction(

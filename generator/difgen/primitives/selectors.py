@@ -1,56 +1,70 @@
 """Selector primitives: NumPy's float comparisons and ``where``.
 
 The comparisons' SymPy heads (``NpLess``...) are in
-:mod:`difgen.primitives.elementwise`, below every family whose derivatives use them."""
+:mod:`difgen.primitives.heads.elementwise`, below every family whose derivatives
+use them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from difgen.core import simplify as identities
 from difgen.core.expr import call, infix
-from difgen.core.primitive import SELECT_LOOP, Linear, register, unbroadcast
-from difgen.primitives import patterns
-from difgen.primitives.elementwise import (
-    NpEqual,
-    NpGreater,
-    NpGreaterEqual,
-    NpLess,
-    NpLessEqual,
-    NpNotEqual,
-    _broadcast_to,
+from difgen.core.primitive import (
+    SELECT_LOOP,
+    Deferred,
+    Linear,
+    register,
+    unbroadcast,
 )
+from difgen.primitives import patterns
+from difgen.primitives.elementwise import _broadcast_to
 from difgen.primitives.family import elementwise, selector
 
+HEADS = "difgen.primitives.heads.elementwise"
+
 SELECTORS = [
-    selector("lt", np.less, infix("<"), sympy=NpLess),
-    selector("le", np.less_equal, infix("<="), sympy=NpLessEqual),
-    selector("gt", np.greater, infix(">"), sympy=NpGreater),
-    selector("ge", np.greater_equal, infix(">="), sympy=NpGreaterEqual),
-    selector("eq", np.equal, infix("=="), sympy=NpEqual, commutative=True),
-    selector("ne", np.not_equal, infix("!="), sympy=NpNotEqual, commutative=True),
+    selector("lt", np.less, infix("<"), sympy=Deferred(f"{HEADS}:NpLess")),
+    selector("le", np.less_equal, infix("<="), sympy=Deferred(f"{HEADS}:NpLessEqual")),
+    selector("gt", np.greater, infix(">"), sympy=Deferred(f"{HEADS}:NpGreater")),
+    selector(
+        "ge", np.greater_equal, infix(">="), sympy=Deferred(f"{HEADS}:NpGreaterEqual")
+    ),
+    selector(
+        "eq",
+        np.equal,
+        infix("=="),
+        sympy=Deferred(f"{HEADS}:NpEqual"),
+        commutative=True,
+    ),
+    selector(
+        "ne",
+        np.not_equal,
+        infix("!="),
+        sympy=Deferred(f"{HEADS}:NpNotEqual"),
+        commutative=True,
+    ),
     selector(
         "logical_and",
         np.logical_and,
         call("np.logical_and({0}, {1})"),
-        sympy=sp.And,
+        sympy=Deferred("sympy:And"),
         commutative=True,
     ),
     selector(
         "logical_or",
         np.logical_or,
         call("np.logical_or({0}, {1})"),
-        sympy=sp.Or,
+        sympy=Deferred("sympy:Or"),
         commutative=True,
     ),
     selector(
         "logical_not",
         np.logical_not,
         call("np.logical_not({0})"),
-        sympy=sp.Not,
+        sympy=Deferred("sympy:Not"),
         arity=1,
     ),
 ]
@@ -79,15 +93,6 @@ def _where_transpose(ct: Any, cond: Any, a: Any, b: Any) -> list[Any]:
     return [None, ca, cb]
 
 
-def _sym_where(c: Any, x: Any, y: Any) -> Any:
-    """The branch a constant condition picks, else an unevaluated Piecewise."""
-    if c in (True, sp.true):
-        return x
-    if c in (False, sp.false):
-        return y
-    return sp.Piecewise((x, c), (y, True), evaluate=False)  # keep c as written
-
-
 where_p = register(
     elementwise(
         "where",
@@ -96,7 +101,7 @@ where_p = register(
         arity=3,
         jvp=_where_jvp,
         transpose=_where_transpose,
-        sympy=_sym_where,
+        sympy=Deferred("difgen.primitives.heads.selectors:_sym_where"),
         simplify=identities.where_identities,
         sparsity=patterns.selected,
         c_loop=SELECT_LOOP,

@@ -34,20 +34,21 @@ import math
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from difgen import precision
 from difgen.core.expr import call
 from difgen.core.primitive import (
     ELEMENTWISE_LOOP,
+    MISSING,
     NO_HELPER,
+    Deferred,
     Primitive,
     no_loop_form,
     register,
 )
 from difgen.core.tracer import bind_name
-from difgen.primitives.elementwise import NpGreaterEqual, _add_tangents, _broadcast_to
-from difgen.primitives.family import binary, elementwise, objectwise, unary
+from difgen.primitives.elementwise import _add_tangents, _broadcast_to
+from difgen.primitives.family import binary, elementwise, unary
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 SQRT_TWO_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -73,68 +74,6 @@ def scipy_ufunc(name: str) -> Any:
     impl.__name__ = name
     impl.__qualname__ = f"scipy.special.{name}"
     return impl
-
-
-# ------------------------------------------------------------------ SymPy heads
-class Special(sp.Function):
-    """An opaque SymPy head of a special function: SymPy's own (``erfc``,
-    ``loggamma``) rewrite themselves (``erfc(-x)`` becomes ``2 - erfc(x)``, which
-    is 0 where the value is 1e-300; ``loggamma`` is complex for x < 0, where
-    ``gammaln`` is log|Gamma|), so each is a head that stays as written and prints
-    itself through SymPy's print hook (the float printer and its C subclass)."""
-
-    @classmethod
-    def eval(cls, *args: Any) -> Any:
-        return None
-
-
-class MathSpecial(Special):
-    """Printed as ``math.<name>`` in Python and ``<name>`` in C (C99 has it)."""
-
-    libm = ""
-
-    def _pythoncode(self, printer: Any) -> str:
-        operands = ", ".join(printer._print(arg) for arg in self.args)
-        return f"{printer._module_format('math.' + self.libm)}({operands})"
-
-
-class HelperSpecial(Special):
-    """Printed as a call of its :mod:`difgen.floats` helper (Python and C)."""
-
-    float_helper = ""
-
-    def _pythoncode(self, printer: Any) -> str:
-        operands = [printer._print(arg) for arg in self.args]
-        return str(printer._call(self.float_helper, *operands))
-
-
-class ScipySpecial(Special):
-    """Printed as SciPy's ufunc on floats in Python; no C form (the C printer
-    refuses it, and the operator is printed otherwise)."""
-
-    scipy_name = ""
-
-    def _pythoncode(self, printer: Any) -> str:
-        operands = [printer._print(arg) for arg in self.args]
-        return str(printer._scipy_special(self.scipy_name, *operands))
-
-
-class SpErf(MathSpecial):
-    nargs = 1
-    libm = "erf"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        x = self.args[0]
-        return sp.Float(TWO_OVER_SQRT_PI) * sp.exp(-x * x)
-
-
-class SpErfc(MathSpecial):
-    nargs = 1
-    libm = "erfc"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        x = self.args[0]
-        return sp.Float(-TWO_OVER_SQRT_PI) * sp.exp(-x * x)
 
 
 ERFCX_SERIES = 10.0
@@ -170,118 +109,10 @@ def _erfcx_deriv(x: Any, y: Any) -> Any:
     return np.where(large, _erfcx_series(s), 2.0 * x * y - TWO_OVER_SQRT_PI)
 
 
-def _erfcx_large(x: Any) -> Any:
-    return NpGreaterEqual(x, sp.Float(ERFCX_SERIES))
-
-
-class ErfcxSafe(sp.Function):
-    """``where(x >= ERFCX_SERIES, x, ERFCX_SERIES)`` as an opaque head (as
-    ``SincSafe``: SymPy would fold the series' powers into a Piecewise's branches
-    and ``cse`` compute ``1 / x**2`` unconditionally). Derivative 1 where the
-    series is taken, else 0."""
-
-    nargs = 1
-
-    @classmethod
-    def eval(cls, x: Any) -> Any:
-        return None
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        large = _erfcx_large(self.args[0])
-        return sp.Piecewise((sp.S.One, large), (sp.S.Zero, True), evaluate=False)
-
-    def _pythoncode(self, printer: Any) -> str:
-        x = self.args[0]
-        safe = sp.Piecewise(
-            (x, _erfcx_large(x)), (sp.Float(ERFCX_SERIES), True), evaluate=False
-        )
-        return str(printer._print(safe))
-
-
-class SpErfcx(ScipySpecial):
-    nargs = 1
-    scipy_name = "erfcx"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        x = self.args[0]
-        closed = 2 * x * self - sp.Float(TWO_OVER_SQRT_PI)
-        series = _erfcx_series(ErfcxSafe(x))
-        return sp.Piecewise((series, _erfcx_large(x)), (closed, True), evaluate=False)
-
-
-class SpPolygamma(ScipySpecial):
-    """``polygamma(n, x)`` with a constant integer order ``n`` (``psi`` at 0)."""
-
-    nargs = 2
-
-    def fdiff(self, argindex: int = 2) -> Any:
-        n, x = self.args
-        if argindex == 1:
-            raise ValueError("polygamma's order is a constant")
-        return SpPolygamma(n + 1, x)
-
-    def _pythoncode(self, printer: Any) -> str:
-        n, x = self.args
-        if n == 0:
-            return str(printer._scipy_special("psi", printer._print(x)))
-        return str(printer._scipy_special("polygamma", str(int(n)), printer._print(x)))
-
-
-class SpGammaln(HelperSpecial):
-    nargs = 1
-    float_helper = "_gammaln"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        return SpPolygamma(sp.Integer(0), self.args[0])
-
-
-class SpGamma(HelperSpecial):
-    nargs = 1
-    float_helper = "_gamma"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        return self * SpPolygamma(sp.Integer(0), self.args[0])
-
-
-class SpLogNdtr(ScipySpecial):
-    nargs = 1
-    scipy_name = "log_ndtr"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        x = self.args[0]
-        return sp.Float(SQRT_TWO_OVER_PI) / SpErfcx(-sp.Float(SQRT_HALF) * x)
-
-
-class SpExpit(HelperSpecial):
-    nargs = 1
-    float_helper = "_expit"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        x = self.args[0]
-        return self * SpExpit(-x)
-
-
-class SpXlogy(HelperSpecial):
-    nargs = 2
-    float_helper = "_xlogy"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        x, y = self.args
-        return sp.log(y) if argindex == 1 else x / y
-
-
-class SpXlog1py(HelperSpecial):
-    nargs = 2
-    float_helper = "_xlog1py"
-
-    def fdiff(self, argindex: int = 1) -> Any:
-        from sympy.codegen import cfunctions
-
-        x, y = self.args
-        return cfunctions.log1p(y) if argindex == 1 else x / (1 + y)
-
-
 # ------------------------------------------------------------------------ rows
+HEADS = "difgen.primitives.heads.special"
+
+
 def _polygamma(x: Any, n: int) -> Any:
     return bind_name("polygamma", x, n=n)
 
@@ -325,18 +156,17 @@ def _polygamma_row() -> Primitive:
         _polygamma_numpy,
         arity=1,
         jvp=_polygamma_jvp,
-        sympy=SpPolygamma,  # replaced below: the order n is a param
+        sympy=MISSING,  # set below: the order n is a param
         c_loop=NO_C,
         scalar=NO_HELPER,
     )
-    lowered = objectwise(lambda x, n: SpPolygamma(sp.Integer(n), x), 2)
     broadcast = row.shape_rule
 
     def shape_rule(x: Any, n: int) -> Any:
         return broadcast(x)
 
     return dataclasses.replace(
-        row, sympy=lambda x, n: lowered(x, n), shape_rule=shape_rule
+        row, sympy=Deferred(f"{HEADS}:polygamma"), shape_rule=shape_rule
     )
 
 
@@ -360,7 +190,7 @@ SPECIAL = [
         scipy_ufunc("erf"),
         call("scipy.special.erf({0})", SCIPY),
         deriv=lambda x, y: TWO_OVER_SQRT_PI * np.exp(-(x * x)),
-        sympy=SpErf,
+        sympy=Deferred(f"{HEADS}:SpErf"),
         scalar=NO_HELPER,
     ),
     unary(
@@ -368,7 +198,7 @@ SPECIAL = [
         scipy_ufunc("erfc"),
         call("scipy.special.erfc({0})", SCIPY),
         deriv=lambda x, y: -TWO_OVER_SQRT_PI * np.exp(-(x * x)),
-        sympy=SpErfc,
+        sympy=Deferred(f"{HEADS}:SpErfc"),
         scalar=NO_HELPER,
     ),
     unary(
@@ -376,7 +206,7 @@ SPECIAL = [
         scipy_ufunc("erfcx"),
         call("scipy.special.erfcx({0})", SCIPY),
         deriv=_erfcx_deriv,
-        sympy=SpErfcx,
+        sympy=Deferred(f"{HEADS}:SpErfcx"),
         c_loop=NO_C,
         scalar=NO_HELPER,
     ),
@@ -385,7 +215,7 @@ SPECIAL = [
         scipy_ufunc("gammaln"),
         call("scipy.special.gammaln({0})", SCIPY),
         deriv=lambda x, y: _polygamma(x, 0),
-        sympy=SpGammaln,
+        sympy=Deferred(f"{HEADS}:SpGammaln"),
         c_loop=ELEMENTWISE_LOOP,
         scalar=NO_HELPER,
     ),
@@ -395,7 +225,7 @@ SPECIAL = [
         scipy_ufunc("gamma"),
         call("scipy.special.gamma({0})", SCIPY),
         deriv=lambda x, y: y * _polygamma(x, 0),
-        sympy=SpGamma,
+        sympy=Deferred(f"{HEADS}:SpGamma"),
         c_loop=ELEMENTWISE_LOOP,
         scalar=NO_HELPER,
     ),
@@ -404,7 +234,7 @@ SPECIAL = [
         scipy_ufunc("log_ndtr"),
         call("scipy.special.log_ndtr({0})", SCIPY),
         deriv=lambda x, y: SQRT_TWO_OVER_PI / bind_name("erfcx", x * -SQRT_HALF),
-        sympy=SpLogNdtr,
+        sympy=Deferred(f"{HEADS}:SpLogNdtr"),
         c_loop=NO_C,
         scalar=NO_HELPER,
     ),
@@ -413,7 +243,7 @@ SPECIAL = [
         scipy_ufunc("expit"),
         call("scipy.special.expit({0})", SCIPY),
         deriv=lambda x, y: y * bind_name("expit", -x),
-        sympy=SpExpit,
+        sympy=Deferred(f"{HEADS}:SpExpit"),
         scalar=NO_HELPER,
     ),
     binary(
@@ -421,14 +251,14 @@ SPECIAL = [
         scipy_ufunc("xlogy"),
         call("scipy.special.xlogy({0}, {1})", SCIPY),
         jvp=_xlogy_jvp(np.log, 0.0),
-        sympy=SpXlogy,
+        sympy=Deferred(f"{HEADS}:SpXlogy"),
     ),
     binary(
         "xlog1py",
         scipy_ufunc("xlog1py"),
         call("scipy.special.xlog1py({0}, {1})", SCIPY),
         jvp=_xlogy_jvp(np.log1p, 1.0),
-        sympy=SpXlog1py,
+        sympy=Deferred(f"{HEADS}:SpXlog1py"),
     ),
 ]
 

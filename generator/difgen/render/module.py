@@ -93,7 +93,10 @@ def docstring_text(text: str) -> str:
     return text.encode("unicode_escape").decode("ascii").replace('"', '\\"')
 
 
+@functools.cache
 def _environment() -> jinja2.Environment:
+    """The templates' one environment: it compiles a template once per process,
+    not once per module rendered."""
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("difgen.templates")
         .joinpath(name)

@@ -19,6 +19,7 @@ Nothing here prints: every line of code comes from a printer.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from difgen import precision
 from difgen.budget import note
@@ -26,15 +27,17 @@ from difgen.config import ModuleSpec
 from difgen.core.ir import Graph
 from difgen.derive.checks import enforced_checks
 from difgen.derive.graphs import GraphDerivation, Layouts
-from difgen.derive.lowering import ExpressionTooLarge
-from difgen.derive.symbolic import SymbolicDerivation
+from difgen.derive.sizes import ExpressionTooLarge
 from difgen.errors import ConfigError
 from difgen.operators import Operator
 from difgen.targets import cost as cost_model
 from difgen.targets.numpy import printer as vector_code
 from difgen.targets.parts import Constants, Function, ModuleParts
-from difgen.targets.python.printer import ScalarCode, print_operator, scalar_code
 from difgen.targets.signatures import sparse_out
+
+if TYPE_CHECKING:  # SymPy's side: imported where straight-line code is printed
+    from difgen.derive.symbolic import SymbolicDerivation
+    from difgen.targets.python.printer import ScalarCode
 
 Shape = tuple[int, ...]
 
@@ -80,6 +83,8 @@ def _print_traced(
     if spec.emit == "auto" and reason is not None and _plausible(graph):
         note(f"{op.name}: vector code, not scalar: {reason}")
     if forced or (spec.emit == "auto" and reason is None):
+        from difgen.targets.python.printer import scalar_code  # imports SymPy
+
         try:
             code, cost = scalar_code(op, spec, graph, pool, layouts)
             function = _print_expressions(op, spec, ys, code)
@@ -145,6 +150,8 @@ def _print_compiled(
         and not precision.is_float32()
         and not checked
     ):
+        from difgen.targets.python.printer import scalar_code  # imports SymPy
+
         try:
             code, _ = scalar_code(op, spec, graph, pool, layouts)
             return _print_expressions(op, spec, ys, code), "scalar"
@@ -203,6 +210,8 @@ def _print_expressions(
         from difgen.targets.c import extension as c_code
 
         return c_code.print_operator(op, spec, ys, code)
+    from difgen.targets.python.printer import print_operator
+
     return print_operator(op, spec, ys, code)
 
 
@@ -238,6 +247,8 @@ def print_symbolic(
     spec: ModuleSpec, derivation: SymbolicDerivation, pool: Constants
 ) -> ModuleParts:
     """The sympy backend's module: every operator as straight-line code."""
+    from difgen.targets.python.printer import ScalarCode
+
     ys = derivation.output_shape
     functions = [
         _print_expressions(

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from difgen.core.ir import Graph
-from difgen.derive.lowering import EXPRESSION_LIMIT, expression_size
+from difgen.derive.sizes import EXPRESSION_LIMIT, expression_size
 
 CALL_NS = 700.0
 """The fixed price (ns) of one NumPy call: each equation of vector code, and each
