@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         "cases": results_cases,
     }
+    if tiny is not None:
+        results["tiny_build"] = tiny
     previous = args.output / "results.json"
     merged = bool(args.only) and not args.replace and previous.exists()
     if merged:
@@ -93,9 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         results["cases"], [c.name for c in cases] if args.only and not merged else None
     )
     args.output.mkdir(parents=True, exist_ok=True)
-    if tiny is not None:
-        results["tiny_build"] = tiny
-        results["bars"] += report.tiny_build_bars(tiny)
+    if "tiny_build" in results:  # this run's, or the merged earlier run's
+        results["bars"] += report.tiny_build_bars(results["tiny_build"])
     text = report.markdown(results)
     (args.output / "results.md").write_text(text, encoding="utf-8")
     report.write_json(results, args.output / "results.json")

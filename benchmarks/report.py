@@ -593,7 +593,8 @@ def merge(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
     A case measured now replaces the earlier one of the same name; the others are
     kept as measured then (each bar's ratio comes from one case, so from one run).
-    The header keeps this run's machine and names both commands.
+    The header keeps this run's machine and names both commands; the tiny build's
+    measurement (a whole run's, never an ``--only`` run's) is the earlier run's.
     """
     names = {c["name"] for c in new["cases"]}
     kept = [c for c in previous.get("cases", []) if c["name"] not in names]
@@ -602,7 +603,9 @@ def merge(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     meta["command"] = (
         f"{earlier}, then {meta['command']}" if earlier else meta["command"]
     )
+    carried = {k: previous[k] for k in ("tiny_build",) if k in previous}
     return {
+        **carried,
         **new,
         "meta": meta,
         "peers": {**previous.get("peers", {}), **new["peers"]},

@@ -315,6 +315,7 @@ def test_only_merges_into_the_folders_results_and_replace_does_not(
     the merged set."""
     earlier = results_of([synthetic(c) for c in cases.values()])
     earlier["meta"]["command"] = "python -m benchmarks"
+    earlier["tiny_build"] = {"auto": 0.3, "vector": 0.2}
     remeasured = synthetic(cases["logistic_gradient"])
     row = next(r for r in remeasured["rows"] if r["tool"] == "difgen trace")
     row["median_us"] = None  # this run's logistic row is untimed: its bars fail
@@ -323,6 +324,7 @@ def test_only_merges_into_the_folders_results_and_replace_does_not(
     merged = report.merge(earlier, later)
     assert [c["name"] for c in merged["cases"]].count("logistic_gradient") == 1
     assert {c["name"] for c in merged["cases"]} == set(cases)
+    assert merged["tiny_build"] == {"auto": 0.3, "vector": 0.2}
     assert merged["meta"]["command"] == (
         "python -m benchmarks, then python -m benchmarks --only logistic_gradient"
     )
