@@ -66,6 +66,17 @@ def _keep(atom: Atom, atoms: list[Atom]) -> Result:
     return None
 
 
+def _spread(atom: Atom, atoms: list[Atom], cx: Context) -> Result:
+    """``atom`` broadcast to the output's shape, if it is a smaller float64 value:
+    ``x * ones(n)`` (how a scalar meets a vector's tangent) is a broadcast, a view
+    that the elementwise operations reading it narrow away again (no temporary of
+    the full size, no multiplication)."""
+    out = _out_shape(atoms)
+    if isinstance(atom, Var) and atom.shape != out and atom.dtype == "float64":
+        return cx.bind("broadcast_to", atom, shape=out)
+    return None
+
+
 def _zeros(atoms: list[Atom]) -> np.ndarray:
     return np.zeros(_out_shape(atoms))
 
@@ -203,9 +214,9 @@ def mul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
     if (_is_const(a, 0.0) or _is_const(b, 0.0)) and (cx.relaxed or _finite(a, b)):
         return _zeros(atoms)  # finite only: inf * 0 is NaN
     if _is_const(b, 1.0):
-        return _keep(a, atoms)
+        return _keep(a, atoms) or _spread(a, atoms, cx)
     if _is_const(a, 1.0):
-        return _keep(b, atoms)
+        return _keep(b, atoms) or _spread(b, atoms, cx)
     if cx.relaxed and (selected := _into_where(a, b, "mul", cx)) is not None:
         return selected
     if cx.relaxed and (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
@@ -567,6 +578,27 @@ def _narrow_operands(prim: Any, atoms: list[Atom], cx: Context) -> list[Atom] | 
     return atoms if changed else None
 
 
+def _broadcast_after(
+    prim: Any, atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """An elementwise operation of one broadcast value and scalar literals, as the
+    broadcast of the operation on the value before it (``2 * broadcast_to(x, s)``
+    is ``broadcast_to(2 * x, s)``: the same numbers, computed once per element of
+    ``x``), so that the operations downstream narrow the broadcast away."""
+    spread = [a for a in atoms if not (isinstance(a, Lit) and a.value.ndim == 0)]
+    if len(spread) != 1 or not isinstance(spread[0], Var):
+        return None
+    eqn = cx.made_by(spread[0], "broadcast_to")
+    if eqn is None or not isinstance(src := eqn.inputs[0], Var):
+        return None
+    if src.dtype != "float64":
+        return None
+    inner = cx.bind(prim.name, *(src if a is spread[0] else a for a in atoms), **params)
+    if not isinstance(inner, Var) or inner.dtype != "float64":
+        return None
+    return cx.bind("broadcast_to", inner, shape=_out_shape(atoms))
+
+
 def simplify(
     prim: Any,
     atoms: list[Atom],
@@ -590,6 +622,8 @@ def simplify(
         narrowed = _narrow_operands(prim, atoms, cx)
         if narrowed is not None and any(isinstance(a, Var) for a in narrowed):
             return cx.bind(prim.name, *narrowed, **params)
+        if (hoisted := _broadcast_after(prim, atoms, params, cx)) is not None:
+            return hoisted
     if prim.commutative and all(isinstance(a, Var) for a in atoms):
         swapped = builder.cache.get(
             (prim.name, tuple(reversed(atoms)), Params.of(params))
