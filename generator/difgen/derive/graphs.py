@@ -145,9 +145,7 @@ class Derivatives:
         if key not in self._colorings:
             try:
                 if symmetric:
-                    found = hessian_coloring_of(
-                        g, mode == "reverse", acyclic=self.spec.emit != "c"
-                    )
+                    found = hessian_coloring_of(g, mode == "reverse")
                 elif choose:
                     found = jacobian_coloring_of(g, mode)
                 else:

@@ -15,7 +15,7 @@ import sympy as sp
 from difgen import precision
 from difgen.core import simplify as identities
 from difgen.core.expr import Expr, NumpyForm, argument, atom, call
-from difgen.core.primitive import no_loop_form, reduction_loop, register
+from difgen.core.primitive import reduction_loop, register, scan_loop
 from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
@@ -251,7 +251,6 @@ for _prim in (
 
 
 # ------------------------------------------------------------------ cumulative
-_ACCUMULATION = no_loop_form("a cumulative operation (a scan, not one accumulator)")
 
 
 def _cumsum_jvp(out: Any, primals: list[Any], tangents: list[Any], axis: int) -> Any:
@@ -298,7 +297,7 @@ register(
         sympy=_object_accumulate(lambda a, b: a + b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
-        c_loop=_ACCUMULATION,
+        c_loop=scan_loop("{acc} + {v}"),
         cost="accumulating",
     )
 )
@@ -311,7 +310,7 @@ register(
         sympy=_object_accumulate(lambda a, b: a * b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
-        c_loop=_ACCUMULATION,
+        c_loop=scan_loop("{acc} * {v}"),
         cost="accumulating",
     )
 )
