@@ -18,6 +18,9 @@ import pytest
 
 import oracle
 from compiled import Built
+from difgen import precision
+from difgen.frontend import trace
+from difgen.targets.c.plan import NoLoopForm, loop_kind
 
 SOURCE = """\
 import numpy as np
@@ -143,3 +146,16 @@ def test_cumulative_operations_in_c_are_numpys(built: Built, function: str) -> N
     # autograd has no cumprod: central differences
     differences = oracle.central_jacobian(fn, x)
     np.testing.assert_allclose(compiled.jacobian(x), differences, rtol=1e-7, atol=1e-7)
+
+
+def test_a_float32_modules_scan_stays_in_vector_code() -> None:
+    """NumPy accumulates a float32 module's cumsum in float64 (``precision.
+    widened``), which a scan in floats would not reproduce: refused, with why."""
+    graph = trace(lambda x: np.cumsum(x * x), [((6,), "float32")])
+    (eqn,) = [e for e in graph.eqns if e.primitive.name == "cumsum"]
+    assert loop_kind(eqn) == "scan"
+    with (
+        precision.computing_in("float32"),
+        pytest.raises(NoLoopForm, match="accumulates in float64"),
+    ):
+        loop_kind(eqn)
