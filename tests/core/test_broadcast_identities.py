@@ -1,6 +1,7 @@
 """A scalar meeting a vector stays a scalar: ``x * ones(n)`` is a broadcast, and the
-elementwise operations that read a broadcast read its source (issue 21, the
-arrowhead Hessian at n = 10^5: no full-size temporary of a broadcast scalar)."""
+elementwise operations that read a broadcast read its source; scatters into zeros
+added one by one are one scatter (issue 21, the arrowhead Hessian at n = 10^5: no
+full-size temporary of a broadcast scalar, no full-size addition of one column)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from difgen.core.builder import relaxed
 from difgen.core.ir import Graph
 from difgen.frontend import trace
 from difgen.passes import optimize
+from difgen.primitives.indexing import scatter_add
 
 
 def names(graph: Graph) -> list[str]:
@@ -96,3 +98,31 @@ def test_the_arrowhead_hessian_vector_product_has_no_broadcast_temporary() -> No
     assert largest_temporary(graph) == 99
     x = np.linspace(0.5, 2.0, 100)
     np.testing.assert_allclose(graph.evaluate(x)[0], 2.0 * x[0] * x[1:], rtol=1e-15)
+
+
+def _cotangents(relaxed_mode: bool) -> Graph:
+    """``(m + s1) + s2``: a full value, then two values placed into zeros (the
+    order a transposition adds a Hessian's compressed products in)."""
+
+    def fn(x: Any) -> tuple[Any]:
+        with relaxed(relaxed_mode):
+            m = x * x
+            s1 = scatter_add(np.sin(x[1:]), (slice(1, None),), (6,))
+            s2 = scatter_add(np.cos(x[0]), (0,), (6,))
+            return ((m + s1) + s2,)
+
+    return build_graph(fn, [((6,), "float64")])
+
+
+def test_scatters_added_one_by_one_become_one_scatter() -> None:
+    """In derivative code the two scatters are one (one buffer of zeros, one
+    full-size addition); the user's own additions keep their order."""
+    graph = _cotangents(True)
+    assert names(graph).count("scatter_sum") == 1
+    assert "scatter_add" not in names(graph)
+    assert names(graph).count("add") == 1
+    x = np.linspace(-1.0, 2.0, 6)
+    expected = x * x + np.r_[np.cos(x[0]), np.sin(x[1:])]
+    np.testing.assert_array_equal(graph.evaluate(x)[0], expected)
+    kept = _cotangents(False)
+    assert names(kept).count("add") == 2

@@ -133,6 +133,8 @@ def add_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
         return cx.bind("mul", a, Lit(np.asarray(2.0)))
     if (scatters := _scatters(a, b, cx)) is not None:
         return scatters
+    if cx.relaxed and (gathered := _scatters_gathered(a, b, cx)) is not None:
+        return gathered
     for x, y in ((a, b), (b, a)):
         if (neg := _negative_multiple(y, cx)) is not None:
             return cx.bind("sub", x, neg)
@@ -191,6 +193,24 @@ def _scatters(a: Atom, b: Atom, cx: Context) -> Result:
     values = parts[0][0] + parts[1][0]
     indices = tuple(parts[0][1] + parts[1][1])
     return cx.bind("scatter_sum", *values, indices=indices, shape=a.shape)
+
+
+def _scatters_gathered(a: Atom, b: Atom, cx: Context) -> Result:
+    """``(x + s1) + s2`` with ``s1`` and ``s2`` scatters into zeros of the sum's
+    shape: ``x + (s1 + s2)``, one scatter of both (up to rounding where they
+    overlap: relaxed only). The cotangents a transposition adds one by one (a
+    Hessian's compressed products: the diagonal, then each slice) then cost one
+    buffer of zeros and one full-size addition, not one each."""
+    for inner, s2 in ((a, b), (b, a)):
+        eqn = cx.made_by(inner, "add")
+        if eqn is None or eqn.out.shape != _out_shape([a, b]):
+            continue
+        x, s1 = eqn.inputs
+        if cx.producer(s1) is None or cx.producer(s1).primitive not in PLACED:
+            x, s1 = s1, x
+        if (both := _scatters(s1, s2, cx)) is not None:
+            return cx.bind("add", x, both)
+    return None
 
 
 def sub_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
