@@ -11,7 +11,10 @@ The identities: ``x + 0``, ``x * 1``, ``x * 0``, ``x / 1``, ``x ** 1``, ``x ** 0
 reshape of reshape, transpose of transpose, broadcast of broadcast, sums over
 size-1 axes, ``where`` with equal branches or a constant condition, operands of
 elementwise primitives that are only broadcasts (or uniform constants) of something
-smaller, and commutative operands in either order (CSE modulo commutativity).
+smaller, ``x * ones`` of a smaller ``x`` as a broadcast, an elementwise operation
+of one broadcast and scalar literals as the broadcast of the operation, scatters
+into zeros added one by one (``(x + s1) + s2``, derivative code) as one scatter,
+and commutative operands in either order (CSE modulo commutativity).
 
 Each primitive names its rule in its declaration (``Primitive.simplify``, or
 ``NO_IDENTITIES``) and says whether it commutes (``Primitive.commutative``).
