@@ -1,6 +1,8 @@
 """Cumulative sums in C loops (a scan), and with them the acyclic coloring of
 hessians in C: its recovery by substitution is one cumulative sum over the
-two-colored trees' nodes in preorder (issue 21, items 2 and 5).
+two-colored trees' nodes in preorder (issue 21, items 2 and 5). The C target
+keeps star colorings by default (``graphs.ACYCLIC_IN_C``: faster there); the
+hessians here ask for the acyclic ones.
 
 Each module is compiled and compared with its own Python fallback (the vector
 NumPy emission of the same graph) bit for bit, on ordinary points and on points
@@ -19,6 +21,7 @@ import pytest
 import oracle
 from compiled import Built
 from difgen import precision
+from difgen.derive import graphs
 from difgen.frontend import trace
 from difgen.targets.c.plan import NoLoopForm, loop_kind
 
@@ -79,7 +82,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     (directory / "difgen.toml").write_text(
         '[difgen]\noutput_dir = "out"\n\n' + "\n".join(tables)
     )
-    return Built(directory)
+    # emit = "c" keeps star colorings (faster there): ask for the acyclic ones
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(graphs, "ACYCLIC_IN_C", True)
+        return Built(directory)
 
 
 def _function(name: str) -> Any:
