@@ -118,8 +118,9 @@ def test_the_hessian_is_star_or_acyclic_colored(
     the rest: a path needs 3) where distance-1 coloring takes N; an acyclic
     coloring takes 3 for the banded arrow (a path needs 2) and 2 for a
     tridiagonal hessian, whose star coloring needs 3, as its distance-1 one.
-    Acyclic colorings are recovered by a cumulative sum, which C loops do not
-    compute yet: the C target keeps star (distance-1) colorings."""
+    Acyclic colorings are recovered by a cumulative sum, which C loops compute
+    slower than the star recovery: the C target keeps star (distance-1)
+    colorings."""
     (tmp_path / "difgen.toml").write_text(
         '[difgen]\noutput_dir = "."\n\n' + _table(function, emit, mode, True)
     )

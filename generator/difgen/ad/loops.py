@@ -467,9 +467,10 @@ COUNT_LIMIT = 10_000_000
 def counted_trips(cond: Graph, body: Graph, starts: Sequence[Any]) -> int | None:
     """The trip count of a loop counted by one scalar state slot against a literal
     bound (``index < stop``, ``index = index + step``: a static ``range``) from a
-    start known at build time (``starts``: the initial state, a value or a traced
-    one), counted with the same float64 additions and comparison as the loop;
-    None for any other loop."""
+    start known at build time (``starts``: the initial state, a value, or a traced
+    one or None where it is not known), counted with the same float64 additions
+    and comparison as the loop (and as the C loop counts it: the C target's
+    tape sizes come from here too); None for any other loop."""
     if len(cond.eqns) != 1 or cond.outputs[0] != cond.eqns[0].out:
         return None
     test = cond.eqns[0]

@@ -130,7 +130,9 @@ class LoopForm:
     loops over one shape), ``"structural"`` (a move of elements, derived from
     ``impl`` run on element references), ``"reduction"`` (``start`` is the C
     accumulator's start, ``update`` its update with ``{acc}`` and ``{v}``) or
-    ``"matmul"``, or ``"gather"``/``"scatter"`` (a read, or an ``np.add.at`` into
+    ``"matmul"``, ``"scan"`` (a cumulative operation along one axis: ``update``
+    combines the previous element's result ``{acc}`` with the element ``{v}``,
+    the first element is itself), or ``"gather"``/``"scatter"`` (a read, or an ``np.add.at`` into
     zeros, through a run-time index along one axis: the index the first operand
     after the array, :mod:`difgen.targets.c.indexed`). ``ufunc``: an elementwise transcendental whose NumPy loop (SIMD)
     beats the C library's per element, called on many elements. ``calls``: the
@@ -155,10 +157,13 @@ class LoopForm:
     at_literals: tuple[tuple[int, float, str], ...] = ()
 
     def __post_init__(self) -> None:
-        kinds = ("elementwise", "structural", "reduction", "matmul", *INDEXED)
+        kinds = ("elementwise", "structural", "reduction", "scan", "matmul", *INDEXED)
         if self.kind not in kinds:
             raise ValueError(f"unknown loop form {self.kind!r}")
-        if (self.kind == "reduction") != bool(self.start and self.update):
+        if self.kind == "scan":
+            if self.start or not self.update:
+                raise ValueError("a scan's loop form has an update and no start")
+        elif (self.kind == "reduction") != bool(self.start and self.update):
             raise ValueError("a reduction's loop form (only) has start and update")
         if self.ufunc and self.kind != "elementwise":
             raise ValueError("only an elementwise loop form calls a NumPy ufunc")
@@ -192,6 +197,13 @@ def reduction_loop(start: str, update: str, calls: tuple[str, ...] = ()) -> Loop
     """``c_loop`` of a reduction: its C accumulator's ``start`` and ``update``
     (which calls the C runtime's ``calls``)."""
     return LoopForm("reduction", start=start, update=update, calls=calls)
+
+
+def scan_loop(update: str) -> LoopForm:
+    """``c_loop`` of a cumulative operation (``cumsum``): each element along the
+    axis is ``update`` of the previous result ``{acc}`` and the element ``{v}``,
+    in order, as NumPy's ``accumulate`` computes it."""
+    return LoopForm("scan", update=update)
 
 
 COST_CLASSES = (

@@ -11,7 +11,10 @@ The identities: ``x + 0``, ``x * 1``, ``x * 0``, ``x / 1``, ``x ** 1``, ``x ** 0
 reshape of reshape, transpose of transpose, broadcast of broadcast, sums over
 size-1 axes, ``where`` with equal branches or a constant condition, operands of
 elementwise primitives that are only broadcasts (or uniform constants) of something
-smaller, and commutative operands in either order (CSE modulo commutativity).
+smaller, ``x * ones`` of a smaller ``x`` as a broadcast, an elementwise operation
+of one broadcast and scalar literals as the broadcast of the operation, scatters
+into zeros added one by one (``(x + s1) + s2``, derivative code) as one scatter,
+and commutative operands in either order (CSE modulo commutativity).
 
 Each primitive names its rule in its declaration (``Primitive.simplify``, or
 ``NO_IDENTITIES``) and says whether it commutes (``Primitive.commutative``).
@@ -63,6 +66,17 @@ def _keep(atom: Atom, atoms: list[Atom]) -> Result:
         and atom.dtype == "float64"
     ):
         return atom
+    return None
+
+
+def _spread(atom: Atom, atoms: list[Atom], cx: Context) -> Result:
+    """``atom`` broadcast to the output's shape, if it is a smaller float64 value:
+    ``x * ones(n)`` (how a scalar meets a vector's tangent) is a broadcast, a view
+    that the elementwise operations reading it narrow away again (no temporary of
+    the full size, no multiplication)."""
+    out = _out_shape(atoms)
+    if isinstance(atom, Var) and atom.shape != out and atom.dtype == "float64":
+        return cx.bind("broadcast_to", atom, shape=out)
     return None
 
 
@@ -122,6 +136,8 @@ def add_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
         return cx.bind("mul", a, Lit(np.asarray(2.0)))
     if (scatters := _scatters(a, b, cx)) is not None:
         return scatters
+    if cx.relaxed and (gathered := _scatters_gathered(a, b, cx)) is not None:
+        return gathered
     for x, y in ((a, b), (b, a)):
         if (neg := _negative_multiple(y, cx)) is not None:
             return cx.bind("sub", x, neg)
@@ -182,6 +198,24 @@ def _scatters(a: Atom, b: Atom, cx: Context) -> Result:
     return cx.bind("scatter_sum", *values, indices=indices, shape=a.shape)
 
 
+def _scatters_gathered(a: Atom, b: Atom, cx: Context) -> Result:
+    """``(x + s1) + s2`` with ``s1`` and ``s2`` scatters into zeros of the sum's
+    shape: ``x + (s1 + s2)``, one scatter of both (up to rounding where they
+    overlap: relaxed only). The cotangents a transposition adds one by one (a
+    Hessian's compressed products: the diagonal, then each slice) then cost one
+    buffer of zeros and one full-size addition, not one each."""
+    for inner, s2 in ((a, b), (b, a)):
+        eqn = cx.made_by(inner, "add")
+        if eqn is None or eqn.out.shape != _out_shape([a, b]):
+            continue
+        x, s1 = eqn.inputs
+        if cx.producer(s1) is None or cx.producer(s1).primitive not in PLACED:
+            x, s1 = s1, x
+        if (both := _scatters(s1, s2, cx)) is not None:
+            return cx.bind("add", x, both)
+    return None
+
+
 def sub_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Result:
     """``x - 0``, ``0 - x``, ``x - (-y)``, ``x - x``."""
     a, b = atoms
@@ -203,9 +237,9 @@ def mul_identities(atoms: list[Atom], params: dict[str, Any], cx: Context) -> Re
     if (_is_const(a, 0.0) or _is_const(b, 0.0)) and (cx.relaxed or _finite(a, b)):
         return _zeros(atoms)  # finite only: inf * 0 is NaN
     if _is_const(b, 1.0):
-        return _keep(a, atoms)
+        return _keep(a, atoms) or _spread(a, atoms, cx)
     if _is_const(a, 1.0):
-        return _keep(b, atoms)
+        return _keep(b, atoms) or _spread(b, atoms, cx)
     if cx.relaxed and (selected := _into_where(a, b, "mul", cx)) is not None:
         return selected
     if cx.relaxed and (cancelled := _cancel_reciprocal(a, b, cx)) is not None:
@@ -567,6 +601,27 @@ def _narrow_operands(prim: Any, atoms: list[Atom], cx: Context) -> list[Atom] | 
     return atoms if changed else None
 
 
+def _broadcast_after(
+    prim: Any, atoms: list[Atom], params: dict[str, Any], cx: Context
+) -> Result:
+    """An elementwise operation of one broadcast value and scalar literals, as the
+    broadcast of the operation on the value before it (``2 * broadcast_to(x, s)``
+    is ``broadcast_to(2 * x, s)``: the same numbers, computed once per element of
+    ``x``), so that the operations downstream narrow the broadcast away."""
+    spread = [a for a in atoms if not (isinstance(a, Lit) and a.value.ndim == 0)]
+    if len(spread) != 1 or not isinstance(spread[0], Var):
+        return None
+    eqn = cx.made_by(spread[0], "broadcast_to")
+    if eqn is None or not isinstance(src := eqn.inputs[0], Var):
+        return None
+    if src.dtype != "float64":
+        return None
+    inner = cx.bind(prim.name, *(src if a is spread[0] else a for a in atoms), **params)
+    if not isinstance(inner, Var) or inner.dtype != "float64":
+        return None
+    return cx.bind("broadcast_to", inner, shape=_out_shape(atoms))
+
+
 def simplify(
     prim: Any,
     atoms: list[Atom],
@@ -590,6 +645,8 @@ def simplify(
         narrowed = _narrow_operands(prim, atoms, cx)
         if narrowed is not None and any(isinstance(a, Var) for a in narrowed):
             return cx.bind(prim.name, *narrowed, **params)
+        if (hoisted := _broadcast_after(prim, atoms, params, cx)) is not None:
+            return hoisted
     if prim.commutative and all(isinstance(a, Var) for a in atoms):
         swapped = builder.cache.get(
             (prim.name, tuple(reversed(atoms)), Params.of(params))

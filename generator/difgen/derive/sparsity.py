@@ -129,7 +129,7 @@ class Coloring:
     symmetric: bool = False  # a star coloring of a hessian, recovered symmetrically
     acyclic: AcyclicTables | None = None
     bicoloring: Bicoloring | None = None
-    acyclic_unused: int = 0  # the fewer acyclic colors a C module cannot use
+    acyclic_unused: int = 0  # the fewer acyclic colors a C module does not use
 
     @property
     def ncolors(self) -> int:
@@ -150,7 +150,7 @@ class Coloring:
             return (
                 f"{dataclasses.replace(self, acyclic_unused=0).describe()} (an "
                 f"acyclic coloring needs {self.acyclic_unused}, but its "
-                "substitution is a cumulative sum, which C loops do not compute)"
+                "substitution, a scan over the compressed products, is slower in C)"
             )
         if self.acyclic is not None or self.symmetric:
             kind = "acyclic" if self.acyclic is not None else "star"
@@ -284,9 +284,10 @@ def hessian_coloring_of(
 
     With ``acyclic``, an acyclic coloring replaces the chosen one where it
     needs fewer colors (a band: ``k + 1`` where star needs more); its
-    substitution is a cumulative sum, which C loops do not compute yet, so the
-    C target asks for none (it would keep the hessian in Python): the coloring
-    kept then says how many colors the acyclic one would need.
+    substitution is a cumulative sum, which the C loops compute as a scan
+    (``cumsum``'s loop form) but slower than the star recovery at the nonzeros,
+    so the C target asks for none (``graphs.ACYCLIC_IN_C``): the coloring kept
+    then says how many colors the acyclic one would need.
     """
     return hessian_coloring(jacobian_pattern(graph), by_rows, acyclic)
 

@@ -14,7 +14,12 @@ import numpy as np
 from difgen import precision
 from difgen.core import simplify as identities
 from difgen.core.expr import Expr, NumpyForm, argument, atom, call
-from difgen.core.primitive import Deferred, no_loop_form, reduction_loop, register
+from difgen.core.primitive import (
+    Deferred,
+    reduction_loop,
+    register,
+    scan_loop,
+)
 from difgen.primitives import patterns
 from difgen.primitives.family import reduction
 
@@ -219,7 +224,6 @@ for _prim in (
 
 
 # ------------------------------------------------------------------ cumulative
-_ACCUMULATION = no_loop_form("a cumulative operation (a scan, not one accumulator)")
 
 
 def _cumsum_jvp(out: Any, primals: list[Any], tangents: list[Any], axis: int) -> Any:
@@ -266,7 +270,7 @@ register(
         sympy=_object_accumulate(lambda a, b: a + b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
-        c_loop=_ACCUMULATION,
+        c_loop=scan_loop("{acc} + {v}"),
         cost="accumulating",
     )
 )
@@ -279,7 +283,7 @@ register(
         sympy=_object_accumulate(lambda a, b: a * b),
         shape_rule=_same_shape,
         sparsity=patterns.accumulated,
-        c_loop=_ACCUMULATION,
+        c_loop=scan_loop("{acc} * {v}"),
         cost="accumulating",
     )
 )

@@ -68,6 +68,9 @@ def loop_kind(eqn: Any) -> str:
         # the loops compute in doubles: int64 arithmetic (overflow, floor
         # division) is NumPy's only in the vector emission
         raise NoLoopForm(f"{name} on int64 values")
+    if not control and form.kind == "scan" and precision.is_float32():
+        # a float32 module's cumsum accumulates in float64 (precision.widened)
+        raise NoLoopForm(f"{name} (a float32 module's scan accumulates in float64)")
     return "statement" if control else str(form.kind)
 
 

@@ -432,6 +432,8 @@ class Printer:
             self._structural(eqn)
         elif kind == "reduction":
             self._reduction(eqn)
+        elif kind == "scan":
+            self._scan(eqn)
         elif kind in INDEXED:
             indexed.print_indexed(self, eqn)
         else:
@@ -615,6 +617,31 @@ class Printer:
             ]
         body = [f"{target} = {update.format(acc=target, v=value)};"]
         self.lines += nest.render(eqn_text(eqn), before, body, [])
+        self.values[eqn.out] = store
+
+    def _scan(self, eqn: Any) -> None:
+        """A cumulative operation along one axis (``cumsum``, an acyclic
+        hessian's substitution): the elements copied, then along the axis each
+        one updated from the one before it, in order (the loops run in C order,
+        so the one before is final), as NumPy's ``accumulate`` computes it."""
+        (a,) = eqn.inputs
+        shape = tuple(a.shape)
+        axis = int(eqn.params.as_dict()["axis"])
+        update = eqn.primitive.c_loop.update
+        store = self._array(eqn.out)
+        here = np.arange(a.size, dtype=np.int64).reshape(shape)
+        nest = LoopNest(shape, self.tables)
+        value = self.read(nest, a, here)
+        comment = eqn_text(eqn)
+        body = [f"{nest.at(store, here)} = {value};"]
+        self.lines += nest.render(f"{comment}: the elements", [], body, [])
+        if shape[axis] > 1:
+            later = np.take(here, np.arange(1, shape[axis]), axis=axis)
+            stride = int(np.prod(shape[axis + 1 :], dtype=np.int64))
+            nest = LoopNest(later.shape, self.tables)
+            target, before = nest.at(store, later), nest.at(store, later - stride)
+            body = [f"{target} = {update.format(acc=before, v=target)};"]
+            self.lines += nest.render(f"{comment}: along axis {axis}", [], body, [])
         self.values[eqn.out] = store
 
     def _matmul(self, eqn: Any, blas: bool) -> None:

@@ -564,57 +564,27 @@ def _revolved(
     ]
 
 
-COUNT_LIMIT = 10_000_000
-"""Trip counts the build counts (a static ``range``'s counter) up to this many."""
-
 TAPE_WORKSPACE = 1 << 24
 """A tape of a known size up to this many doubles (128 MB) is workspace, kept
 between calls as the workspace is (a fresh ``malloc`` of a large block per call
 costs its page faults); a larger one, or one of unknown size, is a buffer of its
 own, grown by doubling and freed after the backward loop."""
 
-_TESTS: dict[str, Callable[[float, float], bool]] = {
-    "lt": lambda a, b: a < b,
-    "le": lambda a, b: a <= b,
-    "gt": lambda a, b: a > b,
-    "ge": lambda a, b: a >= b,
-}
-
 
 def known_trips(p: Printer, eqn: Any, n: int, cond: Graph, body: Graph) -> int | None:
     """The trip count of a loop counted by one scalar state slot against a
-    literal bound (``index < stop``, ``index = index + step``: a static ``range``),
-    from a build-time start, counted as the C will count it (the same float64
-    additions and comparison); None for any other loop."""
-    if len(cond.eqns) != 1:
-        return None
-    test = cond.eqns[0]
-    if test.primitive.name not in _TESTS or cond.outputs[0] != test.out:
-        return None
-    counter, bound = test.inputs
-    if not isinstance(bound, Lit) or counter not in cond.inputs[:n]:
-        return None
-    k = cond.inputs.index(counter)
-    step = next((e for e in body.eqns if e.out == body.outputs[k]), None)
-    if step is None or step.primitive.name != "add":
-        return None
-    a, b = step.inputs
-    if a is not body.inputs[k] or not isinstance(b, Lit) or b.shape != ():
-        return None
-    start = eqn.inputs[k]
-    if isinstance(start, Lit):
-        value = start.value
-    elif start in p.consts:
-        value = p.consts[start]
-    else:
-        return None
-    x, stop, dx = float(value), float(bound.value), float(b.value)
-    holds, trips = _TESTS[test.primitive.name], 0
-    while holds(x, stop):
-        x, trips = x + dx, trips + 1
-        if trips > COUNT_LIMIT:
-            return None
-    return trips
+    literal bound (a static ``range``), from a build-time start (a literal or a
+    constant of the printer), counted as the C will count it:
+    :func:`difgen.ad.loops.counted_trips`, the count checkpointing uses."""
+    from difgen.ad.loops import counted_trips
+
+    starts: list[Any] = []
+    for start in eqn.inputs[:n]:
+        if isinstance(start, Lit):
+            starts.append(start.value)
+        else:
+            starts.append(p.consts.get(start))
+    return counted_trips(cond, body, starts)
 
 
 def _zero(store: Store) -> str:
