@@ -416,6 +416,8 @@ def print_aux(
     op = dataclasses.replace(OPERATORS["f"], name=AUX)
     item = derivation.operators[0]
     batched = points.derive(aux_spec, [dataclasses.replace(item, op=op)])
+    from difgen.targets.numpy import points as numpy_points  # SymPy's printer
+
     pair = numpy_points.build(
         aux_spec, batched, derivation.output_shape, pool, parts.functions
     )

@@ -26,7 +26,6 @@ from difgen.hashing import BODY_HASH_PLACEHOLDER, stamp_body_hash
 from difgen.operators import OPERATORS
 from difgen.render import blackfast, solvers, structured
 from difgen.render.structured import AUX, StructuredParts, private
-from difgen.targets.numpy.points import THREAD_POINTS
 from difgen.targets.parts import (
     BASE64,
     MATH,
@@ -388,7 +387,7 @@ def render_module(
         lagrangian=_lagrangian_note(spec),
         helpers=naming,
         points=points,
-        thread_points=THREAD_POINTS,
+        thread_points=_thread_points() if points else None,
         float_helpers=floats.definitions(uses.helpers)
         + data_helpers(spec, parts.index_checks, numpy_floats),
     )
@@ -415,3 +414,11 @@ def render_module(
             f"things ({exc}); this is a difgen bug, nothing was written"
         ) from None
     return stamp_body_hash(text)
+
+
+def _thread_points() -> int:
+    """The NumPy emission's points-per-thread threshold, from its printer: imported
+    only for modules with points variants (that printer imports SymPy's)."""
+    from difgen.targets.numpy.points import THREAD_POINTS
+
+    return THREAD_POINTS
