@@ -20,7 +20,6 @@ from difgen.core.ir import Graph, Lit, Var
 from difgen.core.primitive import Statements
 from difgen.targets.c.moves import (
     broadcast_positions,
-    gathered_arrays,
     moves_of,
     structural,
 )
@@ -461,28 +460,12 @@ class DemandAnalysis:
                 for i, a in enumerate(eqn.inputs)
                 if isinstance(a, Lit) or a in self.consts
             }
-            found = None if const else gathered_arrays(eqn)
-            if found is not None:
-                slots, where = found
-                self.moves[index] = (
-                    np.zeros(len(slots)),
-                    slots[:, None],
-                    where[:, None],
-                )
-            else:
-                moves = moves_of(eqn, const)
-                rank = max((len(t) for t in moves.terms), default=0)
-                slots = np.full((len(moves.terms), max(rank, 1)), -1, dtype=np.int64)
-                where = np.zeros_like(slots)
-                for o, terms in enumerate(moves.terms):
-                    for r, (slot, i) in enumerate(terms):
-                        slots[o, r] = slot
-                        where[o, r] = i
-                self.moves[index] = (
-                    np.asarray(moves.constants, np.float64),
-                    slots,
-                    where,
-                )
+            moves = moves_of(eqn, const)
+            self.moves[index] = (
+                np.asarray(moves.constants, np.float64),
+                moves.slots,
+                moves.where,
+            )
         return self.moves[index]
 
     def _moved(self, eqn: Any, positions: np.ndarray) -> np.ndarray:
