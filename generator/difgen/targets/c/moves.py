@@ -74,6 +74,13 @@ def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
             f"that is neither one element per output nor a scatter's sums: "
             f"found element by element only up to {REF_ELEMENTS})"
         )
+    return element_moves(eqn, const_inputs)
+
+
+def element_moves(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
+    """The moves found element by element: the primitive's ``impl`` run on
+    :class:`Ref` objects (constant operands as they are), for any structural
+    primitive and any size (the reference the faster rules are tested against)."""
     args = []
     for slot, a in enumerate(eqn.inputs):
         if slot in const_inputs:  # a constant operand (an index value, a fill)

@@ -275,7 +275,8 @@ class Printer:
                 texts.append(c_number(np.frombuffer(item[1], np.float64)[0]))
             elif item[0] == "c":
                 values = group.reads[k]
-                if len({v.tobytes() for v in values}) == 1:
+                bits = np.ascontiguousarray(values, np.float64).view(np.int64)
+                if bits.size and bool(np.all(bits == bits[0])):  # one constant
                     texts.append(c_number(values[0]))
                 else:
                     table = Store(self.tables.doubles(values), (n,))
