@@ -137,10 +137,11 @@ class _Column:
 
     def extend(self, values: np.ndarray) -> None:
         n = len(values)
-        while self.size + n > len(self.data):
-            grown = np.zeros(
-                (2 * len(self.data), *self.data.shape[1:]), self.data.dtype
-            )
+        if self.size + n > len(self.data):  # one new buffer, twice as large
+            capacity = len(self.data)  # as often as it takes: one copy
+            while self.size + n > capacity:
+                capacity *= 2
+            grown = np.empty((capacity, *self.data.shape[1:]), self.data.dtype)
             grown[: self.size] = self.data[: self.size]
             self.data = grown
         self.data[self.size : self.size + n] = values
@@ -559,25 +560,42 @@ class DemandAnalysis:
         for k, sid in enumerate(classes.tolist()):
             members = np.flatnonzero(which == k)
             tree = self.template(sid)
-            ids = np.empty((len(members), len(tree)), dtype=np.int64)
-            ids[:, -1] = roots[members]
+            # one row per tree node (contiguous per node: the walk reads and
+            # writes whole nodes), one column per element
+            ids = np.empty((len(tree), len(members)), dtype=np.int64)
+            ids[-1] = roots[members]
             for t in range(len(tree) - 1, -1, -1):
                 for slot, c in enumerate(tree[t][1]):
-                    ids[:, c] = self.child_ids(ids[:, t], slot)
-            same = np.tile(np.arange(len(tree), dtype=np.int64), (len(members), 1))
+                    ids[c] = self.child_ids(ids[t], slot)
+            # per node that may repeat an earlier one of its shape, the earliest
+            # it is (itself when none); the other nodes are always themselves
+            same: dict[int, np.ndarray] = {}
             earlier: dict[int, list[int]] = {}
             for t, (s, _) in enumerate(tree):
                 for u in earlier.get(s, []):
-                    hit = (ids[:, u] == ids[:, t]) & (same[:, t] == t)
-                    same[hit, t] = u
+                    column = same.setdefault(t, np.full(len(members), t, np.int64))
+                    hit = (ids[u] == ids[t]) & (column == t)
+                    column[hit] = u
                 earlier.setdefault(s, []).append(t)
-            patterns, inverse = _unique_rows(same)
-            if len(found) + len(patterns) > PUSH_GROUPS:
+            varying = sorted(same)
+            if varying:
+                rows = np.stack([same[t] for t in varying], axis=1)
+                distinct, inverse = _unique_rows(rows)
+            else:
+                distinct = np.zeros((1, 0), dtype=np.int64)
+                inverse = np.zeros(len(members), dtype=np.int64)
+            if len(found) + len(distinct) > PUSH_GROUPS:
                 return None
-            for p, pattern in enumerate(patterns.tolist()):
+            for p, row in enumerate(distinct.tolist()):
+                pattern = list(range(len(tree)))
+                for t, u in zip(varying, row):
+                    pattern[t] = u
+                if len(distinct) == 1:
+                    found.append(self._skeleton(tree, pattern, ids.T, members))
+                    continue
                 chosen = np.flatnonzero(inverse == p)
                 found.append(
-                    self._skeleton(tree, pattern, ids[chosen], members[chosen])
+                    self._skeleton(tree, pattern, ids[:, chosen].T, members[chosen])
                 )
         found.sort(key=lambda g: int(g[1][0]))
         return found
