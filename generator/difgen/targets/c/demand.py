@@ -62,6 +62,34 @@ V, C, E, S = 0, 1, 2, 3
 elementwise equation of its children, a sum of moved terms."""
 
 
+def _unique_ints(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(key, return_index=True, return_inverse=True)`` of int64 keys
+    without a sort where none is needed: keys already in order (the nodes of
+    consecutive positions, made in order) in one pass, and keys within a small
+    range (expression shapes, packed patterns) by counting."""
+    n = len(key)
+    if n == 0:
+        return key.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if n > 1 and bool(np.all(key[1:] >= key[:-1])):
+        step = np.empty(n, dtype=bool)
+        step[0] = True
+        np.not_equal(key[1:], key[:-1], out=step[1:])
+        first = np.flatnonzero(step)
+        return key[first], first, np.cumsum(step) - 1
+    low = int(key.min())
+    span = int(key.max()) - low + 1
+    if span <= 4 * n + 1024:
+        shifted = key - low
+        earliest = np.full(span, n, dtype=np.int64)
+        np.minimum.at(earliest, shifted, np.arange(n, dtype=np.int64))
+        present = earliest < n
+        rank = np.cumsum(present) - 1
+        first = earliest[present]
+        return key[first], first, rank[shifted]
+    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return distinct, first, inverse.reshape(-1)
+
+
 def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(rows, axis=0, return_inverse=True)``, by one sort of int64
     keys where the rows' columns pack into 63 bits (else NumPy's row sort)."""
@@ -78,8 +106,8 @@ def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for c, width in enumerate(bits):
         if width:
             key = (key << width) | (rows[:, c] - low[c])
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    return rows[first], inverse.reshape(-1)
+    _, first, inverse = _unique_ints(key)
+    return rows[first], inverse
 
 
 class TooLarge(Exception):
@@ -245,7 +273,7 @@ class DemandAnalysis:
         if len(bits) and bool((bits == bits[0]).all()):
             distinct, inverse = bits[:1], np.zeros(len(bits), dtype=np.int64)
         else:
-            distinct, inverse = np.unique(bits, return_inverse=True)
+            distinct, _, inverse = _unique_ints(bits)
         ids = np.empty(len(distinct), dtype=np.int64)
         for k, b in enumerate(distinct.tolist()):
             key = np.int64(b).tobytes()
@@ -287,7 +315,7 @@ class DemandAnalysis:
         """:meth:`_interned` for rows of one or two children: each row one
         int64 key, looked up in the sorted keys of the nodes made before."""
         key = rows[:, 0] if rows.shape[1] == 1 else (rows[:, 0] << 31) | rows[:, 1]
-        keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        keys, first, inverse = _unique_ints(key)
         ids = np.full(len(keys), -1, dtype=np.int64)
         known = self.sorted_rows.get((kind, arg, rows.shape[1]))
         if known is not None and len(known[0]):
@@ -300,12 +328,12 @@ class DemandAnalysis:
             if known is None:
                 all_keys, all_ids = keys[fresh], new
             else:
-                all_keys = np.concatenate([known[0], keys[fresh]])
-                all_ids = np.concatenate([known[1], new])
-                order = np.argsort(all_keys, kind="stable")
-                all_keys, all_ids = all_keys[order], all_ids[order]
+                # both sorted and apart (fresh keys were not found): merged
+                at = np.searchsorted(known[0], keys[fresh])
+                all_keys = np.insert(known[0], at, keys[fresh])
+                all_ids = np.insert(known[1], at, new)
             self.sorted_rows[(kind, arg, rows.shape[1])] = (all_keys, all_ids)
-        return ids[inverse.reshape(-1)]
+        return ids[inverse]
 
     def _made(self, kind: int, arg: int, made: np.ndarray) -> np.ndarray:
         """New nodes of ``kind`` with ``arg`` and the children rows ``made``,
@@ -552,8 +580,7 @@ class DemandAnalysis:
         analysis's numbering), its elements (in order) and what each skeleton
         node reads. None past :data:`PUSH_GROUPS`."""
         shape = (self.shape_special if special else self.shape_plain).view()
-        classes, which = np.unique(shape[roots], return_inverse=True)
-        which = which.reshape(-1)
+        classes, _, which = _unique_ints(shape[roots])
         if len(classes) > PUSH_GROUPS:
             return None
         found: list[tuple[Any, ...]] = []
