@@ -96,9 +96,10 @@ def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if rows.shape[1] == 0 or len(rows) == 0:
         distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
         return distinct, inverse.reshape(-1)
-    low = rows.min(axis=0)
-    spans = rows.max(axis=0) - low
-    bits = [int(v).bit_length() for v in spans.tolist()]
+    columns = [rows[:, c] for c in range(rows.shape[1])]
+    low = np.array([int(c.min()) for c in columns], dtype=np.int64)
+    spans = [int(c.max()) - int(lo) for c, lo in zip(columns, low.tolist())]
+    bits = [v.bit_length() for v in spans]
     if sum(bits) > 63:
         distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
         return distinct, inverse.reshape(-1)
@@ -154,13 +155,22 @@ class Demand:
         return sum(g.operations for g in self.groups)
 
 
+COLUMN_RESERVE = 1 << 24
+"""Rows each of the analysis's columns reserves up front (up to its node budget):
+``np.empty`` maps memory only where it is written, so a large analysis fills
+its columns without copying them as they grow (a copy touches fresh memory,
+and the page faults were a third of a million-element analysis's time)."""
+
+
 class _Column:
     """A growable int64 (or float64) array."""
 
-    def __init__(self, dtype: Any = np.int64, width: int = 0) -> None:
+    def __init__(
+        self, dtype: Any = np.int64, width: int = 0, capacity: int = 1024
+    ) -> None:
         self.width = width
-        shape = (1024, width) if width else (1024,)
-        self.data = np.zeros(shape, dtype=dtype)
+        shape = (capacity, width) if width else (capacity,)
+        self.data = np.empty(shape, dtype=dtype)
         self.size = 0
 
     def extend(self, values: np.ndarray) -> None:
@@ -202,16 +212,18 @@ class DemandAnalysis:
         self.kept = kept  # values read from memory even where they could be pushed
         self.limit = limit
         self.unfoldable: set[Var] = set()
+        self.eqns = graph.eqns
         self.producer = {e.out: e for e in graph.eqns}
         self.eqn_index = {id(e): i for i, e in enumerate(graph.eqns)}
-        self.kind = _Column()
-        self.arg = _Column()  # leaf, constant or equation index
-        self.pos = _Column()  # position read (v nodes)
-        self.shape_special = _Column()
-        self.shape_plain = _Column()
+        reserve = self.reserve = max(min(limit, COLUMN_RESERVE), 1024)
+        self.kind = _Column(capacity=reserve)
+        self.arg = _Column(capacity=reserve)  # leaf, constant or equation index
+        self.pos = _Column(capacity=reserve)  # position read (v nodes)
+        self.shape_special = _Column(capacity=reserve)
+        self.shape_plain = _Column(capacity=reserve)
         self.children: dict[int, _Column] = {}  # per arity: (node, children) rows
-        self.child_row = _Column()  # row in children[arity] (-1: none)
-        self.arity = _Column()
+        self.child_row = _Column(capacity=reserve)  # in children[arity], or -1
+        self.arity = _Column(capacity=reserve)
         self.shapes: list[tuple[Any, ...]] = []
         self.shape_ids: dict[tuple[Any, ...], int] = {}
         self.constant_ids: dict[bytes, int] = {}
@@ -261,7 +273,10 @@ class DemandAnalysis:
             self.arity.extend(np.zeros(n, dtype=np.int64))
         else:
             width = children.shape[1]
-            table = self.children.setdefault(width, _Column(width=width))
+            table = self.children.get(width)
+            if table is None:
+                rows = max(1024, 2 * self.reserve // max(width, 2))  # wide: fewer
+                table = self.children[width] = _Column(width=width, capacity=rows)
             self.child_row.extend(np.arange(table.size, table.size + n))
             self.arity.extend(np.full(n, width, dtype=np.int64))
             table.extend(children)
@@ -360,10 +375,31 @@ class DemandAnalysis:
     def _is_constant(self, ids: np.ndarray) -> np.ndarray:
         return self.kind.view()[ids] == C
 
+    def _all_constant(self, children: np.ndarray) -> np.ndarray:
+        """Per row of child nodes, whether all are constants (column by column:
+        NumPy reduces a short row slowly)."""
+        kind = self.kind.view()
+        found = kind[children[:, 0]] == C
+        for c in range(1, children.shape[1]):
+            found &= kind[children[:, c]] == C
+        return found
+
     def _values(self, ids: np.ndarray) -> np.ndarray:
         """The float64 values of constant nodes."""
         table = np.array(self.constant_values, dtype=np.float64)
         return table[self.arg.view()[ids]]
+
+    def again(self, kept: frozenset[Var]) -> None:
+        """Ready the walk once more, with ``kept`` read from memory: the nodes
+        of the values that read none of them stay (a new analysis would make the
+        same ones: nodes are interned), those of the others are forgotten."""
+        stale: set[Var] = set(kept)
+        for eqn in self.eqns:
+            if any(isinstance(a, Var) and a in stale for a in eqn.inputs):
+                stale.add(eqn.out)
+        for var in stale:
+            self.memo.pop(var, None)
+        self.kept = kept
 
     # ------------------------------------------------------------- the walk
     def _pushable(self, eqn: Any) -> bool:
@@ -452,9 +488,7 @@ class DemandAnalysis:
         the constant it computes (float64 equations, by the primitive's
         ``impl``)."""
         ids = np.empty(len(children), dtype=np.int64)
-        folded = np.all(
-            self._is_constant(children.reshape(-1)).reshape(children.shape), axis=1
-        )
+        folded = self._all_constant(children)
         if not all(a.dtype == "float64" for a in (*eqn.inputs, eqn.out)):
             folded[:] = False
         if folded.any():
@@ -529,9 +563,7 @@ class DemandAnalysis:
                 ids[chosen] = parts[0]
                 continue
             children = np.stack(parts, axis=1)
-            folded = np.all(
-                self._is_constant(children.reshape(-1)).reshape(children.shape), axis=1
-            )
+            folded = self._all_constant(children)
             got = np.empty(len(chosen), dtype=np.int64)
             if folded.any():  # constants added in the loops' order
                 total = self._values(children[folded, 0])
@@ -727,8 +759,9 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
     if out.size > PUSH_ELEMENTS:
         return None
     kept: frozenset[Var] = frozenset()
+    earlier: DemandAnalysis | None = None
     for _ in range(2):  # once more with the shared values kept in memory
-        found = _analysed(graph, out, consts, kept)
+        found = _analysed(graph, out, consts, kept, earlier)
         if found is None:
             return None
         analysis, groups = found
@@ -736,6 +769,7 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
         if not shared:
             break
         kept |= shared
+        earlier = analysis
     by_number = {number: var for var, number in analysis.leaves.items()}
     leaves = [
         by_number[n] for n in sorted(analysis.order, key=analysis.order.__getitem__)
@@ -744,19 +778,37 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
 
 
 def _analysed(
-    graph: Graph, out: Var, consts: dict[Var, np.ndarray], kept: frozenset[Var]
+    graph: Graph,
+    out: Var,
+    consts: dict[Var, np.ndarray],
+    kept: frozenset[Var],
+    earlier: DemandAnalysis | None = None,
 ) -> tuple[DemandAnalysis, list[DemandGroup]] | None:
     """Every element of ``out`` analysed and grouped (constants 0, 1, -1 apart
-    when that stays within :data:`PUSH_GROUPS` loops)."""
+    when that stays within :data:`PUSH_GROUPS` loops). With ``earlier`` (the
+    analysis without ``kept``), its nodes that read no kept value are reused;
+    past the budget with those counted, the analysis is made afresh, so the
+    budget is the same as a new analysis's."""
+    if earlier is not None:
+        earlier.again(kept)
+        try:
+            return _walked(earlier, out)
+        except TooLarge:
+            pass
     limit = min(PUSH_NODES + PUSH_NODES_PER_ELEMENT * out.size, 2**31 - 1)
-    analysis = DemandAnalysis(graph, consts, kept, limit)
     try:
-        roots = analysis.node(out, np.arange(out.size, dtype=np.int64))
-        groups = _groups(analysis, roots, special=True)
-        if groups is None:
-            groups = _groups(analysis, roots, special=False)
+        return _walked(DemandAnalysis(graph, consts, kept, limit), out)
     except TooLarge:
         return None
+
+
+def _walked(
+    analysis: DemandAnalysis, out: Var
+) -> tuple[DemandAnalysis, list[DemandGroup]] | None:
+    roots = analysis.node(out, np.arange(out.size, dtype=np.int64))
+    groups = _groups(analysis, roots, special=True)
+    if groups is None:
+        groups = _groups(analysis, roots, special=False)
     return None if groups is None else (analysis, groups)
 
 
