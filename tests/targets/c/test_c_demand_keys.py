@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from difgen.targets.c.demand import _unique_ints, _unique_rows
+from difgen.targets.c.demand import _row_keys, _unique_ints, _unique_rows
 
 RNG = np.random.default_rng(0)
 
@@ -42,3 +42,14 @@ def test_unique_rows_is_numpys_row_unique() -> None:
     want, want_inverse = np.unique(rows, axis=0, return_inverse=True)
     assert distinct.tolist() == want.tolist()
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+
+
+def test_row_keys_order_rows_lexicographically_or_decline() -> None:
+    rows = RNG.integers(-5, 5, (400, 3))
+    key = _row_keys(rows)
+    assert key is not None
+    by_key = rows[np.argsort(key, kind="stable")]
+    assert by_key.tolist() == rows[np.lexsort(rows.T[::-1])].tolist()
+    assert np.unique(key).size == np.unique(rows, axis=0).shape[0]
+    wide = np.stack([RNG.integers(-(2**62), 2**62, 10)] * 2, axis=1)
+    assert _row_keys(wide) is None  # 126 bits: NumPy's row sort instead

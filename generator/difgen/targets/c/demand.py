@@ -90,23 +90,31 @@ def _unique_ints(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return distinct, first, inverse.reshape(-1)
 
 
-def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(rows, axis=0, return_inverse=True)``, by one sort of int64
-    keys where the rows' columns pack into 63 bits (else NumPy's row sort)."""
+def _row_keys(rows: np.ndarray) -> np.ndarray | None:
+    """One int64 key per row, in the rows' lexicographic order, where the
+    columns' ranges pack into 63 bits (None otherwise, or with no rows or no
+    columns)."""
     if rows.shape[1] == 0 or len(rows) == 0:
-        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
-        return distinct, inverse.reshape(-1)
+        return None
     columns = [rows[:, c] for c in range(rows.shape[1])]
-    low = np.array([int(c.min()) for c in columns], dtype=np.int64)
-    spans = [int(c.max()) - int(lo) for c, lo in zip(columns, low.tolist())]
-    bits = [v.bit_length() for v in spans]
+    low = [int(c.min()) for c in columns]
+    bits = [(int(c.max()) - lo).bit_length() for c, lo in zip(columns, low)]
     if sum(bits) > 63:
-        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
-        return distinct, inverse.reshape(-1)
+        return None
     key = np.zeros(len(rows), dtype=np.int64)
     for c, width in enumerate(bits):
         if width:
-            key = (key << width) | (rows[:, c] - low[c])
+            key = (key << width) | (columns[c] - low[c])
+    return key
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)``, by int64 keys where
+    the rows' columns pack into 63 bits (else NumPy's row sort)."""
+    key = _row_keys(rows)
+    if key is None:
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
     _, first, inverse = _unique_ints(key)
     return rows[first], inverse
 
@@ -730,10 +738,15 @@ def _computed_once(
     if not keys:
         return [DemandGroup(skeleton, targets[:, None], reads)]
     rows = np.stack(keys, axis=1)
-    _, first, inverse, counts = np.unique(
-        rows, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
-    inverse = inverse.reshape(-1)
+    key = _row_keys(rows)
+    if key is None:
+        _, first, inverse, counts = np.unique(
+            rows, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        inverse = inverse.reshape(-1)
+    else:  # the same distinct rows in the same order, without NumPy's row sort
+        _, first, inverse = _unique_ints(key)
+        counts = np.bincount(inverse)
     if counts.max() == 1 or counts.max() > COPIES:
         return [DemandGroup(skeleton, targets[:, None], reads)]
     groups = []
