@@ -13,7 +13,11 @@ and SymPy scale with) and the module's size:
   (the state rebuilt with ``np.array`` each step);
 - ``rosenbrock``: the extended Rosenbrock function, n = 10 ... 10,000;
 - ``lennard_jones``: the vectorized pair energy of n atoms in 3-D;
-- ``max``: the largest element (plus a smooth term), n = 10 ... 10,000.
+- ``max``: the largest element (plus a smooth term), n = 10 ... 10,000;
+- ``rosenbrock C``: issue 24's bar, the gradient and hvp of Rosenbrock at
+  n = 1,000,000 with ``emit = "c"`` (trace backend), under ``C_BAR_SECONDS`` of
+  CPU (the C source written, not compiled: gcc's time is the compiler's), with
+  the size of its C source (``--c-only`` runs this row alone).
 
 CPU time is the measure because the machine may be shared: wall time under load
 is printed beside it. Writes ``benchmarks/results/build_time.md`` (a table) and
@@ -40,6 +44,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 BAR_SECONDS = 10.0
 SUPERLINEAR = 2.0
 NOISE_SECONDS = 0.5
+C_BAR_SECONDS = 8.0
+C_SIZE = 1_000_000
+C_FAMILY = "rosenbrock C"
 
 FUNCTIONS = """\
 import numpy as np
@@ -93,14 +100,26 @@ class Build:
     function: str
     shape: tuple[int, ...]
     backend: str
+    emit: str = "vector"
+    operators: tuple[str, ...] = ("gradient",)
 
     @property
     def label(self) -> str:
         return f"{self.family} {self.size} ({self.backend})"
 
 
-def builds(quick: bool) -> list[Build]:
-    """The table's builds, family by family, in increasing size."""
+def c_build() -> Build:
+    """Issue 24's row: the n = 10^6 Rosenbrock gradient and hvp in C."""
+    return Build(
+        C_FAMILY, C_SIZE, "rosenbrock", (C_SIZE,), "trace", "c", ("gradient", "hvp")
+    )
+
+
+def builds(quick: bool, c_only: bool = False) -> list[Build]:
+    """The table's builds, family by family, in increasing size (the C row
+    last)."""
+    if c_only:
+        return [c_build()]
     sizes = {
         "euler": [10, 100] if quick else [10, 100, 1000],
         "rosenbrock": [10, 100, 1000] if quick else [10, 100, 1000, 10_000],
@@ -124,7 +143,7 @@ def builds(quick: bool) -> list[Build]:
         for family, ns in sizes.items()
         for backend in ("trace", "sympy")
         for n in ns
-    ]
+    ] + [c_build()]
 
 
 CONFIG = """\
@@ -135,7 +154,8 @@ output_dir = "out"
 name = "m"
 function = "functions.py:{function}"
 backend = "{backend}"
-operators = ["gradient"]
+emit = "{emit}"
+operators = {operators}
 input = {{ shape = {shape} }}
 """
 
@@ -147,7 +167,7 @@ def worker(directory: Path) -> dict[str, Any]:
     from difgen.budget import reporting
     from difgen.config import load_config
     from difgen.load import load_function
-    from difgen.pipeline import generate_module, trace_spec
+    from difgen.pipeline import generate_files, trace_spec
     from difgen.targets import cost as cost_model
 
     config = load_config(directory / "difgen.toml")
@@ -155,8 +175,9 @@ def worker(directory: Path) -> dict[str, Any]:
     fn = load_function(spec)
     wall, cpu = time.perf_counter(), time.process_time()
     with reporting(spec.name, None) as tracker:
-        text = generate_module(spec, config, fn)
+        files = dict(generate_files(spec, config, fn))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    text = files[".py"]
     graph = trace_spec(spec, fn)
     return {
         "cpu": cpu,
@@ -164,6 +185,7 @@ def worker(directory: Path) -> dict[str, Any]:
         "eqns": len(graph.eqns),
         "work": cost_model.work(graph),
         "bytes": len(text.encode()),
+        "c_bytes": len(files.get("__c.c", "").encode()),
         "emission": text.split("emission ", 1)[1].split(".\n", 1)[0],
         "notes": tracker.notes,
     }
@@ -176,7 +198,13 @@ def run(build: Build, root: Path, limit: float) -> dict[str, Any]:
     (directory / "functions.py").write_text(FUNCTIONS)
     shape = json.dumps(list(build.shape))
     (directory / "difgen.toml").write_text(
-        CONFIG.format(function=build.function, backend=build.backend, shape=shape)
+        CONFIG.format(
+            function=build.function,
+            backend=build.backend,
+            shape=shape,
+            emit=build.emit,
+            operators=json.dumps(list(build.operators)),
+        )
     )
     command = [
         sys.executable,
@@ -204,6 +232,10 @@ def problems(rows: list[tuple[Build, dict[str, Any]]]) -> list[str]:
     for build, r in rows:
         if "error" in r:
             found.append(f"{build.label}: {r['error']}")
+        elif build.family == C_FAMILY and r["cpu"] > C_BAR_SECONDS:
+            found.append(
+                f"{build.label}: {r['cpu']:.1f} s of CPU > {C_BAR_SECONDS:g} s"
+            )
         elif r["cpu"] > BAR_SECONDS:
             found.append(f"{build.label}: {r['cpu']:.1f} s of CPU > {BAR_SECONDS:g} s")
     for (a, ra), (b, rb) in itertools.pairwise(rows):
@@ -254,10 +286,27 @@ def table(rows: list[tuple[Build, dict[str, Any]]], load: float) -> str:
             f"| {r['work']} | {r['cpu']:.2f} | {r['wall']:.2f} | {r['bytes'] / 1024:.1f} "
             f"| {r['emission']} |"
         )
+    lines += [c_verdict(build, r) for build, r in rows if build.family == C_FAMILY]
     found = problems(rows)
     lines += ["", "Bar: " + ("**FAIL**" if found else "pass")]
     lines += [f"- {p}" for p in found]
     return "\n".join(lines) + "\n"
+
+
+def c_verdict(build: Build, r: dict[str, Any]) -> str:
+    """The C build's bar as one line: PASS or FAIL, the CPU seconds, the C
+    source's size."""
+    head = (
+        f"The n = {build.size:,} Rosenbrock C build ({', '.join(build.operators)}), "
+        f"bar {C_BAR_SECONDS:g} s of CPU:"
+    )
+    if "error" in r:
+        return f"\n{head} **FAIL** ({r['error']})"
+    verdict = "PASS" if r["cpu"] <= C_BAR_SECONDS else "**FAIL**"
+    return (
+        f"\n{head} {verdict}, {r['cpu']:.2f} s of CPU ({r['wall']:.2f} s wall), "
+        f"C source {r['c_bytes'] / 1024:.1f} KB"
+    )
 
 
 def plot(rows: list[tuple[Build, dict[str, Any]]], path: Path) -> None:
@@ -296,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes only")
     parser.add_argument(
+        "--c-only", action="store_true", help="only the n = 10^6 C build's row"
+    )
+    parser.add_argument(
         "--limit", type=float, default=900.0, help="wall seconds before a build stops"
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="results folder")
@@ -307,11 +359,14 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for build in builds(args.quick):
+        for build in builds(args.quick, args.c_only):
             result = run(build, Path(tmp), args.limit)
             rows.append((build, result))
             shown = result.get("error") or f"{result['cpu']:.2f} s CPU"
             print(f"{build.label}: {shown}", file=sys.stderr)
+    if args.c_only:  # one row: its verdict, no table written over the full one
+        print("\n".join(c_verdict(b, r) for b, r in rows).strip())
+        return 1 if problems(rows) else 0
     args.output.mkdir(parents=True, exist_ok=True)
     text = table(rows, load)
     (args.output / "build_time.md").write_text(text)

@@ -20,7 +20,6 @@ from difgen.core.ir import Graph, Lit, Var
 from difgen.core.primitive import Statements
 from difgen.targets.c.moves import (
     broadcast_positions,
-    gathered_arrays,
     moves_of,
     structural,
 )
@@ -63,24 +62,61 @@ V, C, E, S = 0, 1, 2, 3
 elementwise equation of its children, a sum of moved terms."""
 
 
-def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(rows, axis=0, return_inverse=True)``, by one sort of int64
-    keys where the rows' columns pack into 63 bits (else NumPy's row sort)."""
+def _unique_ints(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(key, return_index=True, return_inverse=True)`` of int64 keys
+    without a sort where none is needed: keys already in order (the nodes of
+    consecutive positions, made in order) in one pass, and keys within a small
+    range (expression shapes, packed patterns) by counting."""
+    n = len(key)
+    if n == 0:
+        return key.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if n > 1 and bool(np.all(key[1:] >= key[:-1])):
+        step = np.empty(n, dtype=bool)
+        step[0] = True
+        np.not_equal(key[1:], key[:-1], out=step[1:])
+        first = np.flatnonzero(step)
+        return key[first], first, np.cumsum(step) - 1
+    low = int(key.min())
+    span = int(key.max()) - low + 1
+    if span <= 4 * n + 1024:
+        shifted = key - low
+        earliest = np.full(span, n, dtype=np.int64)
+        np.minimum.at(earliest, shifted, np.arange(n, dtype=np.int64))
+        present = earliest < n
+        rank = np.cumsum(present) - 1
+        first = earliest[present]
+        return key[first], first, rank[shifted]
+    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return distinct, first, inverse.reshape(-1)
+
+
+def _row_keys(rows: np.ndarray) -> np.ndarray | None:
+    """One int64 key per row, in the rows' lexicographic order, where the
+    columns' ranges pack into 63 bits (None otherwise, or with no rows or no
+    columns)."""
     if rows.shape[1] == 0 or len(rows) == 0:
-        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
-        return distinct, inverse.reshape(-1)
-    low = rows.min(axis=0)
-    spans = rows.max(axis=0) - low
-    bits = [int(v).bit_length() for v in spans.tolist()]
+        return None
+    columns = [rows[:, c] for c in range(rows.shape[1])]
+    low = [int(c.min()) for c in columns]
+    bits = [(int(c.max()) - lo).bit_length() for c, lo in zip(columns, low)]
     if sum(bits) > 63:
-        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
-        return distinct, inverse.reshape(-1)
+        return None
     key = np.zeros(len(rows), dtype=np.int64)
     for c, width in enumerate(bits):
         if width:
-            key = (key << width) | (rows[:, c] - low[c])
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    return rows[first], inverse.reshape(-1)
+            key = (key << width) | (columns[c] - low[c])
+    return key
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)``, by int64 keys where
+    the rows' columns pack into 63 bits (else NumPy's row sort)."""
+    key = _row_keys(rows)
+    if key is None:
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
+    _, first, inverse = _unique_ints(key)
+    return rows[first], inverse
 
 
 class TooLarge(Exception):
@@ -127,21 +163,31 @@ class Demand:
         return sum(g.operations for g in self.groups)
 
 
+COLUMN_RESERVE = 1 << 24
+"""Rows each of the analysis's columns reserves up front (up to its node budget):
+``np.empty`` maps memory only where it is written, so a large analysis fills
+its columns without copying them as they grow (a copy touches fresh memory,
+and the page faults were a third of a million-element analysis's time)."""
+
+
 class _Column:
     """A growable int64 (or float64) array."""
 
-    def __init__(self, dtype: Any = np.int64, width: int = 0) -> None:
+    def __init__(
+        self, dtype: Any = np.int64, width: int = 0, capacity: int = 1024
+    ) -> None:
         self.width = width
-        shape = (1024, width) if width else (1024,)
-        self.data = np.zeros(shape, dtype=dtype)
+        shape = (capacity, width) if width else (capacity,)
+        self.data = np.empty(shape, dtype=dtype)
         self.size = 0
 
     def extend(self, values: np.ndarray) -> None:
         n = len(values)
-        while self.size + n > len(self.data):
-            grown = np.zeros(
-                (2 * len(self.data), *self.data.shape[1:]), self.data.dtype
-            )
+        if self.size + n > len(self.data):  # one new buffer, twice as large
+            capacity = len(self.data)  # as often as it takes: one copy
+            while self.size + n > capacity:
+                capacity *= 2
+            grown = np.empty((capacity, *self.data.shape[1:]), self.data.dtype)
             grown[: self.size] = self.data[: self.size]
             self.data = grown
         self.data[self.size : self.size + n] = values
@@ -174,16 +220,18 @@ class DemandAnalysis:
         self.kept = kept  # values read from memory even where they could be pushed
         self.limit = limit
         self.unfoldable: set[Var] = set()
+        self.eqns = graph.eqns
         self.producer = {e.out: e for e in graph.eqns}
         self.eqn_index = {id(e): i for i, e in enumerate(graph.eqns)}
-        self.kind = _Column()
-        self.arg = _Column()  # leaf, constant or equation index
-        self.pos = _Column()  # position read (v nodes)
-        self.shape_special = _Column()
-        self.shape_plain = _Column()
+        reserve = self.reserve = max(min(limit, COLUMN_RESERVE), 1024)
+        self.kind = _Column(capacity=reserve)
+        self.arg = _Column(capacity=reserve)  # leaf, constant or equation index
+        self.pos = _Column(capacity=reserve)  # position read (v nodes)
+        self.shape_special = _Column(capacity=reserve)
+        self.shape_plain = _Column(capacity=reserve)
         self.children: dict[int, _Column] = {}  # per arity: (node, children) rows
-        self.child_row = _Column()  # row in children[arity] (-1: none)
-        self.arity = _Column()
+        self.child_row = _Column(capacity=reserve)  # in children[arity], or -1
+        self.arity = _Column(capacity=reserve)
         self.shapes: list[tuple[Any, ...]] = []
         self.shape_ids: dict[tuple[Any, ...], int] = {}
         self.constant_ids: dict[bytes, int] = {}
@@ -233,7 +281,10 @@ class DemandAnalysis:
             self.arity.extend(np.zeros(n, dtype=np.int64))
         else:
             width = children.shape[1]
-            table = self.children.setdefault(width, _Column(width=width))
+            table = self.children.get(width)
+            if table is None:
+                rows = max(1024, 2 * self.reserve // max(width, 2))  # wide: fewer
+                table = self.children[width] = _Column(width=width, capacity=rows)
             self.child_row.extend(np.arange(table.size, table.size + n))
             self.arity.extend(np.full(n, width, dtype=np.int64))
             table.extend(children)
@@ -245,7 +296,7 @@ class DemandAnalysis:
         if len(bits) and bool((bits == bits[0]).all()):
             distinct, inverse = bits[:1], np.zeros(len(bits), dtype=np.int64)
         else:
-            distinct, inverse = np.unique(bits, return_inverse=True)
+            distinct, _, inverse = _unique_ints(bits)
         ids = np.empty(len(distinct), dtype=np.int64)
         for k, b in enumerate(distinct.tolist()):
             key = np.int64(b).tobytes()
@@ -287,7 +338,7 @@ class DemandAnalysis:
         """:meth:`_interned` for rows of one or two children: each row one
         int64 key, looked up in the sorted keys of the nodes made before."""
         key = rows[:, 0] if rows.shape[1] == 1 else (rows[:, 0] << 31) | rows[:, 1]
-        keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        keys, first, inverse = _unique_ints(key)
         ids = np.full(len(keys), -1, dtype=np.int64)
         known = self.sorted_rows.get((kind, arg, rows.shape[1]))
         if known is not None and len(known[0]):
@@ -300,12 +351,12 @@ class DemandAnalysis:
             if known is None:
                 all_keys, all_ids = keys[fresh], new
             else:
-                all_keys = np.concatenate([known[0], keys[fresh]])
-                all_ids = np.concatenate([known[1], new])
-                order = np.argsort(all_keys, kind="stable")
-                all_keys, all_ids = all_keys[order], all_ids[order]
+                # both sorted and apart (fresh keys were not found): merged
+                at = np.searchsorted(known[0], keys[fresh])
+                all_keys = np.insert(known[0], at, keys[fresh])
+                all_ids = np.insert(known[1], at, new)
             self.sorted_rows[(kind, arg, rows.shape[1])] = (all_keys, all_ids)
-        return ids[inverse.reshape(-1)]
+        return ids[inverse]
 
     def _made(self, kind: int, arg: int, made: np.ndarray) -> np.ndarray:
         """New nodes of ``kind`` with ``arg`` and the children rows ``made``,
@@ -332,10 +383,31 @@ class DemandAnalysis:
     def _is_constant(self, ids: np.ndarray) -> np.ndarray:
         return self.kind.view()[ids] == C
 
+    def _all_constant(self, children: np.ndarray) -> np.ndarray:
+        """Per row of child nodes, whether all are constants (column by column:
+        NumPy reduces a short row slowly)."""
+        kind = self.kind.view()
+        found = kind[children[:, 0]] == C
+        for c in range(1, children.shape[1]):
+            found &= kind[children[:, c]] == C
+        return found
+
     def _values(self, ids: np.ndarray) -> np.ndarray:
         """The float64 values of constant nodes."""
         table = np.array(self.constant_values, dtype=np.float64)
         return table[self.arg.view()[ids]]
+
+    def again(self, kept: frozenset[Var]) -> None:
+        """Ready the walk once more, with ``kept`` read from memory: the nodes
+        of the values that read none of them stay (a new analysis would make the
+        same ones: nodes are interned), those of the others are forgotten."""
+        stale: set[Var] = set(kept)
+        for eqn in self.eqns:
+            if any(isinstance(a, Var) and a in stale for a in eqn.inputs):
+                stale.add(eqn.out)
+        for var in stale:
+            self.memo.pop(var, None)
+        self.kept = kept
 
     # ------------------------------------------------------------- the walk
     def _pushable(self, eqn: Any) -> bool:
@@ -424,9 +496,7 @@ class DemandAnalysis:
         the constant it computes (float64 equations, by the primitive's
         ``impl``)."""
         ids = np.empty(len(children), dtype=np.int64)
-        folded = np.all(
-            self._is_constant(children.reshape(-1)).reshape(children.shape), axis=1
-        )
+        folded = self._all_constant(children)
         if not all(a.dtype == "float64" for a in (*eqn.inputs, eqn.out)):
             folded[:] = False
         if folded.any():
@@ -461,28 +531,12 @@ class DemandAnalysis:
                 for i, a in enumerate(eqn.inputs)
                 if isinstance(a, Lit) or a in self.consts
             }
-            found = None if const else gathered_arrays(eqn)
-            if found is not None:
-                slots, where = found
-                self.moves[index] = (
-                    np.zeros(len(slots)),
-                    slots[:, None],
-                    where[:, None],
-                )
-            else:
-                moves = moves_of(eqn, const)
-                rank = max((len(t) for t in moves.terms), default=0)
-                slots = np.full((len(moves.terms), max(rank, 1)), -1, dtype=np.int64)
-                where = np.zeros_like(slots)
-                for o, terms in enumerate(moves.terms):
-                    for r, (slot, i) in enumerate(terms):
-                        slots[o, r] = slot
-                        where[o, r] = i
-                self.moves[index] = (
-                    np.asarray(moves.constants, np.float64),
-                    slots,
-                    where,
-                )
+            moves = moves_of(eqn, const)
+            self.moves[index] = (
+                np.asarray(moves.constants, np.float64),
+                moves.slots,
+                moves.where,
+            )
         return self.moves[index]
 
     def _moved(self, eqn: Any, positions: np.ndarray) -> np.ndarray:
@@ -517,9 +571,7 @@ class DemandAnalysis:
                 ids[chosen] = parts[0]
                 continue
             children = np.stack(parts, axis=1)
-            folded = np.all(
-                self._is_constant(children.reshape(-1)).reshape(children.shape), axis=1
-            )
+            folded = self._all_constant(children)
             got = np.empty(len(chosen), dtype=np.int64)
             if folded.any():  # constants added in the loops' order
                 total = self._values(children[folded, 0])
@@ -568,33 +620,49 @@ class DemandAnalysis:
         analysis's numbering), its elements (in order) and what each skeleton
         node reads. None past :data:`PUSH_GROUPS`."""
         shape = (self.shape_special if special else self.shape_plain).view()
-        classes, which = np.unique(shape[roots], return_inverse=True)
-        which = which.reshape(-1)
+        classes, _, which = _unique_ints(shape[roots])
         if len(classes) > PUSH_GROUPS:
             return None
         found: list[tuple[Any, ...]] = []
         for k, sid in enumerate(classes.tolist()):
             members = np.flatnonzero(which == k)
             tree = self.template(sid)
-            ids = np.empty((len(members), len(tree)), dtype=np.int64)
-            ids[:, -1] = roots[members]
+            # one row per tree node (contiguous per node: the walk reads and
+            # writes whole nodes), one column per element
+            ids = np.empty((len(tree), len(members)), dtype=np.int64)
+            ids[-1] = roots[members]
             for t in range(len(tree) - 1, -1, -1):
                 for slot, c in enumerate(tree[t][1]):
-                    ids[:, c] = self.child_ids(ids[:, t], slot)
-            same = np.tile(np.arange(len(tree), dtype=np.int64), (len(members), 1))
+                    ids[c] = self.child_ids(ids[t], slot)
+            # per node that may repeat an earlier one of its shape, the earliest
+            # it is (itself when none); the other nodes are always themselves
+            same: dict[int, np.ndarray] = {}
             earlier: dict[int, list[int]] = {}
             for t, (s, _) in enumerate(tree):
                 for u in earlier.get(s, []):
-                    hit = (ids[:, u] == ids[:, t]) & (same[:, t] == t)
-                    same[hit, t] = u
+                    column = same.setdefault(t, np.full(len(members), t, np.int64))
+                    hit = (ids[u] == ids[t]) & (column == t)
+                    column[hit] = u
                 earlier.setdefault(s, []).append(t)
-            patterns, inverse = _unique_rows(same)
-            if len(found) + len(patterns) > PUSH_GROUPS:
+            varying = sorted(same)
+            if varying:
+                rows = np.stack([same[t] for t in varying], axis=1)
+                distinct, inverse = _unique_rows(rows)
+            else:
+                distinct = np.zeros((1, 0), dtype=np.int64)
+                inverse = np.zeros(len(members), dtype=np.int64)
+            if len(found) + len(distinct) > PUSH_GROUPS:
                 return None
-            for p, pattern in enumerate(patterns.tolist()):
+            for p, row in enumerate(distinct.tolist()):
+                pattern = list(range(len(tree)))
+                for t, u in zip(varying, row):
+                    pattern[t] = u
+                if len(distinct) == 1:
+                    found.append(self._skeleton(tree, pattern, ids.T, members))
+                    continue
                 chosen = np.flatnonzero(inverse == p)
                 found.append(
-                    self._skeleton(tree, pattern, ids[chosen], members[chosen])
+                    self._skeleton(tree, pattern, ids[:, chosen].T, members[chosen])
                 )
         found.sort(key=lambda g: int(g[1][0]))
         return found
@@ -670,10 +738,15 @@ def _computed_once(
     if not keys:
         return [DemandGroup(skeleton, targets[:, None], reads)]
     rows = np.stack(keys, axis=1)
-    _, first, inverse, counts = np.unique(
-        rows, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
-    inverse = inverse.reshape(-1)
+    key = _row_keys(rows)
+    if key is None:
+        _, first, inverse, counts = np.unique(
+            rows, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        inverse = inverse.reshape(-1)
+    else:  # the same distinct rows in the same order, without NumPy's row sort
+        _, first, inverse = _unique_ints(key)
+        counts = np.bincount(inverse)
     if counts.max() == 1 or counts.max() > COPIES:
         return [DemandGroup(skeleton, targets[:, None], reads)]
     groups = []
@@ -699,8 +772,9 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
     if out.size > PUSH_ELEMENTS:
         return None
     kept: frozenset[Var] = frozenset()
+    earlier: DemandAnalysis | None = None
     for _ in range(2):  # once more with the shared values kept in memory
-        found = _analysed(graph, out, consts, kept)
+        found = _analysed(graph, out, consts, kept, earlier)
         if found is None:
             return None
         analysis, groups = found
@@ -708,6 +782,7 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
         if not shared:
             break
         kept |= shared
+        earlier = analysis
     by_number = {number: var for var, number in analysis.leaves.items()}
     leaves = [
         by_number[n] for n in sorted(analysis.order, key=analysis.order.__getitem__)
@@ -716,19 +791,37 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
 
 
 def _analysed(
-    graph: Graph, out: Var, consts: dict[Var, np.ndarray], kept: frozenset[Var]
+    graph: Graph,
+    out: Var,
+    consts: dict[Var, np.ndarray],
+    kept: frozenset[Var],
+    earlier: DemandAnalysis | None = None,
 ) -> tuple[DemandAnalysis, list[DemandGroup]] | None:
     """Every element of ``out`` analysed and grouped (constants 0, 1, -1 apart
-    when that stays within :data:`PUSH_GROUPS` loops)."""
+    when that stays within :data:`PUSH_GROUPS` loops). With ``earlier`` (the
+    analysis without ``kept``), its nodes that read no kept value are reused;
+    past the budget with those counted, the analysis is made afresh, so the
+    budget is the same as a new analysis's."""
+    if earlier is not None:
+        earlier.again(kept)
+        try:
+            return _walked(earlier, out)
+        except TooLarge:
+            pass
     limit = min(PUSH_NODES + PUSH_NODES_PER_ELEMENT * out.size, 2**31 - 1)
-    analysis = DemandAnalysis(graph, consts, kept, limit)
     try:
-        roots = analysis.node(out, np.arange(out.size, dtype=np.int64))
-        groups = _groups(analysis, roots, special=True)
-        if groups is None:
-            groups = _groups(analysis, roots, special=False)
+        return _walked(DemandAnalysis(graph, consts, kept, limit), out)
     except TooLarge:
         return None
+
+
+def _walked(
+    analysis: DemandAnalysis, out: Var
+) -> tuple[DemandAnalysis, list[DemandGroup]] | None:
+    roots = analysis.node(out, np.arange(out.size, dtype=np.int64))
+    groups = _groups(analysis, roots, special=True)
+    if groups is None:
+        groups = _groups(analysis, roots, special=False)
     return None if groups is None else (analysis, groups)
 
 

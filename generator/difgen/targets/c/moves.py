@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from difgen.core.indexing import to_index
 from difgen.core.primitive import LoopForm
 from difgen.targets.c.program import Moves, NoLoopForm
 
@@ -49,12 +50,37 @@ def _refs(slot: int, shape: tuple[int, ...]) -> np.ndarray:
     return flat.reshape(shape)
 
 
+REF_ELEMENTS = 1 << 18
+"""Structural maps found element by element (:class:`Ref` objects, the rule of
+last resort: a constant operand, a sum that is no scatter's) only up to this many
+output elements: past it, building one Python object per element costs seconds
+and hundreds of MB, and the operator stays in Python."""
+
+
 def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
-    """Run the structural primitive's ``impl`` on element references (on numbers
-    first: :func:`gathered`)."""
-    found = None if const_inputs else gathered(eqn)
-    if found is not None:
-        return found
+    """A structural equation's moves, as arrays: one element per output
+    (:func:`gathered_arrays`, on numbers), a scatter's sums (:func:`summed`,
+    from its index), else the primitive's ``impl`` run on element references
+    (up to :data:`REF_ELEMENTS` elements)."""
+    if not const_inputs:
+        found = gathered(eqn)
+        if found is None:
+            found = summed(eqn)
+        if found is not None:
+            return found
+    if eqn.out.size > REF_ELEMENTS:
+        raise NoLoopForm(
+            f"{eqn.primitive.name} (a structural map of {eqn.out.size} elements "
+            f"that is neither one element per output nor a scatter's sums: "
+            f"found element by element only up to {REF_ELEMENTS})"
+        )
+    return element_moves(eqn, const_inputs)
+
+
+def element_moves(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
+    """The moves found element by element: the primitive's ``impl`` run on
+    :class:`Ref` objects (constant operands as they are), for any structural
+    primitive and any size (the reference the faster rules are tested against)."""
     args = []
     for slot, a in enumerate(eqn.inputs):
         if slot in const_inputs:  # a constant operand (an index value, a fill)
@@ -80,7 +106,7 @@ def moves_of(eqn: Any, const_inputs: dict[int, np.ndarray]) -> Moves:
             terms.append(())
         else:
             raise NoLoopForm(f"{eqn.primitive.name} (element {type(e).__name__})")
-    return Moves(constants, terms)
+    return Moves.of_terms(constants, terms)
 
 
 def gathered(eqn: Any) -> Moves | None:
@@ -90,10 +116,51 @@ def gathered(eqn: Any) -> Moves | None:
     if found is None:
         return None
     slots, index = found
-    terms: list[tuple[tuple[int, int], ...]] = [
-        () if s < 0 else ((s, i),) for s, i in zip(slots.tolist(), index.tolist())
-    ]
-    return Moves(np.zeros(slots.size), terms)
+    return Moves(np.zeros(slots.size), slots[:, None], index[:, None])
+
+
+def summed(eqn: Any) -> Moves | None:
+    """The moves of a scatter (``scatter_sum``: its inputs added at their
+    static indices into zeros, in order; ``scatter_add`` with repeated
+    positions), from the index alone: each output element's terms are the input
+    elements written there, input by input and in each input's order (NumPy's
+    ``+=`` and ``np.add.at``). None for other primitives."""
+    params = eqn.params.as_dict()
+    name = eqn.primitive.name
+    if name == "scatter_sum":
+        writes = list(enumerate(params["indices"]))
+    elif name == "scatter_add":
+        writes = [(0, params["index"])]
+    else:
+        return None
+    shape = tuple(params["shape"])
+    size = int(np.prod(shape, dtype=np.int64))
+    numbering = np.arange(size, dtype=np.int64).reshape(shape)
+    dests, slots, sources = [], [], []
+    for slot, index in writes:
+        value = eqn.inputs[slot]
+        region = numbering[to_index(index)]
+        own = np.arange(value.size, dtype=np.int64).reshape(tuple(value.shape))
+        try:
+            source = np.broadcast_to(own, region.shape)
+        except ValueError:  # a value with extra leading 1s: NumPy drops them
+            source = np.broadcast_to(
+                own.reshape(own.shape[-region.ndim :]), region.shape
+            )
+        dests.append(region.reshape(-1))
+        sources.append(source.reshape(-1))
+        slots.append(np.full(region.size, slot, dtype=np.int64))
+    dest = np.concatenate(dests)
+    order = np.argsort(dest, kind="stable")  # each element's writes in order
+    counts = np.bincount(dest, minlength=size)
+    rank = max(int(counts.max(initial=0)), 1)
+    at = dest[order]
+    column = np.arange(at.size, dtype=np.int64) - (np.cumsum(counts) - counts)[at]
+    table = np.full((size, rank), -1, dtype=np.int64)
+    where = np.zeros((size, rank), dtype=np.int64)
+    table[at, column] = np.concatenate(slots)[order]
+    where[at, column] = np.concatenate(sources)[order]
+    return Moves(np.zeros(size), table, where)
 
 
 def gathered_arrays(eqn: Any) -> tuple[np.ndarray, np.ndarray] | None:

@@ -474,16 +474,16 @@ class Planner:
         }  # a constant too large to fold moves the elements of its constant inputs
         moves = moves_of(eqn, const)
         self.moves[eqn.out] = moves
-        if np.any(moves.constants) or any(len(t) != 1 for t in moves.terms):
+        read = moves.slots[:, 0]
+        if np.any(moves.constants) or moves.slots.shape[1] != 1 or read.size == 0:
             return False
-        slots = {t[0][0] for t in moves.terms}
-        if len(slots) != 1:
+        slot = int(read[0])
+        if slot < 0 or not np.all(read == slot):  # a zero, or several inputs
             return False
-        (slot,) = slots
         src = eqn.inputs[slot]
         if isinstance(src, Lit) or src in self.consts:
             return False  # a view of a constant is folded already
-        table = np.array([t[0][1] for t in moves.terms], dtype=np.int64)
+        table = moves.where[:, 0].copy()
         if src in self.view_of:  # a view of a view reads the first one's source
             src, first = self.view_of[src]
             table = first.reshape(-1)[table]

@@ -317,7 +317,8 @@ class Printer:
                 texts.append(c_number(np.frombuffer(item[1], np.float64)[0]))
             elif item[0] == "c":
                 values = group.reads[k]
-                if len({v.tobytes() for v in values}) == 1:
+                bits = np.ascontiguousarray(values, np.float64).view(np.int64)
+                if bits.size and bool(np.all(bits == bits[0])):  # one constant
                     texts.append(c_number(values[0]))
                 else:
                     table = Store(self.tables.doubles(values), (n,))
@@ -545,24 +546,19 @@ class Printer:
         if np.any(moves.constants):
             table = self.tables.doubles(moves.constants)
             init = [f"memcpy({store.name}, {table}, sizeof(double) * {size});"]
-        elif all(moves.terms):  # every element is assigned below
+        elif np.all(moves.slots[:, 0] >= 0):  # every element is assigned below
             init = []
         else:
             init = [f"memset({store.name}, 0, sizeof(double) * {size});"]
         self.lines += [f"/* {comment} */", *init]
-        rank = 0
-        while True:
-            pairs: dict[int, tuple[list[int], list[int]]] = {}
-            for o, terms in enumerate(moves.terms):
-                if len(terms) > rank:
-                    slot, index = terms[rank]
-                    pairs.setdefault(slot, ([], []))
-                    pairs[slot][0].append(o)
-                    pairs[slot][1].append(index)
-            if not pairs:
+        for rank in range(moves.slots.shape[1]):
+            column = moves.slots[:, rank]
+            present = np.unique(column[column >= 0]).tolist()
+            if not present:
                 break
-            for slot in sorted(pairs):
-                outs, ins = (np.array(p, dtype=np.int64) for p in pairs[slot])
+            for slot in present:
+                outs = np.flatnonzero(column == slot)
+                ins = moves.where[outs, rank]
                 src_atom = eqn.inputs[slot]
                 if np.array_equal(ins, np.arange(src_atom.size)):
                     # every element of the input once, in order: loop over its
@@ -582,7 +578,6 @@ class Printer:
                 self.lines += nest.render(
                     f"input {slot}, term {rank}", [], [f"{dst} {assign} {src};"], []
                 )
-            rank += 1
         self.values[eqn.out] = store
 
     def _reduction(self, eqn: Any) -> None:

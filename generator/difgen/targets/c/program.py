@@ -68,10 +68,37 @@ def store_size(store: Store) -> int:
 
 @dataclass(frozen=True)
 class Moves:
-    """A structural equation's output: per element, a constant and ordered terms."""
+    """A structural equation's output: per flat element a constant and its terms
+    in the order NumPy adds them, as arrays (no object per element): term ``r``
+    of element ``o`` reads flat position ``where[o, r]`` of input ``slots[o, r]``;
+    an element's terms come first in its row, ``-1`` slots after them."""
 
     constants: np.ndarray  # float64, flat
-    terms: list[tuple[tuple[int, int], ...]]  # per flat output element
+    slots: np.ndarray  # int64, (elements, rank >= 1)
+    where: np.ndarray  # int64, (elements, rank >= 1)
+
+    @property
+    def terms(self) -> list[tuple[tuple[int, int], ...]]:
+        """Per flat element its ``(slot, position)`` terms (a tuple per element:
+        for small maps only)."""
+        return [
+            tuple((s, i) for s, i in zip(row, at) if s >= 0)
+            for row, at in zip(self.slots.tolist(), self.where.tolist())
+        ]
+
+    @staticmethod
+    def of_terms(
+        constants: np.ndarray, terms: list[tuple[tuple[int, int], ...]]
+    ) -> Moves:
+        """The arrays of per-element ``(slot, position)`` terms."""
+        rank = max(max((len(t) for t in terms), default=0), 1)
+        slots = np.full((len(terms), rank), -1, dtype=np.int64)
+        where = np.zeros_like(slots)
+        for o, row in enumerate(terms):
+            for r, (slot, i) in enumerate(row):
+                slots[o, r] = slot
+                where[o, r] = i
+        return Moves(constants, slots, where)
 
 
 @dataclass
