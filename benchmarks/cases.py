@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import problems as P
+from benchmarks.kernels import rosenbrock as rosenbrock_kernel
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ def all_cases() -> list[Case]:
     x3, _ = P.make_rosenbrock(3)
     x100, _ = P.make_rosenbrock(100)
     x10k, v10k = P.make_rosenbrock(10_000)
+    x1m, v1m = P.make_rosenbrock(1_000_000)
+    kernel = rosenbrock_kernel.LABEL
     w, Xl, yl = P.make_logistic()
     p, Xm, tm = P.make_mlp()
     u, params = P.make_lorenz()
@@ -152,7 +155,8 @@ def all_cases() -> list[Case]:
                 ("difgen trace", "rosenbrock_n10000"),
                 ("difgen C", "rosenbrock_n10000_c"),
             ),
-            extras=(("scipy rosen_der", rosen_der),) if scipy_ok else (),
+            extras=((kernel, rosenbrock_kernel.gradient),)
+            + ((("scipy rosen_der", rosen_der),) if scipy_ok else ()),
         ),
         Case(
             "rosenbrock_n10000_hvp",
@@ -166,7 +170,39 @@ def all_cases() -> list[Case]:
                 ("difgen trace", "rosenbrock_n10000"),
                 ("difgen C", "rosenbrock_n10000_c"),
             ),
-            extras=(("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else (),
+            extras=((kernel, rosenbrock_kernel.hvp),)
+            + ((("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else ()),
+        ),
+        Case(
+            "rosenbrock_n1000000_gradient",
+            "Rosenbrock gradient, n = 1,000,000",
+            "gradient",
+            P.rosenbrock,
+            P.rosenbrock_gradient,
+            x1m,
+            difgen=(("difgen C", "rosenbrock_n1000000_c"),),
+            extras=((kernel, rosenbrock_kernel.gradient),)
+            + ((("scipy rosen_der", rosen_der),) if scipy_ok else ()),
+            note=(
+                "Beyond the caches (8 MB per vector): the time is memory traffic. "
+                "The hand C kernel reads x once and writes the gradient once."
+            ),
+        ),
+        Case(
+            "rosenbrock_n1000000_hvp",
+            "Rosenbrock hessian-vector product, n = 1,000,000",
+            "hvp",
+            P.rosenbrock,
+            P.rosenbrock_hvp,
+            x1m,
+            v=v1m,
+            difgen=(("difgen C", "rosenbrock_n1000000_c"),),
+            extras=((kernel, rosenbrock_kernel.hvp),)
+            + ((("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else ()),
+            note=(
+                "Beyond the caches: the hand C kernel reads x and v once and writes "
+                "the product once."
+            ),
         ),
         Case(
             "logistic_gradient",
