@@ -38,6 +38,12 @@ from difgen.targets.c.program import (
     Store,
 )
 
+STORE_LOAD_OPERATIONS = 2
+"""What storing an element of an array and loading it again in another loop
+counts as, in operations, when :meth:`Planner.on_demand` weighs computing a
+result at its own elements against computing it as usual (an underestimate
+beyond the caches, where the two memory passes cost far more)."""
+
 UFUNC_SIZE = 512
 """From this many elements, a transcendental calls NumPy's own loop instead of
 the C library's per element: the call has a fixed cost that NumPy's faster loop
@@ -460,27 +466,51 @@ class Planner:
                 or outputs.count(out) != 1
             ):
                 continue
-            demand = demand_of(self.graph, out, self.consts)
-            if demand is None or not any(
-                item[0] == "e" for g in demand.groups for item in g.skeleton
-            ):
-                continue
-            before = self._rest_graph([d for d, _ in chosen]).eqns
-            after = {
-                e.out for e in self._rest_graph([*(d for d, _ in chosen), demand]).eqns
-            }
-            saved = sum(
-                e.out.size
-                for e in before
-                if e.out not in after
-                and e.out not in constant_only
-                and (e.primitive.elementwise or len(e.inputs) > 1)
-            )  # moves of one input are mostly views, which compute nothing
-            if demand.operations < saved:  # operations per call, either way
-                chosen.append((demand, store))
+            # the values it reads twice computed again where cheap (one loop,
+            # no array), else kept in memory as the analysis first proposes
+            for recompute in (True, False):
+                demand = demand_of(self.graph, out, self.consts, recompute)
+                if demand is None or not any(
+                    item[0] == "e" for g in demand.groups for item in g.skeleton
+                ):
+                    break
+                if self._pays(demand, chosen, constant_only):
+                    chosen.append((demand, store))
+                    break
+                if not demand.recomputed:  # the other way is this same one
+                    break
         if chosen:
             self.graph = self._rest_graph([d for d, _ in chosen])
         return chosen
+
+    def _pays(
+        self,
+        demand: Demand,
+        chosen: list[tuple[Demand, Store]],
+        constant_only: set[Var],
+    ) -> bool:
+        """Whether ``demand`` takes fewer operations per call than the
+        equations it makes unnecessary, with the memory passes those need."""
+        before = self._rest_graph([d for d, _ in chosen]).eqns
+        after = {
+            e.out for e in self._rest_graph([*(d for d, _ in chosen), demand]).eqns
+        }
+        gone = [e for e in before if e.out not in after and e.out not in constant_only]
+        saved = sum(
+            e.out.size for e in gone if e.primitive.elementwise or len(e.inputs) > 1
+        )  # moves of one input are mostly views, which compute nothing
+        # ... and the memory passes: an elementwise value a move of several
+        # inputs reads (the scatter-add of shifted slices' adjoints) is stored by
+        # its loop and loaded by the move's
+        computed = {e.out for e in gone if e.primitive.elementwise}
+        saved += STORE_LOAD_OPERATIONS * sum(
+            a.size
+            for e in gone
+            if not e.primitive.elementwise and len(e.inputs) > 1
+            for a in set(e.inputs)
+            if isinstance(a, Var) and a in computed
+        )
+        return demand.operations < saved
 
     def _rest_graph(self, demands: list[Demand]) -> Graph:
         """The graph without the demands' results, plus their leaves as outputs."""
