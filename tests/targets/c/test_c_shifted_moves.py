@@ -203,3 +203,19 @@ def test_the_same_bits_as_with_the_values_kept(
             (now.hvp(x, v), before.hvp(x, v)),
         ):
             np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+
+
+@pytest.mark.parametrize("op", ["gradient", "hvp"])
+def test_a_rolled_adjoint_is_read_in_the_loop_of_the_gradient(
+    built: BuiltConfig, op: str
+) -> None:
+    """The gradient of ``x**2 * roll(x, 1) - 0.25 x roll(x, -2)**3`` is a sum of
+    elementwise terms and rolls of terms: computed at its own elements, one loop
+    over all of them that reads the rolled terms' operands where the rolls put
+    them, and no workspace (before: the terms stored, then a second loop)."""
+    source = (built.directory / "out" / f"rolled_{LARGE}_c__c.c").read_text()
+    body = _operator(source, op)
+    loops = re.findall(r"for \(npy_intp (\w+) = 0; \1 < (\d+); \1\+\+\)", body)
+    assert loops == [("dg_i0", str(LARGE))], loops
+    assert "elements only, in 1 loop" in body
+    assert "dg_stack" not in body and "malloc" not in body and "dg_w + " not in body

@@ -452,6 +452,7 @@ class Planner:
             if all(isinstance(a, Lit) or a in constant_only for a in eqn.inputs):
                 constant_only.add(eqn.out)
         outputs = [o for o in self.outputs if isinstance(o, Var)]
+        moved = self._reads_moved_values()
         chosen: list[tuple[Demand, Store]] = []
         for out, store in zip(self.outputs, results):
             if not isinstance(out, Var):
@@ -460,7 +461,10 @@ class Planner:
             if (
                 store is None
                 or made_by is None
-                or not structural(made_by.primitive)
+                or not (
+                    structural(made_by.primitive)
+                    or (made_by.primitive.elementwise and out in moved)
+                )
                 or out in read
                 or out in self.consts
                 or outputs.count(out) != 1
@@ -483,6 +487,28 @@ class Planner:
             self.graph = self._rest_graph([d for d, _ in chosen])
         return chosen
 
+    def _reads_moved_values(self) -> set[Var]:
+        """Values whose elementwise equations read, through elementwise
+        equations only, a structural move of a value computed here (a roll or
+        a shifted slice of an adjoint): computed as usual, the moved value is an
+        array of its own and the loop that reads it another pass."""
+        moved_computed: set[Var] = set()
+        computed: set[Var] = set()
+        found: set[Var] = set()
+        for eqn in self.graph.eqns:
+            ins = [a for a in eqn.inputs if isinstance(a, Var)]
+            if structural(eqn.primitive) and any(a in computed for a in ins):
+                moved_computed.add(eqn.out)
+            elif eqn.primitive.elementwise and any(
+                a in moved_computed or a in found for a in ins
+            ):
+                found.add(eqn.out)
+            if eqn.out not in self.consts and (
+                eqn.primitive.elementwise or structural(eqn.primitive)
+            ):
+                computed.add(eqn.out)
+        return found
+
     def _pays(
         self,
         demand: Demand,
@@ -499,14 +525,14 @@ class Planner:
         saved = sum(
             e.out.size for e in gone if e.primitive.elementwise or len(e.inputs) > 1
         )  # moves of one input are mostly views, which compute nothing
-        # ... and the memory passes: an elementwise value a move of several
-        # inputs reads (the scatter-add of shifted slices' adjoints) is stored by
-        # its loop and loaded by the move's
+        # ... and the memory passes: an elementwise value a move reads (the
+        # scatter-add of shifted slices' adjoints, a roll) is stored by its loop
+        # and loaded by the move's, or by the loop that reads the view
         computed = {e.out for e in gone if e.primitive.elementwise}
         saved += STORE_LOAD_OPERATIONS * sum(
             a.size
             for e in gone
-            if not e.primitive.elementwise and len(e.inputs) > 1
+            if not e.primitive.elementwise
             for a in set(e.inputs)
             if isinstance(a, Var) and a in computed
         )
