@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from benchmarks import problems as P
-from benchmarks.kernels import rosenbrock as rosenbrock_kernel
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,8 @@ class Case:
 
 def all_cases() -> list[Case]:
     """Every case, with its fixed seeded data."""
+    from benchmarks.kernels import rosenbrock as rosenbrock_kernel
+
     try:
         from scipy.optimize import rosen_der, rosen_hess, rosen_hess_prod
 
