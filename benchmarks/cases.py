@@ -60,6 +60,8 @@ limit a generated C derivative is measured against (issue 24)."""
 
 def all_cases() -> list[Case]:
     """Every case, with its fixed seeded data."""
+    from benchmarks.kernels import rosenbrock as rosenbrock_kernel
+
     try:
         from scipy.optimize import rosen_der, rosen_hess, rosen_hess_prod
 
@@ -70,6 +72,8 @@ def all_cases() -> list[Case]:
     x3, _ = P.make_rosenbrock(3)
     x100, _ = P.make_rosenbrock(100)
     x10k, v10k = P.make_rosenbrock(10_000)
+    x1m, v1m = P.make_rosenbrock(1_000_000)
+    kernel = rosenbrock_kernel.LABEL
     w, Xl, yl = P.make_logistic()
     w_big, X_big, y_big = P.make_logistic(100_000, 50)
     p, Xm, tm = P.make_mlp()
@@ -159,7 +163,8 @@ def all_cases() -> list[Case]:
                 ("difgen trace", "rosenbrock_n10000"),
                 ("difgen C", "rosenbrock_n10000_c"),
             ),
-            extras=(("scipy rosen_der", rosen_der),) if scipy_ok else (),
+            extras=((kernel, rosenbrock_kernel.gradient),)
+            + ((("scipy rosen_der", rosen_der),) if scipy_ok else ()),
         ),
         Case(
             "rosenbrock_n10000_hvp",
@@ -173,7 +178,39 @@ def all_cases() -> list[Case]:
                 ("difgen trace", "rosenbrock_n10000"),
                 ("difgen C", "rosenbrock_n10000_c"),
             ),
-            extras=(("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else (),
+            extras=((kernel, rosenbrock_kernel.hvp),)
+            + ((("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else ()),
+        ),
+        Case(
+            "rosenbrock_n1000000_gradient",
+            "Rosenbrock gradient, n = 1,000,000",
+            "gradient",
+            P.rosenbrock,
+            P.rosenbrock_gradient,
+            x1m,
+            difgen=(("difgen C", "rosenbrock_n1000000_c"),),
+            extras=((kernel, rosenbrock_kernel.gradient),)
+            + ((("scipy rosen_der", rosen_der),) if scipy_ok else ()),
+            note=(
+                "Beyond the caches (8 MB per vector): the time is memory traffic. "
+                "The hand C kernel reads x once and writes the gradient once."
+            ),
+        ),
+        Case(
+            "rosenbrock_n1000000_hvp",
+            "Rosenbrock hessian-vector product, n = 1,000,000",
+            "hvp",
+            P.rosenbrock,
+            P.rosenbrock_hvp,
+            x1m,
+            v=v1m,
+            difgen=(("difgen C", "rosenbrock_n1000000_c"),),
+            extras=((kernel, rosenbrock_kernel.hvp),)
+            + ((("scipy rosen_hess_prod", rosen_hess_prod),) if scipy_ok else ()),
+            note=(
+                "Beyond the caches: the hand C kernel reads x and v once and writes "
+                "the product once."
+            ),
         ),
         Case(
             "logistic_gradient",

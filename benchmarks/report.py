@@ -287,6 +287,40 @@ BARS += [
         3.0,
     ),
 ]
+# issue 24: the Rosenbrock gradient and hvp in C against the hand-written one-pass
+# C kernel (benchmarks/kernels/rosenbrock.c, compiled with difgen's flags), and
+# beyond the caches against JAX's jit
+HAND_C_KERNEL = "hand C kernel"  # benchmarks.kernels.rosenbrock.LABEL
+BARS += [
+    (
+        f"{name}: difgen C / hand C kernel",
+        name,
+        DIFGEN_C,
+        HAND_C_KERNEL,
+        "<=",
+        1.5,
+    )
+    for name in (
+        "rosenbrock_n10000_gradient",
+        "rosenbrock_n10000_hvp",
+        "rosenbrock_n1000000_gradient",
+        "rosenbrock_n1000000_hvp",
+    )
+]
+BARS += [
+    (
+        f"{name}: difgen C / {jax_label}",
+        name,
+        DIFGEN_C,
+        jax_label,
+        "<=",
+        1.0,
+    )
+    for name, jax_label in (
+        ("rosenbrock_n1000000_gradient", "jax.jit(grad)"),
+        ("rosenbrock_n1000000_hvp", "jax.jit(jvp of grad)"),
+    )
+]
 COMPILE_MAX_S = 10.0
 """The issue's build bar: compiling each benchmark module (the C compiler alone,
 timed apart from difgen's generation) takes less than this many seconds."""

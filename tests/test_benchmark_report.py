@@ -31,6 +31,7 @@ PEER_ROWS = (
     ("autograd.grad", "autograd"),
 )
 CASADI_ROWS = (report.CASADI_C, report.CASADI_C_IN_PLACE)
+JAX_HVP = "jax.jit(jvp of grad)"  # the JAX row of an hvp case (peers.jax_tools)
 MISSING = "missing"  # a status for `synthetic`: the row is not there at all
 
 
@@ -64,7 +65,14 @@ def synthetic(
         *(timed(label, "scipy", peer_us) for label, _ in case.extras),
         *(timed(label, "difgen", difgen_us) for label, _ in case.difgen),
         *(timed(label, "casadi", peer_us) for label in CASADI_ROWS),
-        *(timed(label, family, peer_us) for label, family in PEER_ROWS),
+        *(
+            timed(
+                JAX_HVP if family == "jax" and case.operator == "hvp" else label,
+                family,
+                peer_us,
+            )
+            for label, family in PEER_ROWS
+        ),
     ]
     if case.floor:
         tools.append(timed(peers.FLOOR, "floor", 1.0, role="floor"))

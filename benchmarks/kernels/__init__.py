@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.machinery
+import importlib.util
 import os
 import subprocess
+import types
 from pathlib import Path
 
 import numpy as np
 
-from difgen.targets.c.compiling import CFLAGS
+from difgen.targets.c.compiling import CFLAGS, include_dirs
 
 HERE = Path(__file__).resolve().parent
 
@@ -37,6 +40,27 @@ def cache_dir() -> Path:
 
 def load(name: str, extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL:
     """Compile ``NAME.c`` of this folder (once per source and flags) and load it."""
+    return ctypes.CDLL(str(compiled(name, extra_flags)))
+
+
+def load_extension(name: str, module: str) -> types.ModuleType:
+    """``NAME.c`` compiled with ``-DKERNEL_EXTENSION`` and the Python and NumPy
+    headers, imported as the CPython extension ``module`` (its ``PyInit_module``):
+    a kernel called the way a difgen extension's operators are, without the
+    microseconds a :mod:`ctypes` call spends converting its arguments."""
+    flags = ("-DKERNEL_EXTENSION", *(f"-I{d}" for d in include_dirs()))
+    path = compiled(name, flags)
+    loader = importlib.machinery.ExtensionFileLoader(module, str(path))
+    spec = importlib.util.spec_from_file_location(module, path, loader=loader)
+    if spec is None:
+        raise ImportError(f"cannot load {path}")
+    found = importlib.util.module_from_spec(spec)
+    loader.exec_module(found)
+    return found
+
+
+def compiled(name: str, extra_flags: tuple[str, ...] = ()) -> Path:
+    """The shared library of ``NAME.c`` and these flags, compiled if not cached."""
     source = HERE / f"{name}.c"
     flags = (*CFLAGS, *extra_flags, "-shared", "-fPIC")
     digest = hashlib.sha256(
@@ -51,7 +75,7 @@ def load(name: str, extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL:
             [compiler, *flags, str(source), "-o", str(temporary), "-lm"], check=True
         )
         temporary.replace(target)
-    return ctypes.CDLL(str(target))
+    return target
 
 
 def pointer(array: np.ndarray) -> ctypes._Pointer[ctypes.c_double]:

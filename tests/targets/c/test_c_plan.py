@@ -48,9 +48,15 @@ def test_an_elementwise_chain_is_one_loop_and_only_its_result_has_memory() -> No
     assert program.demands == []
 
 
-def test_a_view_is_an_index_map_and_its_reader_starts_a_new_loop() -> None:
+def test_a_view_is_an_index_map_and_its_reader_starts_a_new_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``(x * 2.0)[::-1]`` reads the product backwards: the loop computing the
-    product has not written all of it when the add would read it."""
+    product has not written all of it when the add would read it (with the
+    result computed as usual, not on demand as below)."""
+    from difgen.targets.c import plan
+
+    monkeypatch.setattr(plan, "demand_of", lambda *args: None)
     graph = _graph(lambda x: (x * 2.0)[::-1] + 1.0)
     program = _planned(graph)
     mul, getitem, add = graph.eqns
@@ -62,6 +68,21 @@ def test_a_view_is_an_index_map_and_its_reader_starts_a_new_loop() -> None:
     assert program.needs == {mul.out, add.out}
     # the product takes the workspace; the sum is written into the result
     assert program.offsets == {mul.out: 0} and program.work == 5
+
+
+def test_an_elementwise_result_reading_a_moved_value_is_computed_on_demand() -> None:
+    """The sum reads the product through a move: computed at its own elements,
+    each reads ``x`` where the move puts it and computes the product there, in
+    one loop, with no array for the product."""
+    graph = _graph(lambda x: (x * 2.0)[::-1] + 1.0)
+    program = _planned(graph)
+    (planned,) = program.demands
+    assert planned.demand.out is graph.outputs[0]
+    assert planned.demand.leaves == [graph.inputs[0]]
+    assert program.loops == [] and program.work == 0
+    (group,) = planned.demand.groups
+    (read,) = [k for k, item in enumerate(group.skeleton) if item[0] == "v"]
+    assert group.reads[read].tolist() == [4, 3, 2, 1, 0]
 
 
 def test_a_gather_is_a_view_through_a_table() -> None:
@@ -97,9 +118,15 @@ def test_a_reduction_accumulates_in_the_loop_of_its_operand() -> None:
     assert program.offsets == {} and program.work == 0  # a scalar: a local double
 
 
-def test_the_workspace_is_laid_out_in_the_order_values_are_computed() -> None:
+def test_the_workspace_is_laid_out_in_the_order_values_are_computed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Arrays read by a later loop through a view each take the next doubles;
-    values that stay scalar temporaries of their loop take none."""
+    values that stay scalar temporaries of their loop take none (the result
+    computed as usual: on demand, it needs no workspace at all)."""
+    from difgen.targets.c import plan
+
+    monkeypatch.setattr(plan, "demand_of", lambda *args: None)
     graph = _graph(lambda x: (np.sin(x) * 2.0)[::-1] + np.cos(x)[::-1] * x, (6,))
     program = _planned(graph)
     stored = [v for v in program.offsets if v not in graph.outputs]

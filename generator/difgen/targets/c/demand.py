@@ -157,6 +157,7 @@ class Demand:
     out: Var
     groups: list[DemandGroup]
     leaves: list[Var]
+    recomputed: bool = False  # a value read twice is computed again, not kept
 
     @property
     def operations(self) -> int:
@@ -609,6 +610,23 @@ class DemandAnalysis:
         visit(sid)
         return out
 
+    def operations(self, var: Var) -> int:
+        """The most equations (elementwise and sums of moved terms) one element
+        of ``var`` the walk reached is computed by, written out as a tree; past
+        :data:`PUSH_TEMPLATE`, that budget."""
+        memo = self.memo.get(var)
+        if memo is None:
+            return 0
+        ids = memo[memo >= 0]
+        most = 0
+        for sid in np.unique(self.shape_plain.view()[ids]).tolist():
+            try:
+                tree = self.template(int(sid))
+            except TooLarge:
+                return PUSH_TEMPLATE
+            most = max(most, sum(self.shapes[s][0] in "es" for s, _ in tree))
+        return most
+
     def child_ids(self, ids: np.ndarray, slot: int) -> np.ndarray:
         """The ``slot``-th children of nodes ``ids`` (all of one arity)."""
         width = int(self.arity.view()[ids[0]])
@@ -723,6 +741,23 @@ def _groups(
     return groups
 
 
+RECOMPUTE_OPERATIONS = 3
+"""Operations per element a result computed on demand may spend computing an
+elementwise value of at least :data:`RECOMPUTE_ELEMENTS` elements again at its
+extra reads instead of keeping it in memory (a store, the loads and a loop of
+its own that reads the operands once more: at 10^6 elements, 16 bytes or more
+of memory traffic per element, which costs more than a few arithmetic
+operations)."""
+
+RECOMPUTE_ELEMENTS = 4096
+"""Values of fewer elements (32 KB of float64, about a first-level data cache)
+are kept in memory wherever they are read more often than they have elements:
+there the store and the loads cost about what computing again does (a 16 x 16
+Brusselator's ``u * u * v``, a Rosenbrock gradient at n = 1000: the same times
+within noise). Beyond, the array is a pass over the second-level cache or
+memory, and a value cheap to compute again (:data:`RECOMPUTE_OPERATIONS`) is:
+the Rosenbrock gradient at n = 10^4 takes 6.1 us instead of 7.1 us."""
+
 COPIES = 8
 """Equal elements computed once and stored up to this many times (unrolled)."""
 
@@ -767,18 +802,24 @@ def _computed_once(
     return groups
 
 
-def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand | None:
-    """``out`` as a :class:`Demand`, or None past the budgets."""
+def demand_of(
+    graph: Graph, out: Var, consts: dict[Var, np.ndarray], recompute: bool = True
+) -> Demand | None:
+    """``out`` as a :class:`Demand`, or None past the budgets. With
+    ``recompute``, a shared value cheap to compute again is (see
+    :func:`_shared`); without, every shared value is kept in memory."""
     if out.size > PUSH_ELEMENTS:
         return None
     kept: frozenset[Var] = frozenset()
     earlier: DemandAnalysis | None = None
+    recomputed = False
     for _ in range(2):  # once more with the shared values kept in memory
         found = _analysed(graph, out, consts, kept, earlier)
         if found is None:
             return None
         analysis, groups = found
-        shared = _shared(graph, analysis, groups)
+        shared = _shared(graph, analysis, groups, recompute)
+        recomputed |= bool(_shared(graph, analysis, groups, False) - shared)
         if not shared:
             break
         kept |= shared
@@ -787,7 +828,7 @@ def demand_of(graph: Graph, out: Var, consts: dict[Var, np.ndarray]) -> Demand |
     leaves = [
         by_number[n] for n in sorted(analysis.order, key=analysis.order.__getitem__)
     ]
-    return Demand(out, groups, leaves)
+    return Demand(out, groups, leaves, recomputed)
 
 
 def _analysed(
@@ -826,11 +867,20 @@ def _walked(
 
 
 def _shared(
-    graph: Graph, analysis: DemandAnalysis, groups: list[DemandGroup]
+    graph: Graph,
+    analysis: DemandAnalysis,
+    groups: list[DemandGroup],
+    recompute: bool = True,
 ) -> frozenset[Var]:
     """Elementwise values the result reads all of, more often than they have
-    elements (``x * x`` of a stencil, read by each of a row's nonzeros): cheaper
-    computed once into memory by the usual loop than once per read."""
+    elements (``x * x`` of a stencil, read by each of a row's nonzeros), where
+    computing them again at each extra read costs more than
+    :data:`RECOMPUTE_OPERATIONS` per element: cheaper computed once into memory
+    by the usual loop than once per read. A value read twice per element
+    through a shifted slice (the Rosenbrock gradient's ``x[1:] - x[:-1]**2``, at
+    ``i`` and ``i - 1``) is computed again instead: the same operations on the
+    same operands, so the same bits, in the one loop and with no array.
+    Without ``recompute``, every such value is kept."""
     uses: dict[int, int] = {}
     for g in groups:
         for item in g.skeleton:
@@ -839,6 +889,13 @@ def _shared(
     shared = set()
     for index, count in uses.items():
         out = graph.eqns[index].out
-        if analysis.distinct(out) == out.size and count > out.size:
+        if analysis.distinct(out) != out.size or count <= out.size:
+            continue
+        recomputed = (count - out.size) * analysis.operations(out)
+        if (
+            not recompute
+            or out.size < RECOMPUTE_ELEMENTS
+            or recomputed > RECOMPUTE_OPERATIONS * out.size
+        ):
             shared.add(out)
     return frozenset(shared)

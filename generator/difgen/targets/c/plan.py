@@ -39,6 +39,12 @@ from difgen.targets.c.program import (
 )
 from difgen.targets.c.rows import Rows, head_rows, tail_slot
 
+STORE_LOAD_OPERATIONS = 2
+"""What storing an element of an array and loading it again in another loop
+counts as, in operations, when :meth:`Planner.on_demand` weighs computing a
+result at its own elements against computing it as usual (an underestimate
+beyond the caches, where the two memory passes cost far more)."""
+
 UFUNC_SIZE = 512
 """From this many elements, a transcendental calls NumPy's own loop instead of
 the C library's per element: the call has a fixed cost that NumPy's faster loop
@@ -514,6 +520,7 @@ class Planner:
             if all(isinstance(a, Lit) or a in constant_only for a in eqn.inputs):
                 constant_only.add(eqn.out)
         outputs = [o for o in self.outputs if isinstance(o, Var)]
+        moved = self._reads_moved_values()
         chosen: list[tuple[Demand, Store]] = []
         for out, store in zip(self.outputs, results):
             if not isinstance(out, Var):
@@ -522,33 +529,82 @@ class Planner:
             if (
                 store is None
                 or made_by is None
-                or not structural(made_by.primitive)
+                or not (
+                    structural(made_by.primitive)
+                    or (made_by.primitive.elementwise and out in moved)
+                )
                 or out in read
                 or out in self.consts
                 or outputs.count(out) != 1
             ):
                 continue
-            demand = demand_of(self.graph, out, self.consts)
-            if demand is None or not any(
-                item[0] == "e" for g in demand.groups for item in g.skeleton
-            ):
-                continue
-            before = self._rest_graph([d for d, _ in chosen]).eqns
-            after = {
-                e.out for e in self._rest_graph([*(d for d, _ in chosen), demand]).eqns
-            }
-            saved = sum(
-                e.out.size
-                for e in before
-                if e.out not in after
-                and e.out not in constant_only
-                and (e.primitive.elementwise or len(e.inputs) > 1)
-            )  # moves of one input are mostly views, which compute nothing
-            if demand.operations < saved:  # operations per call, either way
-                chosen.append((demand, store))
+            # the values it reads twice computed again where cheap (one loop,
+            # no array), else kept in memory as the analysis first proposes
+            for recompute in (True, False):
+                demand = demand_of(self.graph, out, self.consts, recompute)
+                if demand is None or not any(
+                    item[0] == "e" for g in demand.groups for item in g.skeleton
+                ):
+                    break
+                if self._pays(demand, chosen, constant_only):
+                    chosen.append((demand, store))
+                    break
+                if not demand.recomputed:  # the other way is this same one
+                    break
         if chosen:
             self.graph = self._rest_graph([d for d, _ in chosen])
         return chosen
+
+    def _reads_moved_values(self) -> set[Var]:
+        """Values whose elementwise equations read, through elementwise
+        equations only, a structural move of a value computed here (a roll or
+        a shifted slice of an adjoint): computed as usual, the moved value is an
+        array of its own and the loop that reads it another pass."""
+        moved_computed: set[Var] = set()
+        computed: set[Var] = set()
+        found: set[Var] = set()
+        for eqn in self.graph.eqns:
+            ins = [a for a in eqn.inputs if isinstance(a, Var)]
+            if structural(eqn.primitive) and any(a in computed for a in ins):
+                moved_computed.add(eqn.out)
+            elif eqn.primitive.elementwise and any(
+                a in moved_computed or a in found for a in ins
+            ):
+                found.add(eqn.out)
+            if eqn.out not in self.consts and (
+                eqn.primitive.elementwise or structural(eqn.primitive)
+            ):
+                computed.add(eqn.out)
+        return found
+
+    def _pays(
+        self,
+        demand: Demand,
+        chosen: list[tuple[Demand, Store]],
+        constant_only: set[Var],
+    ) -> bool:
+        """Whether ``demand`` takes fewer operations per call than the
+        equations it makes unnecessary, with the memory passes those need."""
+        before = self._rest_graph([d for d, _ in chosen]).eqns
+        after = {
+            e.out for e in self._rest_graph([*(d for d, _ in chosen), demand]).eqns
+        }
+        gone = [e for e in before if e.out not in after and e.out not in constant_only]
+        saved = sum(
+            e.out.size for e in gone if e.primitive.elementwise or len(e.inputs) > 1
+        )  # moves of one input are mostly views, which compute nothing
+        # ... and the memory passes: an elementwise value a move reads (the
+        # scatter-add of shifted slices' adjoints, a roll) is stored by its loop
+        # and loaded by the move's, or by the loop that reads the view
+        computed = {e.out for e in gone if e.primitive.elementwise}
+        saved += STORE_LOAD_OPERATIONS * sum(
+            a.size
+            for e in gone
+            if not e.primitive.elementwise
+            for a in set(e.inputs)
+            if isinstance(a, Var) and a in computed
+        )
+        return demand.operations < saved
 
     def _rest_graph(self, demands: list[Demand]) -> Graph:
         """The graph without the demands' results, plus their leaves as outputs."""
