@@ -38,6 +38,13 @@ PUSH_NODES = 1 << 16
 PUSH_NODES_PER_ELEMENT = 64
 """Distinct nodes the demand analysis may visit per element of the result."""
 
+DEPTH = 200
+"""The longest chain of elementwise and structural equations the analysis follows
+to a result. Its walk recurses along the chain, a few Python frames per equation,
+so a longer chain (an unrolled loop of a thousand steps) is left to the planner's
+other loop forms, as a result past the other budgets is, instead of overflowing
+Python's stack."""
+
 FOLD_ELEMENTS = 1 << 24
 """Values of constants only up to this many elements are evaluated at build time
 by the analysis (:meth:`DemandAnalysis.folded`: 128 MB of float64)."""
@@ -412,10 +419,7 @@ class DemandAnalysis:
 
     # ------------------------------------------------------------- the walk
     def _pushable(self, eqn: Any) -> bool:
-        """Elementwise float64/bool equations and structural moves."""
-        return not any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)) and (
-            bool(eqn.primitive.elementwise) or structural(eqn.primitive)
-        )
+        return pushable(eqn)
 
     def node(self, atom: Any, positions: np.ndarray) -> np.ndarray:
         """The nodes of ``atom``'s flat elements at ``positions``."""
@@ -802,13 +806,40 @@ def _computed_once(
     return groups
 
 
+def pushable(eqn: Any) -> bool:
+    """Elementwise float64/bool equations and structural moves: what the analysis
+    follows (anything else is a leaf, read from memory)."""
+    return not any(a.dtype == "int64" for a in (*eqn.inputs, eqn.out)) and (
+        bool(eqn.primitive.elementwise) or structural(eqn.primitive)
+    )
+
+
+_DEPTHS: list[tuple[Graph, dict[Var, int]]] = []
+"""The chain depths of the last graph asked about (the planner asks of one graph
+many times)."""
+
+
+def chain_depth(graph: Graph, out: Var) -> int:
+    """The longest chain of :func:`pushable` equations ending at ``out``."""
+    if not _DEPTHS or _DEPTHS[0][0] is not graph:
+        depths: dict[Var, int] = {}
+        for eqn in graph.eqns:
+            if pushable(eqn):
+                depths[eqn.out] = 1 + max(
+                    (depths.get(a, 0) for a in eqn.inputs if isinstance(a, Var)),
+                    default=0,
+                )
+        _DEPTHS[:] = [(graph, depths)]
+    return _DEPTHS[0][1].get(out, 0)
+
+
 def demand_of(
     graph: Graph, out: Var, consts: dict[Var, np.ndarray], recompute: bool = True
 ) -> Demand | None:
     """``out`` as a :class:`Demand`, or None past the budgets. With
     ``recompute``, a shared value cheap to compute again is (see
     :func:`_shared`); without, every shared value is kept in memory."""
-    if out.size > PUSH_ELEMENTS:
+    if out.size > PUSH_ELEMENTS or chain_depth(graph, out) > DEPTH:
         return None
     kept: frozenset[Var] = frozenset()
     earlier: DemandAnalysis | None = None
