@@ -119,3 +119,66 @@ def test_every_simd_version_gives_the_baselines_bits(
     np.testing.assert_array_equal(
         results["baseline"], getattr(built, OPERATOR[name])(*args)
     )
+
+
+SHIFTED = 70000  # one loop over x computed on demand: past CLONES_FROM
+
+
+@pytest.fixture(scope="module")
+def shifted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Rosenbrock gradient and hvp, each a result computed at its own
+    elements (its shifted slices' adjoints gathered in the one loop)."""
+    directory = tmp_path_factory.mktemp("simd_clones_shifted")
+    shutil.copy(SUPPORT / "c_shifted_functions.py", directory)
+    (directory / "difgen.toml").write_text(
+        '[difgen]\noutput_dir = "out"\n\n[[module]]\nname = "shifted_c"\n'
+        'function = "c_shifted_functions.py:rosenbrock"\nbackend = "trace"\n'
+        'emit = "c"\noperators = ["gradient", "hvp"]\n'
+        f"input = {{ shape = [{SHIFTED}] }}\n"
+    )
+    difgen.build(directory / "difgen.toml", compile=True)
+    return directory / "out"
+
+
+def _shifted_args() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1.5, 1.5, SHIFTED)
+    v = rng.standard_normal(SHIFTED)
+    x[[0, 1, 7, 8, 1000, SHIFTED - 1]] = [np.nan, np.inf, -np.inf, -0.0, 1e200, 1e-310]
+    v[[3, 4, SHIFTED - 2]] = [np.inf, np.nan, -0.0]
+    return x, v
+
+
+def test_results_computed_on_demand_count_as_large_loops(shifted: Path) -> None:
+    """Their loops are no fused loop nest of the plan, yet one loop over 70000
+    elements: the gradient and the hvp carry the clones too."""
+    text = (shifted / "shifted_c__c.c").read_text()
+    for op in ("f", "gradient", "hvp"):
+        assert f"DG_SIMD_CLONES\nstatic PyObject *\ndg_op_{op}(" in text
+    assert "computed at its 70000 elements only" in text  # on demand, not moved
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_simd_version_of_a_shifted_result_gives_the_baselines_bits(
+    shifted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    x, v = _shifted_args()
+    results = {}
+    for label, attribute in (("baseline", ""), (target, f'target("{target}")')):
+        directory = tmp_path / label
+        directory.mkdir()
+        for path in shifted.glob("shifted_c*"):
+            if not path.name.endswith(".so"):
+                shutil.copy(path, directory)
+        macro = f"-DDG_SIMD_CLONES=__attribute__(({attribute}))"
+        monkeypatch.setattr(compiling, "CFLAGS", (*compiling.CFLAGS, macro))
+        compiling.compile_module(directory, "shifted_c")
+        monkeypatch.undo()
+        module = import_file(directory / "shifted_c.py")
+        assert module.COMPILED, module.C_FALLBACK_REASON
+        results[label] = (module.gradient(x), module.hvp(x, v))
+    for got, want in zip(results[target], results["baseline"]):
+        assert got.view(np.int64).tolist() == want.view(np.int64).tolist()
+    built = import_file(shifted / "shifted_c.py")
+    for got, want in zip((built.gradient(x), built.hvp(x, v)), results["baseline"]):
+        assert got.view(np.int64).tolist() == want.view(np.int64).tolist()

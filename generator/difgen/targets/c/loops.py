@@ -237,13 +237,20 @@ def loop_body(
 
 def widest_loop(program: Program) -> int:
     """The most elements one fused loop nest of ``program`` computes (a row
-    pass's dot counts each row's ``k`` products)."""
+    pass's dot counts each row's ``k`` products; a loop of a result computed on
+    demand, the elements it stores: the Rosenbrock gradient's and hvp's one
+    loop over ``x``)."""
     widest = 0
     for group in program.loops:
         size = int(np.prod(group.shape, dtype=np.int64))
         if group.rows is not None:
             size *= max(group.rows.k, 1)
         widest = max(widest, size)
+    for plan in program.demands:
+        layouts = [plan.everywhere] + ([plan.when_finite] if plan.when_finite else [])
+        for layout in layouts:
+            for together in layout.loops:
+                widest = max(widest, sum(g.targets.size for g in together))
     return widest
 
 
