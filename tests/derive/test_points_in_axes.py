@@ -118,7 +118,8 @@ def test_theta_is_not_tiled(built: Any, name: str) -> None:
     runs over the points: its code is one vectorized block."""
     module, _ = built(name, "trace")
     params = inspect.signature(module.gradient_points).parameters
-    assert list(params) == ["x", *(c for c, _, _ in CASES[name][1])]
+    assert list(params) == ["x", *(c for c, _, _ in CASES[name][1]), "out"]
+    assert params["out"].default is None
     assert "Shared by every point: x." in module.gradient_points.__doc__
     block = inspect.getsource(module._gradient_points_block)
     assert "for " not in block
