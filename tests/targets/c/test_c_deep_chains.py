@@ -5,7 +5,7 @@ chain of as many equations as steps, or more; a thousand steps made the build
 overflow Python's stack, and 150 are past the depth here. The C target's demand
 analysis walks chains recursively; past :data:`difgen.targets.c.demand.DEPTH` it
 declines, as past its other budgets, and the planner prints the loops it would
-have without it. """
+have without it."""
 
 from __future__ import annotations
 
