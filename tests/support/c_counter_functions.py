@@ -1,6 +1,6 @@
 """Loops that compute with their integer counter (issue 21, item 5): each a static
 ``range`` long enough to stay a loop, its body reading ``i`` as a number
-(``i * dt``) and through integer arithmetic (``i % 3``, ``(i - 40) // 7`` on
+(``i * dt``), as an index (``x[i % 3]``, ``x[i - 1]``) and through integer arithmetic (``i % 3``, ``(i - 40) // 7`` on
 negative values, Python's sign rules). ``CASES`` maps a name to (input shape,
 points); ``stopping`` (a ``break``) stays in Python."""
 
@@ -40,6 +40,16 @@ def downwards(x):
     return s * x[2]
 
 
+def indexed(x):
+    """The counter as an index: ``x[i % 3]`` weights, ``x[i]`` and ``x[i - 1]``
+    (``x[-1]`` at ``i = 0``) over an argument of the loop's length, in range at
+    every trip."""
+    s = x[:3] * 1.0
+    for i in range(40):
+        s = s + 0.01 * np.sin(s[::-1]) * x[i % 3] + 0.001 * x[i] * x[i - 1]
+    return np.sum(s**2)
+
+
 def stopping(x):
     """A ``break`` on a traced value, the counter in the body: ``i`` is then a
     state of its own (kept at its value once the loop breaks), whose integers the
@@ -60,4 +70,5 @@ CASES = {
     "clocked": ([3], [np.array([4.0, 0.3, 1.1]), np.array([1.5, 2.0, -0.7])]),
     "cyclic": ([3], POINTS[3]),
     "downwards": ([3], POINTS[3]),
+    "indexed": ([40], [np.linspace(-1.0, 1.5, 40), np.cos(np.arange(40.0))]),
 }

@@ -1,5 +1,7 @@
 """A rerolled loop computing with its integer counter, in C (issue 21, item 5):
-``i * dt``, ``i % 3``, ``(i - 40) // 7`` of negative values and a negative step. Each case is built with ``emit = "c"`` in both modes,
+``i * dt``, ``i % 3``, ``(i - 40) // 7`` of negative values, a negative step and
+the counter as an index (``x[i % 3]``, ``x[i - 1]``, read unchecked where the build
+proves it in bounds). Each case is built with ``emit = "c"`` in both modes,
 its loop kept a loop, and checked against the module's own Python operators (the
 vector emission, a Python loop computing in int64), the vector module of the same
 function unrolled and central differences, at ordinary points and at NaN and
@@ -209,3 +211,30 @@ def test_intervals_follow_pythons_integer_rules() -> None:
             assert iv[0] <= got.min() and got.max() <= iv[1], (op, a, b, iv)
     assert counters._combine("mul", (0.0, 2.0**40), (0.0, 2.0**14)) is None
     assert int(np.floor_divide(-7, 2)) == -4 and int(np.remainder(-7, 3)) == 2
+
+
+def test_an_index_the_build_cannot_bound_stays_in_python(tmp_path: Path) -> None:
+    """``x[i - 2 * (i // 2)]`` is 0 or 1 at every trip, but intervals bound it by
+    [-40, 41] only: the C does not read an index it cannot prove in bounds (the
+    check would raise inside the loop), and the operator stays in Python."""
+    (tmp_path / "past.py").write_text(
+        "import numpy as np\n\n\n"
+        "def past(x):\n"
+        "    s = x[0] * 1.0\n"
+        "    for i in range(40):\n"
+        "        s = s + 0.01 * np.sin(s) * x[i - 2 * (i // 2)]\n"
+        "    return s * x[1]\n"
+    )
+    (tmp_path / "difgen.toml").write_text(
+        '[difgen]\noutput_dir = "out"\n\n[[module]]\nname = "m_c"\n'
+        'function = "past.py:past"\nbackend = "trace"\nemit = "c"\n'
+        'operators = ["gradient"]\ninput = { shape = [3] }\n'
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(helpers, "UNROLL_EQUATIONS", 0)
+        result = difgen.build(tmp_path / "difgen.toml", compile=False)
+    (built,) = result.modules
+    assert any(
+        "gradient: kept in Python" in n and "run-time index in a loop's body" in n
+        for n in built.notes
+    ), built.notes

@@ -27,6 +27,7 @@ import numpy as np
 
 from difgen.core.ir import Eqn, Graph, Lit, Params, Var
 from difgen.core.primitive import PRIMITIVES
+from difgen.targets.c.indexed import one_axis
 
 EXACT = 2.0**53
 """Integers of at most this magnitude are exact in a double."""
@@ -40,12 +41,13 @@ def counter_ranges(
     """The state slot counting a static ``range`` (``index < stop``,
     ``index = index + step``, a build-time start: the loops
     :func:`~difgen.ad.loops.counted_trips` counts), with the interval of the
-    integers it takes, from its start to its value after the last trip; empty for
-    any other loop or a counter that is no integer."""
+    integers the body sees, from its start to its value at the last trip (the
+    condition sees one more: it is given no interval); empty for any other loop,
+    one that never runs or a counter that is no integer."""
     from difgen.ad.loops import counted_trips
 
     trips = counted_trips(cond, body, starts)
-    if trips is None:
+    if not trips:
         return {}
     counter, _ = cond.eqns[0].inputs
     k = cond.inputs.index(counter)
@@ -53,7 +55,7 @@ def counter_ranges(
     increment = step.inputs[1]
     assert isinstance(increment, Lit)  # counted_trips counts no other loop
     start, dx = float(np.asarray(starts[k])), float(increment.value)
-    end = start + trips * dx
+    end = start + (trips - 1) * dx
     lo, hi = min(start, end), max(start, end)
     if not (_integral(start) and _integral(dx) and _fits((lo, hi))):
         return {}
@@ -96,15 +98,21 @@ def _combine(op: str, a: Interval, b: Interval) -> Interval | None:
     return None
 
 
-def as_doubles(graph: Graph, ranges: dict[int, Interval]) -> Graph:
+def as_doubles(
+    graph: Graph, ranges: dict[int, Interval]
+) -> tuple[Graph, frozenset[Var]]:
     """``graph`` (a loop's condition, body or body's VJP) with the integers
     computed from the counters ``ranges`` (input position: the interval of the
-    integers it holds) computed as doubles (see the module docstring); the graph
-    itself where there is nothing to rewrite."""
+    integers it holds) computed as doubles (see the module docstring), and the
+    scalar run-time indices of its gathers and scatter-adds along one axis
+    (``x[i % 3]``, ``y[i - 1]``) so computed whose interval lies in the axis's
+    bounds (``[-size, size)``: NumPy's negative indices count from the end), which
+    the C loops read without a check (none could fail: no IndexError to raise);
+    the graph itself where there is nothing to rewrite."""
     if not ranges or not any(
         a.dtype == "int64" for e in graph.eqns for a in (*e.inputs, e.out)
     ):
-        return graph
+        return graph, frozenset()
     known: dict[Var, Interval] = {graph.inputs[k]: iv for k, iv in ranges.items()}
     alias: dict[Var, Var] = {}  # an int64 value: the double holding it
 
@@ -120,6 +128,7 @@ def as_doubles(graph: Graph, ranges: dict[int, Interval]) -> Graph:
             return (x, x) if abs(x) < EXACT else None
         return known.get(alias.get(a, a)) if isinstance(a, Var) else None
 
+    in_range: set[Var] = set()
     eqns: list[Eqn] = []
     for eqn in graph.eqns:
         name, out = eqn.primitive.name, eqn.out
@@ -140,9 +149,19 @@ def as_doubles(graph: Graph, ranges: dict[int, Interval]) -> Graph:
         inputs = tuple(read(a) for a in eqn.inputs)
         if inputs != eqn.inputs:
             eqn = Eqn(eqn.primitive, inputs, eqn.params, eqn.out, eqn.relaxed)
+            found = one_axis(eqn)
+            iv = interval(inputs[found.slot]) if found is not None else None
+            if (
+                found is not None
+                and iv is not None
+                and found.count == 1
+                and -found.size <= iv[0]
+                and iv[1] < found.size
+            ):
+                in_range.add(inputs[found.slot])
         eqns.append(eqn)
     outputs = tuple(read(o) for o in graph.outputs)
-    return Graph(graph.inputs, outputs, tuple(eqns))
+    return Graph(graph.inputs, outputs, tuple(eqns)), frozenset(in_range)
 
 
 def _arith(eqn: Eqn, read: Any, interval: Any) -> tuple[list[Eqn], Interval] | None:

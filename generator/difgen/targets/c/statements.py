@@ -142,14 +142,14 @@ def sub_block(
     from difgen.targets.c.plan import Planner
     from difgen.targets.c.printer import Printer as SubPrinter
 
-    graph = counters_of.as_doubles(graph, counters or {})
+    graph, in_range = counters_of.as_doubles(graph, counters or {})
     results: list[Store | None] = []
     seen: set[Any] = set()
     for atom, store in zip(graph.outputs, outputs):
         ok = isinstance(atom, Var) and atom not in seen and atom not in graph.inputs
         results.append(store if ok else None)
         seen.add(atom)
-    program = Planner(graph, sub=True).program(results)
+    program = Planner(graph, sub=True, in_range=in_range).program(results)
     sub = SubPrinter(program, [(s.name, s.shape) for s in inputs], p.tables.stem)
     sub.tables = p.tables  # one set of tables per C function
     sub.counter = p.counter
@@ -195,7 +195,7 @@ def _while(p: Printer, eqn: Any) -> None:
         nxt = [_new(p, v.shape, "n") for v in body.inputs[:n]]
         flag = _new(p, (), "c")
         ranges = counters_of.counter_ranges(cond, body, _starts(p, eqn, n))
-        test = sub_block(p, cond, [*state, *consts], [flag], ranges)
+        test = sub_block(p, cond, [*state, *consts], [flag])
         step = sub_block(p, body, [*state, *consts], nxt, ranges)
         record = _records_for(p, eqn, params)
         pushes: list[str] = []
@@ -317,7 +317,7 @@ def _print_sweep(p: Printer, eqn: Any, params: dict[str, Any]) -> list[Store]:
         return [*carry, *accs]
     nxt = [_new(p, v.shape, "n") for v in fwd.inputs[:n]]
     flag = _new(p, (), "c")
-    test = sub_block(p, cond, [*state, *consts], [flag], ranges)
+    test = sub_block(p, cond, [*state, *consts], [flag])
     step = sub_block(p, fwd, [*state, *consts], nxt, ranges)
     record = sum(store_size(s) for s in taped)
     every, snapshots = params.get("every"), params.get("snapshots")
