@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-import difgen
 import static_loop_cases as cases
 from compiled import BuiltConfig
 from conftest import SUPPORT
@@ -30,13 +29,12 @@ SCALAR_OPS = {
 }
 ARRAY_OPS = ["f", "jacobian", "pushforward", "pullback"]
 ARRAYS = {"decay", "written"}  # the cases with an array result
-NAMES = ["branched", "breaking", "euler", "written"]
+NAMES = ["branched", "breaking", "decay", "euler", "skipping", "written"]
 """The cases whose loops run in C (``breaking``: a ``break`` on a traced value, its
-``for _`` target passed through as the float counter, no int64 computed): the
-others read the loop's index as an int64 (``i % 3``, ``y[i % 3]``), which the C
-loops do not compute (int64 arithmetic is NumPy's only), and keep those operators
-in Python, saying so."""
-INT_INDEX = ["decay", "skipping"]
+``for _`` target passed through as the float counter; ``skipping``: a
+``continue`` on ``i % 3``, and ``decay``, ``y[i % 3]`` of its state: the
+counter's integers computed as doubles, the index proved in bounds,
+:mod:`difgen.targets.c.counters`)."""
 
 
 def _config(emit: str) -> str:
@@ -202,27 +200,6 @@ def test_long_tapes_pre_sized_and_grown_match(tmp_path: Path) -> None:
         assert "gradient" not in module.PYTHON_OPERATORS
         for x in points:
             _close(module.gradient(x), vector.gradient(x))
-
-
-@pytest.mark.parametrize("name", INT_INDEX)
-def test_a_loop_reading_its_index_as_an_integer_stays_in_python_and_says_so(
-    tmp_path: Path, name: str
-) -> None:
-    shutil.copy(SUPPORT / "static_loop_cases.py", tmp_path)
-    fn, shape, _ = cases.CASES[name]
-    config = (
-        '[difgen]\noutput_dir = "out"\n\n[[module]]\nname = "m_c"\n'
-        f'function = "static_loop_cases.py:{fn}"\nbackend = "trace"\nemit = "c"\n'
-        f'operators = ["jacobian"]\ninput = {{ shape = {shape} }}\n'
-    )
-    (tmp_path / "difgen.toml").write_text(config)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(helpers, "UNROLL_EQUATIONS", 0)
-        result = difgen.build(tmp_path / "difgen.toml", compile=False)
-    (built,) = result.modules
-    assert any(
-        "jacobian: kept in Python" in n and "to_int64" in n for n in built.notes
-    ), built.notes
 
 
 BODIES = {

@@ -139,17 +139,23 @@ def print_indexed(p: Any, eqn: Eqn) -> None:
     axes = {c.axis for c in enforced_checks() if c.context == name and c.size == n}
     axis = axes.pop() if len(axes) == 1 else found.axis
     label = f"{name}: index %lld is out of bounds for axis {axis} with size {n}"
-    p.calls_numpy = True  # the check raises: the GIL is held
-    p.lines += [
-        f"/* {eqn.primitive.name} through {name} along axis {found.axis} */",
-        f"for (npy_intp {j} = 0; {j} < {m}; {j}++) {{",
-        f"    double {d} = {read};",
-        f"    if (!({d} >= -{n}.0 && {d} < {n}.0)) {{",
-        f'        PyErr_Format(PyExc_IndexError, "{label}", (long long){d});',
-        f"        goto {PREFIX}fail;",
-        "    }",
-        "}",
-    ]
+    if idx in p.program.in_range:  # a loop's counter, in bounds at every trip
+        p.lines.append(
+            f"/* {eqn.primitive.name} along axis {found.axis}, the index proved "
+            f"in [-{n}, {n}) at build time */"
+        )
+    else:
+        p.calls_numpy = True  # the check raises: the GIL is held
+        p.lines += [
+            f"/* {eqn.primitive.name} through {name} along axis {found.axis} */",
+            f"for (npy_intp {j} = 0; {j} < {m}; {j}++) {{",
+            f"    double {d} = {read};",
+            f"    if (!({d} >= -{n}.0 && {d} < {n}.0)) {{",
+            f'        PyErr_Format(PyExc_IndexError, "{label}", (long long){d});',
+            f"        goto {PREFIX}fail;",
+            "    }",
+            "}",
+        ]
     form = eqn.primitive.c_loop
     if isinstance(form, LoopForm) and form.kind == "gather":
         dst = f"({o} * {m} + {j}) * {inner} + {t}"

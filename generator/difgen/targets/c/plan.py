@@ -153,11 +153,15 @@ def _composed(chain: list[Any]) -> Any:
 class Planner:
     """The passes over one operator graph (see the module docstring)."""
 
-    def __init__(self, graph: Graph, sub: bool = False) -> None:
+    def __init__(
+        self, graph: Graph, sub: bool = False, in_range: frozenset[Var] = frozenset()
+    ) -> None:
         # sub: a loop's or a branch's sub-graph, whose inputs may be flags (bool,
         # held as doubles 0 and 1) and which calls no NumPy (a failed call would
-        # leave the loop holding its tape)
+        # leave the loop holding its tape); in_range: the run-time indices of a
+        # loop's body the build proved in bounds (difgen.targets.c.counters)
         self.sub = sub
+        self.in_range = in_range
         self.graph = graph  # what remains to compile as usual (see on_demand)
         self.outputs = graph.outputs
         self.original_eqns = graph.eqns
@@ -220,6 +224,7 @@ class Planner:
             offsets,
             work,
             cached,
+            self.in_range,
         )
 
     def _cached(
@@ -368,13 +373,14 @@ class Planner:
             raise NoLoopForm(
                 f"{eqn.primitive.name} (a run-time index, not along one axis)"
             )
-        if self.sub:
+        proved = eqn.inputs[found.slot] in self.in_range
+        if self.sub and not proved:
             raise NoLoopForm(
                 f"{eqn.primitive.name} (a run-time index in a loop's body)"
             )
         if precision.is_float32():
             raise NoLoopForm(f"{eqn.primitive.name} (a run-time index in float32)")
-        if eqn.inputs[found.slot] not in self.graph.inputs:
+        if not proved and eqn.inputs[found.slot] not in self.graph.inputs:
             raise NoLoopForm(
                 f"{eqn.primitive.name} (a run-time index that is no argument)"
             )

@@ -155,6 +155,7 @@ class Program:
     offsets: dict[Var, int]
     work: int
     cached: dict[int, set[Var]] = field(default_factory=dict)
+    in_range: frozenset[Var] = frozenset()  # loop indices proved in bounds
 
     @property
     def loops(self) -> list[Group]:

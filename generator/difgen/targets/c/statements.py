@@ -46,6 +46,7 @@ import numpy as np
 
 from difgen.core.ir import Graph, Lit, Var
 from difgen.core.primitive import Statements
+from difgen.targets.c import counters as counters_of
 from difgen.targets.c.extension import PREFIX
 from difgen.targets.c.nest import LoopNest
 from difgen.targets.c.program import Group, Store, store_size
@@ -127,21 +128,28 @@ def _give(p: Printer, var: Var, store: Store) -> None:
 
 
 def sub_block(
-    p: Printer, graph: Graph, inputs: Sequence[Store], outputs: Sequence[Store]
+    p: Printer,
+    graph: Graph,
+    inputs: Sequence[Store],
+    outputs: Sequence[Store],
+    counters: dict[int, counters_of.Interval] | None = None,
 ) -> list[str]:
     """The statements computing ``graph`` on ``inputs`` into ``outputs``: planned
     and printed as an operator of its own, its temporaries numbered after ``p``'s
-    and its workspace after ``p``'s (``dg_w`` rebound in its block)."""
+    and its workspace after ``p``'s (``dg_w`` rebound in its block). ``counters``:
+    the inputs that count a static ``range`` with the integers they hold, whose
+    integer uses are computed as doubles (:mod:`difgen.targets.c.counters`)."""
     from difgen.targets.c.plan import Planner
     from difgen.targets.c.printer import Printer as SubPrinter
 
+    graph, in_range = counters_of.as_doubles(graph, counters or {})
     results: list[Store | None] = []
     seen: set[Any] = set()
     for atom, store in zip(graph.outputs, outputs):
         ok = isinstance(atom, Var) and atom not in seen and atom not in graph.inputs
         results.append(store if ok else None)
         seen.add(atom)
-    program = Planner(graph, sub=True).program(results)
+    program = Planner(graph, sub=True, in_range=in_range).program(results)
     sub = SubPrinter(program, [(s.name, s.shape) for s in inputs], p.tables.stem)
     sub.tables = p.tables  # one set of tables per C function
     sub.counter = p.counter
@@ -186,8 +194,9 @@ def _while(p: Printer, eqn: Any) -> None:
         consts = [_operand(p, a) for a in eqn.inputs[n:]]
         nxt = [_new(p, v.shape, "n") for v in body.inputs[:n]]
         flag = _new(p, (), "c")
+        ranges = counters_of.counter_ranges(cond, body, _starts(p, eqn, n))
         test = sub_block(p, cond, [*state, *consts], [flag])
-        step = sub_block(p, body, [*state, *consts], nxt)
+        step = sub_block(p, body, [*state, *consts], nxt, ranges)
         record = _records_for(p, eqn, params)
         pushes: list[str] = []
         if record is not None:  # this loop records a later sweep's tape
@@ -287,7 +296,10 @@ def _print_sweep(p: Printer, eqn: Any, params: dict[str, Any]) -> list[Store]:
     p.lines += [f"{a.name} = 0.0;" if a.shape == () else _zero(a) for a in accs]
     new_carry = [_new(p, o.shape, "y") for o in back.outputs[:m]]
     added = [_new(p, o.shape, "d") for o in back.outputs[m:]]
-    adjoint = sub_block(p, back, [*state, *consts, *carry], [*new_carry, *added])
+    ranges = counters_of.counter_ranges(cond, fwd, _starts(p, eqn, n))
+    adjoint = sub_block(
+        p, back, [*state, *consts, *carry], [*new_carry, *added], ranges
+    )
     # the tape holds the state slots the body's VJP reads (not the counter)
     taped = [state[j] for j in _taped(back, n)]
     recorded = p.tapes.get(_loop_key(eqn, "out"))
@@ -306,12 +318,12 @@ def _print_sweep(p: Printer, eqn: Any, params: dict[str, Any]) -> list[Store]:
     nxt = [_new(p, v.shape, "n") for v in fwd.inputs[:n]]
     flag = _new(p, (), "c")
     test = sub_block(p, cond, [*state, *consts], [flag])
-    step = sub_block(p, fwd, [*state, *consts], nxt)
+    step = sub_block(p, fwd, [*state, *consts], nxt, ranges)
     record = sum(store_size(s) for s in taped)
     every, snapshots = params.get("every"), params.get("snapshots")
     if (every is not None or snapshots is not None) and record:
         consts_in = [*state, *consts]
-        recompute = sub_block(p, fwd, consts_in, nxt)
+        recompute = sub_block(p, fwd, consts_in, nxt, ranges)
         back_step = [
             *adjoint,
             *(_add(a, d) for a, d in zip(accs, added)),
@@ -578,13 +590,19 @@ def known_trips(p: Printer, eqn: Any, n: int, cond: Graph, body: Graph) -> int |
     :func:`difgen.ad.loops.counted_trips`, the count checkpointing uses."""
     from difgen.ad.loops import counted_trips
 
+    return counted_trips(cond, body, _starts(p, eqn, n))
+
+
+def _starts(p: Printer, eqn: Any, n: int) -> list[Any]:
+    """The loop's initial state known at build time (a literal or a constant of
+    the printer; None elsewhere)."""
     starts: list[Any] = []
     for start in eqn.inputs[:n]:
         if isinstance(start, Lit):
             starts.append(start.value)
         else:
             starts.append(p.consts.get(start))
-    return counted_trips(cond, body, starts)
+    return starts
 
 
 def _zero(store: Store) -> str:
