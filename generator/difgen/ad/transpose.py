@@ -217,10 +217,9 @@ def vjp(graph: Graph, wrt: Sequence[bool] | None = None) -> Graph:
       let c:f64[3] = mul a a
           d:f64[] = reduce_sum[axes=(0,)] c
           e:f64[1] = reshape[shape=(1,)] b
-          f:f64[3] = broadcast_to[shape=(3,)] e
-          g:f64[3] = mul f 2.0
-          h:f64[3] = mul g a
-      in (d, h) }
+          f:f64[1] = mul e 2.0
+          g:f64[3] = mul f a
+      in (d, g) }
     """
     n = len(graph.inputs)
     wrt = tuple(wrt) if wrt is not None else (True,) + (False,) * (n - 1)
