@@ -418,9 +418,6 @@ class DemandAnalysis:
         self.kept = kept
 
     # ------------------------------------------------------------- the walk
-    def _pushable(self, eqn: Any) -> bool:
-        return pushable(eqn)
-
     def node(self, atom: Any, positions: np.ndarray) -> np.ndarray:
         """The nodes of ``atom``'s flat elements at ``positions``."""
         positions = np.asarray(positions, dtype=np.int64)
@@ -458,7 +455,7 @@ class DemandAnalysis:
             eqn is None
             or atom.size > FOLD_ELEMENTS
             or isinstance(eqn.primitive.numpy, Statements)
-            or not self._pushable(eqn)
+            or not pushable(eqn)
             or not all(isinstance(a, Lit) or self.folded(a) for a in eqn.inputs)
         ):
             self.unfoldable.add(atom)
@@ -474,7 +471,7 @@ class DemandAnalysis:
 
     def _computed(self, atom: Var, positions: np.ndarray) -> np.ndarray:
         eqn = self.producer.get(atom)
-        if eqn is None or atom in self.kept or not self._pushable(eqn):
+        if eqn is None or atom in self.kept or not pushable(eqn):
             leaf = self.leaves.setdefault(atom, len(self.leaves))
             n = len(positions)
             sid = self._shape(("v", leaf))
